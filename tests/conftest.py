@@ -1,0 +1,3 @@
+"""Shared pytest set-up: the sandbox fixtures come from the package's own pytest plugin."""
+
+pytest_plugins = ["analytics_nb.sandbox.testing"]
