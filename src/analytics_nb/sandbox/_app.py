@@ -1,0 +1,374 @@
+"""The sandbox ASGI application: routing (trailing slash optional), error handling that answers every bad
+input with the real error body, fault injection, and the request log.
+
+Plug-in modules (written separately: `_capture`, `_decide`, `_feature_flags`) are mounted when present.
+Each exposes ``routes() -> list[starlette.routing.BaseRoute]`` and optionally ``SCHEMA: str`` (SQL run at
+start-up) and ``seed(store, ctx)`` (called by the demo seed; `_flag_seed` provides only ``seed``). Route
+paths may be written with or without a trailing slash: both forms are served.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import re
+import socket
+import struct
+import threading
+from collections import deque
+from collections.abc import Awaitable, Callable, MutableMapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from types import ModuleType
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import BaseRoute, Route
+
+from . import _openapi, _playlists, _projects, _seed, _transformations
+from ._context import PROFILES, SandboxContext
+from ._errors import APIError, error_body, method_not_allowed, not_found, server_error, throttled
+from ._faults import Faults
+from ._http import parse_json_body, read_body, require_object
+from ._ratelimit import RateLimiter, parse_rates
+from ._store import Store
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+
+#: Modules of the flags/capture part, mounted when importable.
+PLUGIN_MODULES = ("_capture", "_decide", "_feature_flags")
+#: Module whose `seed(store, ctx)` the demo seed also runs.
+SEED_MODULES = ("_flag_seed",)
+
+_LOG_BODY_LIMIT = 65_536
+_SECRET_RE = re.compile(r"(phx_|pha_|phs_)[A-Za-z0-9_\-]+")
+_SECRET_FIELDS_RE = re.compile(r'("(?:personal_api_key|api_key|token|secret_api_key)"\s*:\s*)"[^"]*"')
+_SECRET_QUERY_RE = re.compile(r"((?:^|&)(?:personal_api_key|api_key|token)=)[^&]*")
+
+
+def _import_plugin(name: str) -> ModuleType | None:
+    try:
+        return importlib.import_module(f"{__package__}.{name}")
+    except ModuleNotFoundError as exc:
+        if exc.name == f"{__package__}.{name}":
+            return None
+        raise
+
+
+def plugin_modules() -> list[ModuleType]:
+    """The flags/capture modules that exist in this installation."""
+    return [m for m in (_import_plugin(n) for n in PLUGIN_MODULES) if m is not None]
+
+
+def redact(text: str) -> str:
+    """Replace personal/project keys and secret fields in logged text."""
+    text = _SECRET_RE.sub(lambda m: m.group(1) + "***", text)
+    return _SECRET_FIELDS_RE.sub(lambda m: m.group(1) + '"***"', text)
+
+
+@dataclass(frozen=True)
+class LoggedRequest:
+    """One entry of the request log (no headers, secrets redacted)."""
+
+    method: str
+    path: str
+    query: str
+    status: int | None
+    body: str
+    at: datetime
+
+
+class RequestLog:
+    """The in-memory request log behind `Sandbox.requests()` (the newest `maxlen` requests)."""
+
+    def __init__(self, maxlen: int = 20_000) -> None:
+        self._entries: deque[LoggedRequest] = deque(maxlen=maxlen)
+        self._lock = threading.Lock()
+
+    def append(self, entry: LoggedRequest) -> None:
+        """Record a finished request."""
+        with self._lock:
+            self._entries.append(entry)
+
+    def entries(self) -> list[LoggedRequest]:
+        """A snapshot of the log, oldest first."""
+        with self._lock:
+            return list(self._entries)
+
+    def clear(self) -> None:
+        """Forget every entry."""
+        with self._lock:
+            self._entries.clear()
+
+
+def _normalise(routes: list[BaseRoute]) -> list[BaseRoute]:
+    """Routes rewritten without trailing slash (the app strips it from every request path)."""
+    out: list[BaseRoute] = []
+    for r in routes:
+        if isinstance(r, Route) and r.path != "/" and r.path.endswith("/"):
+            out.append(
+                Route(r.path.rstrip("/"), r.endpoint, methods=list(r.methods or []) or None, name=r.name)
+            )
+        else:
+            out.append(r)
+    return out
+
+
+async def _api_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, APIError)
+    return exc.response()
+
+
+async def _http_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, HTTPException)
+    if exc.status_code == 405:
+        return method_not_allowed(request.method).response()
+    if exc.status_code == 404:
+        return not_found().response()
+    return JSONResponse(
+        error_body("invalid_request", "error", str(exc.detail)),
+        status_code=exc.status_code,
+        headers=exc.headers,
+    )
+
+
+async def _unhandled(request: Request, exc: Exception) -> Response:
+    return server_error().response()
+
+
+def build_context(
+    *,
+    db: str | None = None,
+    seed: str = "demo",
+    profile: str = "spec",
+    rate_limits: dict[str, Any] | bool | None = None,
+    geoip: bool = True,
+    fault_seed: int = 0,
+) -> SandboxContext:
+    """Open the store, create every schema, seed it (once per database) and return the sandbox context.
+
+    `rate_limits`: None -> on in the cloud profile only; False -> off; True -> the real rates; a dict such
+    as `{"default": 480, "playlists": 240}` (requests per minute) -> on with those rates.
+    """
+    if profile not in PROFILES:
+        raise ValueError(f"profile must be one of {PROFILES}, got {profile!r}")
+    if seed not in ("demo", "empty"):
+        raise ValueError(f"seed must be 'demo' or 'empty', got {seed!r}")
+    store = Store(db)
+    modules = plugin_modules()
+    for module in (_projects, _playlists, _transformations, *modules):
+        schema = getattr(module, "SCHEMA", None)
+        if schema:
+            store.executescript(schema)
+    if rate_limits is None:
+        rate_limits = profile == "cloud"
+    limiter = None
+    if rate_limits is not False:
+        limiter = RateLimiter(parse_rates(rate_limits if isinstance(rate_limits, dict) else None))
+    core = _seed.seed_core(store, profile=profile)
+    ctx = SandboxContext(
+        store=store,
+        profile=profile,
+        project_id=core.project_id,
+        organization_id=core.organization_id,
+        project_api_key=core.project_api_key,
+        faults=Faults(seed=fault_seed),
+        limiter=limiter,
+        geoip=geoip,
+    )
+    ctx.extra["owner_user_id"] = core.owner_user_id
+    if seed == "demo" and core.fresh:
+        _seed.seed_demo(store, ctx)
+        for module in [*modules, *(m for m in map(_import_plugin, SEED_MODULES) if m is not None)]:
+            seeder = getattr(module, "seed", None)
+            if callable(seeder):
+                seeder(store, ctx)
+    return ctx
+
+
+class SandboxApp:
+    """The ASGI callable: fault layer and request log around the Starlette app (`.starlette`)."""
+
+    def __init__(self, ctx: SandboxContext, *, admin: bool = False) -> None:
+        self.ctx = ctx
+        self.admin = admin
+        self.log = RequestLog()
+        routes: list[BaseRoute] = [
+            *_projects.routes(),
+            *_playlists.routes(),
+            *_transformations.routes(),
+            *[r for m in plugin_modules() for r in m.routes()],
+            Route("/api/schema", _openapi.schema_endpoint, methods=["GET"]),
+            Route("/_sandbox/faults", self._faults_endpoint, methods=["GET", "POST", "DELETE"]),
+            Route("/_sandbox/faults/{fault_id:int}", self._fault_endpoint, methods=["DELETE"]),
+            Route("/_sandbox/health", self._health, methods=["GET"]),
+        ]
+        self.starlette = Starlette(
+            routes=_normalise(routes),
+            exception_handlers={APIError: _api_error, HTTPException: _http_error, Exception: _unhandled},
+        )
+        self.starlette.state.sandbox = ctx
+
+    @property
+    def state(self) -> Any:
+        """The Starlette app state (`state.sandbox` is the context)."""
+        return self.starlette.state
+
+    async def _health(self, request: Request) -> Response:
+        return JSONResponse({"status": "ok", "profile": self.ctx.profile})
+
+    async def _fault_endpoint(self, request: Request) -> Response:
+        if not self.admin or not self.ctx.faults.remove(int(request.path_params["fault_id"])):
+            raise not_found()
+        return Response(status_code=204)
+
+    async def _faults_endpoint(self, request: Request) -> Response:
+        if not self.admin:
+            raise not_found()
+        if request.method == "DELETE":
+            self.ctx.faults.clear()
+            return Response(status_code=204)
+        if request.method == "POST":
+            data = require_object(parse_json_body(request, await read_body(request)))
+            allowed = {"path", "status", "rate", "retry_after", "delay", "reset", "methods", "kind"}
+            unknown = sorted(set(data) - allowed)
+            if unknown:
+                raise APIError(
+                    400, "validation_error", "invalid_input", f"Unknown field {unknown[0]!r}.", unknown[0]
+                )
+            try:
+                fid = self.ctx.faults.add(**data)
+            except (TypeError, ValueError) as exc:
+                raise APIError(400, "validation_error", "invalid_input", str(exc)) from None
+            return JSONResponse({"id": fid}, status_code=201)
+        return JSONResponse({"results": self.ctx.faults.list()})
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.starlette(scope, receive, send)  # lifespan
+            return
+        method: str = scope["method"]
+        raw_path: str = scope["path"]
+        query = scope.get("query_string", b"").decode("latin-1")
+        chunks: list[bytes] = []
+        size = 0
+        status: list[int | None] = [None]
+        logged = [False]
+
+        def record() -> None:
+            if logged[0]:
+                return
+            logged[0] = True
+            body_text = b"".join(chunks).decode("utf-8", errors="replace")
+            self.log.append(
+                LoggedRequest(
+                    method=method,
+                    path=raw_path,
+                    query=_SECRET_QUERY_RE.sub(r"\1***", redact(query)),
+                    status=status[0],
+                    body=redact(body_text),
+                    at=datetime.now(UTC),
+                )
+            )
+
+        async def logging_receive() -> Message:
+            nonlocal size
+            message = await receive()
+            if message["type"] == "http.request":
+                body = message.get("body", b"")
+                if size < _LOG_BODY_LIMIT:
+                    chunks.append(body[: _LOG_BODY_LIMIT - size])
+                size += len(body)
+            return message
+
+        async def logging_send(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                status[0] = int(message["status"])
+                record()  # before any byte leaves, so a client reading the log right after sees it
+            await send(message)
+
+        try:
+            if not raw_path.startswith("/_sandbox/"):
+                for fault in self.ctx.faults.pick(method, raw_path):
+                    if fault.delay:
+                        await asyncio.sleep(fault.delay)
+                    if fault.reset:
+                        _reset_connection(send)
+                        for _ in range(3):  # let the transport report the loss before returning
+                            await asyncio.sleep(0)
+                        raise _ConnectionCut
+                    if fault.status is not None:
+                        response = _fault_response(fault.status, fault.retry_after)
+                        await response(scope, logging_receive, logging_send)
+                        return
+            inner = dict(scope)
+            inner["sandbox.original_path"] = raw_path
+            if raw_path != "/" and raw_path.endswith("/"):
+                inner["path"] = raw_path.rstrip("/") or "/"
+                raw = scope.get("raw_path")
+                if isinstance(raw, bytes | bytearray):
+                    inner["raw_path"] = bytes(raw).split(b"?", 1)[0].rstrip(b"/") or b"/"
+            await self.starlette(inner, logging_receive, logging_send)
+        except _ConnectionCut:
+            return
+        except Exception:
+            # Starlette re-raises after sending its 500 body; answer only if nothing was sent yet
+            if status[0] is None:
+                await server_error().response()(scope, logging_receive, logging_send)
+        finally:
+            record()
+
+
+class _ConnectionCut(Exception):
+    """Internal: the fault layer reset the connection; nothing more is sent."""
+
+
+def _fault_response(status: int, retry_after: float | None) -> Response:
+    if status == 429:
+        return throttled(retry_after if retry_after is not None else 1).response()
+    headers = {"Retry-After": str(int(retry_after))} if retry_after is not None else None
+    if status == 500:
+        return server_error().response()
+    text = {502: "Bad Gateway", 503: "Service Unavailable", 504: "Gateway Timeout"}.get(status, "Error")
+    return JSONResponse(error_body("server_error", "error", text), status_code=status, headers=headers)
+
+
+def _reset_connection(send: Send) -> None:
+    """Abort the TCP connection with an RST (uvicorn's per-request cycle holds the transport)."""
+    cycle = getattr(send, "__self__", None)
+    transport = getattr(cycle, "transport", None)
+    if transport is None:
+        raise ConnectionResetError("fault injection: connection reset")
+    sock = transport.get_extra_info("socket")
+    if sock is not None:
+        try:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        except OSError:
+            pass
+    transport.abort()
+
+
+def create_app(
+    *,
+    db: str | None = None,
+    seed: str = "demo",
+    profile: str = "spec",
+    rate_limits: dict[str, Any] | bool | None = None,
+    geoip: bool = True,
+    admin: bool = False,
+    fault_seed: int = 0,
+) -> SandboxApp:
+    """A ready sandbox ASGI app (store opened and seeded), to run under any ASGI server."""
+    ctx = build_context(
+        db=db, seed=seed, profile=profile, rate_limits=rate_limits, geoip=geoip, fault_seed=fault_seed
+    )
+    return SandboxApp(ctx, admin=admin)
+
+
+__all__ = ["LoggedRequest", "RequestLog", "SandboxApp", "build_context", "create_app", "redact"]

@@ -1,0 +1,155 @@
+"""The per-sandbox state reachable from any request as `request.app.state.sandbox` (a
+:class:`SandboxContext`).
+
+Modules that plug routes into the app (see `_app.py`) use it to reach the store, the profile and the
+project, to authenticate personal API keys with the real scope rules, and to build error responses::
+
+    ctx: SandboxContext = request.app.state.sandbox
+    user = ctx.authenticate_personal(request, "feature_flag:read")   # raises APIError -> real 401/403/404/429
+    project_id = ctx.project_id_of(request)                           # the URL's project, `@current` resolved
+    return ctx.error_response(400, "validation_error", "invalid_input", "Bad thing.", "key")
+
+Raise :class:`APIError` (or the helpers in `_errors`) anywhere in a handler; the app turns it into the
+response.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from starlette.requests import Request
+from starlette.responses import Response
+
+from . import _auth
+from ._auth import UNSUPPORTED, User
+from ._errors import APIError, error_response, not_found, permission_denied, throttled
+from ._ratelimit import RateLimiter
+from ._store import Store
+
+if TYPE_CHECKING:
+    from ._faults import Faults
+
+__all__ = ["UNSUPPORTED", "APIError", "SandboxContext", "User"]
+
+PROFILES = ("spec", "cloud")
+
+
+@dataclass(repr=False)
+class SandboxContext:
+    """Everything a handler needs: store, profile ("spec" | "cloud"), the seeded project and organization."""
+
+    store: Store
+    profile: str
+    project_id: int
+    organization_id: str
+    project_api_key: str
+    faults: Faults
+    limiter: RateLimiter | None = None
+    geoip: bool = True
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def __repr__(self) -> str:
+        return f"SandboxContext(profile={self.profile!r}, project_id={self.project_id})"
+
+    @property
+    def is_cloud(self) -> bool:
+        """True in the `cloud` profile (the cloud's refusals, synthetic playlists, throttles)."""
+        return self.profile == "cloud"
+
+    # -- auth
+    def authenticate_personal(
+        self, request: Request, scope: str | None, *, throttle: str = "default"
+    ) -> User:
+        """Authenticate the request's personal API key and check it may do this, in the real order.
+
+        401 (no/bad key) -> project/organization in the URL (`@current` resolved, 404 for a bad id, 403
+        when the key is scoped elsewhere) -> scope (`None`: no scope check; `UNSUPPORTED`: 403 "This
+        action does not support personal API key access") -> throttle (429 with Retry-After when the
+        limiter is on). The resolved ids are stored on `request.state.project_id` /
+        `request.state.organization_id`.
+        """
+        user = _auth.authenticate(self.store, request)
+        params = request.path_params
+        if "project_id" in params:
+            request.state.project_id = self._resolve_project(user, str(params["project_id"]))
+        if "organization_id" in params:
+            request.state.organization_id = self._resolve_organization(user, str(params["organization_id"]))
+        _auth.check_scope(user, scope)
+        if self.limiter is not None and user.key_id is not None:
+            wait = self.limiter.check(user.key_id, throttle)
+            if wait > 0:
+                raise throttled(wait)
+        return user
+
+    def project_id_of(self, request: Request) -> int:
+        """The project id of the URL, resolved by `authenticate_personal` (or the sandbox's own project)."""
+        return int(getattr(request.state, "project_id", self.project_id))
+
+    def organization_id_of(self, request: Request) -> str:
+        """The organization id of the URL, resolved by `authenticate_personal` (or the sandbox's own)."""
+        return str(getattr(request.state, "organization_id", self.organization_id))
+
+    def _resolve_project(self, user: User, raw: str) -> int:
+        if raw == "@current":
+            if user.current_project_id is None:
+                raise not_found("Project not found.")
+            project_id = int(user.current_project_id)
+        else:
+            try:
+                project_id = int(raw)
+            except ValueError:
+                raise not_found("Project not found.") from None
+            if not 0 < project_id < 2**63:
+                raise not_found("Project not found.")
+        if user.scoped_teams is not None and project_id not in user.scoped_teams:
+            raise permission_denied(
+                f"API key does not have access to the requested project: ID {project_id}."
+            )
+        row = self.store.query_one("SELECT organization_id FROM projects WHERE id=?", (project_id,))
+        if row is None:
+            raise not_found("Project not found.")
+        if row["organization_id"] != user.organization_id:
+            raise permission_denied("You don't have access to the project.")
+        if user.scoped_organizations is not None and row["organization_id"] not in user.scoped_organizations:
+            raise permission_denied(
+                f"API key does not have access to the requested organization: ID {row['organization_id']}."
+            )
+        return project_id
+
+    def _resolve_organization(self, user: User, raw: str) -> str:
+        if raw == "@current":
+            org_id = user.organization_id
+        else:
+            try:
+                org_id = str(uuid.UUID(raw))
+            except ValueError:
+                raise not_found("Organization not found.") from None
+        if user.scoped_organizations is not None and org_id not in user.scoped_organizations:
+            raise permission_denied(
+                f"API key does not have access to the requested organization: ID {org_id}."
+            )
+        if self.store.query_one("SELECT id FROM organizations WHERE id=?", (org_id,)) is None:
+            raise not_found("Organization not found.")
+        if org_id != user.organization_id:
+            raise not_found("Organization not found.")
+        return org_id
+
+    # -- responses
+    @staticmethod
+    def error_response(
+        status: int,
+        type: str,
+        code: str,
+        detail: str,
+        attr: str | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> Response:
+        """A `{type, code, detail, attr}` JSON error response."""
+        return error_response(status, type, code, detail, attr, headers)
+
+    @staticmethod
+    def error(status: int, type: str, code: str, detail: str, attr: str | None = None) -> APIError:
+        """The exception form of `error_response`, to `raise` from deep inside a handler."""
+        return APIError(status, type, code, detail, attr)

@@ -1,0 +1,149 @@
+"""Fault injection: a fraction of requests matching a path glob answered with an error status, a 429 with
+`Retry-After`, a delay, or a TCP connection reset. Deterministic for a given seed."""
+
+from __future__ import annotations
+
+import fnmatch
+import random
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+_STATUSES = (429, 500, 502, 503, 504)
+
+
+@dataclass(frozen=True)
+class Fault:
+    """One fault rule (see :meth:`Faults.add`)."""
+
+    id: int
+    path: str
+    status: int | None
+    rate: float
+    retry_after: float | None
+    delay: float | None
+    reset: bool
+    methods: frozenset[str] | None
+    kind: str | None = None
+
+    def matches(self, method: str, path: str) -> bool:
+        """Whether the rule applies to this request (path glob, trailing slash optional; method list)."""
+        if self.methods is not None and method.upper() not in self.methods:
+            return False
+        bare = path.rstrip("/") or "/"
+        return fnmatch.fnmatchcase(path, self.path) or fnmatch.fnmatchcase(bare, self.path)
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON form used by the admin endpoint."""
+        return {
+            "id": self.id,
+            "path": self.path,
+            "status": self.status,
+            "rate": self.rate,
+            "retry_after": self.retry_after,
+            "delay": self.delay,
+            "reset": self.reset,
+            "methods": sorted(self.methods) if self.methods else None,
+            "kind": self.kind,
+        }
+
+
+@dataclass
+class Faults:
+    """The fault rules of one sandbox: `add(...)` returns an id, `remove(id)`, `clear()`; seeded."""
+
+    seed: int = 0
+    _rules: list[Fault] = field(default_factory=list)
+    _next_id: int = 1
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def __post_init__(self) -> None:
+        self._random = random.Random(self.seed)
+
+    def __repr__(self) -> str:
+        return f"Faults({[r.as_dict() for r in self._rules]!r})"
+
+    def add(
+        self,
+        path: str = "*",
+        status: int | None = None,
+        rate: float = 1.0,
+        retry_after: float | None = None,
+        delay: float | None = None,
+        reset: bool = False,
+        methods: list[str] | None = None,
+        kind: str | None = None,
+    ) -> int:
+        """Add a rule: a `rate` fraction of requests whose path matches the glob `path` (e.g. "/batch*").
+
+        `status` answers 429/500/502/503/504 (429 carries `Retry-After: retry_after`, default 1 s);
+        `delay` seconds of latency (alone: the request then proceeds normally); `reset=True` cuts the
+        connection with a TCP reset. `kind` is a free tag that plug-in modules may read through
+        :meth:`active` (e.g. "quota_limited").
+        """
+        if not 0.0 <= float(rate) <= 1.0:
+            raise ValueError(f"rate must be between 0 and 1, got {rate!r}")
+        if status is not None and int(status) not in _STATUSES:
+            raise ValueError(f"status must be one of {_STATUSES}, got {status!r}")
+        if delay is not None and not 0 <= float(delay) <= 60:
+            raise ValueError(f"delay must be between 0 and 60 seconds, got {delay!r}")
+        if retry_after is not None and float(retry_after) < 0:
+            raise ValueError("retry_after must be >= 0 seconds")
+        if status is None and delay is None and not reset and kind is None:
+            raise ValueError("a fault needs status=..., delay=..., reset=True or kind=...")
+        if not isinstance(path, str) or not path.startswith(("/", "*")):
+            raise ValueError(f"path must be a glob starting with '/' or '*', got {path!r}")
+        with self._lock:
+            rule = Fault(
+                id=self._next_id,
+                path=path,
+                status=None if status is None else int(status),
+                rate=float(rate),
+                retry_after=None if retry_after is None else float(retry_after),
+                delay=None if delay is None else float(delay),
+                reset=bool(reset),
+                methods=frozenset(m.upper() for m in methods) if methods else None,
+                kind=kind,
+            )
+            self._next_id += 1
+            self._rules.append(rule)
+            return rule.id
+
+    def remove(self, fault_id: int) -> bool:
+        """Remove one rule; False when no rule has that id."""
+        with self._lock:
+            before = len(self._rules)
+            self._rules = [r for r in self._rules if r.id != fault_id]
+            return len(self._rules) != before
+
+    def clear(self) -> None:
+        """Remove every rule."""
+        with self._lock:
+            self._rules = []
+
+    def reseed(self, seed: int) -> None:
+        """Restart the random sequence so a run of requests hits the same faults again."""
+        with self._lock:
+            self.seed = seed
+            self._random = random.Random(seed)
+
+    def list(self) -> list[dict[str, Any]]:
+        """The rules as dicts."""
+        with self._lock:
+            return [r.as_dict() for r in self._rules]
+
+    def pick(self, method: str, path: str, *, with_kind: bool = False) -> list[Fault]:
+        """The rules that fire for this request (each drawn with its rate). Used by the app's fault layer;
+        rules with a `kind` are only drawn when `with_kind` (by the module that understands them)."""
+        with self._lock:
+            fired = []
+            for rule in self._rules:
+                if (rule.kind is not None) != with_kind or not rule.matches(method, path):
+                    continue
+                if rule.rate >= 1.0 or self._random.random() < rule.rate:
+                    fired.append(rule)
+            return fired
+
+    def active(self, kind: str, method: str, path: str) -> bool:
+        """Whether a rule tagged `kind` fires for this request (for plug-in modules, e.g. decide's quota)."""
+        return any(r.kind == kind for r in self.pick(method, path, with_kind=True))

@@ -1,0 +1,413 @@
+"""Running the sandbox: uvicorn on 127.0.0.1 in a background thread with its own event loop (so it works
+inside a running Jupyter kernel without touching the caller's loop), and the `Sandbox` handle."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import socket
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+import uvicorn
+
+from . import _auth
+from ._app import SandboxApp, create_app
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from ._context import SandboxContext
+    from ._faults import Faults
+
+
+class Sandbox:
+    """A running sandbox: its URL, keys and ids, the fault controls, and read-back of events and requests.
+
+    The owner's personal key is held only here (the database stores its hash) and never appears in the
+    repr.
+    """
+
+    def __init__(self, app: SandboxApp, url: str, personal_api_key: str) -> None:
+        self.app = app
+        self.url = url
+        self._personal_api_key = personal_api_key
+        self._server: uvicorn.Server | None = None
+        self._thread: threading.Thread | None = None
+
+    def __repr__(self) -> str:
+        return f"Sandbox(url={self.url!r}, profile={self.profile!r}, project_id={self.project_id})"
+
+    # -- identity
+    @property
+    def ctx(self) -> SandboxContext:
+        """The server-side context (store, profile, ids)."""
+        return self.app.ctx
+
+    @property
+    def personal_api_key(self) -> str:
+        """The owner's `phx_` key with scopes `["*"]`."""
+        return self._personal_api_key
+
+    @property
+    def project_api_key(self) -> str:
+        """The project's `phc_` token (for decide and capture)."""
+        return self.ctx.project_api_key
+
+    @property
+    def project_id(self) -> int:
+        """The seeded project's id."""
+        return self.ctx.project_id
+
+    @property
+    def organization_id(self) -> str:
+        """The seeded organization's UUID."""
+        return self.ctx.organization_id
+
+    @property
+    def profile(self) -> str:
+        """ "spec" (follows the spec) or "cloud" (adds the cloud's refusals and throttles)."""
+        return self.ctx.profile
+
+    @property
+    def faults(self) -> Faults:
+        """Fault injection controls: `add(path=..., status=..., rate=..., ...)`, `remove(id)`, `clear()`."""
+        return self.ctx.faults
+
+    def create_app(self) -> SandboxApp:
+        """The ASGI app this sandbox serves."""
+        return self.app
+
+    # -- keys, persons, groups
+    def create_personal_key(
+        self,
+        scopes: list[str] | None = None,
+        user: int | str | None = None,
+        scoped_teams: list[int] | None = None,
+        scoped_organizations: list[str] | None = None,
+    ) -> str:
+        """Issue another personal key (default scopes `["*"]`) for the owner or for `user` (id or email)."""
+        user_id = self.ctx.extra["owner_user_id"]
+        if isinstance(user, int):
+            user_id = user
+        elif isinstance(user, str):
+            row = self.ctx.store.query_one("SELECT id FROM users WHERE email=?", (user,))
+            if row is None:
+                raise ValueError(f"no sandbox user with email {user!r}")
+            user_id = row["id"]
+        return _auth.create_personal_key(
+            self.ctx.store,
+            user_id,
+            list(scopes) if scopes is not None else ["*"],
+            scoped_teams=scoped_teams,
+            scoped_organizations=scoped_organizations,
+        )
+
+    def set_person(self, distinct_id: str, properties: dict[str, Any]) -> None:
+        """Merge stored person properties (decide uses them unless the request overrides them)."""
+        self.ctx.store.set_person(self.project_id, str(distinct_id), dict(properties))
+
+    def set_group(self, type_name: str, key: str, properties: dict[str, Any]) -> None:
+        """Merge stored group properties (the group type gets the next free index when new)."""
+        self.ctx.store.set_group(self.project_id, str(type_name), str(key), dict(properties))
+
+    # -- read-back
+    def events(self) -> pd.DataFrame:
+        """Captured events as a DataFrame (implemented by the capture module's `events_frame(store,
+        project_id)`)."""
+        try:
+            from . import _capture
+        except ImportError as exc:  # pragma: no cover - the capture module ships with the package
+            raise RuntimeError("this sandbox build has no capture module") from exc
+        return _capture.events_frame(self.ctx.store, self.project_id)
+
+    def requests(self) -> pd.DataFrame:
+        """The request log: method, path, query, status, body (text), at; no headers, keys redacted."""
+        import pandas as pd
+
+        entries = self.app.log.entries()
+        return pd.DataFrame(
+            {
+                "method": pd.array([e.method for e in entries], dtype="str"),
+                "path": pd.array([e.path for e in entries], dtype="str"),
+                "query": pd.array([e.query for e in entries], dtype="str"),
+                "status": pd.array([e.status for e in entries], dtype="Int64"),
+                "body": pd.array([e.body for e in entries], dtype="str"),
+                "at": pd.to_datetime(pd.Series([e.at for e in entries], dtype=object), utc=True).astype(
+                    "datetime64[us, UTC]"
+                ),
+            }
+        )
+
+    def clear_requests(self) -> None:
+        """Empty the request log."""
+        self.app.log.clear()
+
+    # -- lifecycle
+    def stop(self) -> None:
+        """Stop the server (waits for the thread) and close the store. Safe to call twice."""
+        if self._server is not None:
+            self._server.should_exit = True
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+            self._thread = None
+        self._server = None
+        with contextlib.suppress(Exception):
+            self.ctx.store.close()
+
+    def __enter__(self) -> Sandbox:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def _serve(server: uvicorn.Server, sock: socket.socket) -> None:
+    loop = asyncio.new_event_loop()
+    try:
+        loop.run_until_complete(server.serve(sockets=[sock]))
+    finally:
+        loop.close()
+        sock.close()
+
+
+def launch(
+    *,
+    seed: str = "demo",
+    profile: str = "spec",
+    db: str | None = None,
+    port: int = 0,
+    host: str = "127.0.0.1",
+    rate_limits: dict[str, Any] | bool | None = None,
+    geoip: bool = True,
+    admin: bool = False,
+    fault_seed: int = 0,
+) -> Sandbox:
+    """Start a sandbox server in a background thread and return its handle (call `stop()` when done)."""
+    app = create_app(
+        db=db,
+        seed=seed,
+        profile=profile,
+        rate_limits=rate_limits,
+        geoip=geoip,
+        admin=admin,
+        fault_seed=fault_seed,
+    )
+    key = _auth.create_personal_key(
+        app.ctx.store, app.ctx.extra["owner_user_id"], ["*"], label="sandbox owner"
+    )
+    # proto=IPPROTO_TCP so that asyncio sets TCP_NODELAY on accepted connections (no 40 ms Nagle stalls)
+    sock = socket.socket(
+        socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP
+    )
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError:
+        sock.close()
+        app.ctx.store.close()
+        raise
+    sock.listen(2048)
+    actual_port = sock.getsockname()[1]
+    config = uvicorn.Config(
+        app,
+        log_level="warning",
+        access_log=False,
+        lifespan="off",
+        loop="asyncio",
+        http="h11",
+        timeout_keep_alive=30,
+        backlog=2048,
+    )
+    server = uvicorn.Server(config)
+    thread = threading.Thread(
+        target=_serve, args=(server, sock), name=f"analytics-nb-sandbox:{actual_port}", daemon=True
+    )
+    thread.start()
+    while not server.started:
+        if not thread.is_alive():
+            app.ctx.store.close()
+            raise RuntimeError("the sandbox server failed to start (see the log above)")
+        thread.join(0.005)
+    url_host = f"[{host}]" if ":" in host else host
+    sb = Sandbox(app, f"http://{url_host}:{actual_port}", key)
+    sb._server, sb._thread = server, thread
+    return sb
+
+
+@contextlib.contextmanager
+def start(
+    seed: str = "demo",
+    profile: str = "spec",
+    db: str | None = None,
+    port: int = 0,
+    host: str = "127.0.0.1",
+    rate_limits: dict[str, Any] | bool | None = None,
+    geoip: bool = True,
+    admin: bool = False,
+    fault_seed: int = 0,
+    mode: str = "thread",
+) -> Iterator[Sandbox]:
+    """`with start(seed="demo") as sb:` a sandbox on a free port of 127.0.0.1, stopped on exit.
+
+    `mode="process"` runs it in a child process instead (a :class:`ProcessSandbox`: no GIL sharing with the
+    caller; faults through the admin endpoint; no `events()`/`requests()`/`set_person`).
+    """
+    if mode == "process":
+        if isinstance(rate_limits, dict):
+            raise ValueError(
+                "process mode takes rate_limits=None, True or False (custom rates: mode='thread')"
+            )
+        with launch_process(
+            seed=seed,
+            profile=profile,
+            db=db,
+            port=port,
+            host=host,
+            rate_limits=rate_limits,
+            fault_seed=fault_seed,
+        ) as psb:
+            yield psb  # type: ignore[misc]
+        return
+    if mode != "thread":
+        raise ValueError(f"mode must be 'thread' or 'process', got {mode!r}")
+    sb = launch(
+        seed=seed,
+        profile=profile,
+        db=db,
+        port=port,
+        host=host,
+        rate_limits=rate_limits,
+        geoip=geoip,
+        admin=admin,
+        fault_seed=fault_seed,
+    )
+    try:
+        yield sb
+    finally:
+        sb.stop()
+
+
+class RemoteFaults:
+    """Fault controls of a sandbox in another process, through its `/_sandbox/faults` admin endpoint."""
+
+    def __init__(self, url: str) -> None:
+        self._url = url + "/_sandbox/faults"
+
+    def add(self, path: str = "*", status: int | None = None, rate: float = 1.0, **kw: Any) -> int:
+        """Same arguments as :meth:`Faults.add`; returns the rule id."""
+        import httpx
+
+        resp = httpx.post(self._url, json={"path": path, "status": status, "rate": rate, **kw}, timeout=10)
+        if resp.status_code != 201:
+            raise ValueError(resp.json().get("detail", resp.text))
+        return int(resp.json()["id"])
+
+    def remove(self, fault_id: int) -> bool:
+        """Remove one rule; False when no rule has that id."""
+        import httpx
+
+        return httpx.delete(f"{self._url}/{int(fault_id)}", timeout=10).status_code == 204
+
+    def clear(self) -> None:
+        """Remove every rule."""
+        import httpx
+
+        httpx.delete(self._url, timeout=10).raise_for_status()
+
+    def list(self) -> list[dict[str, Any]]:
+        """The rules as dicts."""
+        import httpx
+
+        return list(httpx.get(self._url, timeout=10).json()["results"])
+
+
+class ProcessSandbox:
+    """A sandbox running in a child process (`launch(mode="process")`), e.g. so a benchmark's clients do not
+    share the server's GIL. It has the URL, keys and ids and remote fault controls; no direct store access."""
+
+    def __init__(self, proc: subprocess.Popen[str], info: dict[str, str]) -> None:
+        self._proc = proc
+        self.url = info["url"]
+        self._personal_api_key = info["personal_api_key"]
+        self.project_api_key = info["project_api_key"]
+        self.project_id = int(info["project_id"])
+        self.organization_id = info["organization_id"]
+        self.profile = info["profile"]
+        self.faults = RemoteFaults(self.url)
+
+    def __repr__(self) -> str:
+        return f"ProcessSandbox(url={self.url!r}, profile={self.profile!r}, pid={self._proc.pid})"
+
+    @property
+    def personal_api_key(self) -> str:
+        """The owner's `phx_` key with scopes `["*"]`."""
+        return self._personal_api_key
+
+    def stop(self) -> None:
+        """Stop the child process (SIGTERM, then SIGKILL after 10 s). Safe to call twice."""
+        if self._proc.poll() is None:
+            self._proc.terminate()
+            try:
+                self._proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self._proc.kill()
+                self._proc.wait()
+        if self._proc.stdout is not None:
+            self._proc.stdout.close()
+
+    def __enter__(self) -> ProcessSandbox:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def launch_process(
+    *,
+    seed: str = "demo",
+    profile: str = "spec",
+    db: str | None = None,
+    port: int = 0,
+    host: str = "127.0.0.1",
+    rate_limits: bool | None = None,
+    fault_seed: int = 0,
+) -> ProcessSandbox:
+    """Start `analytics-nb sandbox` in a child process (admin endpoint on) and return its handle."""
+    if isinstance(rate_limits, dict):
+        raise ValueError(
+            "process mode takes rate_limits=None, True or False (custom rates need mode='thread')"
+        )
+    limits = {None: "auto", True: "on", False: "off"}[rate_limits]
+    cmd = [
+        sys.executable, "-m", "analytics_nb.cli", "sandbox", "--port", str(port), "--host", host,
+        "--seed", seed, "--profile", profile, "--admin", "--rate-limits", limits,
+        "--fault-seed", str(fault_seed),
+    ]  # fmt: skip
+    if db:
+        cmd += ["--db", db]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=None, text=True)
+    info: dict[str, str] = {"profile": profile}
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        text = line.strip()
+        if " running at " in text:
+            info["url"] = text.rsplit(" ", 1)[-1]
+        for name, key in (
+            ("POSTHOG_PERSONAL_API_KEY=", "personal_api_key"),
+            ("POSTHOG_PROJECT_API_KEY=", "project_api_key"),
+            ("POSTHOG_PROJECT_ID=", "project_id"),
+            ("organization id: ", "organization_id"),
+        ):
+            if text.startswith(name):
+                info[key] = text[len(name) :]
+        if text.startswith("Press Ctrl-C"):
+            break
+    if "organization_id" not in info or "url" not in info:
+        proc.kill()
+        proc.wait()
+        raise RuntimeError(f"the sandbox process exited with status {proc.returncode} before it was ready")
+    return ProcessSandbox(proc, info)

@@ -1,0 +1,29 @@
+"""Small HTTP helpers shared by the sandbox contract tests (plain httpx on loopback)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+
+from analytics_nb.sandbox import Sandbox
+
+
+def api(sb: Sandbox, key: str | None = None) -> httpx.Client:
+    """An httpx client on the sandbox with a personal key (the owner's by default)."""
+    headers = {} if key == "" else {"Authorization": f"Bearer {key or sb.personal_api_key}"}
+    return httpx.Client(base_url=sb.url, headers=headers, timeout=10)
+
+
+def playlists_path(sb: Sandbox, suffix: str = "") -> str:
+    return f"/api/projects/{sb.project_id}/session_recording_playlists/{suffix}"
+
+
+def transformations_path(sb: Sandbox, suffix: str = "") -> str:
+    return f"/api/organizations/{sb.organization_id}/pipeline_transformations/{suffix}"
+
+
+def error(resp: httpx.Response) -> dict[str, Any]:
+    body = resp.json()
+    assert set(body) == {"type", "code", "detail", "attr"}, body
+    return body
