@@ -1,0 +1,105 @@
+"""The widget panels in a real browser: Voila renders a test notebook, chromium (Playwright) clicks, and the
+sandbox's store shows the change. Screenshots go to ``test-artifacts/``."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from analytics_nb.client import Client
+from analytics_nb.sandbox import start
+
+pytestmark = pytest.mark.browser
+
+
+@pytest.fixture
+def demo_sandbox() -> Iterator[Any]:
+    """A demo sandbox served from this process on 127.0.0.1 (the Voila kernel connects over HTTP)."""
+    with start(seed="demo", profile="spec") as sb:
+        yield sb
+
+
+def _button(page: Any, text: str) -> Any:
+    """The widget button whose label is ``text`` (an icon glyph may precede it)."""
+    return page.locator("button.jupyter-button").filter(has_text=re.compile(rf"^\W*{re.escape(text)}\s*$"))
+
+
+def _deleted(sb: Any, short_id: str) -> int:
+    row = sb.ctx.store.query_one("SELECT deleted FROM playlists WHERE short_id=?", (short_id,))
+    assert row is not None
+    return int(row["deleted"])
+
+
+def test_playlist_editor_archives_a_playlist_in_the_browser(
+    demo_sandbox: Any, page: Any, serve_notebook: Any, artifacts: Path
+) -> None:
+    from playwright.sync_api import expect
+
+    with Client(demo_sandbox.url, personal_api_key=demo_sandbox.personal_api_key) as client:
+        first = client.playlists.list()[0]  # the panel lists in the same order: the first row
+    label = f"{first.name or first.derived_name or '(unnamed)'} · {first.short_id}"
+
+    with serve_notebook("playlist_editor.ipynb", demo_sandbox) as url:
+        page.goto(url, timeout=60_000)
+        table = page.locator(".anb-playlists")
+        table.wait_for(timeout=60_000)
+        expect(table).to_contain_text(first.short_id)
+        status = page.locator(".anb-status")
+        expect(status).to_contain_text("playlists found")
+
+        page.locator(".widget-select select").first.select_option(label=label)
+        expect(status).to_contain_text(f"Selected {label}")
+        _button(page, "Archive").click()
+        confirm = _button(page, "Yes, archive")
+        confirm.wait_for()
+        page.screenshot(path=str(artifacts / "playlist_editor_confirm.png"), full_page=True)
+        confirm.click()
+        expect(status).to_contain_text(f"Archived {first.short_id}")
+        expect(table).not_to_contain_text(first.short_id)
+        assert demo_sandbox.personal_api_key not in page.content()
+        page.screenshot(path=str(artifacts / "playlist_editor.png"), full_page=True)
+
+    assert _deleted(demo_sandbox, first.short_id) == 1
+    assert (artifacts / "playlist_editor.png").stat().st_size > 10_000
+
+
+def test_flag_simulator_runs_a_local_simulation_in_the_browser(
+    demo_sandbox: Any, page: Any, serve_notebook: Any, artifacts: Path
+) -> None:
+    from playwright.sync_api import expect
+
+    with serve_notebook("flag_simulator.ipynb", demo_sandbox) as url:
+        page.goto(url, timeout=60_000)
+        build = _button(page, "Build grid")
+        build.wait_for(timeout=60_000)
+        status = page.locator(".anb-status")
+        build.click()
+        expect(status).to_contain_text("Grid built: 120 property sets")
+        _button(page, "local").click()
+        expect(page.locator(".widget-slider").first).to_be_visible()  # what-if sliders for the local engine
+        _button(page, "Run").click()
+        results = page.locator(".anb-results")
+        results.wait_for(timeout=20_000)
+        expect(status).to_contain_text("Done: 120 property sets")
+        expect(results).to_contain_text("sim-0-0-0")
+        expect(page.locator(".anb-bar").first).to_be_visible()
+
+        # what-if: type 60 into the gradual-rollout slider's readout, run again, the moves appear
+        row = page.locator(".widget-hbox", has=page.locator("code", has_text="gradual-rollout"))
+        readout = row.locator(".widget-readout").first
+        readout.click()
+        page.keyboard.press("Control+A")
+        page.keyboard.type("60")
+        page.keyboard.press("Enter")
+        _button(page, "Run").click()
+        moves = page.locator(".anb-moves")
+        moves.wait_for()
+        expect(page.get_by_text("gradual-rollout: condition 1 at 60%")).to_be_visible()
+        assert demo_sandbox.personal_api_key not in page.content()
+        page.screenshot(path=str(artifacts / "flag_simulator.png"), full_page=True)
+
+    assert (artifacts / "flag_simulator.png").stat().st_size > 10_000

@@ -1,0 +1,84 @@
+"""Headless tests of TransformationsBrowser against a demo sandbox over HTTP."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from analytics_nb.client import Client
+from analytics_nb.widgets import TransformationsBrowser
+
+
+def _client(sb: Any, key: str | None = None) -> Client:
+    return Client(
+        sb.url,
+        personal_api_key=key or sb.personal_api_key,
+        organization_id=sb.organization_id,
+        max_retries=0,
+        timeout=10.0,
+    )
+
+
+@pytest.fixture(scope="module")
+def client(sandbox: Any) -> Iterator[Client]:
+    c = _client(sandbox)
+    yield c
+    c.close()
+
+
+def test_lists_transformations_and_opens_their_source(sandbox: Any, client: Client) -> None:
+    browser = TransformationsBrowser(client)
+    frame = browser.frame
+    assert len(frame) == len(browser.transformations) > 0
+    first = browser.transformations[0]
+    assert str(first.name) in browser.table.value
+    browser.picker.value = first.id
+    assert browser.selected.id == first.id
+    assert browser.file_picker.options and browser.file_picker.value == sorted(browser.sources)[0]
+    assert browser.editor.value == (browser.sources[browser.file_picker.value] or "")
+    sources = browser.sources_frame
+    assert (
+        set(sources["filename"]) == set(browser.sources) and (sources["transformation_id"] == first.id).all()
+    )
+
+
+def test_save_sends_only_the_edited_file(sandbox: Any, client: Client) -> None:
+    browser = TransformationsBrowser(client)
+    target = browser.transformations[1]
+    browser.select(target.id)
+    name = browser.file_picker.value
+    browser.editor.value = browser.editor.value + "\n// edited in the panel\n"
+    assert browser.is_dirty
+    sandbox.clear_requests()
+    browser.save_button.click()
+    sent = sandbox.requests()
+    sent = sent[sent["method"] == "PATCH"]
+    assert len(sent) == 1 and sent["path"].iloc[0].endswith(
+        f"/pipeline_transformations/{target.id}/update_source/"
+    )
+    assert list(json.loads(sent["body"].iloc[0])) == [name]
+    assert not browser.is_dirty and "Saved" in browser.status_text
+    assert client.transformations.source(target.id)[name].endswith("// edited in the panel\n")
+
+
+def test_missing_write_scope_keeps_the_edit(sandbox: Any) -> None:
+    key = sandbox.create_personal_key(scopes=["plugin:read"])
+    with _client(sandbox, key) as reader:
+        browser = TransformationsBrowser(reader)
+        browser.select(browser.transformations[0].id)
+        assert browser.last_error is None, browser.status_text  # reading the source needs plugin:read only
+        browser.editor.value = "changed"
+        assert browser.save_file() is False
+        assert "plugin:write" in browser.status_text
+        assert browser.editor.value == "changed" and browser.is_dirty
+
+
+def test_check_for_updates_reports_tags(sandbox: Any, client: Client) -> None:
+    browser = TransformationsBrowser(client)
+    assert browser.check_for_updates() is None and "Select a transformation" in browser.status_text
+    browser.select(browser.transformations[0].id)
+    updated = browser.check_for_updates()
+    assert updated is not None and "installed" in browser.status_text and "latest" in browser.status_text
