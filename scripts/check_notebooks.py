@@ -24,7 +24,8 @@ def main(argv: list[str]) -> int:
     notebooks = sorted(folder.glob("*.ipynb"))
     bad = {str(p): cells for p in notebooks if (cells := unexecuted_cells(p))}
     for name, cells in bad.items():
-        print(f"{name}: code cells {cells} have no stored outputs; run scripts/execute_notebooks.py", file=sys.stderr)
+        print(f"{name}: code cells {cells} have no stored outputs; run scripts/execute_notebooks.py",
+              file=sys.stderr)
     print(f"check_notebooks: {len(notebooks)} notebooks, {len(bad)} with unexecuted cells")
     return 1 if bad else 0
 

@@ -42,7 +42,12 @@ def _build_parser() -> argparse.ArgumentParser:
     sb.add_argument("--fault-seed", type=int, default=0, help="seed of the fault-injection random draws")
     # -- `demo` subcommand: added by the demo part; runs analytics_nb.demo.main(argv) when that module
     # exists --
-    sub.add_parser("demo", help="run the demo workflow", add_help=False)
+    sub.add_parser(
+        "demo",
+        help="run the main workflows against the embedded sandbox (offline), writing CSVs and a chart "
+        "to --out DIR",
+        add_help=False,
+    )
     return parser
 
 

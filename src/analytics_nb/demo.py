@@ -1,0 +1,253 @@
+"""The one-command demo (`analytics-nb demo --out DIR`): the main workflows against the embedded sandbox.
+
+It starts a local sandbox with the demo seed (no network, no account), then exports playlists and
+transformations to CSV, simulates flags remotely and locally with a what-if rollout change and a PNG chart,
+attributes flags to events, captures them and reads them back, and prints what it did and where it wrote.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+__all__ = ["DEFAULT_OUT", "DemoSummary", "main", "run"]
+
+DEFAULT_OUT = "demo-output"
+
+#: Flags the demo simulates; all exist in the sandbox's demo seed.
+SIMULATED_FLAGS = ["new-checkout", "beta-feature", "gradual-rollout", "paid-upsell", "eu-cohort-promo"]
+#: The what-if: this flag's first condition goes from its seeded rollout to ``WHATIF_PERCENT``.
+WHATIF_FLAG = "gradual-rollout"
+WHATIF_PERCENT = 60
+
+
+@dataclass
+class DemoSummary:
+    """What one demo run did (one line per workflow) and the files it wrote, in order."""
+
+    out: Path
+    lines: list[tuple[str, str]] = field(default_factory=list)
+    files: list[Path] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def add(self, label: str, text: str) -> None:
+        """Record one workflow's result line."""
+        self.lines.append((label, text))
+
+    def render(self) -> str:
+        """The summary as printed by ``main``: results, then every path written, then notes."""
+        width = max((len(label) for label, _ in self.lines), default=0) + 2
+        out = ["analytics-nb demo: embedded sandbox with the demo seed (local, offline)"]
+        out += [f"  {label + ':':<{width}}{text}" for label, text in self.lines]
+        n = len(self.files)
+        out.append(f"Wrote {n} file{'' if n == 1 else 's'} to {self.out}:")
+        out += [f"  {path}" for path in self.files]
+        out += [f"Note: {note}" for note in self.notes]
+        return "\n".join(out)
+
+
+def _write_csv(summary: DemoSummary, df: pd.DataFrame, name: str) -> Path:
+    from analytics_nb.frames import to_csv
+
+    path = summary.out / name
+    to_csv(df, path)
+    summary.files.append(path)
+    return path
+
+
+def _playlists(client: Any, summary: DemoSummary) -> None:
+    playlists = client.playlists.frame()
+    _write_csv(summary, playlists, "playlists.csv")
+    collections = playlists[playlists["type"] == "collection"]
+    counts = collections["recordings_counts"].map(
+        lambda c: ((c or {}).get("collection") or {}).get("count") or 0
+    )
+    biggest = collections.loc[counts.idxmax()] if len(collections) else None
+    text = f"{len(playlists)} playlists ({len(collections)} collections)"
+    if biggest is not None:
+        recordings = client.playlists.recordings_frame(biggest["short_id"])
+        _write_csv(summary, recordings, "recordings.csv")
+        text += f"; {len(recordings)} recordings in {biggest['name']!r}"
+    summary.add("playlists", text)
+
+
+def _transformations(client: Any, summary: DemoSummary) -> None:
+    from analytics_nb.frames import transformations_frame
+
+    plugins = client.transformations.frame()
+    sources = client.transformations.sources_frame()
+    _write_csv(summary, sources, "transformation_sources.csv")
+    checked = transformations_frame([client.transformations.check_for_updates(int(i)) for i in plugins["id"]])
+    outdated = checked[checked["latest_tag"].notna() & (checked["tag"] != checked["latest_tag"])]
+    upgrades = []
+    for row in outdated.itertuples():
+        upgraded = client.transformations.upgrade(int(row.id))
+        upgrades.append(f"{row.name} {row.tag} -> {upgraded.tag}")
+    _write_csv(summary, client.transformations.frame(), "transformations.csv")
+    text = f"{len(plugins)} plugins, {len(sources)} source files; "
+    text += f"upgraded {len(upgrades)}: {', '.join(upgrades)}" if upgrades else "all up to date"
+    summary.add("transformations", text)
+
+
+def _chart(result: Any, summary: DemoSummary) -> None:
+    try:
+        from matplotlib.figure import Figure
+    except ImportError:
+        from analytics_nb.simulate import PLOT_HINT
+
+        summary.notes.append(f"the chart was skipped: {PLOT_HINT}")
+        return
+    # A bare Figure (no pyplot): no GUI backend is touched, so this works headless and inside Jupyter.
+    figure = Figure(figsize=(8, 3.2))
+    result.plot(SIMULATED_FLAGS, ax=figure.subplots())
+    figure.tight_layout()
+    path = summary.out / "flag_shares.png"
+    figure.savefig(path, dpi=100)
+    summary.files.append(path)
+
+
+def _flags(client: Any, summary: DemoSummary) -> Any:
+    from analytics_nb.simulate import WhatIf, grid, with_rollout
+
+    sets = grid({"country": ["US", "DE", "FR"], "plan": ["free", "pro"]}, ids_per_cell=50, seed=0)
+    result = client.simulate(sets, SIMULATED_FLAGS, engine="both", progress=False)
+    result.to_csv(summary.out / "simulation.csv")
+    summary.files.append(summary.out / "simulation.csv")
+    _write_csv(summary, result.summary(), "simulation_summary.csv")
+    _write_csv(summary, result.agreement, "simulation_agreement.csv")
+    agree = int(result.agreement["agree"].sum())
+    total = int(result.agreement["rows"].sum())
+    summary.add(
+        "flag simulation",
+        f"{len(sets)} property sets x {len(SIMULATED_FLAGS)} flags; remote decide and the local engine "
+        f"agree on {agree}/{total}",
+    )
+
+    definitions = client.feature_flags.local_evaluation()
+    before = next(f for f in definitions.flags if f.key == WHATIF_FLAG).filters.groups[0].rollout_percentage
+    change = WhatIf(sets, definitions).run(with_rollout(definitions, WHATIF_FLAG, WHATIF_PERCENT))
+    _write_csv(summary, change.changes, "whatif_changes.csv")
+    moved = ", ".join(
+        f"{count} property sets {old} -> {new}"
+        for _flag, old, new, count in change.moves.itertuples(index=False, name=None)
+    )
+    summary.add(
+        "what-if",
+        f"{WHATIF_FLAG} {before:g}% -> {WHATIF_PERCENT}%: {moved or 'nobody moves'}",
+    )
+    _chart(result, summary)
+    return sets
+
+
+def _attribution(client: Any, sets: pd.DataFrame, summary: DemoSummary) -> None:
+    from analytics_nb.capture import attribute
+
+    people = sets.iloc[::10].reset_index(drop=True)  # one person in ten of the grid
+    outcomes = client.simulate(people, SIMULATED_FLAGS, engine="local")
+    events = pd.DataFrame(
+        {
+            "event": ["checkout_started", "checkout_completed"] * len(people),
+            "distinct_id": people["distinct_id"].repeat(2).to_numpy(),
+            "timestamp": pd.Timestamp("2026-01-05T10:00:00Z")
+            + pd.to_timedelta(range(2 * len(people)), unit="min"),
+            "cart_value": [float(10 + i % 7 * 5) for i in range(2 * len(people))],
+        }
+    )
+    attributed = attribute(events, outcomes)
+    report = client.capture_frame(attributed, progress=False)
+    _write_csv(summary, report, "capture_report.csv")
+
+    stored = client.sandbox_server.events()
+    stored = stored[stored["uuid"].isin(report["uuid"])]
+    stored = stored.drop(columns=[c for c in ("token",) if c in stored.columns])  # the project key
+    _write_csv(summary, stored.reset_index(drop=True), "events_read_back.csv")
+    seen = stored["properties"].map(lambda p: (p or {}).get(f"$feature/{SIMULATED_FLAGS[0]}"))
+    variants = seen.dropna().astype(str).value_counts().sort_index()
+    counts = report["status"].value_counts().to_dict()
+    summary.add(
+        "attribution",
+        f"{len(report)} events attributed and captured ({', '.join(f'{n} {s}' for s, n in counts.items())}); "
+        f"{len(stored)} read back from the sandbox; $feature/{SIMULATED_FLAGS[0]}: "
+        + ", ".join(f"{n} {value}" for value, n in variants.items()),
+    )
+
+
+def run(out: str | Path = DEFAULT_OUT, *, echo: Callable[[str], Any] | None = None) -> DemoSummary:
+    """Run every demo workflow against a fresh embedded sandbox, writing into ``out`` (created if needed).
+
+    ``echo`` receives a line as each step starts (progress for the command line). Raises on failure.
+    """
+    from analytics_nb.embedded import connect_sandbox
+
+    out_dir = Path(out)
+    if out_dir.exists() and not out_dir.is_dir():
+        raise NotADirectoryError(f"--out {out_dir} is a file; give a folder to write the demo's files into.")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    summary = DemoSummary(out=out_dir)
+    say = echo or (lambda _text: None)
+    say("starting the embedded sandbox ...")
+    client = connect_sandbox(seed="demo", progress=False)
+    try:
+        say("playlists ...")
+        _playlists(client, summary)
+        say("pipeline transformations ...")
+        _transformations(client, summary)
+        say("flag simulation and what-if ...")
+        sets = _flags(client, summary)
+        say("attribution and capture ...")
+        _attribution(client, sets, summary)
+    finally:
+        client.close()
+    return summary
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="analytics-nb demo",
+        description=(
+            "Start the embedded sandbox (offline) and run the main workflows: playlists and transformations "
+            "to CSV, a flag simulation with a what-if and a PNG chart, flag attribution captured and read "
+            "back."
+        ),
+    )
+    parser.add_argument(
+        "--out",
+        default=DEFAULT_OUT,
+        metavar="DIR",
+        help=f"folder for the CSV files and the chart (created if needed; files are overwritten; "
+        f"default {DEFAULT_OUT})",
+    )
+    parser.add_argument("--quiet", action="store_true", help="print only the final summary")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of ``analytics-nb demo``; returns the exit status (0 ok, 1 a step failed, 2 bad usage)."""
+    try:
+        args = _parser().parse_args(list(sys.argv[1:] if argv is None else argv))
+    except SystemExit as exc:  # --help (0) or a usage error (2): argparse already printed why
+        return int(exc.code or 0) if isinstance(exc.code, int | None) else 2
+    started = time.perf_counter()
+    echo = None if args.quiet else (lambda text: print(f"analytics-nb demo: {text}", flush=True))
+    try:
+        summary = run(args.out, echo=echo)
+    except NotADirectoryError as exc:
+        print(f"analytics-nb demo: {exc}", file=sys.stderr)
+        return 2
+    except Exception as exc:
+        print(f"analytics-nb demo: failed: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 1
+    print(summary.render())
+    print(f"Done in {time.perf_counter() - started:.1f} s.")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
