@@ -1,0 +1,58 @@
+"""Capture helpers: flag attribution on events, ``$feature_flag_called`` with dedup, and bulk capture.
+
+Functions that talk to the service take the client first. With the sync ``Client`` they block and return
+the result; with ``AsyncClient`` they return a coroutine to ``await`` (the ``a``-prefixed twins always do).
+"""
+
+from __future__ import annotations
+
+from analytics_nb.capture._attribution import attribute, feature_properties, flag_values
+from analytics_nb.capture._bulk import (
+    DEFAULT_BATCH_BYTES,
+    DEFAULT_BATCH_SIZE,
+    acapture_event,
+    acapture_frame,
+    capture_event,
+    capture_frame,
+)
+from analytics_nb.capture._events import (
+    MAX_EVENT_BYTES,
+    MAX_REQUEST_BYTES,
+    EventError,
+    build_event,
+)
+from analytics_nb.capture._flag_called import (
+    FLAG_CALLED_CACHE_SIZE,
+    FlagCalledCache,
+    aflag_called,
+    aflag_called_frame,
+    flag_called,
+    flag_called_frame,
+    flag_called_properties,
+)
+from analytics_nb.capture._values import json_value, new_uuid7
+
+__all__ = [
+    "DEFAULT_BATCH_BYTES",
+    "DEFAULT_BATCH_SIZE",
+    "FLAG_CALLED_CACHE_SIZE",
+    "MAX_EVENT_BYTES",
+    "MAX_REQUEST_BYTES",
+    "EventError",
+    "FlagCalledCache",
+    "acapture_event",
+    "acapture_frame",
+    "aflag_called",
+    "aflag_called_frame",
+    "attribute",
+    "build_event",
+    "capture_event",
+    "capture_frame",
+    "feature_properties",
+    "flag_called",
+    "flag_called_frame",
+    "flag_called_properties",
+    "flag_values",
+    "json_value",
+    "new_uuid7",
+]

@@ -1,0 +1,377 @@
+"""Build and validate capture events, one at a time or a whole DataFrame at once.
+
+A frame is turned into per-event JSON text column by column; rows that the service would reject (empty
+event name or distinct_id, bad uuid, over 2 MB, values JSON cannot carry) are refused here with a reason,
+so that one bad row never sinks a batch.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import uuid as uuid_mod
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from analytics_nb.capture._values import (
+    MISSING,
+    NaivePolicy,
+    ValueConversionError,
+    convert_column,
+    is_missing,
+    iso_timestamp,
+    json_value,
+    new_uuid7,
+    new_uuids,
+)
+
+__all__ = [
+    "HISTORICAL_AGE",
+    "MAX_DISTINCT_ID_CHARS",
+    "MAX_EVENT_BYTES",
+    "MAX_REQUEST_BYTES",
+    "EventError",
+    "PreparedFrame",
+    "build_event",
+    "encode_event",
+    "prepare_frame",
+]
+
+MAX_EVENT_BYTES = 2 * 1024 * 1024
+"""Largest single event the service accepts (its ``/capture`` body limit and per-event limit)."""
+MAX_REQUEST_BYTES = 20 * 1024 * 1024
+"""Largest ``/batch`` request body the service accepts."""
+MAX_DISTINCT_ID_CHARS = 200
+"""The service cuts longer distinct ids to this length; they are refused here instead of changed silently."""
+HISTORICAL_AGE = dt.timedelta(hours=48)
+"""``historical_migration=None`` turns the batch flag on when every event is at least this old."""
+
+RESERVED_COLUMNS = frozenset({"event", "distinct_id", "timestamp", "uuid", "properties"})
+GROUP_PREFIX = "group:"
+
+_encoder = json.JSONEncoder(separators=(",", ":"), allow_nan=False)
+encode_event = _encoder.encode
+"""Compact ASCII JSON text of one event dict (its length is its size in bytes)."""
+
+
+class EventError(ValueError):
+    """An event that cannot be sent as given; the message names the field and the fix."""
+
+
+def _check_name(event: Any) -> str | None:
+    """The reason an event name is unusable, or None."""
+    if is_missing(event):
+        return "event name is missing; every event needs a non-empty 'event' name"
+    if not isinstance(event, str):
+        return f"event name must be text, not {type(event).__name__}"
+    if not event.strip():
+        return "event name is empty; every event needs a non-empty 'event' name"
+    return None
+
+
+def _distinct_id(value: Any) -> tuple[str | None, str | None]:
+    """(text, None) for a usable distinct id, else (None, reason)."""
+    if is_missing(value):
+        return None, "distinct_id is missing; every event needs the id of the person who did it"
+    if isinstance(value, bool | np.bool_):
+        return None, "distinct_id must be text or a number, not a bool"
+    if isinstance(value, float | np.floating) and float(value).is_integer():
+        value = int(value)
+    if isinstance(value, int | np.integer):
+        value = str(int(value))
+    elif isinstance(value, uuid_mod.UUID):
+        value = str(value)
+    elif not isinstance(value, str):
+        return None, f"distinct_id must be text or a number, not {type(value).__name__}"
+    if not value.strip():
+        return None, "distinct_id is empty; every event needs the id of the person who did it"
+    if len(value) > MAX_DISTINCT_ID_CHARS:
+        return None, (
+            f"distinct_id is {len(value)} characters; the service cuts it to {MAX_DISTINCT_ID_CHARS}, "
+            "so shorten it first"
+        )
+    return str(value), None
+
+
+def _uuid(value: Any) -> tuple[str | None, str | None]:
+    """(canonical text or None when absent, reason when invalid)."""
+    if is_missing(value) or value == "":
+        return None, None
+    try:
+        return str(value if isinstance(value, uuid_mod.UUID) else uuid_mod.UUID(str(value))), None
+    except (ValueError, TypeError, AttributeError):
+        return None, f"uuid {value!r} is not a valid UUID; leave it empty to get a generated one"
+
+
+def build_event(
+    event: str,
+    distinct_id: Any,
+    properties: Mapping[str, Any] | None = None,
+    *,
+    timestamp: Any = None,
+    uuid: Any = None,
+    groups: Mapping[str, Any] | None = None,
+    on_naive_timestamp: NaivePolicy = "utc",
+) -> dict[str, Any]:
+    """A wire-ready event dict (``uuid`` always set, generated as UUIDv7 when absent); raises ``EventError``.
+
+    Missing property values (None/NA/NaN) are dropped; ``groups`` becomes the ``$groups`` property.
+    """
+    reason = _check_name(event)
+    if reason:
+        raise EventError(reason)
+    did, reason = _distinct_id(distinct_id)
+    if reason:
+        raise EventError(reason)
+    uid, reason = _uuid(uuid)
+    if reason:
+        raise EventError(reason)
+    props: dict[str, Any] = {}
+    for key, value in (properties or {}).items():
+        try:
+            out = json_value(value, on_naive=on_naive_timestamp)
+        except ValueConversionError as exc:
+            raise EventError(f"property {key!r}: {exc}") from exc
+        if out is not MISSING:
+            props[str(key)] = out
+    if groups:
+        props["$groups"] = {str(k): str(v) for k, v in groups.items() if not is_missing(v)}
+    body: dict[str, Any] = {
+        "uuid": uid or new_uuid7(),
+        "event": event,
+        "distinct_id": did,
+        "properties": props,
+    }
+    if timestamp is not None and not is_missing(timestamp):
+        try:
+            body["timestamp"] = iso_timestamp(timestamp, on_naive=on_naive_timestamp)
+        except ValueConversionError as exc:
+            raise EventError(f"timestamp: {exc}") from exc
+    size = len(encode_event(body))
+    if size > MAX_EVENT_BYTES:
+        raise EventError(
+            f"the event is {size:,} bytes of JSON, over the service's {MAX_EVENT_BYTES:,}-byte limit per "
+            "event; move large values out of its properties"
+        )
+    return body
+
+
+@dataclass
+class PreparedFrame:
+    """A frame turned into wire-ready parts: per-row name, id, uuid, timestamp, properties; refused rows."""
+
+    n: int
+    names: list[Any]
+    distinct_ids: list[str | None]
+    uuids: list[str]
+    timestamps: list[str | None]
+    properties: list[dict[str, Any]]
+    refused: dict[int, str] = field(default_factory=dict)
+
+    def body(self, pos: int) -> dict[str, Any]:
+        """The wire dict of row ``pos`` (not refused)."""
+        body: dict[str, Any] = {
+            "uuid": self.uuids[pos],
+            "event": self.names[pos],
+            "distinct_id": self.distinct_ids[pos],
+            "properties": self.properties[pos],
+        }
+        ts = self.timestamps[pos]
+        if ts is not None:
+            body["timestamp"] = ts
+        return body
+
+    def encode(self, pos: int) -> str:
+        """JSON text of row ``pos`` (not refused)."""
+        return encode_event(self.body(pos))
+
+    def encode_many(self, positions: list[int]) -> str:
+        """JSON array text of several rows in one encoder call (much faster than one call per event)."""
+        return encode_event([self.body(p) for p in positions])
+
+    def all_older_than(self, age: dt.timedelta) -> bool:
+        """True when every event to send is at least ``age`` old (drives ``historical_migration=None``)."""
+        stamps = [t for i, t in enumerate(self.timestamps) if i not in self.refused]
+        if not stamps or any(t is None for t in stamps):
+            return False
+        cutoff = (dt.datetime.now(dt.UTC) - age).replace(tzinfo=None).isoformat()
+        return max(stamps) < cutoff  # all are UTC 'YYYY-MM-DDTHH:MM:SS...Z', so text order is time order
+
+
+def _parse_text_timestamps(series: pd.Series, on_naive: NaivePolicy) -> pd.Series | None:
+    """A datetime64 version of a column of ISO 8601 texts, or None (then converted value by value).
+
+    Texts with one shared zone, or none, parse as-is; mixed zones parse to UTC, which treats zone-less texts
+    as UTC and so is only done when ``on_naive="utc"``. Unparseable columns return None (per-row reasons).
+    """
+    values = series.dropna()
+    if values.empty or not all(isinstance(v, str) for v in values.tolist()):
+        return None
+    try:
+        return pd.to_datetime(series, format="ISO8601")
+    except (ValueError, TypeError, OverflowError):
+        if on_naive != "utc":
+            return None
+    try:
+        return pd.to_datetime(series, format="ISO8601", utc=True)
+    except (ValueError, TypeError, OverflowError):
+        return None
+
+
+def _refuse(refused: dict[int, str], pos: int, reason: str) -> None:
+    refused.setdefault(pos, reason)
+
+
+def prepare_frame(df: pd.DataFrame, *, on_naive_timestamp: NaivePolicy = "utc") -> PreparedFrame:
+    """Validate and convert an events frame (see ``capture_frame``) without per-row pandas indexing."""
+    if not isinstance(df, pd.DataFrame):
+        raise TypeError(f"capture_frame needs a pandas DataFrame of events, not {type(df).__name__}")
+    missing_cols = [c for c in ("event", "distinct_id") if c not in df.columns]
+    if missing_cols:
+        raise ValueError(
+            f"the events frame has no {' or '.join(repr(c) for c in missing_cols)} column; every event needs "
+            "an 'event' name and a 'distinct_id' (rename your columns, e.g. df.rename(columns={...}))"
+        )
+    if df.columns.duplicated().any():
+        dup = sorted({str(c) for c in df.columns[df.columns.duplicated()]})
+        raise ValueError(f"the events frame has duplicate column names {dup}; make them unique first")
+    n = len(df)
+    refused: dict[int, str] = {}
+
+    names = df["event"].to_numpy(dtype=object).tolist()
+    for i, name in enumerate(names):
+        if type(name) is str and name:
+            continue
+        reason = _check_name(name)
+        if reason:
+            _refuse(refused, i, reason)
+        else:
+            names[i] = str(name)
+
+    raw_ids = df["distinct_id"].to_numpy(dtype=object).tolist()
+    dids: list[str | None] = []
+    for i, value in enumerate(raw_ids):
+        if type(value) is str and value and len(value) <= MAX_DISTINCT_ID_CHARS and not value.isspace():
+            dids.append(value)
+            continue
+        did, reason = _distinct_id(value)
+        if reason:
+            _refuse(refused, i, reason)
+        dids.append(did)
+
+    uuids: list[str | None] = [None] * n
+    if "uuid" in df.columns:
+        for i, value in enumerate(df["uuid"].to_numpy(dtype=object).tolist()):
+            uid, reason = _uuid(value)
+            if reason:
+                _refuse(refused, i, reason)
+            uuids[i] = uid
+        seen: dict[str, int] = {}
+        for i, uid in enumerate(uuids):
+            if uid is None:
+                continue
+            first = seen.setdefault(uid, i)
+            if first != i:
+                _refuse(
+                    refused,
+                    i,
+                    f"uuid {uid} is also used by row {df.index[first]!r}; the service keeps only "
+                    "one event per uuid, so give each event its own",
+                )
+    absent = [i for i, u in enumerate(uuids) if u is None]
+    for i, uid in zip(absent, new_uuids(len(absent)), strict=True):
+        uuids[i] = uid
+
+    timestamps: list[str | None] = [None] * n
+    if "timestamp" in df.columns:
+        ts = df["timestamp"]
+        if getattr(ts.dtype, "kind", "O") != "M":
+            ts = _parse_text_timestamps(ts, on_naive_timestamp)
+        if ts is not None:
+            col = convert_column(ts, name="timestamp", on_naive=on_naive_timestamp)
+            for i, reason in col.errors.items():
+                _refuse(refused, i, reason.replace("column 'timestamp' holds", "timestamp is one of"))
+            present = col.present
+            for i, value in enumerate(col.values):
+                if present is None or present[i]:
+                    timestamps[i] = value
+        else:
+            for i, value in enumerate(df["timestamp"].to_numpy(dtype=object).tolist()):
+                if is_missing(value):
+                    continue
+                try:
+                    timestamps[i] = iso_timestamp(value, on_naive=on_naive_timestamp)
+                except ValueConversionError as exc:
+                    _refuse(refused, i, f"timestamp: {exc}")
+
+    prop_cols = [c for c in df.columns if c not in RESERVED_COLUMNS and not str(c).startswith(GROUP_PREFIX)]
+    full_keys: list[str] = []
+    full_vals: list[list[Any]] = []
+    partial: list[tuple[str, list[Any], np.ndarray]] = []
+    for c in prop_cols:
+        col = convert_column(df[c], name=str(c), on_naive=on_naive_timestamp)
+        for i, reason in col.errors.items():
+            _refuse(refused, i, reason)
+        if col.present is None:
+            full_keys.append(str(c))
+            full_vals.append(col.values)
+        else:
+            partial.append((str(c), col.values, col.present))
+    if full_keys:
+        # all columns have n values, so the unchecked zip is safe (and measurably faster here)
+        props = [dict(zip(full_keys, row, strict=False)) for row in zip(*full_vals, strict=False)]
+    else:
+        props = [{} for _ in range(n)]
+    for key, values, present in partial:
+        for i in np.flatnonzero(present).tolist():
+            props[i][key] = values[i]
+
+    if "properties" in df.columns:
+        for i, value in enumerate(df["properties"].to_numpy(dtype=object).tolist()):
+            if value is None or (not isinstance(value, Mapping) and is_missing(value)):
+                continue
+            if isinstance(value, str):  # JSON text, as in CSV exports
+                try:
+                    value = json.loads(value) if value.strip() else {}
+                except ValueError:
+                    _refuse(refused, i, "'properties' holds text that is not JSON; use a dict per row")
+                    continue
+            if not isinstance(value, Mapping):
+                _refuse(refused, i, f"'properties' must hold dicts, not {type(value).__name__}")
+                continue
+            try:
+                base = json_value(value, on_naive=on_naive_timestamp)
+            except ValueConversionError as exc:
+                _refuse(refused, i, f"properties: {exc}")
+                continue
+            base = {k: v for k, v in base.items() if v is not None}
+            base.update(props[i])  # a property column wins over the same key in the dict
+            props[i] = base
+
+    group_cols = [c for c in df.columns if str(c).startswith(GROUP_PREFIX) and str(c).count(":") == 1]
+    for c in group_cols:
+        type_name = str(c)[len(GROUP_PREFIX) :]
+        for i, value in enumerate(df[c].to_numpy(dtype=object).tolist()):
+            if is_missing(value) or value == "":
+                continue
+            key = str(int(value)) if isinstance(value, float) and value.is_integer() else str(value)
+            groups = props[i].get("$groups")
+            if not isinstance(groups, dict):
+                groups = {}
+                props[i]["$groups"] = groups
+            groups.setdefault(type_name, key)
+
+    prepared = PreparedFrame(
+        n=n,
+        names=names,
+        distinct_ids=dids,
+        uuids=[u or "" for u in uuids],
+        timestamps=timestamps,
+        properties=props,
+        refused=refused,
+    )
+    return prepared

@@ -1,0 +1,358 @@
+"""``$feature_flag_called`` events, de-duplicated per client like the official SDKs do.
+
+A flag check is reported once per (distinct_id, flag key, response, groups) for the life of a client; the set
+of reported keys is an LRU bounded to ``FLAG_CALLED_CACHE_SIZE`` entries and stored on the client object
+(``client._flag_called_seen``), so a long notebook session cannot grow it without limit.
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from collections import OrderedDict
+from collections.abc import Hashable, Mapping
+from typing import Any
+
+import pandas as pd
+
+from analytics_nb.capture._attribution import _plain, flag_columns, outcome_frame
+from analytics_nb.capture._bulk import acapture_frame
+from analytics_nb.capture._events import build_event
+from analytics_nb.capture._send import dispatch, post_event
+from analytics_nb.capture._values import is_missing
+
+__all__ = [
+    "FLAG_CALLED_CACHE_SIZE",
+    "FlagCalledCache",
+    "aflag_called",
+    "aflag_called_frame",
+    "flag_called",
+    "flag_called_frame",
+    "flag_called_properties",
+]
+
+FLAG_CALLED_CACHE_SIZE = 50_000
+"""How many (distinct_id, key, response, groups) tuples a client remembers (least recently used dropped)."""
+EVENT = "$feature_flag_called"
+
+
+class FlagCalledCache:
+    """A thread-safe LRU set of reported ``$feature_flag_called`` keys, at most ``maxsize`` entries."""
+
+    def __init__(self, maxsize: int = FLAG_CALLED_CACHE_SIZE) -> None:
+        if maxsize < 1:
+            raise ValueError(f"maxsize={maxsize} must be at least 1")
+        self.maxsize = maxsize
+        self._keys: OrderedDict[Hashable, None] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self._keys)
+
+    def __contains__(self, key: Hashable) -> bool:
+        return key in self._keys
+
+    def __repr__(self) -> str:
+        return f"FlagCalledCache({len(self)}/{self.maxsize})"
+
+    def reserve(self, key: Hashable) -> bool:
+        """Record ``key``; True when it is new (send the event), False when already reported."""
+        with self._lock:
+            if key in self._keys:
+                self._keys.move_to_end(key)
+                return False
+            self._keys[key] = None
+            while len(self._keys) > self.maxsize:
+                self._keys.popitem(last=False)
+            return True
+
+    def release(self, key: Hashable) -> None:
+        """Forget ``key`` (its event could not be sent, so a later call must try again)."""
+        with self._lock:
+            self._keys.pop(key, None)
+
+    def clear(self) -> None:
+        """Forget everything."""
+        with self._lock:
+            self._keys.clear()
+
+
+_fallback: weakref.WeakKeyDictionary[Any, FlagCalledCache] = weakref.WeakKeyDictionary()
+_fallback_lock = threading.Lock()
+
+
+def cache_of(client: Any) -> FlagCalledCache:
+    """The client's ``_flag_called_seen`` cache, created on first use."""
+    cache = getattr(client, "_flag_called_seen", None)
+    if isinstance(cache, FlagCalledCache):
+        return cache
+    with _fallback_lock:
+        cache = getattr(client, "_flag_called_seen", None)
+        if isinstance(cache, FlagCalledCache):
+            return cache
+        cache = FlagCalledCache()
+        try:
+            client._flag_called_seen = cache
+        except AttributeError:  # a client class with __slots__: keep the cache beside it
+            return _fallback.setdefault(client, cache)
+        return cache
+
+
+def _groups_key(groups: Mapping[str, Any] | None) -> tuple[tuple[str, str], ...]:
+    if not groups:
+        return ()
+    return tuple(sorted((str(k), str(v)) for k, v in groups.items() if not is_missing(v)))
+
+
+def _dedup_key(distinct_id: Any, key: str, response: Any, groups: Mapping[str, Any] | None) -> Hashable:
+    return (str(distinct_id), str(key), _response_key(response), _groups_key(groups))
+
+
+def _response_key(response: Any) -> Hashable:
+    # True and 1 hash alike; tag the type so that a variant "1" never collides with True.
+    return (type(response).__name__, response)
+
+
+def flag_called_properties(
+    key: str,
+    response: Any,
+    *,
+    payload: Any = None,
+    flag_id: int | None = None,
+    version: int | None = None,
+    reason: str | None = None,
+    request_id: str | None = None,
+    locally_evaluated: bool = False,
+) -> dict[str, Any]:
+    """The properties posthog-python 7.91 puts on ``$feature_flag_called`` (optional ones only when known)."""
+    props: dict[str, Any] = {
+        "$feature_flag": key,
+        "$feature_flag_response": response,
+        "locally_evaluated": bool(locally_evaluated),
+        f"$feature/{key}": response,
+    }
+    if payload is not None and not is_missing(payload):
+        props["$feature_flag_payload"] = payload
+    if request_id:
+        props["$feature_flag_request_id"] = request_id
+    if version is not None and not is_missing(version):
+        props["$feature_flag_version"] = int(version)
+    if flag_id is not None and not is_missing(flag_id):
+        props["$feature_flag_id"] = int(flag_id)
+    if reason and not is_missing(reason):
+        props["$feature_flag_reason"] = reason
+    return props
+
+
+def _from_decide(decide: Any, key: str, kw: dict[str, Any]) -> Any:
+    """Take value, payload, id, version, reason and request id from a decide result for ``key``."""
+    details = (getattr(decide, "flags", None) or {}).get(key)
+    if details is not None:
+        metadata = getattr(details, "metadata", None)
+        reason = getattr(details, "reason", None)
+        if metadata is not None:
+            kw.setdefault("flag_id", metadata.id)
+            kw.setdefault("version", metadata.version)
+        if reason is not None and reason.description:
+            kw.setdefault("reason", reason.description)
+    if kw.get("payload") is None:
+        kw["payload"] = decide.get_payload(key)
+    if not kw.get("request_id"):
+        kw["request_id"] = decide.request_id
+    return decide.get_value(key)
+
+
+async def aflag_called(
+    client: Any,
+    distinct_id: Any,
+    key: str,
+    response: Any,
+    *,
+    payload: Any = None,
+    flag_id: int | None = None,
+    version: int | None = None,
+    reason: str | None = None,
+    request_id: str | None = None,
+    locally_evaluated: bool = False,
+    groups: Mapping[str, Any] | None = None,
+) -> bool:
+    """Async ``flag_called``: True when the event was sent, False when this client had already reported it."""
+    kw: dict[str, Any] = {
+        k: v for k, v in (("flag_id", flag_id), ("version", version), ("reason", reason)) if v is not None
+    }
+    kw["payload"] = payload
+    kw["request_id"] = request_id
+    if hasattr(response, "feature_flags") and hasattr(response, "get_value"):
+        response = _from_decide(response, key, kw)
+    response = _plain(response)
+    props = flag_called_properties(key, response, locally_evaluated=locally_evaluated, **kw)
+    event = build_event(EVENT, distinct_id, props, groups=groups)  # validates before the key is reserved
+    if response is None:  # a missing flag is reported as null, as the SDKs do (build_event drops None)
+        event["properties"].update({"$feature_flag_response": None, f"$feature/{key}": None})
+    cache = cache_of(client)
+    dedup = _dedup_key(distinct_id, key, response, groups)
+    if not cache.reserve(dedup):
+        return False
+    try:
+        await post_event(client, event)
+    except BaseException:
+        cache.release(dedup)
+        raise
+    return True
+
+
+def flag_called(
+    client: Any,
+    distinct_id: Any,
+    key: str,
+    response: Any,
+    *,
+    payload: Any = None,
+    flag_id: int | None = None,
+    version: int | None = None,
+    reason: str | None = None,
+    request_id: str | None = None,
+    locally_evaluated: bool = False,
+    groups: Mapping[str, Any] | None = None,
+) -> Any:
+    """Report a flag check as ``$feature_flag_called``, once per (distinct_id, key, response, groups).
+
+    ``response`` is the value the code saw (True/False/variant/None), or a decide result (value, payload, id,
+    version, reason and request id are then read from it). Returns True when sent, False when already
+    reported; a failed send raises and is not remembered. With an ``AsyncClient`` this returns a coroutine.
+    """
+    return dispatch(
+        client,
+        aflag_called(
+            client,
+            distinct_id,
+            key,
+            response,
+            payload=payload,
+            flag_id=flag_id,
+            version=version,
+            reason=reason,
+            request_id=request_id,
+            locally_evaluated=locally_evaluated,
+            groups=groups,
+        ),
+    )
+
+
+def _definitions(flags: Any) -> dict[str, tuple[int | None, int | None]]:
+    """key -> (id, version) from flag definitions given as ``flags=`` (keys alone carry neither)."""
+    out: dict[str, tuple[int | None, int | None]] = {}
+    if flags is None or isinstance(flags, str):
+        return out
+    for item in flags:
+        if isinstance(item, Mapping) and "key" in item:
+            out[str(item["key"])] = (item.get("id"), item.get("version"))
+        elif hasattr(item, "key"):
+            out[str(item.key)] = (getattr(item, "id", None), getattr(item, "version", None))
+    return out
+
+
+async def aflag_called_frame(
+    client: Any,
+    outcomes: Any,
+    flags: Any = None,
+    *,
+    locally_evaluated: bool | None = None,
+    **capture_kw: Any,
+) -> pd.DataFrame:
+    """Async ``flag_called_frame``."""
+    if locally_evaluated is None:
+        locally_evaluated = getattr(outcomes, "engine", "local") == "local"
+    frame = outcome_frame(outcomes)
+    if frame is None or "distinct_id" not in frame.columns:
+        raise TypeError(
+            "flag_called_frame needs a simulation frame (or SimulationResult) with a 'distinct_id' column"
+        )
+    keys = flag_columns(frame, flags)
+    defs = _definitions(flags)
+    cache = cache_of(client)
+    labels = list(frame.index)
+    dids = frame["distinct_id"].to_numpy(dtype=object).tolist()
+    group_cols = [c for c in frame.columns if str(c).startswith("group:") and str(c).count(":") == 1]
+    group_vals = {str(c)[6:]: frame[c].to_numpy(dtype=object).tolist() for c in group_cols}
+
+    def column(name: str) -> list[Any] | None:
+        return frame[name].to_numpy(dtype=object).tolist() if name in frame.columns else None
+
+    rows: list[dict[str, Any]] = []
+    events: list[dict[str, Any]] = []
+    reserved: list[Hashable] = []
+    for key in keys:
+        values = frame[key].to_numpy(dtype=object).tolist()
+        payloads = column(f"{key}:payload")
+        reasons = column(f"{key}:reason")
+        flag_id, version = defs.get(key, (None, None))
+        for i, did in enumerate(dids):
+            value = _plain(values[i])
+            groups = {t: v[i] for t, v in group_vals.items() if not is_missing(v[i])}
+            row = {"row": labels[i], "distinct_id": did, "key": key, "response": value}
+            if value is None:
+                rows.append({**row, "status": "skipped", "reason": "the flag's value is unknown (NA) here"})
+                continue
+            if is_missing(did):
+                rows.append({**row, "status": "refused", "reason": "distinct_id is missing"})
+                continue
+            dedup = _dedup_key(did, key, value, groups)
+            if not cache.reserve(dedup):
+                rows.append({**row, "status": "skipped", "reason": "already reported by this client"})
+                continue
+            props = flag_called_properties(
+                key,
+                value,
+                payload=None if payloads is None else payloads[i],
+                flag_id=flag_id,
+                version=version,
+                reason=None if reasons is None else _plain(reasons[i]),
+                locally_evaluated=locally_evaluated,
+            )
+            if groups:
+                props["$groups"] = {t: str(v) for t, v in groups.items()}
+            rows.append(row)
+            reserved.append(dedup)
+            events.append({"event": EVENT, "distinct_id": did, "properties": props})
+    sent_rows = [r for r in rows if "status" not in r]
+    if events:
+        try:
+            report = await acapture_frame(client, pd.DataFrame(events), **capture_kw)
+        except BaseException:
+            for dedup in reserved:
+                cache.release(dedup)
+            raise
+        for r, dedup, rep in zip(sent_rows, reserved, report.itertuples(index=False), strict=True):
+            r.update(uuid=rep.uuid, status=rep.status, reason=rep.reason, batch=rep.batch)
+            if rep.status != "sent":
+                cache.release(dedup)
+    out = pd.DataFrame(
+        rows, columns=["row", "distinct_id", "key", "response", "uuid", "status", "reason", "batch"]
+    )
+    for col in ("distinct_id", "key", "uuid", "status", "reason"):
+        out[col] = out[col].astype("str").where(out[col].notna(), pd.NA)
+    out["batch"] = out["batch"].astype("Int64")
+    return out
+
+
+def flag_called_frame(
+    client: Any,
+    outcomes: Any,
+    flags: Any = None,
+    *,
+    locally_evaluated: bool | None = None,
+    **capture_kw: Any,
+) -> Any:
+    """Send ``$feature_flag_called`` for every (row, flag) of a simulation frame in one bulk call, with dedup.
+
+    ``flags`` picks the flags (keys or definitions; definitions add ``$feature_flag_id``/``_version``);
+    ``<key>:payload`` and ``<key>:reason`` columns fill the payload and reason; ``group:<type>`` columns fill
+    ``$groups``. Returns a report: row, distinct_id, key, response, uuid, status
+    (sent/refused/failed/skipped), reason, batch. ``locally_evaluated`` defaults to True except for results
+    of the remote engine. ``capture_kw`` goes to ``capture_frame``. With an ``AsyncClient`` this returns a
+    coroutine.
+    """
+    return dispatch(
+        client, aflag_called_frame(client, outcomes, flags, locally_evaluated=locally_evaluated, **capture_kw)
+    )
