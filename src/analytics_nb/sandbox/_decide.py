@@ -1,0 +1,628 @@
+"""``/decide/`` and ``/flags/`` like the Rust flags service (posthog-notes §5), answered by our flag engine.
+
+Versions: ``/decide`` v missing/1 -> list of enabled keys, 2 -> enabled flags only, 3 -> every flag
+(incl. false) with ``errorsWhileComputingFlags``, payloads of matched flags, ``requestId`` / ``evaluatedAt``,
+>= 4 -> the detailed ``flags`` map of ``/flags?v=2``. A non-integer ``v`` is treated as the Rust service does:
+its parse fails, so it counts as missing (v1 on ``/decide``). ``/flags`` with v >= 2 (or neither ``v`` nor
+``config``) -> detailed map; v >= 4 records also carry the typed ``value`` that posthog-python 7.91.1
+reads; lower v -> the legacy map. Config keys always on ``/decide``, on ``/flags`` only with ``config=true``
+or with neither ``v`` nor ``config``.
+
+Errors are the Rust service's plain-text bodies. Controls for tests: :func:`set_flags_quota_limited`,
+:func:`set_flag_failures`, and fault rules with ``kind="quota_limited"``, ``kind="flag_failure"`` (every flag
+fails) or ``kind="flag_failure:<key>"``.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import PlainTextResponse, Response
+from starlette.routing import BaseRoute, Route
+
+from . import _feature_flags, _persons
+from ._capture import BodyError, BodyTooLarge, decode_body, read_limited
+from ._geoip import client_ip, geoip_properties
+
+__all__ = [
+    "decide",
+    "routes",
+    "set_flag_failures",
+    "set_flags_quota_limited",
+]
+
+_ALLOW = "GET, POST, OPTIONS, HEAD"
+_CORS = {"Access-Control-Allow-Origin": "*"}
+_MAX_BODY = 2 * 1024 * 1024
+_MAX_DISTINCT_ID = 200
+
+MSG_NO_TOKEN = "No API token provided. Please include a valid API token in your request."
+MSG_BAD_TOKEN = "The provided API key is invalid or has expired. Please check your API key and try again."
+MSG_NO_DISTINCT_ID = "The distinct_id field is missing from the request. Please include a valid identifier."
+_ACCEPTED_TYPES = ("", "application/json", "text/plain", "application/x-www-form-urlencoded")
+
+
+# -- controls ------------------------------------------------------------------------------------------------
+def _context_of(target: Any) -> Any:
+    """The SandboxContext behind a context, a Starlette/Sandbox app or a sandbox handle."""
+    seen = 0
+    obj = target
+    while seen < 5:
+        seen += 1
+        if hasattr(obj, "faults") and hasattr(obj, "extra") and hasattr(obj, "store"):
+            return obj
+        for attr in ("ctx", "context"):
+            inner = getattr(obj, attr, None)
+            if inner is not None and hasattr(inner, "extra"):
+                return inner
+        state = getattr(obj, "state", None)
+        if state is not None and getattr(state, "sandbox", None) is not None:
+            return state.sandbox
+        app = getattr(obj, "app", None)
+        if app is None:
+            break
+        obj = app
+    raise TypeError(
+        f"expected a sandbox handle, app or context, got {type(target).__name__}; "
+        "pass `sb` from sandbox.start()"
+    )
+
+
+def _controls(ctx: Any) -> dict[str, Any]:
+    controls: dict[str, Any] | None = ctx.extra.get("decide_controls")
+    if controls is None:
+        controls = {"quota_limited": False, "failing": frozenset()}
+        ctx.extra["decide_controls"] = controls
+    return controls
+
+
+def set_flags_quota_limited(target: Any, limited: bool = True) -> None:
+    """Make decide/flags answer as a billing-limited project (`quotaLimited: ["feature_flags"]`, no flags)."""
+    _controls(_context_of(target))["quota_limited"] = bool(limited)
+
+
+def set_flag_failures(target: Any, keys: Iterable[str] = ()) -> None:
+    """Make these flags fail to compute: omitted in v1-v3 and legacy maps, `failed: true` in detailed maps,
+    with `errorsWhileComputingFlags: true`; the other flags are still answered. Empty clears it."""
+    if isinstance(keys, str):
+        keys = [keys]
+    _controls(_context_of(target))["failing"] = frozenset(str(k) for k in keys)
+
+
+# -- engine glue ---------------------------------------------------------------------------------------------
+def _subset(fs: _feature_flags.FlagSet, keys: frozenset[str]) -> Any:
+    """The compiled flags restricted to `keys` and what they depend on (cached per flag set), so that an SDK
+    asking for one flag (`flag_keys_to_evaluate=[key]`) does not pay for every flag."""
+    from analytics_nb.flags import CompiledFlags
+
+    cache: dict[frozenset[str], Any] = fs.extra.setdefault("subsets", {})
+    sub = cache.get(keys)
+    if sub is None:
+        compiled = fs.compiled
+        need: set[str] = set()
+        stack = [k for k in keys if k in compiled.by_key]
+        while stack:
+            key = stack.pop()
+            if key in need:
+                continue
+            need.add(key)
+            for dep in compiled.by_key[key].dependencies:
+                target = compiled.alias.get(dep)
+                if target is not None:
+                    stack.append(target)
+        sub = CompiledFlags(
+            [f for f in compiled.flags if f.key in need], compiled.cohorts, compiled.group_type_mapping
+        )
+        if len(cache) < 512:
+            cache[keys] = sub
+    return sub
+
+
+def _evaluate(
+    fs: _feature_flags.FlagSet,
+    distinct_id: str,
+    person: dict[str, Any],
+    groups: dict[str, str],
+    group_props: dict[str, dict[str, Any]],
+    mapping: dict[str, str],
+    keys: frozenset[str] | None = None,
+) -> dict[str, Any]:
+    from analytics_nb.flags import evaluate_flags
+
+    if fs.compiled is None:
+        return {}
+    return evaluate_flags(
+        fs.compiled if keys is None else _subset(fs, keys),
+        distinct_id,
+        person_properties=person,
+        groups=groups,
+        group_properties=group_props,
+        group_type_mapping=mapping,
+        mode="server",
+    )
+
+
+# -- request parsing -----------------------------------------------------------------------------------------
+class _Reject(Exception):
+    def __init__(self, status: int, text: str) -> None:
+        super().__init__(text)
+        self.status = status
+        self.text = text
+
+
+def _decode_failure(detail: str) -> _Reject:
+    return _Reject(
+        400, f"Failed to decode request: {detail}. Please check your request format and try again."
+    )
+
+
+def parse_version(raw: str | None) -> int | None:
+    """`v` as the Rust service reads it: an integer, else None (missing or unparseable)."""
+    if raw is None:
+        return None
+    try:
+        return int(raw.strip())
+    except ValueError:
+        return None
+
+
+def _token_project(ctx: Any, token: str) -> int | None:
+    tokens: dict[str, int] = ctx.extra.setdefault("decide_tokens", {})
+    project_id = tokens.get(token)
+    if project_id is None:
+        row = ctx.store.query_one("SELECT id FROM projects WHERE api_token=?", (token,))
+        if row is None:
+            return None
+        project_id = int(row[0])
+        tokens[token] = project_id
+    return project_id
+
+
+def _as_key(value: Any) -> str | None:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, int | float):
+        return str(value)
+    return None
+
+
+# -- responses -----------------------------------------------------------------------------------------------
+def _config_keys() -> dict[str, Any]:
+    return {
+        "config": {"enable_collect_everything": True},
+        "toolbarParams": {},
+        "isAuthenticated": False,
+        "supportedCompression": ["gzip", "gzip-js"],
+        "sessionRecording": False,
+        "capturePerformance": False,
+        "autocapture_opt_out": False,
+        "autocaptureExceptions": False,
+        "analytics": {"endpoint": "/i/v0/e/"},
+        "elementsChainAsString": True,
+        "captureDeadClicks": False,
+        "surveys": False,
+        "heatmaps": False,
+        "flagsPersistenceDefault": False,
+        "defaultIdentifiedOnly": True,
+        "siteApps": [],
+        "errorTracking": {"autocaptureExceptions": False, "suppressionRules": []},
+    }
+
+
+def _value_of(result: Any) -> bool | str:
+    value = result.value
+    if value is None:
+        return False
+    return value
+
+
+def _detail(key: str, result: Any, meta: dict[str, Any], *, typed: bool) -> dict[str, Any]:
+    value = _value_of(result)
+    enabled = value is not False
+    record: dict[str, Any] = {
+        "key": key,
+        "enabled": enabled,
+        "variant": value if isinstance(value, str) else None,
+        "reason": {
+            "code": result.reason,
+            "condition_index": result.condition_index,
+            "description": result.description or None,
+        },
+        "metadata": {
+            "id": result.flag_id if result.flag_id is not None else meta.get("id"),
+            "version": result.version if result.version is not None else meta.get("version"),
+            "payload": result.payload if enabled else None,
+            "description": None,
+            "has_experiment": False,
+        },
+    }
+    if typed:
+        record["value"] = value
+    return record
+
+
+def _failed_detail(key: str, meta: dict[str, Any], *, typed: bool) -> dict[str, Any]:
+    record: dict[str, Any] = {
+        "key": key,
+        "enabled": False,
+        "variant": None,
+        "failed": True,
+        "reason": {"code": "unknown", "condition_index": None, "description": "Flag evaluation failed"},
+        "metadata": {
+            "id": meta.get("id"),
+            "version": meta.get("version"),
+            "payload": None,
+            "description": None,
+            "has_experiment": False,
+        },
+    }
+    if typed:
+        record["value"] = None
+    return record
+
+
+def _build(
+    *,
+    endpoint: str,
+    version: int | None,
+    config: bool,
+    results: Mapping[str, Any],
+    failed: set[str],
+    meta: dict[str, dict[str, Any]],
+    quota_limited: bool,
+    request_id: str,
+) -> tuple[dict[str, Any], bool]:
+    """The version-shaped answer without the config keys, and whether the config keys go with it."""
+    errors = bool(failed)
+    if endpoint == "decide":
+        mode = (
+            "v1"
+            if version is None or version <= 1
+            else "v2"
+            if version == 2
+            else "v3"
+            if version == 3
+            else "v4"
+        )
+        with_config = True
+    else:
+        if version is None and not config:
+            mode, with_config = "detailed", True
+        else:
+            mode = "detailed" if version is not None and version >= 2 else "v3"
+            with_config = config
+        if mode == "detailed" and version is not None and version >= 4:
+            mode = "typed"
+    body: dict[str, Any] = {}
+    if mode == "v1":
+        body["featureFlags"] = [k for k, r in results.items() if _value_of(r) is not False]
+    elif mode == "v2":
+        body["featureFlags"] = {k: v for k, r in results.items() if (v := _value_of(r)) is not False}
+    elif mode == "v3":
+        body["featureFlags"] = {k: _value_of(r) for k, r in results.items()}
+        body["errorsWhileComputingFlags"] = errors
+        body["featureFlagPayloads"] = {
+            k: r.payload for k, r in results.items() if r.payload is not None and _value_of(r) is not False
+        }
+        body["requestId"] = request_id
+        body["evaluatedAt"] = int(time.time() * 1000)
+    else:
+        typed = mode == "typed"
+        flags = {k: _detail(k, r, meta.get(k, {}), typed=typed) for k, r in results.items()}
+        for key in sorted(failed):
+            flags[key] = _failed_detail(key, meta.get(key, {}), typed=typed)
+        body["flags"] = flags
+        body["errorsWhileComputingFlags"] = errors
+        body["requestId"] = request_id
+        body["evaluatedAt"] = int(time.time() * 1000)
+    if quota_limited:
+        body["quotaLimited"] = ["feature_flags"]
+    return body, with_config
+
+
+#: The constant config keys, encoded once: `{"config":...,"siteApps":[],...` without the closing brace.
+_CONFIG_PREFIX = json.dumps(_config_keys(), separators=(",", ":"))[:-1]
+
+
+def _json(answer: tuple[dict[str, Any], bool], status: int = 200) -> Response:
+    body, with_config = answer
+    text = json.dumps(body, separators=(",", ":"), ensure_ascii=False)
+    if with_config:
+        text = _CONFIG_PREFIX + ("," + text[1:] if len(text) > 2 else "}")
+    return Response(text, status_code=status, media_type="application/json", headers=_CORS)
+
+
+def _text(status: int, text: str) -> Response:
+    return PlainTextResponse(text, status_code=status, headers=_CORS)
+
+
+# -- evaluation ----------------------------------------------------------------------------------------------
+def decide(
+    ctx: Any,
+    payload: Any,
+    *,
+    endpoint: str = "flags",
+    version: int | None = 2,
+    config: bool = False,
+    ip: str | None = None,
+    kinds: Iterable[str] = (),
+) -> dict[str, Any]:
+    """Answer one decoded decide/flags request body as the endpoint would (a dict), without HTTP.
+
+    Raises `_Reject` (its `status` and plain `text`) on bad input; `kinds` are fault-rule kinds to apply."""
+    body, with_config = _answer(
+        ctx, payload, endpoint=endpoint, version=version, config=config, ip=ip, kinds=kinds
+    )
+    return {**_config_keys(), **body} if with_config else body
+
+
+def _answer(
+    ctx: Any,
+    payload: Any,
+    *,
+    endpoint: str = "flags",
+    version: int | None = 2,
+    config: bool = False,
+    ip: str | None = None,
+    kinds: Iterable[str] = (),
+) -> tuple[dict[str, Any], bool]:
+    """The answer to one decoded body (see `decide`) and whether the config keys go with it."""
+    if not isinstance(payload, dict):
+        raise _decode_failure("invalid JSON")
+    token = payload.get("token")
+    if token is None:
+        token = payload.get("api_key")
+    if token is None:
+        token = payload.get("$token")
+    if token is None or token == "":
+        raise _Reject(401, MSG_NO_TOKEN)
+    if not isinstance(token, str):
+        raise _Reject(401, MSG_BAD_TOKEN)
+    project_id = _token_project(ctx, token)
+    if project_id is None:
+        raise _Reject(401, MSG_BAD_TOKEN)
+    raw_id = payload.get("distinct_id")
+    if raw_id is None:
+        raw_id = payload.get("$distinct_id")
+    if raw_id is None or raw_id == "":
+        raise _Reject(400, MSG_NO_DISTINCT_ID)
+    if isinstance(raw_id, str):
+        distinct_id = raw_id
+    elif isinstance(raw_id, int | float) and not isinstance(raw_id, bool):
+        distinct_id = str(raw_id)
+    else:
+        distinct_id = json.dumps(raw_id, separators=(",", ":"))
+    distinct_id = distinct_id[:_MAX_DISTINCT_ID]
+
+    overrides = payload.get("person_properties")
+    if overrides is None:
+        overrides = {}
+    if not isinstance(overrides, dict):
+        raise _decode_failure("person_properties must be a JSON object")
+    raw_groups = payload.get("groups")
+    if raw_groups is None:
+        raw_groups = {}
+    if not isinstance(raw_groups, dict):
+        raise _decode_failure("groups must be a JSON object of group type -> group key")
+    group_overrides = payload.get("group_properties")
+    if group_overrides is None:
+        group_overrides = {}
+    if not isinstance(group_overrides, dict) or not all(
+        isinstance(v, dict) for v in group_overrides.values()
+    ):
+        raise _decode_failure("group_properties must be a JSON object of group type -> properties object")
+
+    controls = _controls(ctx)
+    kinds = set(kinds)
+    request_id = str(uuid.uuid4())
+    quota = bool(controls["quota_limited"]) or "quota_limited" in kinds
+    if quota or payload.get("disable_flags") is True:
+        return _build(
+            endpoint=endpoint,
+            version=version,
+            config=config,
+            results={},
+            failed=set(),
+            meta={},
+            quota_limited=quota,
+            request_id=request_id,
+        )
+
+    fs = _feature_flags.flag_set(ctx.store, project_id)
+    store = ctx.store
+    person = _persons.person_properties(store, project_id, distinct_id)
+    person["distinct_id"] = distinct_id
+    device_id = payload.get("$device_id", payload.get("device_id"))
+    if isinstance(device_id, str) and device_id:
+        person["$device_id"] = device_id  # bucketing of flags with bucketing_identifier="device_id"
+    if ip and getattr(ctx, "geoip", True) and payload.get("geoip_disable") is not True:
+        person.update(geoip_properties(ip))
+    person.update(overrides)
+    groups = {str(name): key for name, value in raw_groups.items() if (key := _as_key(value)) is not None}
+    mapping = fs.group_type_mapping
+    group_props: dict[str, dict[str, Any]] = {}
+    if groups:
+        mapping = _persons.group_type_mapping(store, project_id)
+        group_props = _persons.group_properties_for(store, project_id, groups, mapping)
+        for name, props in group_overrides.items():
+            group_props[str(name)] = {**group_props.get(str(name), {}), **props}
+    elif fs.has_group_flags:
+        mapping = _persons.group_type_mapping(store, project_id)
+
+    failing = set(controls["failing"])
+    if "flag_failure" in kinds:
+        failing |= {d["key"] for d in fs.definitions}
+    failing |= {k.split(":", 1)[1] for k in kinds if k.startswith("flag_failure:")}
+    failing |= fs.bad_keys
+    wanted = payload.get("flag_keys_to_evaluate")
+    if wanted is None:
+        wanted = payload.get("flag_keys")
+    keep = frozenset(str(k) for k in wanted) if isinstance(wanted, list) and wanted else None
+    try:
+        results = _evaluate(fs, distinct_id, person, groups, group_props, mapping, keep)
+    except ValueError:  # a property value no operator can read (e.g. a nested object in an override)
+        raise _decode_failure("a person or group property holds a value no flag operator can read") from None
+    known = {d["key"] for d in fs.definitions} if failing else set()
+    failed = {k for k in failing if k in known}
+    for key in failed:
+        results.pop(key, None)
+    if keep is not None:
+        results = {k: v for k, v in results.items() if k in keep}
+        failed &= keep
+    meta = fs.extra.get("meta")
+    if meta is None:
+        meta = {d["key"]: {"id": d["id"], "version": d["version"]} for d in fs.definitions}
+        fs.extra["meta"] = meta
+    return _build(
+        endpoint=endpoint,
+        version=version,
+        config=config,
+        results=results,
+        failed=failed,
+        meta=meta,
+        quota_limited=False,
+        request_id=request_id,
+    )
+
+
+async def _handle(request: Request, endpoint: str) -> Response:
+    method = request.method
+    if method == "OPTIONS":
+        return Response(
+            status_code=204,
+            headers={
+                "allow": _ALLOW,
+                **_CORS,
+                "Access-Control-Allow-Methods": _ALLOW,
+                "Access-Control-Allow-Headers": "*",
+            },
+        )
+    if method == "HEAD":
+        return Response(status_code=200, headers=_CORS)
+    ctx = request.app.state.sandbox
+    query = request.query_params
+    version = parse_version(query.get("v"))
+    config = (query.get("config") or "").lower() in ("true", "1")
+    if method == "GET":
+        request_id = str(uuid.uuid4())
+        return _json(
+            _build(
+                endpoint=endpoint,
+                version=version,
+                config=config,
+                results={},
+                failed=set(),
+                meta={},
+                quota_limited=False,
+                request_id=request_id,
+            )
+        )
+    if method != "POST":
+        return Response(status_code=405, headers={"allow": _ALLOW})
+    ctype = request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
+    if ctype not in _ACCEPTED_TYPES and not ctype.endswith("+json"):
+        return _text(
+            400,
+            f"Failed to decode request: unsupported content type: {ctype}. "
+            "Please check your request format and try again.",
+        )
+    try:
+        raw = await read_limited(request, _MAX_BODY)
+    except BodyTooLarge:
+        return _text(413, "Failed to buffer the request body: length limit exceeded")
+    compression = query.get("compression")
+    try:
+        if ctype == "application/x-www-form-urlencoded" and (
+            raw.startswith(b"\x1f\x8b") or (compression or "").lower().startswith("gzip")
+        ):
+            raise BodyError("decode", "gzip is not supported with form data")
+        payload = decode_body(
+            raw,
+            content_type=ctype,
+            content_encoding=request.headers.get("content-encoding", ""),
+            compression=compression,
+            limit=_MAX_BODY,
+        )
+    except BodyError as exc:
+        detail = "invalid JSON" if exc.kind == "parse" else exc.message
+        return _text(
+            400, f"Failed to decode request: {detail}. Please check your request format and try again."
+        )
+    kinds = [f.kind for f in ctx.faults.pick(method, request.url.path, with_kind=True) if f.kind]
+    ip = client_ip(request.headers, request.client.host if request.client else None)
+    try:
+        answer = _answer(ctx, payload, endpoint=endpoint, version=version, config=config, ip=ip, kinds=kinds)
+    except _Reject as exc:
+        return _text(exc.status, exc.text)
+    return _json(answer)
+
+
+async def decide_endpoint(request: Request) -> Response:
+    """`/decide/`: POST evaluates; GET minimal; HEAD 200; OPTIONS 204."""
+    return await _handle(request, "decide")
+
+
+async def flags_endpoint(request: Request) -> Response:
+    """`/flags/`: POST evaluates (`v=2`, and `v=4` as posthog-python sends); GET minimal; HEAD; OPTIONS."""
+    return await _handle(request, "flags")
+
+
+def routes() -> list[BaseRoute]:
+    """Routes of this module (trailing slash optional)."""
+    methods = ["GET", "POST", "HEAD", "OPTIONS", "PUT", "PATCH", "DELETE"]
+    return [
+        Route("/decide", decide_endpoint, methods=methods),
+        Route("/flags", flags_endpoint, methods=methods),
+    ]
+
+
+def _openapi_op(op_id: str, summary: str) -> dict[str, Any]:
+    text = {"text/plain": {"schema": {"type": "string"}}}
+    return {
+        "operationId": op_id,
+        "summary": summary,
+        "security": [],
+        "parameters": [
+            {"name": "v", "in": "query", "required": False, "schema": {"type": "integer"}},
+            {"name": "compression", "in": "query", "required": False, "schema": {"type": "string"}},
+        ],
+        "requestBody": {
+            "content": {"application/json": {"schema": {"$ref": "#/components/schemas/DecideRequest"}}}
+        },
+        "responses": {
+            "200": {"description": "Flags", "content": {"application/json": {"schema": {"type": "object"}}}},
+            "400": {"description": "Malformed body or missing distinct_id", "content": text},
+            "401": {"description": "Missing or unknown project token", "content": text},
+            "413": {"description": "Body over 2 MB", "content": text},
+        },
+    }
+
+
+#: OpenAPI path items of this module (for the sandbox's `/api/schema/` document).
+OPENAPI_PATHS: dict[str, Any] = {
+    "/decide/": {"post": _openapi_op("decide", "Evaluate feature flags (v=1..4)")},
+    "/flags/": {"post": _openapi_op("flags", "Evaluate feature flags (v=2, v=4)")},
+}
+#: OpenAPI component schemas of this module.
+OPENAPI_SCHEMAS: dict[str, Any] = {
+    "DecideRequest": {
+        "type": "object",
+        "properties": {
+            "api_key": {"type": "string"},
+            "token": {"type": "string"},
+            "distinct_id": {"type": "string"},
+            "groups": {"type": "object", "additionalProperties": {"type": "string"}},
+            "person_properties": {"type": "object"},
+            "group_properties": {"type": "object", "additionalProperties": {"type": "object"}},
+            "geoip_disable": {"type": "boolean"},
+            "flag_keys_to_evaluate": {"type": "array", "items": {"type": "string"}},
+        },
+    }
+}
