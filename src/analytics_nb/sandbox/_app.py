@@ -200,10 +200,11 @@ class SandboxApp:
         self.admin = admin
         self.log = RequestLog()
         routes: list[BaseRoute] = [
+            # decide/flags/capture first: they are the hot paths, matched before the private API's routes
+            *[r for m in plugin_modules() for r in m.routes()],
             *_projects.routes(),
             *_playlists.routes(),
             *_transformations.routes(),
-            *[r for m in plugin_modules() for r in m.routes()],
             Route("/api/schema", _openapi.schema_endpoint, methods=["GET"]),
             Route("/_sandbox/faults", self._faults_endpoint, methods=["GET", "POST", "DELETE"]),
             Route("/_sandbox/faults/{fault_id:int}", self._fault_endpoint, methods=["DELETE"]),

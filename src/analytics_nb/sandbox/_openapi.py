@@ -229,6 +229,17 @@ def document() -> dict[str, Any]:
     }
 
 
+def full_document() -> dict[str, Any]:
+    """The private API document plus the paths and schemas the decide/flags/capture modules declare."""
+    from ._app import plugin_modules  # the app imports this module, so import it when called
+
+    doc = document()
+    for module in plugin_modules():
+        doc["paths"].update(getattr(module, "OPENAPI_PATHS", {}))
+        doc["components"]["schemas"].update(getattr(module, "OPENAPI_SCHEMAS", {}))
+    return doc
+
+
 async def schema_endpoint(request: Request) -> Response:
     """GET /api/schema/: the OpenAPI document as JSON."""
-    return JSONResponse(document())
+    return JSONResponse(full_document())

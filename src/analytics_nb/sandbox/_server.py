@@ -218,7 +218,7 @@ def launch(
         access_log=False,
         lifespan="off",
         loop="asyncio",
-        http="h11",
+        http="auto",  # httptools when installed (a dependency), else h11
         timeout_keep_alive=30,
         backlog=2048,
     )
