@@ -1,0 +1,185 @@
+"""Benchmark: listing 10,000 playlists into a DataFrame, and converting 100,000 playlist records.
+
+(a) ``Client.playlists.frame()`` (500 per page, pages fetched concurrently, the frames builder) against the
+    plain loop an analyst would write: httpx following ``next`` one page at a time with the default page
+    size, then ``pd.json_normalize``. Target: at least 4x faster.
+(b) ``analytics_nb.frames.playlists_frame`` on 100,000 records against ``pd.json_normalize`` on the same JSON.
+    Target: at least 3x faster.
+
+The sandbox runs in its own process, as a real service would. Run: ``.venv/bin/python bench/client_list.py``
+(one to two minutes; prints both figures and ratios).
+"""
+
+from __future__ import annotations
+
+import copy
+import gc
+import json
+import os
+import random
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import httpx
+import pandas as pd
+
+from analytics_nb import Client
+from analytics_nb.frames import playlists_frame
+from analytics_nb.sandbox import start
+
+N_PLAYLISTS = 10_000
+N_RECORDS = 100_000
+REPEATS = 3
+ALPHABET = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+
+
+def seed_playlists(sb: Any, n: int) -> None:
+    """Insert ``n`` playlists straight into the sandbox's store (one transaction)."""
+    rng = random.Random(7)
+    owner = sb.ctx.store.query_one("SELECT id FROM users ORDER BY id LIMIT 1")["id"]
+    start_at = datetime(2025, 1, 1, tzinfo=UTC)
+    rows = []
+    for i in range(n):
+        kind = "collection" if i % 3 else "filters"
+        filters = '{"date_from": "-7d", "events": [{"id": "$pageview"}]}' if kind == "filters" else "{}"
+        stamp = (start_at + timedelta(minutes=i)).isoformat().replace("+00:00", "Z")
+        rows.append(
+            (
+                sb.project_id,
+                "".join(rng.choice(ALPHABET) for _ in range(8)),
+                f"Playlist {i:05d}",
+                None,
+                f"bench playlist {i}",
+                int(i % 17 == 0),
+                filters,
+                kind,
+                stamp,
+                owner,
+                stamp,
+                owner,
+            )
+        )
+    with sb.ctx.store.transaction() as conn:
+        conn.executemany(
+            "INSERT INTO playlists(project_id, short_id, name, derived_name, description, pinned, filters, "
+            "type, created_at, created_by, last_modified_at, last_modified_by) "
+            "VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+            rows,
+        )
+
+
+def baseline_listing(sb: Any) -> pd.DataFrame:
+    """What an analyst writes by hand: follow `next` page by page (default page size), then json_normalize."""
+    headers = {"Authorization": f"Bearer {sb.personal_api_key}"}
+    url: str | None = f"{sb.url}/api/projects/{sb.project_id}/session_recording_playlists/"
+    results: list[dict[str, Any]] = []
+    with httpx.Client(headers=headers, timeout=120) as http:
+        while url:
+            body = http.get(url).raise_for_status().json()
+            results.extend(body["results"])
+            url = body["next"]
+    return pd.json_normalize(results)
+
+
+def best_of(fn: Callable[[], Any], repeats: int = REPEATS) -> tuple[float, Any]:
+    """Best wall time of ``repeats`` runs with the garbage collector paused (and the last result)."""
+    times = []
+    result = None
+    for _ in range(repeats):
+        gc.collect()
+        gc.disable()  # as timeit does: collector pauses would land on whichever side runs next
+        try:
+            t0 = time.perf_counter()
+            result = fn()
+            times.append(time.perf_counter() - t0)
+        finally:
+            gc.enable()
+    return min(times), result
+
+
+def serve() -> None:
+    """Child process: a sandbox with N_PLAYLISTS playlists; prints url and key, runs until stdin closes."""
+    with start(seed="empty") as sb:
+        seed_playlists(sb, N_PLAYLISTS)
+        info = {"url": sb.url, "key": sb.personal_api_key, "project_id": sb.project_id}
+        print(json.dumps(info), flush=True)
+        sys.stdin.read()
+
+
+class Server:
+    """The sandbox in its own process (like a real service: it does not share the client's interpreter)."""
+
+    def __init__(self) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, __file__, "--serve"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+        )
+        assert self.proc.stdout is not None
+        info = json.loads(self.proc.stdout.readline())
+        self.url: str = info["url"]
+        self.personal_api_key: str = info["key"]
+        self.project_id: int = info["project_id"]
+
+    def close(self) -> None:
+        """Stop the child process."""
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
+        self.proc.wait(timeout=30)
+
+
+def conversion(sample: list[dict[str, Any]]) -> str:
+    """(b): ``playlists_frame`` vs ``pd.json_normalize`` on N_RECORDS records built from real ones."""
+    records = [copy.deepcopy(sample[i % len(sample)]) for i in range(N_RECORDS)]
+    for i, record in enumerate(records):
+        record["id"] = i + 1
+    frames_times, norm_times = [], []
+    for _ in range(3):  # interleaved, best of three each
+        t, converted = best_of(lambda: playlists_frame(records), repeats=1)
+        frames_times.append(t)
+        t, normalized = best_of(lambda: pd.json_normalize(records), repeats=1)
+        norm_times.append(t)
+    assert len(converted) == len(normalized) == N_RECORDS
+    t_frames, t_norm = min(frames_times), min(norm_times)
+    return (
+        f"(b) {N_RECORDS:,} playlist records -> DataFrame: playlists_frame {t_frames:.3f}s, "
+        f"pd.json_normalize {t_norm:.3f}s, ratio {t_norm / t_frames:.1f}x (target >= 3x)"
+    )
+
+
+def main() -> None:
+    os.environ.setdefault("TQDM_DISABLE", "1")
+    t0 = time.perf_counter()
+    server = Server()
+    print(f"sandbox with {N_PLAYLISTS:,} playlists ready in {time.perf_counter() - t0:.1f}s")
+    try:
+        client_times, base_times = [], []
+        with Client(server.url, personal_api_key=server.personal_api_key, progress=False) as client:
+            sample = client.playlists.records(max_items=500)  # also warms the connection pool
+            line_b = conversion(sample)  # first, while the process is fresh
+            gc.collect()
+            # Interleaved rounds, so that a change in machine load hits both sides alike.
+            for _ in range(2):
+                t, frame = best_of(client.playlists.frame, repeats=2)
+                client_times.append(t)
+                t, base = best_of(lambda: baseline_listing(server), repeats=1)  # ~20-30 s a run
+                base_times.append(t)
+        t_client, t_base = min(client_times), min(base_times)
+    finally:
+        server.close()
+    assert len(frame) == len(base) == N_PLAYLISTS, (len(frame), len(base))
+    assert frame["short_id"].is_unique and set(frame["short_id"]) == set(base["short_id"])
+    print(
+        f"(a) list {N_PLAYLISTS:,} playlists -> DataFrame: client {t_client:.3f}s, "
+        f"httpx next-loop + json_normalize {t_base:.3f}s, ratio {t_base / t_client:.1f}x (target >= 4x)"
+    )
+    print(line_b)
+
+
+if __name__ == "__main__":
+    if "--serve" in sys.argv:
+        serve()
+    else:
+        main()

@@ -1,0 +1,72 @@
+"""``/decide/?v=3`` (default) and ``/flags/`` on the ingestion host, authenticated by the project API key."""
+
+from __future__ import annotations
+
+import ipaddress
+from collections.abc import Mapping
+from typing import Any, Literal
+
+from analytics_nb.client._core import Core
+from analytics_nb.models import DecideResponse
+
+__all__ = ["DEFAULT_VERSIONS", "decide"]
+
+DEFAULT_VERSIONS = {"decide": 3, "flags": 2}
+
+
+def _mapping(name: str, value: Any) -> dict[str, Any] | None:
+    if value is None:
+        return None
+    if not isinstance(value, Mapping):
+        raise ValueError(f"{name} must be a dict, got {type(value).__name__}.")
+    return {str(k): v for k, v in value.items()}
+
+
+async def decide(
+    core: Core,
+    distinct_id: str,
+    *,
+    groups: Mapping[str, Any] | None = None,
+    person_properties: Mapping[str, Any] | None = None,
+    group_properties: Mapping[str, Mapping[str, Any]] | None = None,
+    ip: str | None = None,
+    endpoint: Literal["decide", "flags"] = "decide",
+    version: int | None = None,
+) -> DecideResponse:
+    """Evaluate every flag for one user on the service; ``ip`` is sent as ``X-Forwarded-For`` (GeoIP)."""
+    if (
+        isinstance(distinct_id, bool)
+        or not isinstance(distinct_id, str | int)
+        or not str(distinct_id).strip()
+    ):
+        raise ValueError(f"distinct_id must be a non-empty string, got {distinct_id!r}.")
+    if endpoint not in DEFAULT_VERSIONS:
+        raise ValueError(f"endpoint={endpoint!r} is not allowed; use 'decide' or 'flags'.")
+    if version is not None and (isinstance(version, bool) or not isinstance(version, int) or version < 1):
+        raise ValueError(f"version={version!r} must be a positive integer (decide: 1-4, flags: 1-2).")
+    body: dict[str, Any] = {"api_key": await core.project_api_key(), "distinct_id": str(distinct_id)}
+    for name, value in (
+        ("groups", _mapping("groups", groups)),
+        ("person_properties", _mapping("person_properties", person_properties)),
+        ("group_properties", _mapping("group_properties", group_properties)),
+    ):
+        if value is not None:
+            body[name] = value
+    headers: dict[str, str] = {}
+    if ip is not None:
+        try:
+            ipaddress.ip_address(str(ip).strip())
+        except ValueError:
+            raise ValueError(f"ip={ip!r} is not an IP address (e.g. '203.0.113.7').") from None
+        headers["X-Forwarded-For"] = str(ip).strip()
+    response = await core.request(
+        "POST",
+        f"/{endpoint}/",
+        service="ingest",
+        params={"v": version or DEFAULT_VERSIONS[endpoint]},
+        json=body,
+        headers=headers,
+        idempotent=True,
+        auth=False,
+    )
+    return DecideResponse.model_validate(response.json())

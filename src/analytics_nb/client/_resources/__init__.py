@@ -1,0 +1,10 @@
+"""Async resource classes (one per API area); the sync client uses facades generated from them."""
+
+from __future__ import annotations
+
+from analytics_nb.client._resources._feature_flags import FeatureFlags
+from analytics_nb.client._resources._playlists import PlaylistFilters, Playlists
+from analytics_nb.client._resources._projects import Organizations, Projects
+from analytics_nb.client._resources._transformations import Transformations
+
+__all__ = ["FeatureFlags", "Organizations", "PlaylistFilters", "Playlists", "Projects", "Transformations"]

@@ -1,0 +1,402 @@
+"""Session recording playlists: list/filter, frames, create, update, soft delete, recordings."""
+
+from __future__ import annotations
+
+import builtins
+import datetime as _dt
+import inspect
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING, Any, Literal, TypedDict, Unpack
+
+from analytics_nb.client._pagination import MAX_PAGE_SIZE, iter_records
+from analytics_nb.client._resources._base import Resource, check_choice, check_id, iso, require_text
+from analytics_nb.errors import NotFoundError
+from analytics_nb.models import Playlist, Recording, RecordingsPage
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = ["PlaylistFilters", "Playlists"]
+
+ORDERS = ("last_modified_at", "-last_modified_at", "created_at", "-created_at", "name", "-name")
+TYPES = ("collection", "filters")
+COLLECTION_TYPES = ("synthetic", "custom")
+
+SOFT_DELETE = (
+    "Playlists cannot be hard-deleted: the service answers 405 to DELETE. They are soft-deleted instead: "
+    "call client.playlists.archive(short_id) (PATCH deleted=true), and client.playlists.restore(short_id) "
+    "brings one back."
+)
+NO_PERSONAL_KEYS = (
+    "PostHog Cloud refuses personal API keys for adding or removing recordings in a playlist "
+    "(the action does not support personal API key access): do it in the PostHog app, or against a "
+    "self-hosted instance or the sandbox that allows it."
+)
+RESEND_FILTERS = (
+    "The service requires a saved-filter playlist's filters on every update, and this playlist's filters "
+    "could not be read (it is soft-deleted); pass filters=... (e.g. from the playlist archive() returned)."
+)
+
+FILTERS = frozenset(
+    {
+        "created_by",
+        "short_id",
+        "pinned",
+        "user",
+        "type",
+        "collection_type",
+        "date_from",
+        "date_to",
+        "search",
+        "session_recording_id",
+        "order",
+    }
+)
+
+_UNSET: Any = type("Unset", (), {"__repr__": lambda self: "<unset>"})()
+
+
+class PlaylistFilters(TypedDict, total=False):
+    """Every list filter the real service understands, plus paging controls (see ``Playlists.iter``)."""
+
+    created_by: int
+    short_id: str
+    pinned: bool
+    user: bool
+    type: Literal["collection", "filters"]
+    collection_type: Literal["synthetic", "custom"]
+    date_from: str | _dt.datetime | _dt.date
+    date_to: str | _dt.datetime | _dt.date
+    search: str
+    session_recording_id: str
+    order: str
+    page_size: int
+    offset: int
+    max_items: int | None
+
+
+class Playlists(Resource):
+    """``/api/projects/:id/session_recording_playlists/``: every endpoint, with the real service's rules."""
+
+    def __init__(self, core: Any) -> None:
+        super().__init__(core)
+        self._archived_filters: dict[str, Any] = {}
+
+    def _path(self, suffix: str = "") -> str:
+        return self._core.project_path("session_recording_playlists/" + suffix)
+
+    def _item_path(self, short_id: str, suffix: str = "") -> str:
+        return self._path(f"{require_text('short_id', short_id)}/{suffix}")
+
+    @staticmethod
+    def _query(
+        *,
+        created_by: int | None = None,
+        short_id: str | None = None,
+        pinned: bool | None = None,
+        user: bool | None = None,
+        type: str | None = None,
+        collection_type: str | None = None,
+        date_from: Any = None,
+        date_to: Any = None,
+        search: str | None = None,
+        session_recording_id: str | None = None,
+        order: str | None = None,
+    ) -> tuple[dict[str, Any], bool]:
+        """Query parameters, and whether ``pinned=False`` must be applied on this side."""
+        params: dict[str, Any] = {}
+        if created_by is not None:
+            params["created_by"] = check_id("created_by", created_by)
+        if short_id is not None:
+            params["short_id"] = require_text("short_id", short_id)
+        unpinned_only = False
+        if pinned is not None:
+            if not isinstance(pinned, bool):
+                raise ValueError(f"pinned must be True or False, got {pinned!r}.")
+            # The service's `pinned` filter ignores its value (pinned=false still means "only pinned").
+            if pinned:
+                params["pinned"] = "true"
+            else:
+                unpinned_only = True
+        if user is not None:
+            if user is not True:
+                raise ValueError(
+                    "user=False cannot be expressed: the service's `user` filter ignores its value and "
+                    "always means 'created by me'. Omit it, or filter the frame on created_by_id."
+                )
+            params["user"] = "true"
+        if type is not None:
+            params["type"] = check_choice("type", type, TYPES)
+        if collection_type is not None:
+            params["collection_type"] = check_choice("collection_type", collection_type, COLLECTION_TYPES)
+        if date_from is not None:
+            params["date_from"] = iso("date_from", date_from)
+        if date_to is not None:
+            params["date_to"] = iso("date_to", date_to)
+        if search is not None:
+            params["search"] = str(search)
+        if session_recording_id is not None:
+            params["session_recording_id"] = require_text("session_recording_id", session_recording_id)
+        if order is not None:
+            params["order"] = check_choice("order", order, ORDERS)
+        return params, unpinned_only
+
+    async def iter_records(
+        self,
+        *,
+        page_size: int = MAX_PAGE_SIZE,
+        offset: int = 0,
+        max_items: int | None = None,
+        **filters: Any,
+    ) -> AsyncIterator[dict[str, Any]]:
+        """Raw playlist dicts (wire shape) matching ``filters``, every page, each once."""
+        unknown = sorted(set(filters) - FILTERS)
+        if unknown:
+            raise ValueError(
+                f"unknown playlist filter(s) {', '.join(unknown)}; use {', '.join(sorted(FILTERS))}, "
+                "page_size, offset or max_items."
+            )
+        params, unpinned_only = self._query(**filters)
+        async for record in iter_records(
+            self._core,
+            self._path(),
+            params=params,
+            page_size=page_size,
+            offset=offset,
+            max_items=None if unpinned_only else max_items,
+            desc="playlists",
+        ):
+            if unpinned_only and record.get("pinned"):
+                continue
+            yield record
+
+    async def iter(self, **filters: Unpack[PlaylistFilters]) -> AsyncIterator[Playlist]:
+        """Iterate over the (non-deleted) playlists matching the filters, fetching pages concurrently.
+
+        Filters: ``created_by`` (user id), ``short_id``, ``pinned`` (True: only pinned; False: only unpinned,
+        applied here because the service ignores the value), ``user=True`` (created by me), ``type``
+        ("collection"/"filters"), ``collection_type`` ("synthetic"/"custom"), ``date_from``/``date_to``
+        (last modified; datetime or text like "-7d"), ``search`` (name), ``session_recording_id``, ``order``
+        (``[-]last_modified_at|created_at|name``). Paging: ``page_size`` (<=500), ``offset``, ``max_items``.
+        """
+        count = 0
+        max_items = filters.get("max_items")
+        async for record in self.iter_records(**filters):
+            yield Playlist.model_validate(record)
+            count += 1
+            if max_items is not None and count >= max_items:
+                return
+
+    async def list(self, **filters: Unpack[PlaylistFilters]) -> builtins.list[Playlist]:
+        """All playlists matching the filters (see ``iter``) as models."""
+        return [playlist async for playlist in self.iter(**filters)]
+
+    async def records(self, **filters: Unpack[PlaylistFilters]) -> builtins.list[dict[str, Any]]:
+        """All playlists matching the filters as raw wire dicts (fastest; see ``iter``)."""
+        max_items = filters.get("max_items")
+        out = [record async for record in self.iter_records(**filters)]
+        return out if max_items is None else out[:max_items]
+
+    async def frame(self, **filters: Unpack[PlaylistFilters]) -> pd.DataFrame:
+        """A DataFrame of the playlists matching the filters (``analytics_nb.frames.playlists_frame``)."""
+        from analytics_nb.frames import playlists_frame
+
+        return playlists_frame(await self.records(**filters))
+
+    async def get(self, short_id: str) -> Playlist:
+        """One playlist by ``short_id`` (soft-deleted ones raise NotFoundError)."""
+        return Playlist.model_validate(await self._core.get_json(self._item_path(short_id)))
+
+    async def create(
+        self,
+        type: Literal["collection", "filters"],
+        name: str | None = None,
+        *,
+        derived_name: str | None = None,
+        description: str | None = None,
+        pinned: bool | None = None,
+        filters: dict[str, Any] | None = None,
+        deleted: bool | None = None,
+        **extra: Any,
+    ) -> Playlist:
+        """Create a playlist: ``type="collection"`` (recordings added by hand) or ``"filters"``.
+
+        A "filters" playlist (saved filters) needs a non-empty ``filters``; a collection must not have
+        one. ``extra`` fields are sent as given.
+        """
+        body: dict[str, Any] = {"type": check_choice("type", type, TYPES)}
+        for key, value in (
+            ("name", name),
+            ("derived_name", derived_name),
+            ("description", description),
+            ("pinned", pinned),
+            ("filters", filters),
+            ("deleted", deleted),
+        ):
+            if value is not None:
+                body[key] = value
+        body.update(extra)
+        return Playlist.model_validate(await self._core.send_json("POST", self._path(), body))
+
+    async def update(
+        self,
+        short_id: str,
+        *,
+        name: str | None = _UNSET,
+        derived_name: str | None = _UNSET,
+        description: str | None = _UNSET,
+        pinned: bool = _UNSET,
+        filters: dict[str, Any] | None = _UNSET,
+        deleted: bool = _UNSET,
+        **extra: Any,
+    ) -> Playlist:
+        """PATCH the fields given (and only those); ``None`` clears a field.
+
+        The real service refuses any update of a saved-filter ("filters") playlist that does not carry its
+        ``filters``, so when ``filters`` is not given the stored filters are read and sent along.
+        """
+        if "type" in extra:
+            raise ValueError(
+                "type cannot be changed after creation (the service ignores it); create a new playlist."
+            )
+        body = {
+            key: value
+            for key, value in (
+                ("name", name),
+                ("derived_name", derived_name),
+                ("description", description),
+                ("pinned", pinned),
+                ("filters", filters),
+                ("deleted", deleted),
+            )
+            if value is not _UNSET
+        }
+        body.update(extra)
+        if not body:
+            raise ValueError("update() needs at least one field to change, e.g. name='...'.")
+        short_id = require_text("short_id", short_id)
+        explain: dict[int, str] = {}
+        if "filters" not in body:
+            stored: Any = _UNSET
+            if body.get("deleted") is not False:  # a soft-deleted playlist cannot be read back
+                try:
+                    current = await self._core.get_json(self._item_path(short_id))
+                except NotFoundError:
+                    current = None
+                if isinstance(current, dict) and current.get("type") == "filters":
+                    stored = current.get("filters")
+            if stored is _UNSET and short_id in self._archived_filters:
+                stored = self._archived_filters[short_id]
+            if stored is not _UNSET:
+                body["filters"] = stored
+            else:
+                explain[400] = RESEND_FILTERS
+        result = await self._core.send_json("PATCH", self._item_path(short_id), body, explain=explain or None)
+        playlist = Playlist.model_validate(result)
+        if playlist.deleted and playlist.type == "filters":
+            self._archived_filters[short_id] = playlist.filters
+        elif not playlist.deleted:
+            self._archived_filters.pop(short_id, None)
+        return playlist
+
+    async def archive(self, short_id: str) -> Playlist:
+        """Soft-delete a playlist (PATCH ``deleted=true``); it disappears from list/get until restored."""
+        return await self.update(short_id, deleted=True)
+
+    async def restore(self, short_id: str, *, filters: dict[str, Any] | None = None) -> Playlist:
+        """Undo ``archive`` (PATCH ``deleted=false``); pass ``filters`` for a saved-filter playlist archived
+        by another session (the service needs them and hides the playlist until it is restored)."""
+        if filters is not None:
+            return await self.update(short_id, deleted=False, filters=filters)
+        return await self.update(short_id, deleted=False)
+
+    async def delete(self, short_id: str) -> None:
+        """Playlists cannot be hard-deleted: this asks the service and raises MethodNotAllowedError (405)
+        explaining the soft delete (use ``archive``)."""
+        await self._core.request("DELETE", self._item_path(short_id), explain={405: SOFT_DELETE})
+
+    async def recordings_page(self, short_id: str, **params: Any) -> RecordingsPage:
+        """One ``GET .../recordings/`` answer ``{results, has_next, version}``; ``params`` go to the query."""
+        body = await self._core.get_json(self._item_path(short_id, "recordings/"), params=params or None)
+        return RecordingsPage.model_validate(body)
+
+    async def _recording_records(self, short_id: str, **params: Any) -> builtins.list[dict[str, Any]]:
+        records: builtins.list[dict[str, Any]] = []
+        seen: set[Any] = set()
+        query = dict(params)
+        for _ in range(10_000):
+            body = await self._core.get_json(self._item_path(short_id, "recordings/"), params=query or None)
+            results = body.get("results", []) if isinstance(body, dict) else []
+            fresh = [r for r in results if not (isinstance(r, dict) and r.get("id") in seen)]
+            seen.update(r.get("id") for r in fresh if isinstance(r, dict))
+            records.extend(fresh)
+            if not (isinstance(body, dict) and body.get("has_next")) or not fresh:
+                break
+            query["offset"] = int(query.get("offset", 0)) + len(results)
+        return records
+
+    async def recordings(self, short_id: str, **params: Any) -> builtins.list[Recording]:
+        """Every recording in the playlist (all pages while ``has_next``), as models."""
+        return [Recording.model_validate(r) for r in await self._recording_records(short_id, **params)]
+
+    async def recordings_frame(self, short_id: str, **params: Any) -> pd.DataFrame:
+        """The playlist's recordings as a DataFrame (``analytics_nb.frames.recordings_frame``)."""
+        from analytics_nb.frames import recordings_frame
+
+        return recordings_frame(await self._recording_records(short_id, **params))
+
+    async def add_recording(self, short_id: str, session_recording_id: str) -> dict[str, Any]:
+        """Add a recording to a collection playlist (idempotent); answers ``{"success": True}``.
+
+        PostHog Cloud refuses personal API keys here (403, explained in the error).
+        """
+        path = self._item_path(
+            short_id, f"recordings/{require_text('session_recording_id', session_recording_id)}/"
+        )
+        body = await self._core.send_json(
+            "POST", path, None, idempotent=True, explain={403: NO_PERSONAL_KEYS}
+        )
+        return body if isinstance(body, dict) else {"success": True}
+
+    async def remove_recording(self, short_id: str, session_recording_id: str) -> dict[str, Any]:
+        """Remove a recording from a playlist; answers ``{"success": True}`` (Cloud: see add_recording)."""
+        path = self._item_path(
+            short_id, f"recordings/{require_text('session_recording_id', session_recording_id)}/"
+        )
+        body = await self._core.send_json("DELETE", path, None, explain={403: NO_PERSONAL_KEYS})
+        return body if isinstance(body, dict) else {"success": True}
+
+
+_FILTER_ANNOTATIONS: dict[str, str] = {
+    "created_by": "int | None",
+    "short_id": "str | None",
+    "pinned": "bool | None",
+    "user": "bool | None",
+    "type": "Literal['collection', 'filters'] | None",
+    "collection_type": "Literal['synthetic', 'custom'] | None",
+    "date_from": "str | datetime | date | None",
+    "date_to": "str | datetime | date | None",
+    "search": "str | None",
+    "session_recording_id": "str | None",
+    "order": "str | None",
+    "page_size": "int",
+    "offset": "int",
+    "max_items": "int | None",
+}
+
+
+def _explicit_filter_signatures() -> None:
+    """Show every filter as a named keyword in ``help()``, Jupyter's signature tips and the sync stub."""
+    assert set(_FILTER_ANNOTATIONS) == set(PlaylistFilters.__annotations__)
+    defaults: dict[str, Any] = {"page_size": MAX_PAGE_SIZE, "offset": 0}
+    params = [
+        inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=defaults.get(name), annotation=text)
+        for name, text in _FILTER_ANNOTATIONS.items()
+    ]
+    for name in ("iter", "list", "records", "frame"):
+        fn = vars(Playlists)[name]
+        sig = inspect.signature(fn)
+        fn.__signature__ = sig.replace(parameters=[sig.parameters["self"], *params])
+
+
+_explicit_filter_signatures()

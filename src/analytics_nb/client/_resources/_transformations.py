@@ -1,0 +1,204 @@
+"""Pipeline transformations (plugins) of the organization: all 13 endpoints."""
+
+from __future__ import annotations
+
+import asyncio
+import builtins
+from collections.abc import AsyncIterator, Iterable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from analytics_nb.client._pagination import MAX_PAGE_SIZE, iter_records
+from analytics_nb.client._resources._base import Resource, check_id
+from analytics_nb.models import ActivityPage, PluginConfig, Transformation
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = ["WRITABLE_FIELDS", "Transformations"]
+
+WRITABLE_FIELDS = (
+    "plugin_type",
+    "name",
+    "description",
+    "url",
+    "icon",
+    "config_schema",
+    "tag",
+    "is_global",
+    "capabilities",
+    "metrics",
+    "public_jobs",
+)
+CUSTOM_ACTION_403 = (
+    "PostHog Cloud refuses personal API keys for the plugin actions (check_for_updates, source, "
+    "update_source, upgrade, activity, repository, unused, exports_unsubscribe_configs), and writes "
+    "need the organization's plugin access level; use a self-hosted instance or the sandbox for these."
+)
+
+
+def _body(fields: Mapping[str, Any]) -> dict[str, Any]:
+    unknown = sorted(set(fields) - set(WRITABLE_FIELDS))
+    if unknown:
+        raise ValueError(
+            f"unknown transformation field(s) {', '.join(unknown)}; "
+            f"writable fields are {', '.join(WRITABLE_FIELDS)}."
+        )
+    if not fields:
+        raise ValueError(f"give at least one field to send, from: {', '.join(WRITABLE_FIELDS)}.")
+    return dict(fields)
+
+
+def _transformation(body: Any) -> Transformation:
+    # check_for_updates answers {"plugin": {...}} on the real service; the spec shows the bare object.
+    if isinstance(body, dict) and isinstance(body.get("plugin"), dict) and "id" not in body:
+        body = body["plugin"]
+    return Transformation.model_validate(body)
+
+
+class Transformations(Resource):
+    """``/api/organizations/:org/pipeline_transformations/``: list, CRUD, source, upgrade and the views."""
+
+    async def _path(self, suffix: str = "") -> str:
+        return await self._core.organization_path("pipeline_transformations/" + suffix)
+
+    async def _item(self, id: int, suffix: str = "") -> str:
+        return await self._path(f"{check_id('id', id)}/{suffix}")
+
+    async def iter_records(
+        self, *, page_size: int = MAX_PAGE_SIZE, offset: int = 0, max_items: int | None = None
+    ) -> AsyncIterator[dict[str, Any]]:
+        """Raw transformation dicts, every page, each once."""
+        async for record in iter_records(
+            self._core,
+            await self._path(),
+            page_size=page_size,
+            offset=offset,
+            max_items=max_items,
+            desc="transformations",
+        ):
+            yield record
+
+    async def iter(
+        self, *, page_size: int = MAX_PAGE_SIZE, offset: int = 0, max_items: int | None = None
+    ) -> AsyncIterator[Transformation]:
+        """Iterate over the organization's transformations (pages fetched concurrently)."""
+        async for record in self.iter_records(page_size=page_size, offset=offset, max_items=max_items):
+            yield Transformation.model_validate(record)
+
+    async def list(
+        self, *, page_size: int = MAX_PAGE_SIZE, offset: int = 0, max_items: int | None = None
+    ) -> builtins.list[Transformation]:
+        """All transformations as models."""
+        return [t async for t in self.iter(page_size=page_size, offset=offset, max_items=max_items)]
+
+    async def records(
+        self, *, page_size: int = MAX_PAGE_SIZE, offset: int = 0, max_items: int | None = None
+    ) -> builtins.list[dict[str, Any]]:
+        """All transformations as raw wire dicts."""
+        return [r async for r in self.iter_records(page_size=page_size, offset=offset, max_items=max_items)]
+
+    async def frame(self, *, max_items: int | None = None) -> pd.DataFrame:
+        """A DataFrame of the transformations (``analytics_nb.frames.transformations_frame``)."""
+        from analytics_nb.frames import transformations_frame
+
+        return transformations_frame(await self.records(max_items=max_items))
+
+    async def get(self, id: int) -> Transformation:
+        """One transformation by id."""
+        return _transformation(await self._core.get_json(await self._item(id)))
+
+    async def create(self, **fields: Any) -> Transformation:
+        """Install a transformation (POST the writable fields given, e.g. ``plugin_type="source"``)."""
+        return _transformation(await self._core.send_json("POST", await self._path(), _body(fields)))
+
+    async def update(self, id: int, **fields: Any) -> Transformation:
+        """PATCH the writable fields given."""
+        return _transformation(await self._core.send_json("PATCH", await self._item(id), _body(fields)))
+
+    async def delete(self, id: int) -> None:
+        """Uninstall a transformation (204); a global one must be made local first."""
+        await self._core.request("DELETE", await self._item(id))
+
+    async def check_for_updates(self, id: int) -> Transformation:
+        """Ask the service to look up the latest version; returns the plugin with ``latest_tag`` updated."""
+        body = await self._core.get_json(
+            await self._item(id, "check_for_updates/"), explain={403: CUSTOM_ACTION_403}
+        )
+        return _transformation(body)
+
+    async def source(self, id: int) -> dict[str, str | None]:
+        """The plugin's source files as ``{filename: content}`` (e.g. ``plugin.json``, ``index.ts``)."""
+        body = await self._core.get_json(await self._item(id, "source/"), explain={403: CUSTOM_ACTION_403})
+        return dict(body or {})
+
+    async def sources_frame(self, ids: Iterable[int] | None = None) -> pd.DataFrame:
+        """Every source file of the given transformations (default: all) as one DataFrame, one row per file.
+
+        The ``source`` calls run concurrently (bounded by ``max_concurrency``).
+        """
+        from analytics_nb.frames import transformation_sources_frame
+
+        if ids is None:
+            wanted = [int(r["id"]) for r in await self.records()]
+        else:
+            wanted = [check_id("ids", i) for i in ids]
+
+        async def one(plugin_id: int) -> tuple[int, dict[str, str | None]]:
+            async with self._core.semaphore:
+                return plugin_id, await self.source(plugin_id)
+
+        pairs = await asyncio.gather(*(one(i) for i in wanted))
+        return transformation_sources_frame(pairs)
+
+    async def update_source(self, id: int, files: Mapping[str, str | None]) -> dict[str, str | None]:
+        """Create or replace source files (``{filename: content}``); a ``None`` content deletes that file.
+
+        Returns the full ``{filename: content}`` map after the change.
+        """
+        if not isinstance(files, Mapping) or not files:
+            raise ValueError("files must be a non-empty mapping {filename: content or None}.")
+        for name, content in files.items():
+            if not isinstance(name, str) or not name.strip():
+                raise ValueError(f"files: every filename must be a non-empty string, got {name!r}.")
+            if content is not None and not isinstance(content, str):
+                raise ValueError(f"files[{name!r}] must be text (or None to delete the file).")
+        body = await self._core.send_json(
+            "PATCH", await self._item(id, "update_source/"), dict(files), explain={403: CUSTOM_ACTION_403}
+        )
+        return dict(body or {})
+
+    async def upgrade(self, id: int, **fields: Any) -> Transformation:
+        """Re-install the plugin from its url (POST ``.../upgrade/``) and return it."""
+        body = _body(fields) if fields else {}
+        result = await self._core.send_json(
+            "POST", await self._item(id, "upgrade/"), body, explain={403: CUSTOM_ACTION_403}
+        )
+        return _transformation(result)
+
+    async def activity(self, *, page: int | None = None, limit: int | None = None) -> ActivityPage:
+        """One page of the activity log of plugins and plugin configs (``{results, next, total_count}``)."""
+        params = {"page": page, "limit": limit}
+        body = await self._core.get_json(
+            await self._path("activity/"), params=params, explain={403: CUSTOM_ACTION_403}
+        )
+        return ActivityPage.model_validate(body)
+
+    async def exports_unsubscribe_configs(self) -> builtins.list[PluginConfig]:
+        """The organization's enabled export plugin configs (secrets arrive masked)."""
+        body = await self._core.get_json(
+            await self._path("exports_unsubscribe_configs/"), explain={403: CUSTOM_ACTION_403}
+        )
+        items = body.get("results", []) if isinstance(body, dict) else body or []
+        return [PluginConfig.model_validate(item) for item in items]
+
+    async def repository(self) -> builtins.list[dict[str, Any]]:
+        """The plugin repository's entries (what can be installed)."""
+        body = await self._core.get_json(await self._path("repository/"), explain={403: CUSTOM_ACTION_403})
+        items = body.get("results", []) if isinstance(body, dict) else body or []
+        return builtins.list(items)
+
+    async def unused(self) -> builtins.list[int]:
+        """Ids of plugins no enabled plugin config uses."""
+        body = await self._core.get_json(await self._path("unused/"), explain={403: CUSTOM_ACTION_403})
+        items = body.get("results", []) if isinstance(body, dict) else body or []
+        return [int(i) for i in items]

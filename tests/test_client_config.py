@@ -1,0 +1,139 @@
+"""Client configuration, hosts, env, reprs and the sync facade's shape (no server needed)."""
+
+from __future__ import annotations
+
+import inspect
+
+import pytest
+
+from analytics_nb import AsyncClient, Client
+from analytics_nb.client._config import resolve_hosts
+from analytics_nb.errors import AuthenticationError
+
+KEY = "phx_SECRETsecret1234567890abcd"
+PKEY = "phc_PROJECTproject1234567890"
+
+
+def test_region_presets_split_app_and_ingestion_hosts() -> None:
+    assert resolve_hosts("us") == ("https://us.posthog.com", "https://us.i.posthog.com")
+    assert resolve_hosts("EU") == ("https://eu.posthog.com", "https://eu.i.posthog.com")
+    assert resolve_hosts("https://eu.i.posthog.com/") == ("https://eu.posthog.com", "https://eu.i.posthog.com")
+
+
+def test_self_hosted_uses_one_host_for_everything() -> None:
+    assert resolve_hosts("https://posthog.example.com/") == (
+        "https://posthog.example.com",
+        "https://posthog.example.com",
+    )
+
+
+@pytest.mark.parametrize("bad", ["", "mars", "ftp://x.example.com", "https://"])
+def test_bad_host_names_the_field_and_the_fix(bad: str) -> None:
+    with pytest.raises(ValueError, match="host"):
+        resolve_hosts(bad)
+
+
+def test_keys_given_in_the_wrong_slot_are_refused() -> None:
+    with pytest.raises(ValueError, match="project_api_key="):
+        Client("us", personal_api_key=PKEY)
+    with pytest.raises(ValueError, match="personal_api_key="):
+        Client("us", project_api_key=KEY)
+
+
+def test_from_env_reads_every_variable(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("POSTHOG_HOST", "eu")
+    monkeypatch.setenv("POSTHOG_PERSONAL_API_KEY", KEY)
+    monkeypatch.setenv("POSTHOG_PROJECT_API_KEY", PKEY)
+    monkeypatch.setenv("POSTHOG_PROJECT_ID", "4242")
+    monkeypatch.setenv("POSTHOG_ORGANIZATION_ID", "0190-org")
+    with Client.from_env(max_retries=1) as client:
+        cfg = client.config
+        assert (cfg.app_url, cfg.ingest_url) == ("https://eu.posthog.com", "https://eu.i.posthog.com")
+        assert cfg.personal_api_key == KEY and cfg.project_api_key == PKEY
+        assert (cfg.project_id, cfg.organization_id, cfg.max_retries) == ("4242", "0190-org", 1)
+
+
+def test_defaults_to_current_project(monkeypatch: pytest.MonkeyPatch) -> None:
+    for var in ("POSTHOG_HOST", "POSTHOG_PROJECT_ID", "POSTHOG_PERSONAL_API_KEY", "POSTHOG_PROJECT_API_KEY"):
+        monkeypatch.delenv(var, raising=False)
+    client = AsyncClient.from_env()
+    assert client.project_id == "@current"
+    assert client.config.app_url == "https://us.posthog.com"
+
+
+def test_keys_never_appear_in_reprs() -> None:
+    with Client("us", personal_api_key=KEY, project_api_key=PKEY) as client:
+        texts = [repr(client), str(client), repr(client.config), repr(client._core), repr(client.playlists)]
+        for text in texts:
+            assert KEY not in text and PKEY not in text
+            assert "SECRET" not in text and "PROJECT" not in text
+        assert "personal_api_key='***'" in repr(client)
+
+
+def test_sync_facade_keeps_signatures_docs_and_sync_return_types() -> None:
+    with Client("us", personal_api_key=KEY) as client:
+        sig = inspect.signature(client.decide)
+        assert list(sig.parameters)[:2] == ["distinct_id", "groups"]
+        assert sig.return_annotation == "DecideResponse"
+        assert "X-Forwarded-For" in (client.decide.__doc__ or "")
+        iter_sig = inspect.signature(client.playlists.iter)
+        assert iter_sig.return_annotation == "Iterator[Playlist]"
+        assert not inspect.iscoroutinefunction(client.playlists.list)
+        assert inspect.iscoroutinefunction(AsyncClient("us").playlists.list)
+
+
+def test_api_call_without_personal_key_says_what_to_set() -> None:
+    with Client("http://127.0.0.1:9", max_retries=0) as client, pytest.raises(AuthenticationError) as info:
+        client.playlists.list()
+    assert "POSTHOG_PERSONAL_API_KEY" in str(info.value)
+
+
+def test_closed_client_refuses_calls_and_close_is_idempotent() -> None:
+    client = Client("us", personal_api_key=KEY)
+    client.close()
+    client.close()
+    assert client.closed
+    with pytest.raises(RuntimeError, match="closed"):
+        client.playlists.list()
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "field"),
+    [
+        ({"page_size": 501}, "page_size"),
+        ({"order": "id"}, "order"),
+        ({"type": "static"}, "type"),
+        ({"user": False}, "user"),
+        ({"collection_type": "mine"}, "collection_type"),
+        ({"created_by": "bob"}, "created_by"),
+        ({"creator": 1}, "unknown playlist filter"),
+        ({"date_from": 5}, "date_from"),
+        ({"max_items": -1}, "max_items"),
+    ],
+)
+def test_bad_list_filters_are_refused_before_any_request(kwargs: dict[str, object], field: str) -> None:
+    with (
+        Client("http://127.0.0.1:9", personal_api_key=KEY, max_retries=0) as client,
+        pytest.raises(ValueError, match=field),
+    ):
+        client.playlists.list(**kwargs)  # type: ignore[arg-type]
+
+
+def test_type_stub_of_the_sync_facades_is_current_and_valid() -> None:
+    import ast
+
+    from analytics_nb.client import _facades
+
+    text = _facades.stub_text()
+    current = _facades.STUB_PATH.read_text(encoding="utf-8")
+    assert current == text, "run analytics_nb.client._facades.write_stub()"
+    tree = ast.parse(text)
+    classes = {node.name: node for node in tree.body if isinstance(node, ast.ClassDef)}
+    assert set(classes) == {f"Sync{cls.__name__}" for cls in _facades.RESOURCES}
+    for cls in _facades.RESOURCES:
+        stubbed = {n.name for n in classes[f"Sync{cls.__name__}"].body if isinstance(n, ast.FunctionDef)}
+        facade = getattr(_facades, f"Sync{cls.__name__}")
+        public = {name for name in dir(facade) if not name.startswith("_")}
+        assert public <= stubbed  # every sync method has a typed signature
+    exec(compile(ast.Module(body=[n for n in tree.body if isinstance(n, ast.Import | ast.ImportFrom)],
+                            type_ignores=[]), "<stub imports>", "exec"), {})
