@@ -1,0 +1,35 @@
+"""The flag engine: PostHog flag matching (hash, rollout, variants, operators, cohorts, dependencies) for one
+subject (`evaluate_flag`, `evaluate_flags`) or a whole DataFrame (`evaluate_frame`, `FrameEvaluator`).
+
+Pure and I/O-free. Two modes for properties the caller did not supply: "server" (what /decide answers) and
+"sdk" (what the official SDK's local evaluation answers: inconclusive).
+"""
+
+from __future__ import annotations
+
+from analytics_nb.flags._definitions import CompiledFlag
+from analytics_nb.flags._errors import FlagDefinitionError
+from analytics_nb.flags._evaluate import (
+    CompiledFlags,
+    FlagResult,
+    compile_flags,
+    evaluate_flag,
+    evaluate_flags,
+)
+from analytics_nb.flags._frame import FrameEvaluator, evaluate_frame
+from analytics_nb.flags._hashing import hash_fraction
+from analytics_nb.flags._operators import PROPERTY_OPERATORS
+
+__all__ = [
+    "PROPERTY_OPERATORS",
+    "CompiledFlag",
+    "CompiledFlags",
+    "FlagDefinitionError",
+    "FlagResult",
+    "FrameEvaluator",
+    "compile_flags",
+    "evaluate_flag",
+    "evaluate_flags",
+    "evaluate_frame",
+    "hash_fraction",
+]

@@ -1,0 +1,519 @@
+"""Parse and validate flag definitions (wire-shape dicts or pydantic models) into a compiled form."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from analytics_nb.flags._errors import FlagDefinitionError
+from analytics_nb.flags._operators import PropertyMatcher, prepare_property
+
+FilterKind = Literal["property", "cohort", "flag"]
+
+
+@dataclass(frozen=True, slots=True)
+class FilterSpec:
+    """One validated property filter of a condition (or of a cohort)."""
+
+    kind: FilterKind
+    key: str
+    label: str
+    signature: str
+    matcher: PropertyMatcher | None = None
+    cohort_id: str | None = None
+    cohort_negate: bool = False
+    expected: bool | str | None = None
+    negation: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class ConditionSpec:
+    """One condition group: filters AND-ed, then the rollout check."""
+
+    index: int
+    filters: tuple[FilterSpec, ...]
+    rollout: float | None
+    variant: str | None
+    #: a condition-level aggregation that differs from the flag's (mixed targeting); None otherwise
+    aggregation: int | None
+    has_own_aggregation: bool
+
+
+@dataclass(frozen=True, slots=True)
+class CompiledFlag:
+    """A validated flag definition, ready for scalar or vectorised evaluation."""
+
+    key: str
+    id: int | None
+    version: int | None
+    active: bool
+    aggregation: int | None
+    #: release conditions in definition order (the official SDK's order)
+    conditions: tuple[ConditionSpec, ...]
+    #: the same conditions with variant overrides first (the server's order)
+    server_conditions: tuple[ConditionSpec, ...]
+    variants: tuple[tuple[str, float, float], ...]
+    payloads: Mapping[str, str]
+    early_exit: bool
+    continuity: bool
+    device_bucketing: bool
+    feature_enrollment: bool
+    holdout: tuple[str, float] | None
+    holdout_group: tuple[float | None, str | None] | None
+    super_condition: ConditionSpec | None
+    dependencies: frozenset[str]
+    definition: Mapping[str, Any] = field(repr=False, compare=False)
+
+    @property
+    def multivariate(self) -> bool:
+        """Whether the flag can return a string (variants or a holdout variant)."""
+        return bool(self.variants) or self.holdout is not None or self.holdout_group is not None
+
+    def variant_for(self, fraction: float) -> str | None:
+        """The variant whose [min, max) range holds `fraction`, None when the table does not cover it."""
+        for key, low, high in self.variants:
+            if low <= fraction < high:
+                return key
+        return None
+
+    def payload_for(self, value: bool | str | None) -> str | None:
+        """The wire payload (JSON text) for a matched value, None when unmatched or not configured."""
+        if value is None or value is False:
+            return None
+        return self.payloads.get(value if isinstance(value, str) else "true")
+
+
+# ------------------------------------------------------------------------------------------ inputs
+
+
+def as_plain(obj: Any) -> Any:
+    """A pydantic model (anything with model_dump) as its wire-shape dict; other values unchanged."""
+    dump = getattr(obj, "model_dump", None)
+    if callable(dump) and not isinstance(obj, type):
+        return dump(by_alias=True, mode="json")
+    return obj
+
+
+def split_flag_input(flags: Any) -> tuple[list[Any], Mapping[str, Any] | None, Mapping[str, Any] | None]:
+    """Accept a list of flags, one flag, or a local-evaluation payload
+    {flags, group_type_mapping, cohorts}."""
+    flags = as_plain(flags)
+    if isinstance(flags, Mapping):
+        if "flags" in flags and "key" not in flags:
+            items = [as_plain(f) for f in flags.get("flags") or []]
+            return items, flags.get("group_type_mapping"), flags.get("cohorts")
+        return [flags], None, None
+    if isinstance(flags, (str, bytes)) or not isinstance(flags, Iterable):
+        raise TypeError(
+            "flags must be a list of flag definitions (dicts or FeatureFlag models), "
+            f"got {type(flags).__name__}"
+        )
+    return [as_plain(f) for f in flags], None, None
+
+
+# ------------------------------------------------------------------------------------------ helpers
+
+
+def _number(value: Any, flag: str, where: str, what: str, *, lo: float = 0.0, hi: float = 100.0) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        if isinstance(value, str):
+            try:
+                value = float(value)
+            except ValueError:
+                raise FlagDefinitionError(flag, where, f"{what} must be a number, got {value!r}") from None
+        else:
+            raise FlagDefinitionError(flag, where, f"{what} must be a number, got {value!r}")
+    number = float(value)
+    if not math.isfinite(number) or not lo <= number <= hi:
+        raise FlagDefinitionError(flag, where, f"{what} must be between {lo:g} and {hi:g}, got {value!r}")
+    return number
+
+
+def _optional_int(value: Any, flag: str, where: str) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        if isinstance(value, str) and value.strip().isdigit():
+            return int(value)
+        raise FlagDefinitionError(flag, where, f"must be an integer or null, got {value!r}")
+    return value
+
+
+def _list(value: Any, flag: str, where: str) -> list[Any]:
+    if value is None:
+        return []
+    if not isinstance(value, (list, tuple)):
+        raise FlagDefinitionError(flag, where, f"must be a list, got {type(value).__name__}")
+    return list(value)
+
+
+def _mapping(value: Any, flag: str, where: str) -> Mapping[str, Any]:
+    value = as_plain(value)
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise FlagDefinitionError(flag, where, f"must be an object, got {type(value).__name__}")
+    return value
+
+
+def _signature(raw: Mapping[str, Any]) -> str:
+    try:
+        return json.dumps(raw, sort_keys=True, default=str)
+    except (TypeError, ValueError):
+        return repr(sorted(raw.items(), key=lambda kv: str(kv[0])))
+
+
+# ------------------------------------------------------------------------------------------ filters
+
+
+def compile_filter(raw: Any, flag: str | None, where: str) -> FilterSpec:
+    """Validate one property filter dict; raises FlagDefinitionError naming the flag and the filter."""
+    raw = as_plain(raw)
+    if not isinstance(raw, Mapping):
+        raise FlagDefinitionError(
+            flag, where, f"a property filter must be an object, got {type(raw).__name__}"
+        )
+    kind = raw.get("type") or "person"
+    operator = raw.get("operator") or "exact"
+    key = raw.get("key")
+    value = raw.get("value")
+    label = f"{where} (key {key!r}, operator {operator!r})"
+    negation = bool(raw.get("negation", False))
+    sig = _signature(raw)
+    if kind == "cohort":
+        if operator not in ("exact", "in", "not_in"):
+            raise FlagDefinitionError(flag, label, "a cohort filter's operator must be 'in' or 'not_in'")
+        if value is None or isinstance(value, (bool, list, dict)):
+            raise FlagDefinitionError(
+                flag, label, f"a cohort filter's value must be a cohort id, got {value!r}"
+            )
+        return FilterSpec(
+            "cohort",
+            str(key),
+            label,
+            sig,
+            cohort_id=str(value),
+            cohort_negate=operator == "not_in",
+            negation=negation,
+        )
+    if kind == "flag":
+        if operator != "flag_evaluates_to":
+            raise FlagDefinitionError(
+                flag, label, "a flag-dependency filter's operator must be 'flag_evaluates_to'"
+            )
+        if not key or value is None:
+            raise FlagDefinitionError(flag, label, "a flag-dependency filter needs the flag key and a value")
+        if not isinstance(value, (bool, str)):
+            raise FlagDefinitionError(
+                flag, label, f"flag_evaluates_to needs true, false or a variant key, got {value!r}"
+            )
+        return FilterSpec("flag", str(key), label, sig, expected=value, negation=negation)
+    if operator in ("in", "not_in", "flag_evaluates_to"):
+        needed = "flag" if operator == "flag_evaluates_to" else "cohort"
+        raise FlagDefinitionError(
+            flag, label, f"operator {operator!r} needs type {needed!r}, the filter has type {kind!r}"
+        )
+    if not isinstance(key, str) or key == "":
+        raise FlagDefinitionError(flag, label, "a property filter needs a non-empty string key")
+    try:
+        matcher = prepare_property(key, operator, value)
+    except ValueError as exc:
+        raise FlagDefinitionError(flag, label, str(exc)) from None
+    return FilterSpec("property", key, label, sig, matcher=matcher, negation=negation)
+
+
+def _compile_condition(
+    raw: Any, index: int, flag: str, where: str, valid_variants: set[str], flag_aggregation: int | None
+) -> ConditionSpec:
+    group = _mapping(raw, flag, where)
+    filters = tuple(
+        compile_filter(p, flag, f"{where}.properties[{i}]")
+        for i, p in enumerate(_list(group.get("properties"), flag, f"{where}.properties"))
+    )
+    rollout_raw = group.get("rollout_percentage")
+    rollout = None if rollout_raw is None else _number(rollout_raw, flag, where, "rollout_percentage")
+    variant = group.get("variant")
+    if variant is not None and not isinstance(variant, str):
+        raise FlagDefinitionError(flag, where, f"variant must be a variant key or null, got {variant!r}")
+    has_own = "aggregation_group_type_index" in group
+    aggregation = (
+        _optional_int(
+            group.get("aggregation_group_type_index"), flag, f"{where}.aggregation_group_type_index"
+        )
+        if has_own
+        else flag_aggregation
+    )
+    return ConditionSpec(
+        index,
+        filters,
+        rollout,
+        variant if variant and variant in valid_variants else None,
+        aggregation,
+        has_own and aggregation != flag_aggregation,
+    )
+
+
+def compile_flag(raw: Any) -> CompiledFlag:
+    """Validate one flag definition; raises FlagDefinitionError naming the flag and the filter at fault."""
+    definition = as_plain(raw)
+    if not isinstance(definition, Mapping):
+        raise FlagDefinitionError(
+            None, "flag definition", f"must be an object, got {type(definition).__name__}"
+        )
+    key = definition.get("key")
+    if not isinstance(key, str) or not key:
+        raise FlagDefinitionError(None, "flag definition", f"needs a non-empty string 'key', got {key!r}")
+    filters = _mapping(definition.get("filters"), key, "filters")
+    aggregation = _optional_int(
+        filters.get("aggregation_group_type_index"), key, "filters.aggregation_group_type_index"
+    )
+
+    variants: list[tuple[str, float, float]] = []
+    multivariate = _mapping(filters.get("multivariate"), key, "filters.multivariate")
+    raw_variants = _list(multivariate.get("variants"), key, "filters.multivariate.variants")
+    low, total, seen = 0.0, 0.0, set()
+    for i, v in enumerate(raw_variants):
+        where = f"filters.multivariate.variants[{i}]"
+        v = _mapping(v, key, where)
+        vkey = v.get("key")
+        if not isinstance(vkey, str) or not vkey:
+            raise FlagDefinitionError(key, where, f"a variant needs a non-empty string key, got {vkey!r}")
+        if vkey in seen:
+            raise FlagDefinitionError(key, where, f"variant key {vkey!r} is used twice")
+        seen.add(vkey)
+        pct = _number(v.get("rollout_percentage"), key, where, "rollout_percentage")
+        high = low + pct / 100
+        variants.append((vkey, low, high))
+        low = high
+        total += pct
+    if raw_variants and abs(total - 100.0) > 1e-6:
+        raise FlagDefinitionError(
+            key,
+            "filters.multivariate.variants",
+            f"variant rollout percentages sum to {total:g}, they must sum to 100",
+        )
+    valid = {v[0] for v in variants}
+
+    conditions = [
+        _compile_condition(g, i, key, f"filters.groups[{i}]", valid, aggregation)
+        for i, g in enumerate(_list(filters.get("groups"), key, "filters.groups"))
+    ]
+    # The server tries conditions with a variant override first (stable); condition_index keeps the position.
+    server_conditions = sorted(conditions, key=lambda c: c.variant is None)
+
+    payloads: dict[str, str] = {}
+    for pkey, pval in _mapping(filters.get("payloads"), key, "filters.payloads").items():
+        if pval is None:
+            continue
+        payloads[str(pkey)] = pval if isinstance(pval, str) else json.dumps(pval)
+
+    holdout = None
+    raw_holdout = filters.get("holdout")
+    if raw_holdout:
+        h = _mapping(raw_holdout, key, "filters.holdout")
+        if h.get("exclusion_percentage") is not None and h.get("id") is not None:
+            pct = min(
+                max(
+                    _number(
+                        h["exclusion_percentage"],
+                        key,
+                        "filters.holdout",
+                        "exclusion_percentage",
+                        lo=-math.inf,
+                        hi=math.inf,
+                    ),
+                    0.0,
+                ),
+                100.0,
+            )
+            holdout = (f"holdout-{h['id']}", pct)
+
+    holdout_group = None
+    raw_hg = _list(filters.get("holdout_groups"), key, "filters.holdout_groups")
+    if raw_hg:
+        hg = _mapping(raw_hg[0], key, "filters.holdout_groups[0]")
+        if not hg.get("properties"):
+            pct_raw = hg.get("rollout_percentage")
+            pct_hg = (
+                None
+                if pct_raw is None
+                else _number(pct_raw, key, "filters.holdout_groups[0]", "rollout_percentage")
+            )
+            hv = hg.get("variant")
+            holdout_group = (pct_hg, hv if isinstance(hv, str) and hv else None)
+
+    super_condition = None
+    raw_super = _list(filters.get("super_groups"), key, "filters.super_groups")
+    enrollment = filters.get("feature_enrollment") is True
+    if raw_super:
+        super_condition = _compile_condition(
+            raw_super[0], 0, key, "filters.super_groups[0]", valid, aggregation
+        )
+    elif enrollment:
+        super_condition = _compile_condition(
+            {
+                "properties": [
+                    {
+                        "key": f"$feature_enrollment/{key}",
+                        "type": "person",
+                        "operator": "exact",
+                        "value": ["true"],
+                    }
+                ],
+                "rollout_percentage": 100,
+            },
+            0,
+            key,
+            "filters.feature_enrollment",
+            valid,
+            aggregation,
+        )
+
+    deps: set[str] = set()
+    for cond in conditions:
+        deps.update(f.key for f in cond.filters if f.kind == "flag")
+
+    bucketing = definition.get("bucketing_identifier") or filters.get("bucketing_identifier")
+    return CompiledFlag(
+        key=key,
+        id=_optional_int(definition.get("id"), key, "id")
+        if not isinstance(definition.get("id"), str)
+        else None,
+        version=definition.get("version") if isinstance(definition.get("version"), int) else None,
+        active=bool(definition.get("active", True)) and not definition.get("deleted", False),
+        aggregation=aggregation,
+        conditions=tuple(conditions),
+        server_conditions=tuple(server_conditions),
+        variants=tuple(variants),
+        payloads=payloads,
+        early_exit=bool(filters.get("early_exit")),
+        continuity=bool(definition.get("ensure_experience_continuity")),
+        device_bucketing=bucketing == "device_id",
+        feature_enrollment=enrollment,
+        holdout=holdout,
+        holdout_group=holdout_group,
+        super_condition=super_condition,
+        dependencies=frozenset(deps),
+        definition=definition,
+    )
+
+
+# ------------------------------------------------------------------------------------------ cohorts
+
+
+@dataclass(frozen=True, slots=True)
+class CohortGroup:
+    """A cohort's AND/OR property group; children are groups or (filter, negation) leaves."""
+
+    is_and: bool
+    children: tuple[CohortGroup | FilterSpec, ...]
+
+
+def _compile_group(raw: Any, where: str) -> CohortGroup:
+    raw = as_plain(raw)
+    if raw == {}:
+        return CohortGroup(True, ())
+    if not isinstance(raw, Mapping):
+        raise FlagDefinitionError(None, where, "a cohort property group must be an object")
+    kind = raw.get("type")
+    if kind not in ("AND", "OR"):
+        raise FlagDefinitionError(
+            None, where, f"a cohort property group's type must be 'AND' or 'OR', got {kind!r}"
+        )
+    values = raw.get("values")
+    if not isinstance(values, (list, tuple)):
+        raise FlagDefinitionError(None, where, "a cohort property group needs a 'values' list")
+    children: list[CohortGroup | FilterSpec] = []
+    for i, item in enumerate(values):
+        item = as_plain(item)
+        sub = f"{where}.values[{i}]"
+        if isinstance(item, Mapping) and (
+            item == {} or "values" in item or item.get("type") in ("AND", "OR")
+        ):
+            children.append(_compile_group(item, sub))
+        else:
+            children.append(compile_filter(item, None, sub))
+    return CohortGroup(kind == "AND", tuple(children))
+
+
+def compile_cohorts(cohorts: Mapping[str, Any] | None) -> dict[str, CohortGroup]:
+    """Validate cohort definitions {id: property group} (or {id: {"filters": {"properties": group}}})."""
+    out: dict[str, CohortGroup] = {}
+    for cid, raw in (as_plain(cohorts) or {}).items():
+        raw = as_plain(raw)
+        if isinstance(raw, Mapping) and "values" not in raw and "type" not in raw:
+            if isinstance(raw.get("filters"), Mapping):
+                raw = raw["filters"].get("properties", {})
+            elif "properties" in raw:
+                raw = raw["properties"]
+        out[str(cid)] = _compile_group(raw, f"cohort {cid!s}")
+    _check_cohort_cycles(out)
+    return out
+
+
+def _check_cohort_cycles(cohorts: Mapping[str, CohortGroup]) -> None:
+    def refs(group: CohortGroup) -> Iterable[str]:
+        for child in group.children:
+            if isinstance(child, CohortGroup):
+                yield from refs(child)
+            elif child.kind == "cohort" and child.cohort_id is not None:
+                yield child.cohort_id
+
+    state: dict[str, int] = {}
+
+    def visit(cid: str, path: list[str]) -> None:
+        if state.get(cid) == 2 or cid not in cohorts:
+            return
+        if state.get(cid) == 1:
+            cycle = " -> ".join([*path[path.index(cid) :], cid])
+            raise FlagDefinitionError(
+                None, f"cohort {cid}", f"cohorts refer to each other in a cycle: {cycle}"
+            )
+        state[cid] = 1
+        for ref in refs(cohorts[cid]):
+            visit(ref, [*path, cid])
+        state[cid] = 2
+
+    for cid in cohorts:
+        visit(cid, [])
+
+
+# ------------------------------------------------------------------------------------------ flag sets
+
+
+def dependency_order(flags: list[CompiledFlag]) -> tuple[list[CompiledFlag], dict[str, str]]:
+    """Flags sorted so each comes after the flags it depends on, and the dependency-key -> flag-key map.
+
+    A dependency filter names a flag by key (or by id, as the server stores it). Raises
+    FlagDefinitionError on a cycle.
+    """
+    by_key = {f.key: f for f in flags}
+    alias: dict[str, str] = {k: k for k in by_key}
+    for f in flags:
+        if f.id is not None and str(f.id) not in alias:
+            alias[str(f.id)] = f.key
+    state: dict[str, int] = {}
+    order: list[CompiledFlag] = []
+
+    def visit(f: CompiledFlag, path: list[str]) -> None:
+        if state.get(f.key) == 2:
+            return
+        if state.get(f.key) == 1:
+            cycle = " -> ".join([*path[path.index(f.key) :], f.key])
+            raise FlagDefinitionError(
+                f.key, "flag dependencies", f"flags depend on each other in a cycle: {cycle}"
+            )
+        state[f.key] = 1
+        for dep in sorted(f.dependencies):
+            target = alias.get(dep)
+            if target is not None:
+                visit(by_key[target], [*path, f.key])
+        state[f.key] = 2
+        order.append(f)
+
+    for f in flags:
+        visit(f, [])
+    return order, alias

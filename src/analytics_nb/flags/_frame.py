@@ -1,0 +1,747 @@
+"""Vectorised evaluation: many property sets (one DataFrame row each) x many flags.
+
+Work is shared and cached: each filter is matched once per distinct value of its column (then broadcast with
+numpy), sha1 bucket hashes are computed only for rows that need them and kept per (flag, salt, identifier),
+and filter outcome arrays are kept per filter definition, so a what-if re-run with edited rollouts or variant
+weights costs a few numpy operations.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from analytics_nb.flags._definitions import CohortGroup, CompiledFlag, ConditionSpec, FilterSpec
+from analytics_nb.flags._evaluate import (
+    CompiledFlags,
+    Mode,
+    check_mode,
+    compile_flags,
+)
+from analytics_nb.flags._hashing import hash_many
+from analytics_nb.flags._operators import FALSE, INCONCLUSIVE, SERVER_ONLY, TRUE
+from analytics_nb.flags._values import MISSING, BadValueError, normalize
+
+_RESERVED = {"distinct_id", "person_properties", "group_properties", "ip", "error"}
+# value kinds
+_K_FALSE, _K_TRUE, _K_VARIANT, _K_UNKNOWN = 0, 1, 2, 3
+_REASONS = [
+    "condition_match",
+    "no_condition_match",
+    "out_of_rollout_bound",
+    "no_group_type",
+    "super_condition_value",
+    "holdout_condition_value",
+    "flag_disabled",
+    "inconclusive",
+]
+_R = {name: i for i, name in enumerate(_REASONS)}
+_NO_ERROR = ""
+
+
+@dataclass(slots=True)
+class _Column:
+    """A property column as codes into a list of distinct plain values (-1 = absent)."""
+
+    codes: np.ndarray
+    uniques: list[Any]
+    all_str: bool = False
+
+
+def _plain_unique(value: Any, float_column: bool) -> Any:
+    v = normalize(value)
+    if float_column and isinstance(v, float) and v.is_integer() and abs(v) < 2**53:
+        return int(v)
+    return v
+
+
+def _factorize(series: pd.Series, errors: np.ndarray, where: str) -> _Column:
+    """Codes + plain distinct values for one column; bad cells go to `errors` and count as absent."""
+    n = len(series)
+    dtype = series.dtype
+    if dtype is not np.dtype(object):
+        codes, uniq = pd.factorize(series, use_na_sentinel=True)
+        if isinstance(dtype, pd.StringDtype):
+            # a StringDtype holds only str values (missing ones became code -1)
+            return _Column(np.asarray(codes, dtype=np.int64), uniq.tolist(), True)
+        float_col = pd.api.types.is_float_dtype(dtype)
+        uniques = [_plain_unique(u, float_col) for u in uniq]
+        return _Column(np.asarray(codes, dtype=np.int64), uniques)
+    arr = series.to_numpy(dtype=object)
+    codes = np.full(n, -1, dtype=np.int64)
+    uniques: list[Any] = []
+    index: dict[Any, int] = {}
+    hashable = True
+    for i, raw in enumerate(arr):
+        try:
+            v = normalize(raw)
+        except BadValueError as exc:
+            if not errors[i]:
+                errors[i] = f"{where}: {exc}"
+            continue
+        if v is MISSING:
+            continue
+        if hashable:
+            try:
+                k = (type(v), v)
+                c = index.get(k)
+                if c is None:
+                    c = index[k] = len(uniques)
+                    uniques.append(v)
+                codes[i] = c
+                continue
+            except TypeError:
+                hashable = False
+        codes[i] = len(uniques)
+        uniques.append(v)
+    return _Column(codes, uniques)
+
+
+def _missing_column(n: int) -> _Column:
+    return _Column(np.full(n, -1, dtype=np.int64), [])
+
+
+class _Source:
+    """Where one kind of properties comes from: person columns, or one group type's columns."""
+
+    def __init__(self, evaluator: FrameEvaluator, name: str) -> None:
+        self.ev = evaluator
+        self.name = name
+        self.columns: dict[str, _Column] = {}
+
+    def column(self, key: str) -> _Column:
+        col = self.columns.get(key)
+        if col is None:
+            col = self.columns[key] = self.ev._load_column(self.name, key)
+        return col
+
+
+class FrameEvaluator:
+    """Evaluate flags for every row of a frame, caching hashes and filter matches for what-if re-runs.
+
+    `run()` evaluates the flags given here; `run(flags=edited)` evaluates edited definitions, recomputing
+    only what changed (a new rollout percentage or variant split reuses every hash and property match).
+    Relative dates ("-7d") are resolved once, against the time the evaluator was built.
+    """
+
+    def __init__(
+        self,
+        frame: pd.DataFrame,
+        flags: Any,
+        *,
+        mode: Mode = "server",
+        cohorts: Mapping[str, Any] | None = None,
+        group_type_mapping: Mapping[str, str] | None = None,
+    ) -> None:
+        if not isinstance(frame, pd.DataFrame):
+            raise TypeError(f"frame must be a pandas DataFrame, got {type(frame).__name__}")
+        if "distinct_id" not in frame.columns:
+            raise ValueError(
+                "the frame needs a 'distinct_id' column (one row per user); "
+                f"it has {list(frame.columns)[:10]}"
+            )
+        self.mode = mode
+        self._server = check_mode(mode)
+        self._compiled = compile_flags(flags, cohorts=cohorts, group_type_mapping=group_type_mapping)
+        self._cohorts: Mapping[str, CohortGroup] = self._compiled.cohorts or {}
+        self._mapping = self._compiled.group_type_mapping
+        self._frame = frame
+        self._n = len(frame)
+        self._now = dt.datetime.now(dt.UTC)
+        self._errors = np.full(self._n, _NO_ERROR, dtype=object)
+        self._ids: list[str | None] = self._load_ids()
+        if None in self._ids:
+            encoded = [s.encode("utf-8") if s is not None else b"" for s in self._ids]
+        else:
+            encoded = list(map(str.encode, self._ids))  # type: ignore[arg-type]
+        self._id_bytes = np.array(encoded, dtype=object)
+        self._sources: dict[str, _Source] = {}
+        self._filter_cache: dict[tuple[str, str], np.ndarray] = {}
+        self._hash_cache: dict[tuple[str, str], tuple[np.ndarray, np.ndarray]] = {}
+        self._group_keys: dict[str, tuple[np.ndarray, list[str]]] = {}
+        self._group_passed: dict[str, np.ndarray] = {}
+        self._plain_columns = [
+            c
+            for c in frame.columns
+            if isinstance(c, str) and c not in _RESERVED and not c.startswith("group:")
+        ]
+
+    # ------------------------------------------------------------------ inputs
+
+    def _load_ids(self) -> list[str | None]:
+        col = self._frame["distinct_id"]
+        if isinstance(col.dtype, pd.StringDtype):
+            bad = (col.isna() | (col == "")).to_numpy(dtype=bool)
+            ids: list[str | None] = col.astype(object).tolist()
+            if bad.any():
+                self._errors[bad] = "distinct_id is missing or not a string/number"
+                for i in np.flatnonzero(bad):
+                    ids[i] = None
+            return ids
+        if pd.api.types.is_integer_dtype(col.dtype) and not col.isna().any():
+            return [str(v) for v in col.tolist()]
+        out: list[str | None] = []
+        float_col = pd.api.types.is_float_dtype(col.dtype)
+        for i, raw in enumerate(col.tolist()):
+            try:
+                v = _plain_unique(raw, float_col)
+            except BadValueError as exc:
+                self._errors[i] = f"distinct_id: {exc}"
+                out.append(None)
+                continue
+            if v is MISSING or v == "" or isinstance(v, (dict, list)):
+                self._errors[i] = "distinct_id is missing or not a string/number"
+                out.append(None)
+            else:
+                out.append(str(v))
+        return out
+
+    def _source(self, name: str) -> _Source:
+        src = self._sources.get(name)
+        if src is None:
+            src = self._sources[name] = _Source(self, name)
+        return src
+
+    def _load_column(self, source: str, key: str) -> _Column:
+        frame = self._frame
+        if source == "person":
+            if key in self._plain_columns:
+                return _factorize(frame[key], self._errors, f"column {key!r}")
+            if key == "distinct_id" and self._server:
+                # the service adds distinct_id to the person properties unless the caller sent one
+                ids = pd.Series(self._ids, dtype=object)
+                if "person_properties" in frame.columns:
+                    sent = self._dict_values(frame["person_properties"], key)
+                    ids = sent.where(sent.notna(), ids)
+                return _factorize(ids, self._errors, "distinct_id")
+            if "person_properties" in frame.columns:
+                return _factorize(
+                    self._dict_values(frame["person_properties"], key),
+                    self._errors,
+                    f"person_properties[{key!r}]",
+                )
+            return _missing_column(self._n)
+        name = source.removeprefix("group:")
+        col_name = f"group:{name}:{key}"
+        if col_name in frame.columns:
+            return _factorize(frame[col_name], self._errors, f"column {col_name!r}")
+        if "group_properties" in frame.columns:
+            inner = [d.get(name) if isinstance(d, Mapping) else None for d in frame["group_properties"]]
+            return _factorize(
+                self._dict_values(pd.Series(inner, dtype=object), key),
+                self._errors,
+                f"group_properties[{name!r}][{key!r}]",
+            )
+        return _missing_column(self._n)
+
+    @staticmethod
+    def _dict_values(col: pd.Series, key: str) -> pd.Series:
+        return pd.Series([d.get(key) if isinstance(d, Mapping) else None for d in col], dtype=object)
+
+    def _group_key_codes(self, name: str) -> tuple[np.ndarray, list[str]]:
+        """Codes (-1 = no key) and distinct key texts of the `group:<name>` column."""
+        hit = self._group_keys.get(name)
+        if hit is None:
+            col_name = f"group:{name}"
+            if col_name in self._frame.columns:
+                col = _factorize(self._frame[col_name], self._errors, f"column {col_name!r}")
+                texts = []
+                for i, u in enumerate(col.uniques):
+                    if isinstance(u, (dict, list)):
+                        bad = col.codes == i
+                        self._errors[bad & (self._errors == _NO_ERROR)] = (
+                            f"{col_name}: a group key must be a string"
+                        )
+                        col.codes[bad] = -1
+                    texts.append(str(u))
+                hit = (col.codes, texts)
+            else:
+                hit = (np.full(self._n, -1, dtype=np.int64), [])
+            self._group_keys[name] = hit
+        return hit
+
+    def _group_props_passed(self, name: str) -> np.ndarray:
+        """Rows for which properties of group type `name` were given at all (SDK mode needs them)."""
+        hit = self._group_passed.get(name)
+        if hit is None:
+            prefix = f"group:{name}:"
+            if any(isinstance(c, str) and c.startswith(prefix) for c in self._frame.columns):
+                hit = np.ones(self._n, dtype=bool)
+            elif "group_properties" in self._frame.columns:
+                hit = np.array(
+                    [
+                        isinstance(d, Mapping) and isinstance(d.get(name), Mapping)
+                        for d in self._frame["group_properties"]
+                    ],
+                    dtype=bool,
+                )
+            else:
+                hit = np.zeros(self._n, dtype=bool)
+            self._group_passed[name] = hit
+        return hit
+
+    # ------------------------------------------------------------------ hashing
+
+    def _hashes(self, prefix: str, suffix: str, bucket: str, rows: np.ndarray) -> np.ndarray:
+        """Bucket fractions sha1(prefix + identifier + suffix) for `rows` (others may be stale/NaN)."""
+        cache_key = (prefix + "\x00" + suffix, bucket)
+        hit = self._hash_cache.get(cache_key)
+        if hit is None:
+            hit = self._hash_cache[cache_key] = (np.full(self._n, np.nan), np.zeros(self._n, dtype=bool))
+        values, done = hit
+        need = rows & ~done
+        if need.any():
+            pfx, sfx = prefix.encode("utf-8"), suffix.encode("utf-8")
+            if bucket.startswith("group:"):
+                codes, texts = self._group_key_codes(bucket.removeprefix("group:"))
+                table = hash_many(pfx, [t.encode("utf-8") for t in texts], sfx)
+                ok = codes >= 0
+                values[ok] = table[codes[ok]]
+                done[ok] = True
+            else:
+                idx = np.flatnonzero(need)
+                ids = self._bucket_ids(bucket)
+                chosen = ids.tolist() if len(idx) == self._n else ids[idx].tolist()
+                values[idx] = hash_many(pfx, chosen, sfx)
+                done[idx] = True
+        return values
+
+    def _bucket_ids(self, bucket: str) -> np.ndarray:
+        if bucket == "person":
+            return self._id_bytes
+        if bucket == "device":
+            col = self._source("person").column("$device_id")
+            texts = [str(u).encode("utf-8") for u in col.uniques]
+            return np.array(
+                [texts[c] if c >= 0 else self._id_bytes[i] for i, c in enumerate(col.codes)], dtype=object
+            )
+        raise AssertionError(bucket)
+
+    # ------------------------------------------------------------------ matching
+
+    def _filter_codes(self, spec: FilterSpec, source: _Source, state: _RunState) -> np.ndarray:
+        if spec.kind == "flag":
+            return state.dependency_codes(spec)
+        cache_key = (spec.signature, source.name)
+        hit = self._filter_cache.get(cache_key)
+        if hit is not None:
+            return hit
+        if spec.kind == "property":
+            out = self._property_codes(spec, source)
+        else:
+            group = self._cohorts.get(spec.cohort_id or "")
+            if group is None:
+                out = np.full(self._n, SERVER_ONLY, dtype=np.int8)
+            else:
+                out = self._group_codes(group, source, state)
+                if spec.cohort_negate:
+                    out = _negate(out)
+        if not _has_dependency(spec, self._cohorts):
+            self._filter_cache[cache_key] = out
+        return out
+
+    def _property_codes(self, spec: FilterSpec, source: _Source) -> np.ndarray:
+        m = spec.matcher
+        assert m is not None
+        col = source.column(spec.key)
+        server, now = self._server, self._now
+        if not server and not m.sdk_supported:
+            table = np.full(len(col.uniques), INCONCLUSIVE, dtype=np.int8)
+        elif col.all_str and m.match_strs is not None:
+            table = m.match_strs(col.uniques)
+        else:
+            match = m.match
+            table = np.fromiter(
+                (match(u, server, now) for u in col.uniques), dtype=np.int8, count=len(col.uniques)
+            )
+            if server:
+                table[table == INCONCLUSIVE] = FALSE
+        out = np.full(self._n, m.missing(server), dtype=np.int8)
+        present = col.codes >= 0
+        out[present] = table[col.codes[present]]
+        return out
+
+    def _group_codes(self, group: CohortGroup, source: _Source, state: _RunState) -> np.ndarray:
+        n = self._n
+        if not group.children:
+            return np.full(n, TRUE, dtype=np.int8)
+        decisive = np.zeros(n, dtype=bool)
+        inconclusive = np.zeros(n, dtype=bool)
+        server_only = np.zeros(n, dtype=bool)
+        want = FALSE if group.is_and else TRUE
+        for child in group.children:
+            if isinstance(child, CohortGroup):
+                code = self._group_codes(child, source, state)
+            else:
+                code = self._filter_codes(child, source, state)
+                if child.negation:
+                    code = _negate(code)
+            server_only |= code == SERVER_ONLY
+            inconclusive |= code == INCONCLUSIVE
+            decisive |= code == want
+        out = np.full(n, TRUE if group.is_and else FALSE, dtype=np.int8)
+        out[inconclusive] = INCONCLUSIVE
+        out[decisive] = want
+        out[server_only] = SERVER_ONLY
+        return out
+
+    def _condition_codes(self, cond: ConditionSpec, source: _Source, state: _RunState) -> np.ndarray:
+        n = self._n
+        if not cond.filters:
+            return np.full(n, TRUE, dtype=np.int8)
+        any_false = np.zeros(n, dtype=bool)
+        first_open = np.zeros(n, dtype=np.int8)
+        for spec in cond.filters:
+            code = self._filter_codes(spec, source, state)
+            any_false |= code == FALSE
+            fresh = (code >= INCONCLUSIVE) & (first_open == 0)
+            first_open[fresh] = code[fresh]
+        out = np.where(first_open > 0, first_open, np.int8(TRUE)).astype(np.int8)
+        out[any_false] = FALSE
+        return out
+
+    # ------------------------------------------------------------------ running
+
+    def run(self, flags: Any = None, *, payloads: bool = False, reasons: bool = False) -> pd.DataFrame:
+        """Evaluate (optionally edited) flags for every row; a DataFrame aligned to the input index.
+
+        Columns: distinct_id, one per flag (boolean dtype, or object holding the variant key / False; NA when
+        unknown), optional `<key>:payload`, `<key>:reason`, `<key>:condition_index`, and `error`.
+        """
+        compiled = (
+            self._compiled
+            if flags is None
+            else compile_flags(flags, cohorts=None, group_type_mapping=self._mapping)
+        )
+        clash = {f.key for f in compiled.flags} & {"distinct_id", "error"}
+        if clash:
+            raise ValueError(
+                f"flag key {sorted(clash)[0]!r} would collide with an output column; rename the flag"
+            )
+        state = _RunState(self, compiled)
+        for flag in compiled.order:
+            state.evaluate(flag)
+        return state.frame(payloads=payloads, reasons=reasons)
+
+
+def _negate(code: np.ndarray) -> np.ndarray:
+    out = code.copy()
+    out[code == TRUE] = FALSE
+    out[code == FALSE] = TRUE
+    return out
+
+
+def _has_dependency(spec: FilterSpec, cohorts: Mapping[str, CohortGroup]) -> bool:
+    if spec.kind == "flag":
+        return True
+    if spec.kind != "cohort":
+        return False
+    seen: set[str] = set()
+
+    def walk(group: CohortGroup) -> bool:
+        for child in group.children:
+            if isinstance(child, CohortGroup):
+                if walk(child):
+                    return True
+            elif child.kind == "flag":
+                return True
+            elif child.kind == "cohort" and child.cohort_id not in seen and child.cohort_id in cohorts:
+                seen.add(child.cohort_id or "")
+                if walk(cohorts[child.cohort_id or ""]):
+                    return True
+        return False
+
+    group = cohorts.get(spec.cohort_id or "")
+    return group is not None and walk(group)
+
+
+@dataclass(slots=True)
+class _FlagArrays:
+    kind: np.ndarray
+    #: for multivariate flags: per row, the position of the variant key in `labels` (-1 = none)
+    variant: np.ndarray | None
+    reason: np.ndarray
+    index: np.ndarray
+    labels: list[str]
+
+    def label(self, text: str) -> int:
+        """The code of a variant key, added to `labels` if new."""
+        try:
+            return self.labels.index(text)
+        except ValueError:
+            self.labels.append(text)
+            return len(self.labels) - 1
+
+
+class _RunState:
+    """Results of one run: per-flag value kinds, variants, reasons and condition indexes."""
+
+    def __init__(self, ev: FrameEvaluator, compiled: CompiledFlags) -> None:
+        self.ev = ev
+        self.compiled = compiled
+        self.results: dict[str, _FlagArrays] = {}
+        #: rows with a known error when the run started (errors found later are applied in `frame`)
+        self.bad = ev._errors != _NO_ERROR
+
+    def dependency_codes(self, spec: FilterSpec) -> np.ndarray:
+        n = self.ev._n
+        target = self.compiled.alias.get(spec.key, spec.key)
+        res = self.results.get(target)
+        if res is None:
+            return np.full(n, INCONCLUSIVE, dtype=np.int8)
+        expected = spec.expected
+        out = np.full(n, FALSE, dtype=np.int8)
+        if isinstance(expected, bool):
+            hit = (res.kind == _K_VARIANT) if expected else np.zeros(n, dtype=bool)
+            hit |= res.kind == (_K_TRUE if expected else _K_FALSE)
+        else:
+            hit = (
+                (res.kind == _K_VARIANT) & (res.variant == res.labels.index(expected))
+                if res.variant is not None and expected in res.labels
+                else np.zeros(n, dtype=bool)
+            )
+        out[hit] = TRUE
+        out[res.kind == _K_UNKNOWN] = INCONCLUSIVE
+        return out
+
+    def evaluate(self, flag: CompiledFlag) -> None:
+        ev = self.ev
+        n = ev._n
+        server = ev._server
+        kind = np.full(n, _K_FALSE, dtype=np.int8)
+        variant = np.full(n, -1, dtype=np.int16) if flag.multivariate else None
+        reason = np.full(n, _R["no_condition_match"], dtype=np.int8)
+        index = np.full(n, -1, dtype=np.int64)
+        decided = self.bad.copy()
+        kind[decided] = _K_UNKNOWN
+        labels = [v[0] for v in flag.variants]
+        self.results[flag.key] = arrays = _FlagArrays(kind, variant, reason, index, labels)
+
+        def settle(rows: np.ndarray, k: int, r: str, idx: int = -1, var: Any = None) -> None:
+            kind[rows] = k
+            reason[rows] = _R[r]
+            index[rows] = idx
+            if var is not None and variant is not None:
+                variant[rows] = var[rows] if isinstance(var, np.ndarray) else arrays.label(var)
+            decided[rows] = True
+
+        und = ~decided
+        if not flag.active:
+            settle(und, _K_FALSE, "flag_disabled")
+            return
+        if flag.continuity and not server:
+            settle(und, _K_UNKNOWN, "inconclusive")
+            return
+        person = ev._source("person")
+        if flag.aggregation is not None:
+            name = ev._mapping.get(str(flag.aggregation))
+            if not name:
+                settle(und, _K_FALSE if server else _K_UNKNOWN, "no_group_type" if server else "inconclusive")
+                return
+            codes, _ = ev._group_key_codes(name)
+            settle(~decided & (codes < 0), _K_FALSE, "no_group_type")
+            if not server:
+                settle(~decided & ~ev._group_props_passed(name), _K_UNKNOWN, "inconclusive")
+            source, bucket = ev._source(f"group:{name}"), f"group:{name}"
+        else:
+            source, bucket = person, "person"
+            if flag.device_bucketing:
+                bucket = "device"
+                if not server:
+                    dev = person.column("$device_id")
+                    settle(~decided & (dev.codes < 0), _K_UNKNOWN, "inconclusive")
+
+        # Early access, then holdouts.
+        if server and flag.super_condition is not None:
+            sc = flag.super_condition
+            mentioned = np.zeros(n, dtype=bool)
+            for f in sc.filters:
+                if f.kind == "property":
+                    mentioned |= source.column(f.key).codes >= 0
+            rows = ~decided & mentioned
+            if rows.any():
+                ok = rows & (ev._condition_codes(sc, source, self) == TRUE)
+                if sc.rollout is not None and sc.rollout < 100:
+                    ok &= ~(ev._hashes(f"{flag.key}.", "", bucket, ok) > sc.rollout / 100)
+                settle(rows & ~ok, _K_FALSE, "super_condition_value", 0)
+                self._settle_match(flag, ok, sc.variant, bucket, "super_condition_value", 0, settle)
+        elif not server and flag.feature_enrollment:
+            und = ~decided
+            if flag.aggregation is not None:
+                settle(und, _K_UNKNOWN, "inconclusive")
+                return
+            col = source.column(f"$feature_enrollment/{flag.key}")
+            table = np.array([u is True or u == "true" for u in col.uniques], dtype=bool)
+            present = col.codes >= 0
+            on = np.zeros(n, dtype=bool)
+            on[present] = table[col.codes[present]]
+            settle(und & ~present, _K_UNKNOWN, "inconclusive")
+            settle(und & present & on, _K_TRUE, "super_condition_value", 0)
+            settle(und & present & ~on, _K_FALSE, "super_condition_value", 0)
+            return
+        if flag.holdout is not None:
+            hv, pct = flag.holdout
+            rows = ~decided
+            if pct < 100.0:
+                rows &= ~(ev._hashes("holdout-", "", bucket, rows) > pct / 100)
+            settle(rows, _K_VARIANT, "holdout_condition_value", -1, hv)
+        if server and flag.holdout_group is not None:
+            pct_hg, override = flag.holdout_group
+            rows = ~decided
+            if pct_hg is not None and pct_hg < 100:
+                rows &= ~(ev._hashes("holdout-", "", bucket, rows) > pct_hg / 100)
+            if rows.any():
+                if override is not None:
+                    settle(rows, _K_VARIANT, "holdout_condition_value", -1, override)
+                elif flag.variants:
+                    self._settle_match(flag, rows, None, bucket, "holdout_condition_value", -1, settle)
+                else:
+                    settle(rows, _K_VARIANT, "holdout_condition_value", -1, "holdout")
+
+        open_seen = np.zeros(n, dtype=bool)
+        for cond in flag.server_conditions if server else flag.conditions:
+            und = ~decided
+            if not und.any():
+                break
+            csource, cbucket = source, bucket
+            if cond.has_own_aggregation and cond.aggregation is not None:
+                name = ev._mapping.get(str(cond.aggregation))
+                if not name:
+                    better = und & (reason == _R["no_condition_match"]) | und & (
+                        reason == _R["out_of_rollout_bound"]
+                    )
+                    reason[better] = _R["no_group_type"]
+                    index[better] = cond.index
+                    continue
+                codes, _ = ev._group_key_codes(name)
+                nokey = und & (codes < 0)
+                better = nokey & (
+                    (reason == _R["no_condition_match"]) | (reason == _R["out_of_rollout_bound"])
+                )
+                reason[better] = _R["no_group_type"]
+                index[better] = cond.index
+                und = und & ~nokey
+                if not server:
+                    missing_props = und & ~ev._group_props_passed(name)
+                    open_seen |= missing_props
+                    und &= ~missing_props
+                csource, cbucket = ev._source(f"group:{name}"), f"group:{name}"
+            code = ev._condition_codes(cond, csource, self)
+            settle(und & (code == SERVER_ONLY), _K_UNKNOWN, "inconclusive")
+            open_seen |= und & (code == INCONCLUSIVE)
+            hit = und & (code == TRUE)
+            if cond.rollout is not None and cond.rollout < 100 and hit.any():
+                oor = hit & (ev._hashes(f"{flag.key}.", "", cbucket, hit) > cond.rollout / 100)
+                first = oor & (reason == _R["no_condition_match"])
+                reason[first] = _R["out_of_rollout_bound"]
+                index[first] = cond.index
+                hit &= ~oor
+                if flag.early_exit:
+                    settle(oor & open_seen, _K_UNKNOWN, "inconclusive")
+                    kind[oor & ~open_seen] = _K_FALSE
+                    decided[oor] = True
+            self._settle_match(flag, hit, cond.variant, cbucket, "condition_match", cond.index, settle)
+        und = ~decided
+        settle(und & open_seen, _K_UNKNOWN, "inconclusive")
+        # the rest stay False with their best reason (no_condition_match, out_of_rollout_bound, no_group_type)
+
+    def _settle_match(
+        self,
+        flag: CompiledFlag,
+        rows: np.ndarray,
+        override: str | None,
+        bucket: str,
+        reason: str,
+        idx: int,
+        settle: Any,
+    ) -> None:
+        if not rows.any():
+            return
+        if override is not None:
+            settle(rows, _K_VARIANT, reason, idx, override)
+            return
+        if not flag.variants:
+            settle(rows, _K_TRUE, reason, idx)
+            return
+        h = self.ev._hashes(f"{flag.key}.", "variant", bucket, rows)
+        chosen = np.full(self.ev._n, -1, dtype=np.int16)
+        covered = np.zeros(self.ev._n, dtype=bool)
+        for code, (_vkey, low, high) in enumerate(flag.variants):
+            in_range = rows & ~covered & (h >= low) & (h < high)
+            chosen[in_range] = code
+            covered |= in_range
+        settle(rows & covered, _K_VARIANT, reason, idx, chosen)
+        settle(rows & ~covered, _K_TRUE, reason, idx)
+
+    # ------------------------------------------------------------------ output
+
+    def frame(self, *, payloads: bool, reasons: bool) -> pd.DataFrame:
+        ev = self.ev
+        data: dict[str, Any] = {"distinct_id": ev._frame["distinct_id"].copy()}
+        extra: dict[str, Any] = {}
+        bad_rows = ev._errors != _NO_ERROR
+        for flag in self.compiled.flags:
+            res = self.results[flag.key]
+            res.kind[bad_rows] = _K_UNKNOWN
+            unknown = res.kind == _K_UNKNOWN
+            # one lookup position per row: a variant label, then False, True, NA
+            m = len(res.labels)
+            pos = np.where(res.kind == _K_TRUE, m + 1, m).astype(np.int64)
+            if res.variant is not None:
+                var_rows = res.kind == _K_VARIANT
+                pos[var_rows] = res.variant[var_rows]
+            pos[unknown] = m + 2
+            if flag.multivariate:
+                lookup = np.array([*res.labels, False, True, pd.NA], dtype=object)
+                data[flag.key] = pd.Series(lookup[pos], index=ev._frame.index, dtype=object, copy=False)
+            else:
+                data[flag.key] = pd.Series(
+                    pd.arrays.BooleanArray(res.kind == _K_TRUE, unknown), index=ev._frame.index
+                )
+            if payloads:
+                texts = [flag.payloads.get(label, pd.NA) for label in res.labels]
+                lookup = np.array([*texts, pd.NA, flag.payloads.get("true", pd.NA), pd.NA], dtype=object)
+                extra[f"{flag.key}:payload"] = lookup[pos]
+            if reasons:
+                names = np.array(_REASONS, dtype=object)[res.reason]
+                names[ev._errors != _NO_ERROR] = pd.NA
+                extra[f"{flag.key}:reason"] = names
+                extra[f"{flag.key}:condition_index"] = pd.array(
+                    np.where(res.index >= 0, res.index, 0), dtype="Int64"
+                )
+                extra[f"{flag.key}:condition_index"][res.index < 0] = pd.NA
+        for name, values in extra.items():
+            data[name] = (
+                values
+                if isinstance(values, pd.api.extensions.ExtensionArray)
+                else pd.Series(values, index=ev._frame.index, dtype=object, copy=False)
+            )
+        out = pd.DataFrame(data, index=ev._frame.index, copy=False)
+        errors = ev._errors.copy()
+        errors[errors == _NO_ERROR] = None
+        out["error"] = pd.array(errors, dtype="string")
+        return out
+
+
+def evaluate_frame(
+    frame: pd.DataFrame,
+    flags: Any,
+    *,
+    mode: Mode = "server",
+    cohorts: Mapping[str, Any] | None = None,
+    group_type_mapping: Mapping[str, str] | None = None,
+    payloads: bool = False,
+    reasons: bool = False,
+) -> pd.DataFrame:
+    """Evaluate flags for every row of `frame` (one user per row); see FrameEvaluator for what-if re-runs."""
+    return FrameEvaluator(
+        frame, flags, mode=mode, cohorts=cohorts, group_type_mapping=group_type_mapping
+    ).run(payloads=payloads, reasons=reasons)
+
+
+__all__ = ["FrameEvaluator", "evaluate_frame"]

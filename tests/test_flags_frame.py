@@ -1,0 +1,330 @@
+"""The vectorised frame evaluator agrees with the scalar evaluator row by row, and handles pandas values."""
+
+from __future__ import annotations
+
+import datetime as dt
+import random
+from collections import Counter
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from _flag_strategies import DATETIMES, STRINGS, cohorts, flag_definition, property_value
+from analytics_nb.flags import FrameEvaluator, evaluate_flags, evaluate_frame
+
+MAPPING = {"0": "company", "1": "team"}
+ROUNDS = 12
+
+
+def random_frame(rng: random.Random, n: int) -> pd.DataFrame:
+    companies = ["acme", "globex", None, "initech"]
+    frame = pd.DataFrame(
+        {
+            "distinct_id": [f"user-{rng.randrange(10_000)}" for _ in range(n)],
+            # pandas 3 str dtype with missing values
+            "plan": pd.array(
+                [rng.choice(["pro", "Pro", "free", None, "true", "1.2.3"]) for _ in range(n)], dtype="str"
+            ),
+            # nullable integers
+            "age": pd.array([rng.choice([None, 5, 17, 30, 42, 200]) for _ in range(n)], dtype="Int64"),
+            # an object column of anything JSON-like (bools next to ints: 1 and True must stay apart)
+            "email": pd.Series([rng.choice([None, property_value(rng)]) for _ in range(n)], dtype=object),
+            "version": pd.Series([rng.choice([None, *STRINGS[16:23]]) for _ in range(n)], dtype=object),
+            "signup": pd.Series([rng.choice([None, *DATETIMES[:4]]) for _ in range(n)], dtype=object),
+            "beta": pd.array([rng.choice([True, False, None]) for _ in range(n)], dtype="boolean"),
+            **{
+                f"$feature_enrollment/flag-{j}": [rng.choice([True, False, "true", None]) for _ in range(n)]
+                for j in range(5)
+            },
+            "group:company": [rng.choice(companies) for _ in range(n)],
+            "group:company:plan": [rng.choice(["pro", "free", None, 5, True]) for _ in range(n)],
+            "group:company:age": [rng.choice([1.5, None, 30.25]) for _ in range(n)],
+        }
+    )
+    return frame
+
+
+def row_inputs(frame: pd.DataFrame, i: int) -> dict[str, Any]:
+    row = frame.iloc[i]
+    keys = [
+        "plan",
+        "age",
+        "email",
+        "version",
+        "signup",
+        "beta",
+        *(f"$feature_enrollment/flag-{j}" for j in range(5)),
+    ]
+    person = {k: row[k] for k in keys}
+    groups = {"company": row["group:company"]} if row["group:company"] is not None else {}
+    group_props = {"company": {"plan": row["group:company:plan"], "age": row["group:company:age"]}}
+    return {"person_properties": person, "groups": groups, "group_properties": group_props}
+
+
+def same(got: Any, want: Any) -> bool:
+    if got is pd.NA or want is pd.NA:
+        return got is pd.NA and want is pd.NA
+    if isinstance(got, (bool, np.bool_)):
+        return isinstance(want, bool) and bool(got) == want
+    return isinstance(got, str) and got == want
+
+
+def scalar_value(result: Any) -> Any:
+    return pd.NA if result.value is None else result.value
+
+
+@pytest.mark.parametrize("mode", ["server", "sdk"])
+def test_frame_agrees_with_scalar_engine(mode: str) -> None:
+    rng = random.Random(7 if mode == "sdk" else 8)
+    checked = 0
+    reasons: Counter[str] = Counter()
+    for round_ in range(ROUNDS):
+        cohort_defs = cohorts(rng)
+        flags = [flag_definition(rng, f"flag-{j}", [*cohort_defs, "99"], group=j == 3) for j in range(5)]
+        flags[4]["filters"]["groups"].append(
+            {
+                "properties": [
+                    {
+                        "key": "flag-0",
+                        "type": "flag",
+                        "operator": "flag_evaluates_to",
+                        "value": rng.choice([True, False]),
+                    }
+                ],
+                "rollout_percentage": None,
+            }
+        )
+        frame = random_frame(rng, 120)
+        frame.index = pd.RangeIndex(1000 + round_ * 200, 1000 + round_ * 200 + 120)
+        now = dt.datetime.now(dt.UTC)
+        out = evaluate_frame(
+            frame,
+            flags,
+            mode=mode,
+            cohorts=cohort_defs,
+            group_type_mapping=MAPPING,
+            payloads=True,
+            reasons=True,
+        )
+        assert list(out.index) == list(frame.index)
+        for i in range(len(frame)):
+            expected = evaluate_flags(
+                flags,
+                frame["distinct_id"].iloc[i],
+                mode=mode,
+                cohorts=cohort_defs,
+                group_type_mapping=MAPPING,
+                now=now,
+                **row_inputs(frame, i),
+            )
+            for key, res in expected.items():
+                got = out[key].iloc[i]
+                want = scalar_value(res)
+                assert same(got, want), (key, i, got, res, row_inputs(frame, i))
+                reason = out[f"{key}:reason"].iloc[i]
+                assert reason == res.reason, (key, i, reason, res)
+                reasons[reason] += 1
+                cond = out[f"{key}:condition_index"].iloc[i]
+                assert (cond is pd.NA and res.condition_index is None) or cond == res.condition_index
+                pay = out[f"{key}:payload"].iloc[i]
+                assert (pay is pd.NA and res.payload is None) or pay == res.payload
+                checked += 1
+    assert checked == ROUNDS * 120 * 5
+    # every reason code must have been compared, or the agreement proves little
+    expected_reasons = {
+        "condition_match",
+        "no_condition_match",
+        "out_of_rollout_bound",
+        "no_group_type",
+        "super_condition_value",
+        "holdout_condition_value",
+        "flag_disabled",
+        "inconclusive",
+    }
+    assert set(reasons) == expected_reasons, reasons
+
+
+def test_output_dtypes_and_columns() -> None:
+    flags = [
+        {
+            "key": "bool-flag",
+            "active": True,
+            "filters": {"groups": [{"properties": [], "rollout_percentage": 50}]},
+        },
+        {
+            "key": "mv",
+            "active": True,
+            "filters": {
+                "groups": [{"rollout_percentage": 100}],
+                "multivariate": {
+                    "variants": [
+                        {"key": "a", "rollout_percentage": 50},
+                        {"key": "b", "rollout_percentage": 50},
+                    ]
+                },
+            },
+        },
+    ]
+    frame = pd.DataFrame({"distinct_id": ["a", "b", "c"], "plan": ["x", None, "y"]}, index=[10, 20, 30])
+    out = evaluate_frame(frame, flags)
+    assert list(out.columns) == ["distinct_id", "bool-flag", "mv", "error"]
+    assert str(out["bool-flag"].dtype) == "boolean"
+    assert out["mv"].dtype == object and set(out["mv"]) <= {"a", "b"}
+    assert list(out.index) == [10, 20, 30]
+    assert out["error"].isna().all()
+
+
+def test_int_column_compares_as_number_and_missing_cells_are_absent() -> None:
+    flag = {
+        "key": "f",
+        "active": True,
+        "filters": {
+            "groups": [
+                {
+                    "properties": [{"key": "age", "operator": "gt", "value": "9", "type": "person"}],
+                    "rollout_percentage": 100,
+                }
+            ]
+        },
+    }
+    frame = pd.DataFrame(
+        {"distinct_id": ["a", "b", "c", "d"], "age": pd.array([10, 2, None, 100], dtype="Int64")}
+    )
+    assert list(evaluate_frame(frame, [flag])["f"].astype(object)) == [True, False, False, True]
+    sdk = evaluate_frame(frame, [flag], mode="sdk")["f"]
+    assert (sdk.iloc[2] is pd.NA and sdk.iloc[0] is True) or bool(sdk.iloc[0])
+    # numpy int64 too
+    frame["age"] = np.array([10, 2, 3, 100], dtype=np.int64)
+    assert list(evaluate_frame(frame, [flag])["f"].astype(object)) == [True, False, False, True]
+
+
+def test_integral_floats_from_missing_ints_compare_like_ints() -> None:
+    flag = {
+        "key": "f",
+        "active": True,
+        "filters": {
+            "groups": [
+                {"properties": [{"key": "seats", "operator": "exact", "value": "5", "type": "person"}]}
+            ]
+        },
+    }
+    frame = pd.DataFrame({"distinct_id": ["a", "b", "c"], "seats": [5.0, np.nan, 6.0]})
+    out = evaluate_frame(frame, [flag], mode="sdk")["f"]
+    assert bool(out.iloc[0]) is True and out.iloc[1] is pd.NA and bool(out.iloc[2]) is False
+
+
+def test_nat_and_timestamps() -> None:
+    flag = {
+        "key": "f",
+        "active": True,
+        "filters": {
+            "groups": [
+                {
+                    "properties": [
+                        {
+                            "key": "signup",
+                            "operator": "is_date_before",
+                            "value": "2024-01-01",
+                            "type": "person",
+                        }
+                    ]
+                }
+            ]
+        },
+    }
+    frame = pd.DataFrame(
+        {
+            "distinct_id": ["a", "b", "c"],
+            "signup": pd.to_datetime(["2023-05-01", None, "2025-01-01"], utc=True),
+        }
+    )
+    out = evaluate_frame(frame, [flag], mode="sdk")["f"]
+    assert bool(out.iloc[0]) is True and out.iloc[1] is pd.NA and bool(out.iloc[2]) is False
+
+
+def test_bad_cell_is_reported_on_its_row_only() -> None:
+    flag = {
+        "key": "f",
+        "active": True,
+        "filters": {
+            "groups": [
+                {"properties": [{"key": "plan", "operator": "exact", "value": "pro", "type": "person"}]}
+            ]
+        },
+    }
+    frame = pd.DataFrame(
+        {
+            "distinct_id": ["a", "b", None, "d"],
+            "plan": pd.Series(["pro", {1, 2}, "pro", "free"], dtype=object),
+        }
+    )
+    out = evaluate_frame(frame, [flag])
+    assert (
+        out["f"].iloc[0] and out["f"].iloc[1] is pd.NA and out["f"].iloc[2] is pd.NA and not out["f"].iloc[3]
+    )
+    assert "plan" in out["error"].iloc[1] and "set" in out["error"].iloc[1]
+    assert "distinct_id" in out["error"].iloc[2]
+    assert out["error"].iloc[[0, 3]].isna().all()
+
+
+def test_person_properties_dict_column_and_group_properties_column() -> None:
+    flag = {
+        "key": "f",
+        "active": True,
+        "filters": {
+            "groups": [
+                {"properties": [{"key": "plan", "operator": "exact", "value": "pro", "type": "person"}]}
+            ]
+        },
+    }
+    gflag = {
+        "key": "g",
+        "active": True,
+        "filters": {
+            "aggregation_group_type_index": 0,
+            "groups": [
+                {
+                    "properties": [
+                        {
+                            "key": "size",
+                            "operator": "gte",
+                            "value": 10,
+                            "type": "group",
+                            "group_type_index": 0,
+                        }
+                    ]
+                }
+            ],
+        },
+    }
+    frame = pd.DataFrame(
+        {
+            "distinct_id": ["a", "b", "c"],
+            "person_properties": [{"plan": "pro"}, {"plan": "free"}, {}],
+            "group:company": ["acme", "globex", None],
+            "group_properties": [{"company": {"size": 50}}, {"company": {"size": 2}}, None],
+        }
+    )
+    out = evaluate_frame(frame, [flag, gflag], group_type_mapping={"0": "company"}, reasons=True)
+    assert list(out["f"].astype(object)) == [True, False, False]
+    assert list(out["g"].astype(object)) == [True, False, False]
+    assert out["g:reason"].iloc[2] == "no_group_type"
+
+
+def test_what_if_rerun_matches_fresh_evaluation() -> None:
+    rng = random.Random(3)
+    flags = [flag_definition(rng, f"flag-{j}", [], extras=False) for j in range(4)]
+    frame = random_frame(rng, 400)
+    ev = FrameEvaluator(frame, flags, group_type_mapping=MAPPING)
+    first = ev.run(reasons=True)
+    edited = [dict(f, filters=dict(f["filters"])) for f in flags]
+    for f in edited:
+        f["filters"]["groups"] = [dict(g, rollout_percentage=37) for g in f["filters"]["groups"]] or [
+            {"properties": [], "rollout_percentage": 37}
+        ]
+    rerun = ev.run(flags=edited, reasons=True)
+    fresh = evaluate_frame(frame, edited, group_type_mapping=MAPPING, reasons=True)
+    pd.testing.assert_frame_equal(rerun, fresh)
+    assert not first.equals(rerun)

@@ -1,0 +1,221 @@
+"""Unit tests for flag rules: hash formula, definition errors, dependencies, modes, reasons."""
+
+from __future__ import annotations
+
+import hashlib
+
+import pytest
+
+from analytics_nb.flags import (
+    FlagDefinitionError,
+    compile_flags,
+    evaluate_flag,
+    evaluate_flags,
+    hash_fraction,
+)
+
+
+def flag(
+    key: str = "f", props: list[dict] | None = None, rollout: float | None = None, **filters: object
+) -> dict:
+    return {
+        "key": key,
+        "active": True,
+        "filters": {"groups": [{"properties": props or [], "rollout_percentage": rollout}], **filters},
+    }
+
+
+def test_hash_matches_documented_hexdigest_formula() -> None:
+    for ident in ["user-1", "ü", "42"]:
+        expected = (
+            int(hashlib.sha1(f"my-flag.{ident}variant".encode()).hexdigest()[:15], 16) / 0xFFFFFFFFFFFFFFF
+        )
+        assert hash_fraction("my-flag", ident, "variant") == expected
+
+
+@pytest.mark.parametrize(
+    ("bad", "fragment"),
+    [
+        ([{"key": "a", "operator": "nope", "value": 1}], "unknown operator"),
+        ([{"key": "a", "operator": "regex", "value": "("}], "invalid regex"),
+        ([{"key": "a", "operator": "gt", "value": "abc"}], "finite number"),
+        ([{"key": "a", "operator": "is_date_before", "value": "yesterday"}], "ISO 8601"),
+        ([{"key": "a", "operator": "semver_gt", "value": "x.y"}], "version"),
+    ],
+)
+def test_bad_filters_name_flag_and_filter(bad: list[dict], fragment: str) -> None:
+    with pytest.raises(FlagDefinitionError) as exc:
+        compile_flags([flag("broken", bad)])
+    assert (
+        "broken" in str(exc.value)
+        and "groups[0].properties[0]" in str(exc.value)
+        and fragment in str(exc.value)
+    )
+
+
+def test_variants_must_sum_to_100() -> None:
+    mv = {"variants": [{"key": "a", "rollout_percentage": 50}, {"key": "b", "rollout_percentage": 40}]}
+    with pytest.raises(FlagDefinitionError, match="sum to 90"):
+        compile_flags([flag("mv", multivariate=mv)])
+
+
+def test_dependency_cycle_is_a_clear_error() -> None:
+    a = flag("a", [{"key": "b", "type": "flag", "operator": "flag_evaluates_to", "value": True}])
+    b = flag("b", [{"key": "a", "type": "flag", "operator": "flag_evaluates_to", "value": True}])
+    with pytest.raises(FlagDefinitionError, match="cycle"):
+        compile_flags([a, b])
+
+
+def test_dependencies_evaluate_in_order() -> None:
+    child = flag("child", [{"key": "parent", "type": "flag", "operator": "flag_evaluates_to", "value": True}])
+    parent = flag("parent", [{"key": "plan", "value": "pro"}])
+    res = evaluate_flags([child, parent], "u1", person_properties={"plan": "pro"})
+    assert list(res) == ["child", "parent"] and res["child"].value is True
+    assert evaluate_flags([child, parent], "u1", person_properties={"plan": "free"})["child"].value is False
+
+
+def test_missing_property_server_vs_sdk() -> None:
+    neg = flag(props=[{"key": "plan", "operator": "is_not", "value": "free"}])
+    assert evaluate_flag(neg, "u1", mode="server").value is True
+    res = evaluate_flag(neg, "u1", mode="sdk")
+    assert res.value is None and res.reason == "inconclusive" and "plan" in (res.inconclusive_cause or "")
+
+
+def test_group_flag_without_key_is_no_group_type() -> None:
+    g = flag("g", aggregation_group_type_index=0)
+    res = evaluate_flag(g, "u1", group_type_mapping={"0": "company"})
+    assert (res.value, res.reason) == (False, "no_group_type")
+    res = evaluate_flag(g, "u1", groups={"company": "acme"}, group_type_mapping={"0": "company"})
+    assert res.value is True and res.reason == "condition_match"
+
+
+def test_override_sorted_first_on_server_keeps_original_index() -> None:
+    mv = {"variants": [{"key": "a", "rollout_percentage": 50}, {"key": "b", "rollout_percentage": 50}]}
+    f = {
+        "key": "f",
+        "active": True,
+        "filters": {
+            "multivariate": mv,
+            "payloads": {"b": '{"x": 1}'},
+            "groups": [
+                {"properties": [], "rollout_percentage": 100},
+                {"properties": [], "rollout_percentage": 100, "variant": "b"},
+            ],
+        },
+    }
+    res = evaluate_flag(f, "u1")
+    assert (res.value, res.condition_index, res.payload) == ("b", 1, '{"x": 1}')
+    assert res.description == "Matched condition set 2"
+
+
+def test_inactive_flag_is_disabled() -> None:
+    f = flag()
+    f["active"] = False
+    res = evaluate_flag(f, "u1")
+    assert (res.value, res.reason, res.enabled) == (False, "flag_disabled", False)
+
+
+def test_super_condition_server_mode_and_feature_enrollment_sdk_mode() -> None:
+    enroll = {"key": "$feature_enrollment/beta", "type": "person", "operator": "exact", "value": ["true"]}
+    f = {
+        "key": "beta",
+        "active": True,
+        "filters": {
+            "groups": [{"properties": [], "rollout_percentage": 0}],
+            "super_groups": [{"properties": [enroll], "rollout_percentage": 100}],
+            "feature_enrollment": True,
+        },
+    }
+    opted_in = evaluate_flag(f, "u1", person_properties={"$feature_enrollment/beta": True})
+    assert (opted_in.value, opted_in.reason, opted_in.condition_index) == (True, "super_condition_value", 0)
+    opted_out = evaluate_flag(f, "u1", person_properties={"$feature_enrollment/beta": False})
+    assert (opted_out.value, opted_out.reason) == (False, "super_condition_value")
+    # not mentioned: the release conditions decide (0% rollout)
+    assert evaluate_flag(f, "u1").reason == "out_of_rollout_bound"
+    assert (
+        evaluate_flag(f, "u1", person_properties={"$feature_enrollment/beta": "true"}, mode="sdk").value
+        is True
+    )
+    assert evaluate_flag(f, "u1", mode="sdk").reason == "inconclusive"
+
+
+def test_holdouts() -> None:
+    sdk_style = flag("h", holdout={"id": 3, "exclusion_percentage": 100})
+    res = evaluate_flag(sdk_style, "u1", mode="sdk")
+    assert (res.value, res.reason) == ("holdout-3", "holdout_condition_value")
+    server_style = flag(
+        "h2", holdout_groups=[{"properties": [], "rollout_percentage": 100, "variant": "holdout-9"}]
+    )
+    assert evaluate_flag(server_style, "u1").value == "holdout-9"
+    assert evaluate_flag(server_style, "u1", mode="sdk").value is True  # the SDK ignores holdout_groups
+    # about half of users are held out at 50%
+    half = flag("h3", holdout={"id": 1, "exclusion_percentage": 50})
+    held = sum(evaluate_flag(half, f"user-{i}").value == "holdout-1" for i in range(400))
+    assert 150 < held < 250
+
+
+def test_experience_continuity_is_inconclusive_only_in_sdk_mode() -> None:
+    f = flag()
+    f["ensure_experience_continuity"] = True
+    assert evaluate_flag(f, "u1").value is True
+    res = evaluate_flag(f, "u1", mode="sdk")
+    assert res.value is None and "continuity" in (res.inconclusive_cause or "")
+
+
+def test_rollout_uses_the_hash() -> None:
+    f = flag("roll", rollout=40)
+    for i in range(50):
+        did = f"user-{i}"
+        res = evaluate_flag(f, did)
+        assert res.value is (hash_fraction("roll", did) <= 0.4)
+        assert res.reason == ("condition_match" if res.value else "out_of_rollout_bound")
+
+
+def test_local_evaluation_payload_and_models_are_accepted() -> None:
+    class Model:
+        def __init__(self, data: dict) -> None:
+            self.data = data
+
+        def model_dump(self, *, by_alias: bool, mode: str) -> dict:
+            assert by_alias and mode == "json"
+            return self.data
+
+    g = flag(
+        "g",
+        [{"key": "size", "operator": "gt", "value": 5, "type": "group", "group_type_index": 0}],
+        aggregation_group_type_index=0,
+    )
+    payload = Model(
+        {
+            "flags": [g, flag("c", [{"key": "id", "type": "cohort", "value": 4}])],
+            "group_type_mapping": {"0": "company"},
+            "cohorts": {
+                "4": {
+                    "filters": {
+                        "properties": {
+                            "type": "AND",
+                            "values": [{"key": "plan", "value": "pro", "type": "person"}],
+                        }
+                    }
+                }
+            },
+        }
+    )
+    compiled = compile_flags(payload)
+    res = evaluate_flags(
+        compiled,
+        "u1",
+        person_properties={"plan": "pro"},
+        groups={"company": 42},
+        group_properties={"company": {"size": 9}},
+    )
+    assert res["g"].value is True and res["c"].value is True
+
+
+def test_unknown_mode_and_bad_distinct_id_are_clear_errors() -> None:
+    with pytest.raises(ValueError, match="mode must be"):
+        evaluate_flag(flag(), "u1", mode="local")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="distinct_id"):
+        evaluate_flag(flag(), None)
+    with pytest.raises(ValueError, match=r"person_properties\['p'\]"):
+        evaluate_flag(flag(), "u1", person_properties={"p": {1, 2}})
