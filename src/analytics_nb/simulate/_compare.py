@@ -1,0 +1,160 @@
+"""Both-mode: per-flag agreement of local vs remote, and the differing rows with their likely cause."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import pandas as pd
+
+from analytics_nb.simulate._definitions import Definitions, flag_references
+from analytics_nb.simulate._remote import PARTIAL_ERROR
+
+__all__ = ["CAUSES", "compare"]
+
+CAUSES = (
+    "request error",
+    "not returned by the service",
+    "inconclusive (sdk mode)",
+    "local error",
+    "GeoIP (ip given)",
+    "stored person properties",
+    "cohorts",
+    "stored group properties",
+    "experience continuity",
+    "unknown",
+)
+"""The causes a difference can be given, most specific first."""
+
+_GEOIP_PREFIX = "$geoip_"
+
+
+def same_value(a: Any, b: Any) -> bool:
+    """True when two flag values are both known and equal (a variant never equals True)."""
+    if a is None or b is None or a is pd.NA or b is pd.NA:
+        return False
+    if isinstance(a, bool) != isinstance(b, bool):
+        return False
+    return bool(a == b)
+
+
+def _values(frame: pd.DataFrame, key: str) -> list[Any]:
+    if key not in frame.columns:
+        return [None] * len(frame)
+    return [None if v is pd.NA or v is None else v for v in frame[key].astype(object).tolist()]
+
+
+def _cause(
+    key: str,
+    local_value: Any,
+    remote_value: Any,
+    local_error: Any,
+    remote_error: Any,
+    request: dict[str, Any],
+    refs: dict[str, set[str]],
+    flag: dict[str, Any] | None,
+    mode: str,
+) -> tuple[str, str]:
+    if isinstance(remote_error, str) and remote_value is None:
+        if remote_error.startswith(PARTIAL_ERROR):
+            return (
+                "request error",
+                f"the service reported errorsWhileComputingFlags and did not compute {key!r}",
+            )
+        return "request error", remote_error
+    if remote_value is None:
+        return "not returned by the service", f"the decide response has no value for {key!r} (inactive flag?)"
+    if local_value is None:
+        if mode == "sdk":
+            return "inconclusive (sdk mode)", "local evaluation cannot decide without stored properties"
+        return "local error", str(local_error) if isinstance(local_error, str) else "no local value"
+    given = set(request.get("person_properties") or {})
+    if request.get("ip"):
+        geo = sorted(
+            p
+            for p in refs["person"] | refs["cohort_person"]
+            if p.startswith(_GEOIP_PREFIX) and p not in given
+        )
+        if geo:
+            return "GeoIP (ip given)", f"the service derived {', '.join(geo)} from ip {request['ip']}"
+    absent = sorted(
+        p for p in refs["person"] if p not in given and not p.startswith(_GEOIP_PREFIX) and p != "distinct_id"
+    )
+    if absent:
+        return "stored person properties", (
+            f"the row does not give {', '.join(absent)}; the service uses the person's stored values"
+        )
+    if refs["cohort"]:
+        return "cohorts", (
+            f"the flag uses cohort(s) {', '.join(sorted(refs['cohort']))}; the service "
+            "evaluates static cohort "
+            "membership and stored properties"
+        )
+    if refs["group"] or (
+        flag and (flag.get("filters") or {}).get("aggregation_group_type_index") is not None
+    ):
+        return "stored group properties", "the service merges the group's stored properties under the row's"
+    if flag and flag.get("ensure_experience_continuity"):
+        return "experience continuity", "the service hashes a stored hash-key override instead of the id"
+    return "unknown", "no cause found from the definitions"
+
+
+def compare(
+    local: pd.DataFrame,
+    remote: pd.DataFrame,
+    keys: Sequence[str],
+    requests: Sequence[dict[str, Any]],
+    defs: Definitions,
+    *,
+    mode: str,
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Return ``(agreement, differences)``.
+
+    ``agreement``: flag, rows, agree, share. ``differences``: one row per differing (property set, flag), with
+    row (the input index label), distinct_id, flag, local, remote, cause, detail.
+    """
+    by_key = defs.by_key()
+    ids = local["distinct_id"].tolist()
+    labels = local.index.tolist()
+    local_err = local["error"].astype(object).tolist() if "error" in local.columns else [None] * len(local)
+    remote_err = (
+        remote["error"].astype(object).tolist() if "error" in remote.columns else [None] * len(remote)
+    )
+    agreement: list[dict[str, Any]] = []
+    diffs: list[dict[str, Any]] = []
+    for key in keys:
+        lv = _values(local, key)
+        rv = _values(remote, key)
+        refs = flag_references(defs, key)
+        agree = 0
+        for i, (a, b) in enumerate(zip(lv, rv, strict=True)):
+            if same_value(a, b):
+                agree += 1
+                continue
+            cause, detail = _cause(
+                key, a, b, local_err[i], remote_err[i], requests[i], refs, by_key.get(key), mode
+            )
+            diffs.append(
+                {
+                    "row": labels[i],
+                    "distinct_id": ids[i],
+                    "flag": key,
+                    "local": pd.NA if a is None else a,
+                    "remote": pd.NA if b is None else b,
+                    "cause": cause,
+                    "detail": detail,
+                }
+            )
+        n = len(lv)
+        agreement.append({"flag": key, "rows": n, "agree": agree, "share": agree / n if n else float("nan")})
+    agree_df = pd.DataFrame.from_records(agreement, columns=["flag", "rows", "agree", "share"])
+    agree_df = agree_df.astype({"rows": "int64", "agree": "int64", "share": "float64"})
+    diff_cols = ["row", "distinct_id", "flag", "local", "remote", "cause", "detail"]
+    diff_df = (
+        pd.DataFrame.from_records(diffs, columns=diff_cols)
+        if diffs
+        else pd.DataFrame({c: pd.Series([], dtype=object) for c in diff_cols})
+    )
+    for c in ("local", "remote", "row"):
+        diff_df[c] = diff_df[c].astype(object)
+    return agree_df, diff_df

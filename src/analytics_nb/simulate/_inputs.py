@@ -1,0 +1,461 @@
+"""Normalise property sets (a DataFrame or a list of dicts) to the flag-engine frame conventions; validate.
+
+Every check here runs before any request is sent, so bad input never costs a half-finished simulation.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import date, datetime, time
+from decimal import Decimal
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from analytics_nb.simulate._errors import SimulationInputError
+
+__all__ = ["PropertySets", "is_missing", "json_value", "normalise_property_sets"]
+
+RESERVED = ("distinct_id", "person_properties", "group_properties", "groups", "ip", "error")
+_SCALAR_TYPES: tuple[type, ...] = (
+    str,
+    bool,
+    int,
+    float,
+    type(None),
+    np.generic,
+    datetime,
+    date,
+    time,
+    Decimal,
+    type(pd.NA),
+    type(pd.NaT),
+)
+_NESTED_TYPES: tuple[type, ...] = (list, tuple, dict, set, frozenset, np.ndarray, pd.Series, pd.DataFrame)
+# infer_dtype results that cannot hold a nested or exotic cell: the per-cell scan is skipped for them.
+_SAFE_INFERRED = {
+    "string",
+    "integer",
+    "floating",
+    "boolean",
+    "mixed-integer-float",
+    "datetime",
+    "datetime64",
+    "date",
+    "time",
+    "decimal",
+    "empty",
+    "timedelta",
+    "timedelta64",
+}
+_MAX_LISTED = 5
+
+
+def is_missing(value: Any) -> bool:
+    """True for None, NaN, pd.NA and NaT: a missing cell means "the property is absent"."""
+    if value is None or value is pd.NA or value is pd.NaT:
+        return True
+    if isinstance(value, float | np.floating):
+        return math.isnan(value)
+    return False
+
+
+def json_value(value: Any) -> Any:
+    """A cell as a JSON-ready Python value (numpy scalars unwrapped, datetimes as ISO text)."""
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, datetime | date | time):
+        return value.isoformat()
+    if isinstance(value, Decimal):
+        return float(value)
+    return value
+
+
+@dataclass
+class PropertySets:
+    """Validated property sets: the normalised frame plus which columns play which part.
+
+    ``frame`` keeps the input's index, ``distinct_id`` (text) first, group keys as ``group:<type>`` columns.
+    """
+
+    frame: pd.DataFrame
+    person_columns: list[str] = field(default_factory=list)
+    group_key_columns: dict[str, str] = field(default_factory=dict)
+    group_property_columns: dict[str, dict[str, str]] = field(default_factory=dict)
+    has_ip: bool = False
+
+    def __len__(self) -> int:
+        return len(self.frame)
+
+    @property
+    def distinct_ids(self) -> list[str]:
+        """The rows' distinct ids, in order."""
+        return self.frame["distinct_id"].tolist()
+
+    def engine_frame(self) -> pd.DataFrame:
+        """The frame handed to the flag engine (everything but ``ip``, which only remote decide uses)."""
+        cols = [c for c in self.frame.columns if c != "ip"]
+        return self.frame[cols]
+
+    def requests(self) -> list[dict[str, Any]]:
+        """One decide request per row: distinct_id, person_properties, groups, group_properties, ip."""
+        frame = self.frame
+        n = len(frame)
+        ids = frame["distinct_id"].tolist()
+        person_values = {c: frame[c].tolist() for c in self.person_columns}
+        group_keys = {t: frame[c].tolist() for t, c in self.group_key_columns.items()}
+        group_props = {
+            t: {p: frame[c].tolist() for p, c in cols.items()}
+            for t, cols in self.group_property_columns.items()
+        }
+        ips = frame["ip"].tolist() if self.has_ip else [None] * n
+        out: list[dict[str, Any]] = []
+        for i in range(n):
+            person: dict[str, Any] = {}
+            for col, values in person_values.items():
+                v = values[i]
+                if not is_missing(v):
+                    person[col] = json_value(v)
+            groups: dict[str, str] = {}
+            for gtype, values in group_keys.items():
+                v = values[i]
+                if not is_missing(v):
+                    groups[gtype] = str(json_value(v))
+            gprops: dict[str, dict[str, Any]] = {}
+            for gtype, cols in group_props.items():
+                for prop, values in cols.items():
+                    v = values[i]
+                    if not is_missing(v):
+                        gprops.setdefault(gtype, {})[prop] = json_value(v)
+            ip = ips[i]
+            out.append(
+                {
+                    "distinct_id": ids[i],
+                    "person_properties": person,
+                    "groups": groups,
+                    "group_properties": gprops,
+                    "ip": None if is_missing(ip) else str(ip),
+                }
+            )
+        return out
+
+
+def _to_frame(property_sets: Any) -> pd.DataFrame:
+    if isinstance(property_sets, pd.DataFrame):
+        return property_sets.copy(deep=False)
+    if isinstance(property_sets, Mapping):
+        raise SimulationInputError(
+            "property_sets is one dict; pass a list of dicts (one per property set) or a DataFrame, "
+            "e.g. simulate([{'distinct_id': 'u1', 'country': 'US'}])."
+        )
+    if isinstance(property_sets, str | bytes) or not isinstance(property_sets, Iterable):
+        raise SimulationInputError(
+            f"property_sets must be a DataFrame or a list of dicts, not {type(property_sets).__name__}."
+        )
+    rows = list(property_sets)
+    for i, row in enumerate(rows):
+        if not isinstance(row, Mapping):
+            raise SimulationInputError(
+                f"property set {i} is a {type(row).__name__}, not a dict; give each property set as a dict "
+                "like {'distinct_id': 'u1', 'country': 'US'}.",
+                row=i,
+            )
+    if not rows:
+        return pd.DataFrame({"distinct_id": pd.Series([], dtype=object)})
+    return pd.DataFrame.from_records(rows)
+
+
+def _first_bad(mask: pd.Series) -> list[Any]:
+    return mask.index[mask.to_numpy(dtype=bool)][:_MAX_LISTED].tolist()
+
+
+def _check_scalar_column(frame: pd.DataFrame, col: str) -> None:
+    series = frame[col]
+    if series.dtype != object:
+        return
+    if pd.api.types.infer_dtype(series, skipna=True) in _SAFE_INFERRED:
+        return
+    nested = series.map(lambda v: isinstance(v, _NESTED_TYPES))
+    if nested.any():
+        rows = _first_bad(nested)
+        example = series.loc[rows[0]] if frame.index.is_unique else series[nested].iloc[0]
+        raise SimulationInputError(
+            f"column {col!r} holds a nested value ({type(example).__name__}) at row {rows[0]!r}"
+            f"{' (also rows ' + ', '.join(map(repr, rows[1:])) + ')' if len(rows) > 1 else ''}; property "
+            "values must be scalars (text, number, bool, date). Flatten it into separate columns or "
+            "encode it as text, e.g. df[col] = df[col].map(json.dumps).",
+            column=col,
+            row=rows[0],
+        )
+    odd = series.map(lambda v: not isinstance(v, _SCALAR_TYPES))
+    if odd.any():
+        rows = _first_bad(odd)
+        example = series[odd].iloc[0]
+        raise SimulationInputError(
+            f"column {col!r} holds a {type(example).__name__} at row {rows[0]!r}, which is not a property "
+            "value; use text, a number, a bool or a date (e.g. df[col] = df[col].astype(str)).",
+            column=col,
+            row=rows[0],
+        )
+
+
+def _check_dict_column(frame: pd.DataFrame, col: str, *, depth: int) -> None:
+    """``person_properties`` (depth 1) or ``group_properties`` (depth 2: type -> props) dict cells."""
+    for label, cell in zip(frame.index, frame[col].tolist(), strict=True):
+        if is_missing(cell):
+            continue
+        if not isinstance(cell, Mapping):
+            raise SimulationInputError(
+                f"column {col!r} must hold dicts, but row {label!r} holds a {type(cell).__name__}; "
+                + (
+                    "give {property: value}."
+                    if depth == 1
+                    else "give {group type: {property: value}}, e.g. {'company': {'plan': 'pro'}}."
+                ),
+                column=col,
+                row=label,
+            )
+        inner: list[tuple[str, Any]] = []
+        if depth == 1:
+            inner = [(str(k), v) for k, v in cell.items()]
+        else:
+            for gtype, props in cell.items():
+                if not isinstance(props, Mapping):
+                    raise SimulationInputError(
+                        f"column {col!r} row {label!r}: group type {gtype!r} maps to a "
+                        f"{type(props).__name__}; "
+                        "give {group type: {property: value}}.",
+                        column=col,
+                        row=label,
+                    )
+                inner.extend((f"{gtype}.{k}", v) for k, v in props.items())
+        for key, value in inner:
+            if isinstance(value, _NESTED_TYPES) or not isinstance(value, _SCALAR_TYPES):
+                raise SimulationInputError(
+                    f"column {col!r} row {label!r}: property {key!r} holds a nested or unsupported value "
+                    f"({type(value).__name__}); property values must be scalars. Flatten it or encode it "
+                    "as text.",
+                    column=col,
+                    row=label,
+                )
+
+
+def _expand_dicts(frame: pd.DataFrame, col: str) -> pd.DataFrame:
+    """A ``person_properties`` / ``group_properties`` dict column becomes plain columns (one form for the
+    engine and for crosstabs). Where a row has both, the column's value wins and the dict fills the gaps."""
+    cells = frame[col].tolist()
+    flat: list[dict[str, Any]] = []
+    for cell in cells:
+        row: dict[str, Any] = {}
+        if isinstance(cell, Mapping):
+            if col == "person_properties":
+                row = {str(k): v for k, v in cell.items()}
+            else:
+                for gtype, props in cell.items():
+                    row.update({f"group:{gtype}:{k}": v for k, v in props.items()})
+        flat.append(row)
+    out = frame.drop(columns=[col])
+    names = list(dict.fromkeys(k for row in flat for k in row))
+    for name in names:
+        if col == "person_properties" and (name in RESERVED or name.startswith("group:")):
+            raise SimulationInputError(
+                f"person property {name!r} in column 'person_properties' clashes with a reserved column; "
+                "rename the property.",
+                column=col,
+                key=name,
+            )
+        values = pd.Series([row.get(name) for row in flat], index=frame.index, dtype=object)
+        if name in out.columns:
+            current = out[name].astype(object)
+            out[name] = current.where(current.notna(), values)
+        else:
+            out[name] = values
+    return out
+
+
+def _expand_groups(frame: pd.DataFrame) -> pd.DataFrame:
+    """A ``groups`` column of ``{type: key}`` dicts becomes ``group:<type>`` columns."""
+    cells = frame["groups"].tolist()
+    types: list[str] = []
+    for label, cell in zip(frame.index, cells, strict=True):
+        if is_missing(cell):
+            continue
+        if not isinstance(cell, Mapping):
+            raise SimulationInputError(
+                f"column 'groups' must hold {{group type: group key}} dicts, but row {label!r} holds a "
+                f"{type(cell).__name__}; or give the keys as 'group:<type>' columns.",
+                column="groups",
+                row=label,
+            )
+        for gtype in cell:
+            if str(gtype) not in types:
+                types.append(str(gtype))
+    out = frame.drop(columns=["groups"])
+    for gtype in types:
+        col = f"group:{gtype}"
+        values = [None if is_missing(c) else c.get(gtype) for c in cells]
+        if col in out.columns:
+            raise SimulationInputError(
+                f"group type {gtype!r} is given twice: in the 'groups' column and as column "
+                f"{col!r}; keep one.",
+                column=col,
+            )
+        out[col] = pd.Series(values, index=out.index, dtype=object)
+    return out
+
+
+def _id_text(ids: pd.Series) -> pd.Series:
+    """Ids as Python text (what the service does with numeric ids), vectorised for the common dtypes."""
+    kind = pd.api.types.infer_dtype(ids, skipna=False)
+    if kind == "string":
+        return pd.Series(ids.to_numpy(dtype=object), index=ids.index, dtype=object)
+    if kind == "integer":
+        return pd.Series(ids.astype(str).to_numpy(dtype=object), index=ids.index, dtype=object)
+    return pd.Series([str(json_value(v)) for v in ids.tolist()], index=ids.index, dtype=object)
+
+
+def normalise_property_sets(property_sets: Any) -> PropertySets:
+    """Validate ``property_sets`` and return them in the flag-engine frame conventions.
+
+    Raises `SimulationInputError` (a ValueError) naming the column, row and fix for: no ``distinct_id``
+    column, a missing or duplicated id, a nested or unsupported cell, a malformed dict column.
+    """
+    frame = _to_frame(property_sets)
+    if "distinct_id" not in frame.columns:
+        near = [
+            c
+            for c in frame.columns
+            if str(c).lower().replace("-", "_").replace(" ", "_")
+            in {"distinct_id", "distinctid", "id", "user_id", "person_id", "$distinct_id"}
+        ]
+        hint = (
+            f" (did you mean {near[0]!r}? rename it: df.rename(columns={{{near[0]!r}: 'distinct_id'}}))"
+            if near
+            else ""
+        )
+        raise SimulationInputError(
+            "property sets need a 'distinct_id' column naming the person of each row"
+            + hint
+            + "; add one, e.g. df['distinct_id'] = [f'user-{i}' for i in range(len(df))].",
+            column="distinct_id",
+        )
+    bad_names = [c for c in frame.columns if not isinstance(c, str)]
+    if bad_names:
+        raise SimulationInputError(
+            f"column name {bad_names[0]!r} is not text; property names must be strings "
+            "(df.columns = df.columns.map(str)).",
+            column=str(bad_names[0]),
+        )
+    ids = frame["distinct_id"]
+    missing = ids.isna()
+    if missing.any():
+        rows = _first_bad(missing)
+        raise SimulationInputError(
+            f"distinct_id is missing at row {rows[0]!r}"
+            f"{' (also rows ' + ', '.join(map(repr, rows[1:])) + ')' if len(rows) > 1 else ''}; every "
+            "property "
+            "set needs an id: fill it in or drop those rows (df.dropna(subset=['distinct_id'])).",
+            column="distinct_id",
+            row=rows[0],
+        )
+    _check_scalar_column(frame, "distinct_id")
+    id_text = _id_text(ids)
+    empty = id_text.str.strip() == ""
+    if empty.any():
+        rows = _first_bad(empty)
+        raise SimulationInputError(
+            f"distinct_id is empty at row {rows[0]!r}; the service rejects empty ids: give each row an id.",
+            column="distinct_id",
+            row=rows[0],
+        )
+    dup = id_text.duplicated(keep=False)
+    if dup.any():
+        first = id_text[dup].iloc[0]
+        rows = id_text.index[(id_text == first).to_numpy()][:_MAX_LISTED].tolist()
+        n_dup = int(id_text.duplicated().sum())
+        raise SimulationInputError(
+            f"distinct_id {first!r} appears more than once (rows {', '.join(map(repr, rows))}; {n_dup} "
+            "duplicate "
+            "row(s) in all); each property set must have its own id. Make them unique (e.g. "
+            "df['distinct_id'] = df['distinct_id'] + '-' + df.groupby('distinct_id').cumcount().astype(str)) "
+            "or drop repeats with df.drop_duplicates('distinct_id').",
+            column="distinct_id",
+            row=rows[0],
+        )
+    frame["distinct_id"] = id_text.astype(object)
+    if "error" in frame.columns:
+        raise SimulationInputError(
+            "property sets have a column named 'error', which the result reserves for row errors; rename it "
+            "(df.rename(columns={'error': 'error_property'})).",
+            column="error",
+        )
+    if "groups" in frame.columns:
+        frame = _expand_groups(frame)
+    if "person_properties" in frame.columns:
+        _check_dict_column(frame, "person_properties", depth=1)
+        frame = _expand_dicts(frame, "person_properties")
+    if "group_properties" in frame.columns:
+        _check_dict_column(frame, "group_properties", depth=2)
+        frame = _expand_dicts(frame, "group_properties")
+    group_keys: dict[str, str] = {}
+    group_props: dict[str, dict[str, str]] = {}
+    person_cols: list[str] = []
+    for col in frame.columns:
+        if col in ("distinct_id", "person_properties", "group_properties", "ip"):
+            continue
+        if col.startswith("group:"):
+            parts = col.split(":", 2)
+            if len(parts) < 2 or not parts[1]:
+                raise SimulationInputError(
+                    f"column {col!r} does not name a group type; use 'group:<type>' for the group key and "
+                    "'group:<type>:<property>' for group properties.",
+                    column=col,
+                )
+            if len(parts) == 2:
+                group_keys[parts[1]] = col
+            elif not parts[2]:
+                raise SimulationInputError(
+                    f"column {col!r} names no group property; use 'group:<type>:<property>'.", column=col
+                )
+            else:
+                group_props.setdefault(parts[1], {})[parts[2]] = col
+        else:
+            person_cols.append(col)
+        _check_scalar_column(frame, col)
+    if "ip" in frame.columns:
+        _check_scalar_column(frame, "ip")
+    ordered = ["distinct_id", *[c for c in frame.columns if c != "distinct_id"]]
+    return PropertySets(
+        frame=frame[ordered],
+        person_columns=person_cols,
+        group_key_columns=group_keys,
+        group_property_columns=group_props,
+        has_ip="ip" in frame.columns,
+    )
+
+
+def check_flag_keys(requested: Sequence[str] | str | None, known: Sequence[str]) -> list[str] | None:
+    """Validate ``flags=`` against the known flag keys; returns the list (None = all)."""
+    if requested is None:
+        return None
+    if isinstance(requested, str):
+        requested = [requested]
+    wanted = [str(k) for k in requested]
+    known_set = set(known)
+    for key in wanted:
+        if key not in known_set:
+            import difflib
+
+            near = difflib.get_close_matches(key, list(known), n=1)
+            hint = f" Did you mean {near[0]!r}?" if near else ""
+            listed = ", ".join(map(repr, list(known)[:20])) + (" ..." if len(known) > 20 else "")
+            raise SimulationInputError(
+                f"unknown flag key {key!r}.{hint} Known flags: {listed or '(none)'}; pass keys from "
+                "that list "
+                "in flags=, or flags=None for all.",
+                key=key,
+            )
+    return list(dict.fromkeys(wanted))

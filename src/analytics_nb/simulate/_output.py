@@ -1,0 +1,90 @@
+"""Build and reshape result frames in the flags frame conventions of docs/architecture.md."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import pandas as pd
+
+__all__ = ["SUFFIXES", "build_frame", "flag_columns", "select_flags"]
+
+SUFFIXES = (":payload", ":reason", ":condition_index")
+
+
+def flag_column(values: Sequence[Any], index: pd.Index, *, multivariate: bool) -> pd.Series:
+    """A flag's values: ``boolean`` dtype for on/off flags, ``object`` (variant or False) for multivariate;
+    None becomes pd.NA."""
+    if multivariate:
+        return pd.Series([pd.NA if v is None else v for v in values], index=index, dtype=object)
+    return pd.Series(pd.array([None if v is None else bool(v) for v in values], dtype="boolean"), index=index)
+
+
+def text_column(values: Sequence[Any], index: pd.Index) -> pd.Series:
+    """Text or NA (payloads, reasons, errors), kept as ``object`` so that NA is pd.NA."""
+    return pd.Series([pd.NA if v is None else v for v in values], index=index, dtype=object)
+
+
+def error_column(errors: Sequence[str | None], index: pd.Index) -> pd.Series:
+    """The ``error`` column: pandas ``string`` dtype, NA where a row has no error (like the flag engine)."""
+    return pd.Series(pd.array([None if e is None else str(e) for e in errors], dtype="string"), index=index)
+
+
+def build_frame(
+    index: pd.Index,
+    distinct_ids: Sequence[str],
+    flag_keys: Sequence[str],
+    values: dict[str, list[Any]],
+    *,
+    multivariate: set[str],
+    payloads: dict[str, list[Any]] | None = None,
+    reasons: dict[str, list[Any]] | None = None,
+    condition_index: dict[str, list[Any]] | None = None,
+    errors: Sequence[str | None],
+) -> pd.DataFrame:
+    """Assemble a result frame: distinct_id, one column per flag, then payload/reason/index columns, error."""
+    cols: dict[str, pd.Series] = {"distinct_id": pd.Series(list(distinct_ids), index=index, dtype=object)}
+    for key in flag_keys:
+        cols[key] = flag_column(values[key], index, multivariate=key in multivariate)
+    if payloads is not None:
+        for key in flag_keys:
+            cols[f"{key}:payload"] = text_column(payloads[key], index)
+    if reasons is not None:
+        for key in flag_keys:
+            cols[f"{key}:reason"] = text_column(reasons[key], index)
+    if condition_index is not None:
+        for key in flag_keys:
+            cols[f"{key}:condition_index"] = pd.Series(
+                pd.array(condition_index[key], dtype="Int64"), index=index
+            )
+    cols["error"] = error_column(errors, index)
+    return pd.DataFrame(cols, index=index)
+
+
+def flag_columns(frame: pd.DataFrame) -> list[str]:
+    """The flag-value columns of a result frame (not distinct_id, error or the ``<key>:...`` extras)."""
+    return [
+        c
+        for c in frame.columns
+        if c not in ("distinct_id", "error") and not any(str(c).endswith(s) for s in SUFFIXES)
+    ]
+
+
+def select_flags(
+    frame: pd.DataFrame, keys: Sequence[str] | None, *, payloads: bool, reasons: bool
+) -> pd.DataFrame:
+    """Keep ``keys`` (None = all) and their extras, in the conventional column order, error last."""
+    all_keys = flag_columns(frame)
+    keys = all_keys if keys is None else [k for k in keys if k in all_keys]
+    cols = ["distinct_id", *keys]
+    if payloads:
+        cols += [f"{k}:payload" for k in keys if f"{k}:payload" in frame.columns]
+    if reasons:
+        cols += [f"{k}:reason" for k in keys if f"{k}:reason" in frame.columns]
+        cols += [f"{k}:condition_index" for k in keys if f"{k}:condition_index" in frame.columns]
+    out = frame[cols]
+    if "error" in frame.columns:
+        out = out.assign(error=frame["error"])
+    else:
+        out = out.assign(error=error_column([None] * len(frame), frame.index))
+    return out

@@ -1,0 +1,146 @@
+"""`SimulationResult`: the result frame plus summaries, crosstabs, plots and (both-mode) the comparison."""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from analytics_nb.simulate._errors import SimulationInputError
+from analytics_nb.simulate._output import flag_columns
+from analytics_nb.simulate._summary import crosstab, format_share, summarize
+
+__all__ = ["SimulationResult"]
+
+
+@dataclass(repr=False)
+class SimulationResult:
+    """What `simulate` returns: ``.frame`` (distinct_id, one column per flag, ``<key>:payload``, ``error``).
+
+    In both-mode ``.frame`` is the remote result, ``.local`` / ``.remote`` both frames, ``.agreement`` the
+    per-flag agreement table and ``.differences`` the differing rows with their likely cause.
+    """
+
+    frame: pd.DataFrame
+    engine: str
+    inputs: pd.DataFrame
+    mode: str = "server"
+    variants: dict[str, list[str]] = field(default_factory=dict)
+    local: pd.DataFrame | None = None
+    remote: pd.DataFrame | None = None
+    agreement: pd.DataFrame | None = None
+    differences: pd.DataFrame | None = None
+    elapsed: float | None = None
+
+    # -- basics ----------------------------------------------------------------------------------------------
+    @property
+    def flags(self) -> list[str]:
+        """The flag keys in the result, in column order."""
+        return flag_columns(self.frame)
+
+    @property
+    def errors(self) -> pd.DataFrame:
+        """The rows with an error (distinct_id and error text)."""
+        mask = self.frame["error"].notna()
+        return self.frame.loc[mask.to_numpy(dtype=bool), ["distinct_id", "error"]]
+
+    def __len__(self) -> int:
+        return len(self.frame)
+
+    def __repr__(self) -> str:
+        lines = [
+            f"SimulationResult(engine={self.engine!r}, rows={len(self.frame)}, flags={len(self.flags)}, "
+            f"errors={len(self.errors)})"
+        ]
+        if self.agreement is not None and len(self.agreement):
+            total = int(self.agreement["agree"].sum())
+            rows = int(self.agreement["rows"].sum())
+            lines.append(f"  agreement local vs remote: {total}/{rows} ({total / rows:.1%})" if rows else "")
+        return "\n".join(line for line in lines if line)
+
+    # -- summaries -------------------------------------------------------------------------------------------
+    def summary(self, flags: Sequence[str] | None = None) -> pd.DataFrame:
+        """Per flag and value: count, n (rows with a known value), share, 95% Wilson CI, unknown rows."""
+        keys = self._keys(flags)
+        return summarize(self.frame, keys, self.variants)
+
+    def _keys(self, flags: Sequence[str] | str | None) -> list[str]:
+        if flags is None:
+            return self.flags
+        if isinstance(flags, str):
+            flags = [flags]
+        for key in flags:
+            if key not in self.frame.columns:
+                raise SimulationInputError(
+                    f"flag {key!r} is not in this result; it has {', '.join(map(repr, self.flags))}.", key=key
+                )
+        return list(flags)
+
+    def property_values(self, name: str) -> pd.Series:
+        """A property's values per row, from a column or from the ``person_properties`` dicts."""
+        inputs = self.inputs
+        if name in inputs.columns:
+            return inputs[name].rename(name)
+        if "person_properties" in inputs.columns:
+            values = [
+                c.get(name) if isinstance(c, dict) else None for c in inputs["person_properties"].tolist()
+            ]
+            if any(v is not None for v in values):
+                return pd.Series(values, index=inputs.index, dtype=object, name=name)
+        cols = [
+            c for c in inputs.columns if c not in ("distinct_id", "person_properties", "group_properties")
+        ]
+        raise SimulationInputError(
+            f"no property {name!r} in the property sets; crosstab by one of {', '.join(map(repr, cols))}.",
+            column=name,
+        )
+
+    def crosstab(
+        self, flag: str, by: str, *, normalize: bool | str = False, margins: bool = False
+    ) -> pd.DataFrame:
+        """Counts (or shares, ``normalize="index"``) of ``flag``'s values per value of property ``by``."""
+        (key,) = self._keys([flag])
+        return crosstab(self.frame[key], self.property_values(by), normalize=normalize, margins=margins)
+
+    def plot(self, flags: Sequence[str] | None = None, *, ax: Any = None) -> Any:
+        """Stacked bars of value shares per flag (needs matplotlib: ``pip install analytics-nb[plot]``)."""
+        from analytics_nb.simulate._plot import plot_shares
+
+        return plot_shares(self.summary(flags), ax=ax)
+
+    def to_csv(self, path: str | Path) -> Path:
+        """Write ``.frame`` to CSV (through ``analytics_nb.frames.to_csv`` so that dtypes round-trip)."""
+        path = Path(path)
+        try:
+            from analytics_nb.frames import to_csv
+        except ImportError:
+            self.frame.to_csv(path, index=False)
+        else:
+            to_csv(self.frame, path)
+        return path
+
+    # -- notebooks -------------------------------------------------------------------------------------------
+    def _repr_html_(self) -> str:
+        head = html.escape(repr(self).splitlines()[0])
+        parts = [f"<div><p><b>{head}</b></p>"]
+        summary = self.summary()
+        if len(summary):
+            rows = "".join(
+                f"<tr><td>{html.escape(str(r.flag))}</td><td>{html.escape(str(r.value))}</td><td>{r.count}</td>"
+                f"<td>{html.escape(format_share(r.share, r.ci_low, r.ci_high))}</td></tr>"
+                for r in summary.itertuples(index=False)
+            )
+            parts.append(
+                "<table><thead><tr><th>flag</th><th>value</th><th>count</th>"
+                "<th>share [95% CI]</th></tr></thead>"
+                f"<tbody>{rows}</tbody></table>"
+            )
+        if self.agreement is not None:
+            parts.append("<p><b>Agreement local vs remote</b></p>" + self.agreement.to_html(index=False))
+        parts.append(self.frame.head(10).to_html(max_cols=20))
+        parts.append("</div>")
+        return "".join(parts)

@@ -1,0 +1,119 @@
+"""Per-flag value counts with 95% Wilson confidence intervals, and crosstabs of a flag against a property."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+__all__ = ["Z95", "summarize", "wilson_interval"]
+
+Z95 = 1.959963984540054
+"""The two-sided 95% normal quantile."""
+
+
+def wilson_interval(count: Any, n: Any, z: float = Z95) -> tuple[Any, Any]:
+    """Wilson score interval for ``count`` successes out of ``n`` (scalars or arrays); NaN where n == 0.
+
+    Wilson rather than the normal approximation because shares near 0% or 100% are common in rollouts.
+    """
+    k = np.asarray(count, dtype=float)
+    m = np.asarray(n, dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        p = k / m
+        z2 = z * z
+        denom = 1.0 + z2 / m
+        center = (p + z2 / (2.0 * m)) / denom
+        half = z * np.sqrt(p * (1.0 - p) / m + z2 / (4.0 * m * m)) / denom
+        low = np.clip(center - half, 0.0, 1.0)
+        high = np.clip(center + half, 0.0, 1.0)
+    low = np.where(m > 0, low, np.nan)
+    high = np.where(m > 0, high, np.nan)
+    if low.ndim == 0:
+        return float(low), float(high)
+    return low, high
+
+
+def _value_order(values: Sequence[Any], variants: Sequence[str] | None) -> list[Any]:
+    """True first, then the variants in definition order, then other values sorted, False last."""
+    present = list(dict.fromkeys(values))
+    head: list[Any] = [v for v in (True,) if any(x is True for x in present)]
+    ordered_variants = [v for v in (variants or []) if v in present]
+    rest = sorted(
+        (v for v in present if not isinstance(v, bool) and v not in ordered_variants), key=lambda v: str(v)
+    )
+    tail: list[Any] = [False] if any(x is False for x in present) else []
+    return [*head, *ordered_variants, *rest, *tail]
+
+
+def summarize(
+    frame: pd.DataFrame, flag_keys: Sequence[str], variants: dict[str, list[str]] | None = None
+) -> pd.DataFrame:
+    """Value counts per flag: flag, value, count, n (rows with a known value), share, ci_low, ci_high,
+    unknown.
+
+    Shares are over rows with a known value; ``unknown`` counts the rows where the value is NA (an error or an
+    inconclusive local evaluation) so that nothing is dropped silently.
+    """
+    records: list[dict[str, Any]] = []
+    for key in flag_keys:
+        col = frame[key]
+        known_mask = col.notna().to_numpy(dtype=bool)
+        known = col[known_mask]
+        values = [bool(v) if isinstance(v, bool | np.bool_) else v for v in known.tolist()]
+        n = len(values)
+        unknown = len(col) - n
+        counts: dict[Any, int] = {}
+        for v in values:
+            k = ("b", v) if isinstance(v, bool) else ("s", v)
+            counts[k] = counts.get(k, 0) + 1
+        order = _value_order(values, (variants or {}).get(key))
+        if not order:
+            records.append({"flag": key, "value": pd.NA, "count": 0, "n": 0, "unknown": unknown})
+            continue
+        for v in order:
+            c = counts[("b", v) if isinstance(v, bool) else ("s", v)]
+            records.append({"flag": key, "value": v, "count": c, "n": n, "unknown": unknown})
+    out = (
+        pd.DataFrame.from_records(records, columns=["flag", "value", "count", "n", "unknown"])
+        if records
+        else pd.DataFrame(columns=["flag", "value", "count", "n", "unknown"])
+    )
+    out["value"] = out["value"].astype(object)
+    count = out["count"].to_numpy(dtype=float)
+    n = out["n"].to_numpy(dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        share = np.where(n > 0, count / np.where(n > 0, n, 1), np.nan)
+    low, high = wilson_interval(count, n)
+    out["share"] = share
+    out["ci_low"] = np.asarray(low, dtype=float)
+    out["ci_high"] = np.asarray(high, dtype=float)
+    out["count"] = out["count"].astype("int64")
+    out["n"] = out["n"].astype("int64")
+    out["unknown"] = out["unknown"].astype("int64")
+    return out[["flag", "value", "count", "n", "share", "ci_low", "ci_high", "unknown"]]
+
+
+def crosstab(
+    flag_values: pd.Series, by_values: pd.Series, *, normalize: bool | str = False, margins: bool = False
+) -> pd.DataFrame:
+    """A crosstab of a property (rows) against a flag's values (columns); missing values shown as "(missing)".
+
+    ``normalize="index"`` gives each property value's variant shares.
+    """
+    flag = flag_values.astype(object).where(flag_values.notna(), "(unknown)")
+    by = by_values.astype(object).where(by_values.notna(), "(missing)")
+    table = pd.crosstab(
+        by.rename(by_values.name), flag.rename(flag_values.name), normalize=normalize, margins=margins
+    )
+    return table
+
+
+def format_share(share: float, low: float, high: float) -> str:
+    """``"42.0% [38.1%, 46.0%]"``, for reprs."""
+    if math.isnan(share):
+        return "n/a"
+    return f"{share:.1%} [{low:.1%}, {high:.1%}]"
