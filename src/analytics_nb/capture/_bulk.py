@@ -9,7 +9,6 @@ or ``failed`` (the batch kept failing after the retries; nothing is dropped sile
 from __future__ import annotations
 
 import asyncio
-import os
 from collections.abc import Mapping
 from typing import Any
 
@@ -27,6 +26,7 @@ from analytics_nb.capture._events import (
 )
 from analytics_nb.capture._send import dispatch, is_retryable, post_batch, post_event, project_key
 from analytics_nb.capture._values import NaivePolicy, is_missing
+from analytics_nb.client._progress import progress_enabled
 from analytics_nb.errors import (
     AuthenticationError,
     PermissionDeniedError,
@@ -59,9 +59,7 @@ def _progress(setting: bool | None, client: Any, total: int, batches: int) -> An
     if setting is None:
         config = getattr(getattr(client, "_core", None), "config", None)
         setting = getattr(config, "progress", None)
-    if setting is False or (setting is None and batches <= 1):
-        return None
-    if os.environ.get("TQDM_DISABLE", "").strip().lower() not in ("", "0", "false", "no"):
+    if (setting is None and batches <= 1) or not progress_enabled(setting):
         return None
     from tqdm.auto import tqdm
 

@@ -228,7 +228,7 @@ def _inactive_off(frame: pd.DataFrame, rows: Sequence[RemoteRow], defs: Definiti
 
 
 def _progress_bar(plan: _Plan, total: int) -> Any:
-    from analytics_nb.simulate._progress import progress_bar
+    from analytics_nb.client._progress import progress_bar
 
     return progress_bar(plan.progress, total=total, desc="decide", unit="row")
 
