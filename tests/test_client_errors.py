@@ -245,3 +245,27 @@ def test_slow_answers_time_out_as_network_errors(sb: Any) -> None:
     with _client(sb, max_retries=0, timeout=0.3) as client, pytest.raises(NetworkError) as info:
         client.playlists.list()
     assert "Timeout" in str(info.value)
+
+
+def test_408_is_transient_for_idempotent_requests(sb: Any) -> None:
+    sb.faults.add(path=PLAYLISTS, status=408, rate=1.0, methods=["GET"])
+    with _client(sb, max_retries=2) as client, pytest.raises(PostHogError) as info:
+        client.playlists.list()
+    assert info.value.status == 408 and "timed out waiting for the request" in str(info.value)
+    log = sb.requests()
+    assert int((log["status"] == 408).sum()) == 3  # 1 try + 2 retries
+    sb.faults.clear()
+    sb.clear_requests()
+    sb.faults.add(path=PLAYLISTS, status=408, rate=1.0, methods=["POST"])
+    with _client(sb, max_retries=3) as client, pytest.raises(PostHogError):
+        client.playlists.create("collection", "once")
+    assert int((sb.requests()["method"] == "POST").sum()) == 1  # a POST may have been acted on
+
+
+def test_500_is_not_retried(sb: Any) -> None:
+    """The issue names 502/503/504 as transient; a 500 is often a deterministic failure, so it is raised."""
+    sb.faults.add(path=PLAYLISTS, status=500, rate=1.0, methods=["GET"])
+    with _client(sb, max_retries=3) as client, pytest.raises(ServerError) as info:
+        client.playlists.list()
+    assert info.value.status == 500
+    assert int((sb.requests()["status"] == 500).sum()) == 1

@@ -105,6 +105,13 @@ def test_transformation_views(client: Client) -> None:
     activity = client.transformations.activity(limit=5)
     assert isinstance(activity, ActivityPage) and len(activity.results) <= 5
     assert activity.total_count is not None and activity.total_count >= len(activity.results)
+    frame = client.transformations.activity_frame(page_size=4)
+    assert len(frame) == activity.total_count and frame["id"].is_unique  # every page, each entry once
+    assert frame["created_at"].dtype == "datetime64[us, UTC]"
+    assert frame["created_at"].is_monotonic_decreasing  # newest first, as the service pages them
+    assert list(client.transformations.activity_frame(max_items=3)["id"]) == list(frame["id"][:3])
+    with pytest.raises(ValueError, match="page_size"):
+        client.transformations.activity_frame(page_size=0)
     unused = client.transformations.unused()
     assert all(isinstance(i, int) for i in unused)
     configs = client.transformations.exports_unsubscribe_configs()

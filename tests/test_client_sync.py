@@ -178,3 +178,38 @@ def test_async_client_sandbox_stops_its_server_on_close() -> None:
     assert n == 1
     with pytest.raises(httpx.TransportError):
         httpx.get(url + "/api/projects/", timeout=2)
+
+
+def test_capture_forwards_groups_and_flag_called_frame_delegates(empty_sandbox: Any) -> None:
+    import pandas as pd
+
+    sim = pd.DataFrame(
+        {
+            "distinct_id": ["u1", "u2"],
+            "beta": pd.array([True, False], dtype="boolean"),
+            "error": pd.Series([pd.NA, pd.NA], dtype=object),
+        }
+    )
+    with _client(empty_sandbox) as c:
+        uuid = c.capture("grouped event", "user-1", {"plan": "pro"}, groups={"company": "acme"})
+        report = c.flag_called_frame(sim, ["beta"], progress=False)
+    events = empty_sandbox.events().set_index("uuid")
+    assert events.loc[uuid, "properties"]["$groups"] == {"company": "acme"}
+    assert report["status"].tolist() == ["sent", "sent"]
+    called = events[events["event"] == "$feature_flag_called"]
+    assert sorted(called["distinct_id"]) == ["u1", "u2"]
+
+
+def test_async_client_capture_forwards_groups(empty_sandbox: Any) -> None:
+    async def main() -> str:
+        async with AsyncClient(
+            empty_sandbox.url,
+            personal_api_key=empty_sandbox.personal_api_key,
+            project_api_key=empty_sandbox.project_api_key,
+            progress=False,
+        ) as ac:
+            return str(await ac.capture("async grouped", "user-2", groups={"team": "core"}))
+
+    uuid = asyncio.run(main())
+    events = empty_sandbox.events().set_index("uuid")
+    assert events.loc[uuid, "properties"]["$groups"] == {"team": "core"}

@@ -28,6 +28,49 @@ from analytics_nb.models import (
 )
 from test_models import FLAG, PLAYLIST, RECORDING, SYNTHETIC, TRANSFORMATION, USER, V3, V4
 
+ACTIVITY = [
+    {
+        "id": "0193a1b2-0000-7000-8000-000000000002",
+        "user": {"first_name": "Ada", "email": "ada@example.com"},
+        "unread": False,
+        "is_system": False,
+        "activity": "updated",
+        "item_id": "12",
+        "scope": "PluginConfig",
+        "detail": {
+            "name": "GeoIP",
+            "changes": [
+                {
+                    "type": "PluginConfig",
+                    "action": "changed",
+                    "field": "enabled",
+                    "before": False,
+                    "after": True,
+                },
+                {
+                    "type": "PluginConfig",
+                    "action": "changed",
+                    "field": "config",
+                    "before": {"a": 1},
+                    "after": None,
+                },
+            ],
+        },
+        "created_at": "2026-11-20T10:00:00.123456+01:00",
+        "was_impersonated": False,
+    },
+    {
+        "id": "0193a1b2-0000-7000-8000-000000000001",
+        "user": None,
+        "is_system": True,
+        "activity": "installed",
+        "item_id": "3",
+        "scope": "Plugin",
+        "detail": {"name": "Ünïcode ✓", "changes": None},
+        "created_at": "2026-11-19T08:00:00Z",
+    },
+]
+
 UTC_US = pd.DatetimeTZDtype(unit="us", tz="UTC")
 STR = pd.StringDtype(na_value=np.nan)
 
@@ -62,6 +105,7 @@ def _all_frames() -> dict[str, pd.DataFrame]:
         "decide_v3": F.decide_frame(V3),
         "decide_v4": F.decide_frame(V4, distinct_id="user-1"),
         "events": F.events_frame(EVENTS),
+        "activity": F.activity_frame({"results": ACTIVITY, "next": None, "total_count": 2}),
     }
 
 
@@ -74,6 +118,7 @@ EMPTY = {
     "decide_v3": lambda: F.decide_frame({"featureFlags": {}}),
     "decide_v4": lambda: F.decide_frame({"flags": {}}, distinct_id="user-1"),
     "events": lambda: F.events_frame([]),
+    "activity": lambda: F.activity_frame([]),
 }
 
 
@@ -468,3 +513,41 @@ def test_csv_simulation_like_frame_keeps_missing_kinds_and_index() -> None:
     pd.testing.assert_frame_equal(back, df)
     assert back.loc["row-c", "mv"] is pd.NA and back.loc["row-b", "mv:payload"] is None
     assert back.loc["row-b", "mv"] is False and back.loc["row-a", "odd"] is pd.NaT
+
+
+def test_activity_frame_columns_dtypes_and_changes() -> None:
+    from analytics_nb.models import ActivityPage
+
+    df = F.activity_frame(ActivityPage.model_validate({"results": ACTIVITY}))
+    assert list(df.columns[:10]) == [
+        "id",
+        "scope",
+        "item_id",
+        "activity",
+        "created_at",
+        "detail_name",
+        "changes",
+        "is_system",
+        "is_staff",
+        "unread",
+    ]
+    assert {"user_email", "user_id", "user_first_name"} <= set(df.columns)
+    assert list(df.columns).index("detail") > list(df.columns).index("user_email")
+    assert df["created_at"].dtype == UTC_US and df["item_id"].dtype == STR
+    assert df.loc[0, "created_at"] == pd.Timestamp("2026-11-20T09:00:00.123456Z")
+    assert df["is_system"].dtype == "boolean" and df["user_id"].dtype == "Int64"
+    assert df.loc[0, "user_email"] == "ada@example.com" and pd.isna(df.loc[1, "user_email"])
+    assert df.loc[0, "changes"] == 'enabled: false -> true; config: {"a": 1} -> null'
+    assert pd.isna(df.loc[1, "changes"]) and df.loc[1, "detail_name"] == "Ünïcode ✓"
+    assert df.loc[0, "detail"] == ACTIVITY[0]["detail"]  # the object itself, not text
+    assert df.loc[0, "was_impersonated"] is False  # unknown fields kept as extras
+    assert ACTIVITY[0]["item_id"] == "12" and "detail_name" not in ACTIVITY[0]  # input untouched
+
+
+def test_activity_frame_reads_numeric_item_ids_and_refuses_bad_detail() -> None:
+    df = F.activity_frame([{"id": "a", "item_id": 7, "detail": None}])
+    assert df.loc[0, "item_id"] == "7" and pd.isna(df.loc[0, "detail_name"])
+    with pytest.raises(ValueError, match=r"entry 0 field 'detail'"):
+        F.activity_frame([{"id": "a", "detail": "not an object"}])
+    with pytest.raises(TypeError, match="activity_frame"):
+        F.activity_frame("nope")

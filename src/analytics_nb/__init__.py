@@ -34,7 +34,21 @@ if TYPE_CHECKING:
     from analytics_nb.frames import read_csv, to_csv
     from analytics_nb.simulate import simulate
 
-__all__ = [*_LAZY, "__version__"]
+__all__ = [
+    "AsyncClient",
+    "Client",
+    "__version__",
+    "attribute",
+    "errors",
+    "flags",
+    "frames",
+    "models",
+    "read_csv",
+    "sandbox",
+    "simulate",
+    "to_csv",
+    "widgets",
+]
 
 
 def __getattr__(name: str) -> Any:

@@ -143,6 +143,13 @@ _HINTS: dict[type[PostHogError], str] = {
 }
 
 
+#: Hints for statuses without a class of their own.
+_STATUS_HINTS: dict[int, str] = {
+    408: "the service timed out waiting for the request (already retried when safe); check the network "
+    "and try again",
+}
+
+
 def parse_retry_after(value: str | None) -> float | None:
     """Seconds from a ``Retry-After`` header (integer/float seconds; HTTP dates are read as well)."""
     if not value:
@@ -223,7 +230,7 @@ def error_from_response(
     if explanation:
         message = f"{what}{said}. {explanation}"
     else:
-        hint = _HINTS.get(cls, "see the service's answer above")
+        hint = _STATUS_HINTS.get(status) or _HINTS.get(cls, "see the service's answer above")
         message = f"{what}{said}. {hint[0].upper()}{hint[1:]}."
     kw: dict[str, Any] = {
         "status": status,

@@ -157,12 +157,21 @@ class _Common:
         flags: Any = None,
         timestamp: Any = None,
         uuid: Any = None,
+        groups: Mapping[str, Any] | None = None,
     ) -> Any:
-        """Capture one event (``analytics_nb.capture.capture_event``); awaitable on ``AsyncClient``."""
+        """Capture one event (``analytics_nb.capture.capture_event``; ``groups`` becomes ``$groups``) and
+        return its uuid; awaitable on ``AsyncClient``."""
         from analytics_nb.capture import capture_event
 
         return capture_event(
-            self, event, distinct_id, properties, flags=flags, timestamp=timestamp, uuid=uuid
+            self,
+            event,
+            distinct_id,
+            properties,
+            flags=flags,
+            timestamp=timestamp,
+            uuid=uuid,
+            groups=groups,
         )
 
     def capture_frame(self, df: pd.DataFrame, **kw: Any) -> Any:
@@ -176,6 +185,13 @@ class _Common:
         from analytics_nb.capture import flag_called
 
         return flag_called(self, distinct_id, key, response, **kw)
+
+    def flag_called_frame(self, outcomes: Any, flags: Any = None, **kw: Any) -> Any:
+        """Send ``$feature_flag_called`` for every (row, flag) of a simulation frame, deduplicated
+        (``analytics_nb.capture.flag_called_frame``); returns its report, awaitable on ``AsyncClient``."""
+        from analytics_nb.capture import flag_called_frame
+
+        return flag_called_frame(self, outcomes, flags, **kw)
 
     def simulate(self, property_sets: Any, flags: Any = None, engine: str = "remote", **kw: Any) -> Any:
         """Evaluate flags across property sets (``analytics_nb.simulate.simulate`` with this client)."""

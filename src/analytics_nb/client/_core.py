@@ -33,7 +33,9 @@ __all__ = ["Core", "RateLimiter", "encode_json"]
 
 log = logging.getLogger("analytics_nb.client")
 
-RETRY_STATUSES = frozenset({429, 502, 503, 504})
+#: Transient statuses: 429 (any method: the service did not act on it), and for idempotent requests 408
+#: (request timeout) and 502/503/504 (the issue's list; a 500 may be a deterministic bug, so not retried).
+RETRY_STATUSES = frozenset({408, 429, 502, 503, 504})
 IDEMPOTENT_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "PUT", "PATCH", "DELETE"})
 
 # Per-key limits of the real service (posthog-notes §2.5): playlists use the ClickHouse throttles.
@@ -224,7 +226,7 @@ class Core:
         """Send one request with retries; return the 2xx/3xx response or raise a typed ``PostHogError``.
 
         Retries (up to ``max_retries``, jittered exponential backoff, ``Retry-After`` honoured) happen on 429,
-        502/503/504 and network errors for idempotent requests (GET, PUT, PATCH, DELETE, or
+        408, 502/503/504 and network errors for idempotent requests (GET, PUT, PATCH, DELETE, or
         ``idempotent=True``); a 429 or a refused connection is retried for any method because the service did
         not act on it. ``explain`` maps a status to the sentence the raised error should give.
         """

@@ -8,6 +8,7 @@ fields kept as Python objects; unknown record fields become extra columns at the
 from __future__ import annotations
 
 from analytics_nb.frames._convert import (
+    activity_frame,
     decide_frame,
     events_frame,
     feature_flags_frame,
@@ -23,6 +24,7 @@ __all__ = [
     "DTYPES",
     "HEADER_PREFIX",
     "KNOWN_COLUMNS",
+    "activity_frame",
     "decide_frame",
     "events_frame",
     "feature_flags_frame",

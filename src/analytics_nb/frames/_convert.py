@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -19,6 +20,7 @@ from analytics_nb.frames._schema import (
 from analytics_nb.models import DecideResponse, FeatureFlag
 
 __all__ = [
+    "activity_frame",
     "decide_frame",
     "events_frame",
     "feature_flags_frame",
@@ -154,6 +156,20 @@ EVENT_COLUMNS: list[tuple[str, Kind]] = [
     ("properties", "json"),
 ]
 
+ACTIVITY_COLUMNS: list[tuple[str, Kind]] = [
+    ("id", "str"),
+    ("scope", "str"),
+    ("item_id", "str"),
+    ("activity", "str"),
+    ("created_at", "datetime"),
+    ("detail_name", "str"),
+    ("changes", "str"),
+    ("is_system", "bool"),
+    ("is_staff", "bool"),
+    ("unread", "bool"),
+]
+ACTIVITY_TAIL: list[tuple[str, Kind]] = [("detail", "json")]
+
 for _cols in (
     PLAYLIST_COLUMNS,
     user_columns("created_by"),
@@ -165,6 +181,9 @@ for _cols in (
     FLAG_COLUMNS,
     DECIDE_COLUMNS,
     EVENT_COLUMNS,
+    ACTIVITY_COLUMNS,
+    user_columns("user"),
+    ACTIVITY_TAIL,
     [("distinct_id", "str")],
 ):
     register_known(_cols)
@@ -370,3 +389,54 @@ def events_frame(events: Any) -> pd.DataFrame:
     elif isinstance(events, Mapping) and isinstance(events.get("batch"), list):
         events = events["batch"]
     return build_frame(as_records(events, "events_frame"), EVENT_COLUMNS)
+
+
+def _change_value(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
+
+
+def _changes_text(changes: Any) -> str | None:
+    """``field: before -> after; ...`` for the ``detail.changes`` of an activity entry (None: none)."""
+    if not isinstance(changes, list) or not changes:
+        return None
+    parts: list[str] = []
+    for change in changes:
+        if not isinstance(change, Mapping):
+            parts.append(_change_value(change))
+            continue
+        what = change.get("field") or change.get("type") or "?"
+        action = change.get("action")
+        if "before" in change or "after" in change:
+            parts.append(
+                f"{what}: {_change_value(change.get('before'))} -> {_change_value(change.get('after'))}"
+            )
+        else:
+            parts.append(f"{what}: {action}" if action else str(what))
+    return "; ".join(parts)
+
+
+def activity_frame(entries: Any) -> pd.DataFrame:
+    """One row per activity log entry (``client.transformations.activity()`` results, a page, or entry dicts):
+    id, scope, item_id, activity, UTC created_at, ``detail_name`` and a readable ``changes`` summary, flags,
+    the flattened ``user_*`` columns, then ``detail`` as a Python object and any extra fields.
+    """
+    rows = as_records(entries, "activity_frame")
+    out: list[dict[str, Any]] = []
+    for i, row in enumerate(rows):
+        detail = row.get("detail")
+        if detail is not None and not isinstance(detail, Mapping):
+            raise ValueError(
+                f"activity_frame: entry {i} field 'detail': expected an object, got {type(detail).__name__}; "
+                "pass entries as the activity endpoint returns them"
+            )
+        item_id = row.get("item_id")
+        extra = {
+            "detail_name": detail.get("name") if detail else None,
+            "changes": _changes_text(detail.get("changes")) if detail else None,
+        }
+        if item_id is not None and not isinstance(item_id, str):
+            extra["item_id"] = str(item_id)  # the service sends text; some callers give the numeric id
+        out.append({**row, **extra})
+    return build_frame(out, ACTIVITY_COLUMNS, users=("user",), tail=ACTIVITY_TAIL)

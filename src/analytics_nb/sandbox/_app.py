@@ -47,6 +47,7 @@ PLUGIN_MODULES = ("_capture", "_decide", "_feature_flags")
 SEED_MODULES = ("_flag_seed",)
 
 _LOG_BODY_LIMIT = 65_536
+_DELAY_POLL = 0.05  # seconds between checks, during a delay fault, for a gone client or a stopping sandbox
 _SECRET_RE = re.compile(r"(phx_|pha_|phs_)[A-Za-z0-9_\-]+")
 _SECRET_FIELDS_RE = re.compile(r'("(?:personal_api_key|api_key|token|secret_api_key)"\s*:\s*)"[^"]*"')
 _SECRET_QUERY_RE = re.compile(r"((?:^|&)(?:personal_api_key|api_key|token)=)[^&]*")
@@ -199,6 +200,8 @@ class SandboxApp:
         self.ctx = ctx
         self.admin = admin
         self.log = RequestLog()
+        #: Set by `Sandbox.stop()`: requests held by a delay fault are then cut instead of waiting it out.
+        self.closing = False
         routes: list[BaseRoute] = [
             # decide/flags/capture first: they are the hot paths, matched before the private API's routes
             *[r for m in plugin_modules() for r in m.routes()],
@@ -250,6 +253,19 @@ class SandboxApp:
             return JSONResponse({"id": fid}, status_code=201)
         return JSONResponse({"results": self.ctx.faults.list()})
 
+    async def _delay_abandoned(self, delay: float, send: Send) -> bool:
+        """Wait out a delay fault; True as soon as the client leaves or the sandbox starts stopping (so an
+        abandoned request neither holds the server's shutdown nor runs against a closing store)."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + delay
+        while True:
+            if self.closing or _client_gone(send):
+                return True
+            left = deadline - loop.time()
+            if left <= 0:
+                return False
+            await asyncio.sleep(min(left, _DELAY_POLL))
+
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.starlette(scope, receive, send)  # lifespan
@@ -297,12 +313,13 @@ class SandboxApp:
         try:
             if not raw_path.startswith("/_sandbox/"):
                 for fault in self.ctx.faults.pick(method, raw_path):
-                    if fault.delay:
-                        await asyncio.sleep(fault.delay)
+                    if fault.delay and await self._delay_abandoned(fault.delay, send):
+                        # the client gave up (or the sandbox is stopping): drop the request quietly
+                        if not _client_gone(send):
+                            await _cut(send)
+                        raise _ConnectionCut
                     if fault.reset:
-                        _reset_connection(send)
-                        for _ in range(3):  # let the transport report the loss before returning
-                            await asyncio.sleep(0)
+                        await _cut(send)
                         raise _ConnectionCut
                     if fault.status is not None:
                         response = _fault_response(fault.status, fault.retry_after)
@@ -319,8 +336,9 @@ class SandboxApp:
         except _ConnectionCut:
             return
         except Exception:
-            # Starlette re-raises after sending its 500 body; answer only if nothing was sent yet
-            if status[0] is None:
+            # Starlette re-raises after sending its 500 body; answer only if nothing was sent yet and the
+            # client is still there (a request abandoned by its client ends quietly: ClientDisconnect)
+            if status[0] is None and not _client_gone(send):
                 await server_error().response()(scope, logging_receive, logging_send)
         finally:
             record()
@@ -336,8 +354,32 @@ def _fault_response(status: int, retry_after: float | None) -> Response:
     headers = {"Retry-After": str(int(retry_after))} if retry_after is not None else None
     if status == 500:
         return server_error().response()
+    if status == 408:
+        body = error_body("invalid_request", "request_timeout", "Request Timeout")
+        return JSONResponse(body, status_code=408, headers=headers)
     text = {502: "Bad Gateway", 503: "Service Unavailable", 504: "Gateway Timeout"}.get(status, "Error")
     return JSONResponse(error_body("server_error", "error", text), status_code=status, headers=headers)
+
+
+def _client_gone(send: Send) -> bool:
+    """Whether uvicorn already knows the client of this request went away (False on other servers)."""
+    cycle = getattr(send, "__self__", None)
+    if cycle is None:
+        return False
+    if getattr(cycle, "disconnected", False):
+        return True
+    transport = getattr(cycle, "transport", None)
+    return bool(transport is not None and transport.is_closing())
+
+
+async def _cut(send: Send) -> None:
+    """Reset the connection and tell uvicorn at once that this request's client is gone, so it neither
+    logs "ASGI callable returned without starting response" nor tries to send its own 500."""
+    _reset_connection(send)
+    cycle = getattr(send, "__self__", None)
+    if cycle is not None and hasattr(cycle, "disconnected"):
+        cycle.disconnected = True
+    await asyncio.sleep(0)  # let the transport report the loss (connection_lost) before returning
 
 
 def _reset_connection(send: Send) -> None:

@@ -9,7 +9,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
-_STATUSES = (429, 500, 502, 503, 504)
+_STATUSES = (408, 429, 500, 502, 503, 504)
 
 
 @dataclass(frozen=True)
@@ -76,7 +76,7 @@ class Faults:
     ) -> int:
         """Add a rule: a `rate` fraction of requests whose path matches the glob `path` (e.g. "/batch*").
 
-        `status` answers 429/500/502/503/504 (429 carries `Retry-After: retry_after`, default 1 s);
+        `status` answers 408/429/500/502/503/504 (429 carries `Retry-After: retry_after`, default 1 s);
         `delay` seconds of latency (alone: the request then proceeds normally); `reset=True` cuts the
         connection with a TCP reset. `kind` is a free tag that plug-in modules may read through
         :meth:`active` (e.g. "quota_limited").

@@ -7,6 +7,7 @@ import re
 import secrets
 import sqlite3
 import string
+import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -614,6 +615,152 @@ async def remove_recording(request: Request) -> Response:
         if cur.rowcount == 0:
             raise server_error()
     return JSONResponse({"success": True})
+
+
+# -- test/notebook helper (Sandbox.add_recording) ------------------------------------------------------------
+_COUNT_FIELDS = (
+    "click_count",
+    "keypress_count",
+    "mouse_activity_count",
+    "console_log_count",
+    "console_warn_count",
+    "console_error_count",
+)
+
+
+def _when(value: datetime | str | None, name: str) -> datetime:
+    if value is None:
+        return datetime.now(UTC).replace(microsecond=0) - timedelta(hours=1)
+    if isinstance(value, str):
+        try:
+            value = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+        except ValueError:
+            raise ValueError(
+                f"{name}: {value!r} is not an ISO 8601 date-time; pass e.g. '2026-11-20T10:00:00Z' "
+                "or a datetime"
+            ) from None
+    if not isinstance(value, datetime):
+        raise TypeError(f"{name} must be a datetime or ISO 8601 text, got {type(value).__name__}")
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+def _iso_us(when: datetime) -> str:
+    return when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def insert_recording(
+    store: Store,
+    project_id: int,
+    *,
+    session_id: str | None = None,
+    distinct_id: str = "user-0001",
+    start_time: datetime | str | None = None,
+    duration: int = 120,
+    active_seconds: int | None = None,
+    start_url: str = "https://shop.example.com/",
+    counts: dict[str, int] | None = None,
+    viewed: bool = False,
+    activity_score: float | None = None,
+    person_properties: dict[str, Any] | None = None,
+    playlist: str | None = None,
+) -> str:
+    """Store one recording as if ingested (the shape the seed writes), optionally in a collection playlist;
+    returns its session id. Bad input raises ValueError/TypeError naming the argument."""
+    if session_id is None:
+        session_id = str(uuid.uuid4())
+    if not isinstance(session_id, str) or not session_id.strip():
+        raise ValueError(f"session_id must be a non-empty string, got {session_id!r}")
+    if not isinstance(distinct_id, str) or not distinct_id.strip():
+        raise ValueError(f"distinct_id must be a non-empty string, got {distinct_id!r}")
+    if isinstance(duration, bool) or not isinstance(duration, int) or duration < 0:
+        raise ValueError(f"duration must be a whole number of seconds >= 0, got {duration!r}")
+    if active_seconds is None:
+        active_seconds = (duration * 2) // 3
+    if (
+        isinstance(active_seconds, bool)
+        or not isinstance(active_seconds, int)
+        or not (0 <= active_seconds <= duration)
+    ):
+        raise ValueError(
+            f"active_seconds must be whole seconds from 0 to duration ({duration}), got {active_seconds!r}"
+        )
+    given = dict(counts or {})
+    unknown = sorted(set(given) - set(_COUNT_FIELDS))
+    if unknown:
+        raise ValueError(f"counts: unknown field {unknown[0]!r}; known: {', '.join(_COUNT_FIELDS)}")
+    defaults = {
+        "click_count": duration // 10,
+        "keypress_count": duration // 6,
+        "mouse_activity_count": duration,
+    }
+    values = {name: given.get(name, defaults.get(name, 0)) for name in _COUNT_FIELDS}
+    for name, value in values.items():
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise ValueError(f"counts[{name!r}] must be a whole number >= 0, got {value!r}")
+    start = _when(start_time, "start_time")
+    if activity_score is None:
+        activity_score = round(100.0 * active_seconds / duration, 2) if duration else 0.0
+    score = float(activity_score)
+    with store.transaction() as conn:
+        target = None
+        if playlist is not None:
+            target = conn.execute(
+                "SELECT id, type FROM playlists WHERE project_id=? AND short_id=? AND deleted=0",
+                (project_id, playlist),
+            ).fetchone()
+            if target is None:
+                raise ValueError(
+                    f"playlist: no live playlist with short_id {playlist!r} in project {project_id}"
+                )
+            if target["type"] != "collection":
+                raise ValueError(
+                    f"playlist: {playlist!r} is a 'filters' playlist; recordings can only be added to "
+                    "'collection' playlists"
+                )
+        if conn.execute(
+            "SELECT 1 FROM recordings WHERE project_id=? AND session_id=?", (project_id, session_id)
+        ).fetchone():
+            raise ValueError(f"session_id: a recording {session_id!r} already exists; pick another id")
+        stored = conn.execute(
+            "SELECT properties FROM persons WHERE project_id=? AND distinct_id=?", (project_id, distinct_id)
+        ).fetchone()
+        properties = dict(loads(stored[0]) or {}) if stored is not None else {}
+        properties.update(person_properties or {})
+        person_uuid = uuid.uuid5(uuid.NAMESPACE_URL, f"analytics-nb-sandbox/person/{distinct_id}")
+        person = {
+            "id": person_uuid.int % 1_000_000_000,
+            "uuid": str(person_uuid),
+            "distinct_ids": [distinct_id],
+            "properties": properties,
+            "created_at": _iso_us(start - timedelta(days=30)),
+        }
+        conn.execute(
+            "INSERT INTO recordings(project_id, session_id, distinct_id, start_time, end_time, "
+            "recording_duration, active_seconds, inactive_seconds, click_count, keypress_count, "
+            "mouse_activity_count, console_log_count, console_warn_count, console_error_count, start_url, "
+            "viewed, activity_score, person) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            (
+                project_id,
+                session_id,
+                distinct_id,
+                _iso_us(start),
+                _iso_us(start + timedelta(seconds=duration)),
+                duration,
+                active_seconds,
+                duration - active_seconds,
+                *(values[name] for name in _COUNT_FIELDS),
+                start_url,
+                int(bool(viewed)),
+                score,
+                dumps(person),
+            ),
+        )
+        if target is not None:
+            conn.execute(
+                "INSERT OR IGNORE INTO playlist_items(playlist_id, session_id, created_at) VALUES (?,?,?)",
+                (target["id"], session_id, now_iso()),
+            )
+    return session_id
 
 
 def routes() -> list[BaseRoute]:

@@ -9,7 +9,8 @@ import socket
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 import uvicorn
@@ -114,6 +115,62 @@ class Sandbox:
         """Merge stored group properties (the group type gets the next free index when new)."""
         self.ctx.store.set_group(self.project_id, str(type_name), str(key), dict(properties))
 
+    # -- recordings and decide controls
+    def add_recording(
+        self,
+        session_id: str | None = None,
+        *,
+        distinct_id: str = "user-0001",
+        start_time: datetime | str | None = None,
+        duration: int = 120,
+        active_seconds: int | None = None,
+        start_url: str = "https://shop.example.com/",
+        counts: dict[str, int] | None = None,
+        viewed: bool = False,
+        activity_score: float | None = None,
+        person_properties: dict[str, Any] | None = None,
+        playlist: str | None = None,
+    ) -> str:
+        """Store a recording as if it had been ingested (playlists only list ingested ones) and return its id.
+
+        Defaults are realistic: started an hour ago, 120 s long, 2/3 active, click/keypress/mouse counts
+        scaled to the duration; `counts` overrides `click_count`, `keypress_count`, `mouse_activity_count`,
+        `console_log_count`, `console_warn_count`, `console_error_count`. The person is the stored one for
+        `distinct_id` merged with `person_properties`. `playlist` (a collection's short_id) also adds it
+        there, as `POST .../recordings/<id>/` would. A new uuid4 is used when `session_id` is None.
+        """
+        from ._playlists import insert_recording
+
+        return insert_recording(
+            self.ctx.store,
+            self.project_id,
+            session_id=session_id,
+            distinct_id=distinct_id,
+            start_time=start_time,
+            duration=duration,
+            active_seconds=active_seconds,
+            start_url=start_url,
+            counts=counts,
+            viewed=viewed,
+            activity_score=activity_score,
+            person_properties=person_properties,
+            playlist=playlist,
+        )
+
+    def set_flags_quota_limited(self, limited: bool = True) -> None:
+        """Make `/decide` and `/flags` answer as a billing-limited project (`quotaLimited: ["feature_flags"]`,
+        no flags) until called with False."""
+        from ._decide import set_flags_quota_limited
+
+        set_flags_quota_limited(self, limited)
+
+    def set_flag_failures(self, keys: Iterable[str] | str = ()) -> None:
+        """Make these flag keys fail to compute in `/decide` and `/flags` (`errorsWhileComputingFlags: true`,
+        `failed: true` in detailed answers); the other flags are still answered. `()` clears it."""
+        from ._decide import set_flag_failures
+
+        set_flag_failures(self, keys)
+
     # -- read-back
     def events(self) -> pd.DataFrame:
         """Captured events as a DataFrame (implemented by the capture module's `events_frame(store,
@@ -148,7 +205,10 @@ class Sandbox:
 
     # -- lifecycle
     def stop(self) -> None:
-        """Stop the server (waits for the thread) and close the store. Safe to call twice."""
+        """Stop the server (waits for the thread) and close the store. Safe to call twice.
+
+        Requests still held by a `delay=` fault are cut (their clients see a reset) instead of waited for."""
+        self.app.closing = True
         if self._server is not None:
             self._server.should_exit = True
         if self._thread is not None:

@@ -183,6 +183,46 @@ class Transformations(Resource):
         )
         return ActivityPage.model_validate(body)
 
+    async def activity_records(
+        self, *, page_size: int = 100, max_items: int | None = None
+    ) -> builtins.list[dict[str, Any]]:
+        """Every activity log entry as raw wire dicts, newest first (pages of ``page_size`` followed until
+        ``next`` is empty or ``max_items`` entries are read; an entry seen twice is kept once)."""
+        if isinstance(page_size, bool) or not isinstance(page_size, int) or page_size < 1:
+            raise ValueError(f"page_size must be a positive whole number, got {page_size!r}.")
+        if max_items is not None and (
+            isinstance(max_items, bool) or not isinstance(max_items, int) or max_items < 0
+        ):
+            raise ValueError(f"max_items must be None or a whole number >= 0, got {max_items!r}.")
+        path = await self._path("activity/")
+        entries: builtins.list[dict[str, Any]] = []
+        seen: set[Any] = set()
+        page = 1
+        while max_items is None or len(entries) < max_items:
+            body = await self._core.get_json(
+                path, params={"page": page, "limit": page_size}, explain={403: CUSTOM_ACTION_403}
+            )
+            results = body.get("results") if isinstance(body, dict) else None
+            if not results:
+                break
+            for entry in results:
+                key = entry.get("id") if isinstance(entry, dict) else None
+                if key is not None:
+                    if key in seen:
+                        continue  # new activity pushed an entry onto the next page
+                    seen.add(key)
+                entries.append(entry)
+            if not body.get("next"):
+                break
+            page += 1
+        return entries if max_items is None else entries[:max_items]
+
+    async def activity_frame(self, *, page_size: int = 100, max_items: int | None = None) -> pd.DataFrame:
+        """The whole activity log as a DataFrame (``analytics_nb.frames.activity_frame``), newest first."""
+        from analytics_nb.frames import activity_frame
+
+        return activity_frame(await self.activity_records(page_size=page_size, max_items=max_items))
+
     async def exports_unsubscribe_configs(self) -> builtins.list[PluginConfig]:
         """The organization's enabled export plugin configs (secrets arrive masked)."""
         body = await self._core.get_json(
