@@ -10,7 +10,6 @@ import pytest
 
 from analytics_nb.client import AsyncClient, Client
 from analytics_nb.sandbox import Sandbox
-from analytics_nb.sandbox._decide import set_flag_failures
 from analytics_nb.simulate import SimulationInputError, asimulate, grid, simulate
 from analytics_nb.simulate._output import flag_columns
 
@@ -122,11 +121,11 @@ def test_stored_person_properties_show_up_as_a_difference_with_the_cause(
 def test_errors_while_computing_flags_mark_rows_and_keep_computed_flags(
     sandbox: Sandbox, client: Client, fresh: pd.DataFrame
 ) -> None:
-    set_flag_failures(sandbox, ["new-checkout"])
+    sandbox.set_flag_failures(["new-checkout"])
     try:
         result = simulate(fresh.head(12), engine="remote", client=client)
     finally:
-        set_flag_failures(sandbox, [])
+        sandbox.set_flag_failures([])
     frame = result.frame
     assert frame["error"].str.contains("errorsWhileComputingFlags").all()
     assert frame["error"].str.contains("new-checkout").all()

@@ -47,17 +47,6 @@ def seeded(empty_sandbox: Any, client: Client) -> dict[str, Any]:
     return made
 
 
-def _ingest(sb: Any, *session_ids: str) -> None:
-    """Put recordings into the sandbox's store, as if they had been ingested (the list only shows those)."""
-    for n, session_id in enumerate(session_ids):
-        sb.ctx.store.execute(
-            "INSERT INTO recordings (project_id, session_id, distinct_id, start_time, end_time, "
-            "recording_duration, active_seconds, inactive_seconds, click_count, start_url) "
-            "VALUES (?, ?, ?, ?, ?, 60, 40, 20, ?, 'https://example.com/')",
-            (sb.project_id, session_id, f"user-{n}", "2026-11-20T10:00:00Z", "2026-11-20T10:01:00Z", n),
-        )
-
-
 def _requests(sb: Any, method: str | None = None) -> pd.DataFrame:
     df = sb.requests()
     df = df[~df["path"].str.startswith("/_")]  # admin endpoints, if any
@@ -135,7 +124,7 @@ def test_selecting_fills_the_form_and_loads_recordings(
     empty_sandbox: Any, client: Client, seeded: dict[str, Any]
 ) -> None:
     target = seeded["alpha 1"]
-    _ingest(empty_sandbox, "rec-1")
+    empty_sandbox.add_recording("rec-1", distinct_id="user-0", start_time="2026-11-20T10:00:00Z", duration=60)
     client.playlists.add_recording(target.short_id, "rec-1")
     editor = PlaylistEditor(client, page_size=20)
     editor.picker.value = target.short_id
@@ -342,7 +331,8 @@ def test_archive_and_restore_of_a_filters_playlist(
 
 def test_add_and_remove_recordings(empty_sandbox: Any, client: Client, seeded: dict[str, Any]) -> None:
     target = seeded["alpha 3"].short_id
-    _ingest(empty_sandbox, "session-abc", "session-def")
+    for n, session_id in enumerate(["session-abc", "session-def"]):
+        empty_sandbox.add_recording(session_id, distinct_id=f"user-{n}", start_time="2026-11-20T10:00:00Z")
     editor = PlaylistEditor(client, page_size=20)
     editor.select(target)
     assert len(editor.recordings) == 0
