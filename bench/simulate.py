@@ -6,6 +6,10 @@
     Run on loopback (no network latency: CPU bounds every method; simulate's default is then 4 in flight) and
     again with a 20 ms delay injected by the sandbox on decide/flags (a stand-in for a network round trip;
     simulate with its real-service default of 10 in flight).
+    ``simulate(df, flags)`` asks the service for those 12 flags only (``flag_keys_to_evaluate``), while the
+    baselines, as the issue words them, get all 16 seeded flags evaluated; so on loopback the bench also runs
+    ``simulate`` with ``flags=None`` (every flag, the baselines' work) and prints that ratio too.
+    Each line gives this process's CPU per row and the sandbox child's CPU per request (from /proc).
 (b) local ``simulate`` for 1,000,000 property sets x 12 flags: time and peak memory (in a child process).
 (c) a what-if re-run after a rollout change on 100,000 rows: time.
 Plus the agreement of local vs remote on the seeded flags for ids with no stored properties (must be 100%).
@@ -103,6 +107,17 @@ class SandboxHandle:
                     f"{self.url}/_sandbox/faults", json={"path": path, "delay": seconds}
                 ).raise_for_status()
 
+    def cpu_seconds(self) -> float | None:
+        """User + system CPU time of the sandbox's child process (Linux /proc); None in thread mode."""
+        if self.proc is None:
+            return None
+        try:
+            with open(f"/proc/{self.proc.pid}/stat") as fh:
+                fields = fh.read().rsplit(")", 1)[1].split()
+            return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        except (OSError, IndexError, ValueError):
+            return None
+
     def stop(self) -> None:
         if self.proc is not None:
             assert self.proc.stdin is not None
@@ -131,16 +146,26 @@ def _plain(v: Any) -> Any:
 
 
 _CPU: dict[str, float] = {}
+_SERVER_CPU: dict[str, float | None] = {}
 
 
-def timed(fn: Callable[[], Any], label: str = "") -> tuple[float, Any]:
-    """Wall time of ``fn()``; this process's CPU time is kept in ``_CPU[label]``."""
+def timed(fn: Callable[[], Any], label: str = "", h: SandboxHandle | None = None) -> tuple[float, Any]:
+    """Wall time of ``fn()``; this process's CPU time is kept in ``_CPU[label]``, the sandbox child's (when
+    ``h`` runs one) in ``_SERVER_CPU[label]``."""
+    server = h.cpu_seconds() if h is not None else None
     cpu = time.process_time()
     start = time.perf_counter()
     out = fn()
     wall = time.perf_counter() - start
     _CPU[label] = time.process_time() - cpu
+    after = h.cpu_seconds() if h is not None else None
+    _SERVER_CPU[label] = after - server if server is not None and after is not None else None
     return wall, out
+
+
+def _server_ms(label: str, count: int) -> str:
+    cpu = _SERVER_CPU.get(label)
+    return "n/a (thread mode)" if cpu is None else f"{1000 * cpu / count:.2f} ms/request"
 
 
 def httpx_loop(h: SandboxHandle, rows: list[dict[str, Any]]) -> int:
@@ -189,33 +214,64 @@ def part_a(h: SandboxHandle, n: int, delayed_rows: int) -> None:
             ("loopback", None, n, None),  # default concurrency: 4 against a loopback host
             ("20 ms injected delay", 0.02, delayed_rows, DEFAULT_CONCURRENCY),  # the real-service default
         )
+        ratios: dict[str, float] = {}
         for label, delay, count, conc in scenarios:
             h.set_delay(delay)
             sub = df.head(count)
             sub_rows = rows[:count]
             k = conc or LOOPBACK_CONCURRENCY
             t_sim, res = timed(
-                lambda sub=sub, conc=conc: simulate(sub, SEEDED_FLAGS, client=client, concurrency=conc), "sim"
+                lambda sub=sub, conc=conc: simulate(sub, SEEDED_FLAGS, client=client, concurrency=conc),
+                "sim",
+                h,
             )
             assert res.frame["error"].isna().all(), res.errors.head()
-            t_httpx, ok1 = timed(lambda sub_rows=sub_rows: httpx_loop(h, sub_rows), "httpx")
-            t_sdk, ok2 = timed(lambda sub_rows=sub_rows: sdk_loop(h, sub_rows))
+            r_all = None
+            if delay is None:  # the same work as the baselines: every flag evaluated
+                t_all, res_all = timed(
+                    lambda sub=sub, conc=conc: simulate(sub, client=client, concurrency=conc), "sim_all", h
+                )
+                assert res_all.frame["error"].isna().all(), res_all.errors.head()
+                r_all = count / t_all
+            t_httpx, ok1 = timed(lambda sub_rows=sub_rows: httpx_loop(h, sub_rows), "httpx", h)
+            t_sdk, ok2 = timed(lambda sub_rows=sub_rows: sdk_loop(h, sub_rows), "sdk", h)
             assert ok1 == count and ok2 == count, (ok1, ok2)
             r_sim, r_httpx, r_sdk = count / t_sim, count / t_httpx, count / t_sdk
             faster = max(r_httpx, r_sdk)
-            print(f"(a) remote, {label}: {count} property sets x {len(SEEDED_FLAGS)} flags")
+            ratios[label] = r_sim / faster
+            print(
+                f"(a) remote, {label}: {count} property sets x {len(SEEDED_FLAGS)} flags "
+                f"(load average {os.getloadavg()[0]:.1f})"
+            )
             cpu_sim, cpu_httpx = 1000 * _CPU["sim"] / count, 1000 * _CPU["httpx"] / count
             print(
                 f"    simulate (concurrency {k:2d}):      {r_sim:8.1f} rows/s  ({t_sim:6.2f} s; client CPU "
-                f"{cpu_sim:.2f} ms/row)"
+                f"{cpu_sim:.2f} ms/row; sandbox CPU {_server_ms('sim', count)})"
             )
+            if r_all is not None:
+                print(
+                    f"    simulate, all 16 flags:         {r_all:8.1f} rows/s  ({count / r_all:6.2f} s; "
+                    f"client CPU {1000 * _CPU['sim_all'] / count:.2f} ms/row; "
+                    f"sandbox CPU {_server_ms('sim_all', count)})"
+                )
+                ratios[f"{label}, all 16 flags"] = r_all / faster
             print(
                 f"    baseline httpx loop /decide v3: {r_httpx:8.1f} rows/s  ({t_httpx:6.2f} s; client CPU "
-                f"{cpu_httpx:.2f} ms/row)"
+                f"{cpu_httpx:.2f} ms/row; sandbox CPU {_server_ms('httpx', count)})"
             )
-            print(f"    baseline posthog SDK 7.91.1:    {r_sdk:8.1f} rows/s  ({t_sdk:6.2f} s)")
+            print(
+                f"    baseline posthog SDK 7.91.1:    {r_sdk:8.1f} rows/s  ({t_sdk:6.2f} s; client CPU "
+                f"{1000 * _CPU['sdk'] / count:.2f} ms/row; sandbox CPU {_server_ms('sdk', count)})"
+            )
             print(f"    ratio vs faster baseline:       {r_sim / faster:8.2f}x  (target >= 5x)")
+            if r_all is not None:
+                print(f"    ratio, all 16 flags:            {r_all / faster:8.2f}x")
         h.set_delay(None)
+        print(
+            "(a) ratio of simulate vs the faster baseline: "
+            + "; ".join(f"{label} {ratio:.2f}x" for label, ratio in ratios.items())
+            + " (target >= 5x)"
+        )
         both = simulate(df, engine="both", client=client)
         agreement = both.agreement
         assert agreement is not None and both.differences is not None

@@ -276,3 +276,60 @@ def test_flags_frame_definitions_are_completed_with_cohorts(client: Client, fres
     keys = fetched.flags
     pd.testing.assert_frame_equal(from_frame.frame[keys], fetched.frame[keys])
     assert from_frame.frame["eu-cohort-promo"].notna().all()  # the cohort came from local_evaluation
+
+
+def test_injected_resets_and_502s_are_retried_and_keep_every_row(
+    sandbox: Sandbox, client: Client, fresh: pd.DataFrame
+) -> None:
+    clean = simulate(fresh, engine="remote", client=client).frame
+    before = client._core.retries_done
+    resets = sandbox.faults.add(path="/decide*", reset=True, rate=0.2)
+    try:
+        result = simulate(fresh, engine="remote", client=client, concurrency=3)
+    finally:
+        sandbox.faults.remove(resets)
+    assert client._core.retries_done > before
+    mid = client._core.retries_done
+    sandbox.clear_requests()
+    bad_gateway = sandbox.faults.add(path="/decide*", status=502, rate=0.2)
+    try:
+        again = simulate(fresh, engine="remote", client=client, concurrency=3)
+    finally:
+        sandbox.faults.remove(bad_gateway)
+    assert (sandbox.requests()["status"] == 502).sum() > 0 and client._core.retries_done > mid
+    assert again.frame["error"].isna().sum() >= len(fresh) - 2
+    frame = result.frame
+    ok = frame["error"].isna().to_numpy()
+    assert ok.sum() >= len(fresh) - 2
+    keys = flag_columns(frame)
+    pd.testing.assert_frame_equal(frame.loc[ok, keys], clean.loc[ok, keys])
+
+
+def test_rows_are_marked_when_the_host_is_gone_without_leaking_keys() -> None:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    key = "phc_" + "k" * 40
+    with Client(
+        f"http://127.0.0.1:{port}", project_api_key=key, progress=False, max_retries=1, retry_backoff=0.01
+    ) as dead:
+        frame = simulate(pd.DataFrame({"distinct_id": ["a", "b"]}), client=dead).frame
+    assert frame["error"].str.contains("could not complete the request").all()
+    assert not frame["error"].str.contains(key).any()
+
+
+def test_a_flag_subset_is_asked_for_by_key_and_matches_the_full_answer(
+    sandbox: Sandbox, client: Client, fresh: pd.DataFrame
+) -> None:
+    full = simulate(fresh, engine="remote", client=client).frame
+    subset = ["beta-feature", "pricing-page-experiment", "company-dashboard"]
+    assert set(subset) <= set(flag_columns(full))
+    sandbox.clear_requests()
+    part = simulate(fresh, subset, engine="remote", client=client).frame
+    bodies = sandbox.requests()["body"]
+    asked = bodies.str.contains('"flag_keys_to_evaluate":["beta-feature"', regex=False)
+    assert asked.sum() >= len(fresh) - 1  # all but the first row (which checks the keys against every flag)
+    assert flag_columns(part) == subset
+    pd.testing.assert_frame_equal(part[subset], full[subset])

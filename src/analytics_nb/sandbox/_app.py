@@ -86,10 +86,13 @@ class LoggedRequest:
 
 
 class RequestLog:
-    """The in-memory request log behind `Sandbox.requests()` (the newest `maxlen` requests)."""
+    """The in-memory request log behind `Sandbox.requests()` (the newest `maxlen` requests).
+
+    The hot path only appends the raw fields; the secrets are redacted when an entry is first read (once per
+    entry), so the decide/flags path pays no regex per request and nothing unredacted ever leaves the log."""
 
     def __init__(self, maxlen: int = 20_000) -> None:
-        self._entries: deque[LoggedRequest] = deque(maxlen=maxlen)
+        self._entries: deque[LoggedRequest | _RawEntry] = deque(maxlen=maxlen)
         self._lock = threading.Lock()
 
     def append(self, entry: LoggedRequest) -> None:
@@ -97,15 +100,49 @@ class RequestLog:
         with self._lock:
             self._entries.append(entry)
 
+    def append_raw(
+        self, method: str, path: str, query: str, status: int | None, body: bytes, at: datetime
+    ) -> None:
+        """Record a finished request whose query and body are still to be redacted."""
+        with self._lock:
+            self._entries.append((method, path, query, status, body, at))
+
     def entries(self) -> list[LoggedRequest]:
         """A snapshot of the log, oldest first."""
         with self._lock:
-            return list(self._entries)
+            raw = list(self._entries)  # appends wait for the lock, so nothing is lost below
+            out: list[LoggedRequest] = []
+            changed = False
+            for item in raw:
+                if isinstance(item, tuple):
+                    item = _redacted(*item)
+                    changed = True
+                out.append(item)
+            if changed:  # keep the redacted entries: each is redacted once
+                self._entries.clear()
+                self._entries.extend(out)
+            return out
 
     def clear(self) -> None:
         """Forget every entry."""
         with self._lock:
             self._entries.clear()
+
+
+_RawEntry = tuple[str, str, str, "int | None", bytes, datetime]
+
+
+def _redacted(
+    method: str, path: str, query: str, status: int | None, body: bytes, at: datetime
+) -> LoggedRequest:
+    return LoggedRequest(
+        method=method,
+        path=path,
+        query=_SECRET_QUERY_RE.sub(r"\1***", redact(query)),
+        status=status,
+        body=redact(body.decode("utf-8", errors="replace")),
+        at=at,
+    )
 
 
 def _normalise(routes: list[BaseRoute]) -> list[BaseRoute]:
@@ -218,6 +255,39 @@ class SandboxApp:
             exception_handlers={APIError: _api_error, HTTPException: _http_error, Exception: _unhandled},
         )
         self.starlette.state.sandbox = ctx
+        #: The hot endpoints (POST decide/flags), called directly: no routing walk, no middleware stack.
+        self._fast: dict[str, Callable[[Request], Awaitable[Response]]] = {}
+        for module in plugin_modules():
+            self._fast.update(getattr(module, "FAST_ROUTES", {}))
+
+    async def _direct(
+        self,
+        endpoint: Callable[[Request], Awaitable[Response]],
+        scope: Scope,
+        receive: Receive,
+        send: Send,
+        sock: Any,
+    ) -> None:
+        """Serve one request with ``endpoint`` as its Starlette route would, answering `APIError` and
+        `HTTPException` with the same bodies; anything else propagates to the caller's 500 handling."""
+        scope["app"] = self.starlette
+        request = Request(scope, receive, send)
+        try:
+            response = await endpoint(request)
+        except APIError as exc:
+            response = exc.response()
+        except HTTPException as exc:
+            response = await _http_error(request, exc)
+        if sock is None:
+            await response(scope, receive, send)
+            return
+        # uvicorn writes the status line + headers and the body in two sends: corked, they leave as one
+        # segment, so the client wakes once per answer instead of twice
+        _set_cork(sock, 1)
+        try:
+            await response(scope, receive, send)
+        finally:
+            _set_cork(sock, 0)
 
     @property
     def state(self) -> Any:
@@ -282,17 +352,7 @@ class SandboxApp:
             if logged[0]:
                 return
             logged[0] = True
-            body_text = b"".join(chunks).decode("utf-8", errors="replace")
-            self.log.append(
-                LoggedRequest(
-                    method=method,
-                    path=raw_path,
-                    query=_SECRET_QUERY_RE.sub(r"\1***", redact(query)),
-                    status=status[0],
-                    body=redact(body_text),
-                    at=datetime.now(UTC),
-                )
-            )
+            self.log.append_raw(method, raw_path, query, status[0], b"".join(chunks), datetime.now(UTC))
 
         async def logging_receive() -> Message:
             nonlocal size
@@ -332,6 +392,10 @@ class SandboxApp:
                 raw = scope.get("raw_path")
                 if isinstance(raw, bytes | bytearray):
                     inner["raw_path"] = bytes(raw).split(b"?", 1)[0].rstrip(b"/") or b"/"
+            fast = self._fast.get(inner["path"]) if method == "POST" else None
+            if fast is not None:
+                await self._direct(fast, inner, logging_receive, logging_send, _raw_socket(send))
+                return
             await self.starlette(inner, logging_receive, logging_send)
         except _ConnectionCut:
             return
@@ -359,6 +423,21 @@ def _fault_response(status: int, retry_after: float | None) -> Response:
         return JSONResponse(body, status_code=408, headers=headers)
     text = {502: "Bad Gateway", 503: "Service Unavailable", 504: "Gateway Timeout"}.get(status, "Error")
     return JSONResponse(error_body("server_error", "error", text), status_code=status, headers=headers)
+
+
+def _raw_socket(send: Send) -> Any:
+    """The TCP socket under uvicorn's per-request cycle, when there is one and it can be corked."""
+    if not hasattr(socket, "TCP_CORK"):
+        return None
+    transport = getattr(getattr(send, "__self__", None), "transport", None)
+    return transport.get_extra_info("socket") if transport is not None else None
+
+
+def _set_cork(sock: Any, on: int) -> None:
+    try:
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_CORK, on)
+    except (OSError, AttributeError):
+        pass
 
 
 def _client_gone(send: Send) -> bool:

@@ -555,7 +555,7 @@ async def _handle(request: Request, endpoint: str) -> Response:
         return _text(
             400, f"Failed to decode request: {detail}. Please check your request format and try again."
         )
-    kinds = [f.kind for f in ctx.faults.pick(method, request.url.path, with_kind=True) if f.kind]
+    kinds = [f.kind for f in ctx.faults.pick(method, request.scope["path"], with_kind=True) if f.kind]
     ip = client_ip(request.headers, request.client.host if request.client else None)
     try:
         answer = _answer(ctx, payload, endpoint=endpoint, version=version, config=config, ip=ip, kinds=kinds)
@@ -581,6 +581,10 @@ def routes() -> list[BaseRoute]:
         Route("/decide", decide_endpoint, methods=methods),
         Route("/flags", flags_endpoint, methods=methods),
     ]
+
+
+#: POST endpoints the app may call directly, by path without trailing slash (skipping routing/middleware).
+FAST_ROUTES = {"/decide": decide_endpoint, "/flags": flags_endpoint}
 
 
 def _openapi_op(op_id: str, summary: str) -> dict[str, Any]:

@@ -10,6 +10,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlsplit
 
 import pandas as pd
 
@@ -59,11 +60,9 @@ def _payload_text(value: Any) -> Any:
 
 def default_concurrency(client: Any) -> int:
     """10 in flight for a real service; 4 when decide goes to a loopback host."""
-    from urllib.parse import urlsplit
-
     url = getattr(getattr(getattr(client, "_core", None), "config", None), "ingest_url", None)
     host = urlsplit(url).hostname if isinstance(url, str) else None
-    if host in ("127.0.0.1", "localhost", "::1"):
+    if host in _LOOPBACK_HOSTS:
         return LOOPBACK_CONCURRENCY
     return DEFAULT_CONCURRENCY
 
@@ -113,31 +112,47 @@ def parse_response(data: Any, *, detailed: bool) -> RemoteRow:
     return row
 
 
-async def _decide_one(core: Any, token: str, request: dict[str, Any], *, detailed: bool) -> RemoteRow:
+def _request_body(
+    token: str, request: dict[str, Any], flag_keys: list[str] | None = None
+) -> tuple[dict[str, Any], str | None]:
     body: dict[str, Any] = {"api_key": token, "distinct_id": request["distinct_id"]}
+    if flag_keys:
+        # only the flags asked for (and what they depend on) are evaluated by the service
+        body["flag_keys_to_evaluate"] = flag_keys
     if request["person_properties"]:
         body["person_properties"] = request["person_properties"]
     if request["groups"]:
         body["groups"] = request["groups"]
     if request["group_properties"]:
         body["group_properties"] = request["group_properties"]
-    headers: dict[str, str] = {}
-    if request["ip"]:
-        headers["X-Forwarded-For"] = request["ip"]
-    else:
+    ip = request["ip"] or None
+    if ip is None:
         # Without an ip the service would geolocate the caller's own address into every row.
         body["geoip_disable"] = True
+    return body, ip
+
+
+def _read_json(status: int, content: bytes, *, detailed: bool) -> RemoteRow:
+    try:
+        data = json.loads(content)
+    except ValueError:
+        return RemoteRow(error=f"HTTP {status}: the service answered with a body that is not JSON")
+    return parse_response(data, detailed=detailed)
+
+
+async def _decide_one(
+    core: Any, token: str, request: dict[str, Any], *, detailed: bool, flag_keys: list[str] | None = None
+) -> RemoteRow:
+    body, ip = _request_body(token, request, flag_keys)
+    headers = {"X-Forwarded-For": ip} if ip else {}
     path, params = ("/flags/", {"v": "2"}) if detailed else ("/decide/", {"v": "3"})
     response = await core.request(
         "POST", path, service="ingest", params=params, json=body, headers=headers, idempotent=True, auth=False
     )
-    try:
-        data = response.json()
-    except ValueError:
-        return RemoteRow(
-            error=f"HTTP {response.status_code}: the service answered with a body that is not JSON"
-        )
-    return parse_response(data, detailed=detailed)
+    return _read_json(response.status_code, response.content, detailed=detailed)
+
+
+_LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
 
 
 async def decide_rows(
@@ -147,9 +162,14 @@ async def decide_rows(
     concurrency: int,
     detailed: bool,
     progress: Any,
+    flag_keys: Sequence[str] | None = None,
 ) -> list[RemoteRow]:
-    """Decide every request with at most ``concurrency`` in flight; exceptions become row errors."""
+    """Decide every request with at most ``concurrency`` in flight; exceptions become row errors.
+
+    ``flag_keys``: ask the service for these flags only (``flag_keys_to_evaluate``): the user's ``flags``.
+    """
     token = await core.project_api_key()
+    keys = [str(k) for k in flag_keys] if flag_keys else None
     results: list[RemoteRow | None] = [None] * len(requests)
     next_index = 0
 
@@ -159,7 +179,7 @@ async def decide_rows(
             i = next_index
             next_index += 1
             try:
-                results[i] = await _decide_one(core, token, requests[i], detailed=detailed)
+                results[i] = await _decide_one(core, token, requests[i], detailed=detailed, flag_keys=keys)
             except Exception as exc:  # one failing row never loses the others
                 text = core.scrub(str(exc)) if hasattr(core, "scrub") else str(exc)
                 results[i] = RemoteRow(error=text or type(exc).__name__)

@@ -385,7 +385,12 @@ async def _remote_rows(plan: _Plan, core: Any) -> list[RemoteRow]:
             _check_remote_keys(plan, first[0])
             requests = requests[1:]
         rest = await decide_rows(
-            core, requests, concurrency=plan.concurrency, detailed=detailed, progress=bar
+            core,
+            requests,
+            concurrency=plan.concurrency,
+            detailed=detailed,
+            progress=bar,
+            flag_keys=plan.flags,
         )
         return first + rest
     finally:
