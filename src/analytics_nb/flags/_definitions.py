@@ -66,6 +66,10 @@ class CompiledFlag:
     super_condition: ConditionSpec | None
     dependencies: frozenset[str]
     definition: Mapping[str, Any] = field(repr=False, compare=False)
+    #: memo of the evaluator's immutable results without a cause, by (value, reason, condition index)
+    result_memo: dict[tuple[Any, str, int | None], Any] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
 
     @property
     def multivariate(self) -> bool:

@@ -35,19 +35,105 @@ REASON_DESCRIPTIONS: dict[str, str] = {
 }
 
 
-@dataclass(frozen=True, slots=True)
 class FlagResult:
-    """The outcome of one flag for one subject: value, payload and why (reason code, condition index)."""
+    """The outcome of one flag for one subject: value, payload and why (reason code, condition index).
 
+    Immutable; `description` (a sentence for the reason) is built on first read, not per evaluation.
+    """
+
+    __slots__ = (
+        "_description",
+        "condition_index",
+        "flag_id",
+        "inconclusive_cause",
+        "key",
+        "payload",
+        "reason",
+        "value",
+        "version",
+    )
     key: str
     value: bool | str | None
     payload: str | None
     reason: str
     condition_index: int | None
-    description: str
-    inconclusive_cause: str | None = None
-    flag_id: int | None = None
-    version: int | None = None
+    inconclusive_cause: str | None
+    flag_id: int | None
+    version: int | None
+    _description: str | None
+
+    def __init__(
+        self,
+        key: str,
+        value: bool | str | None,
+        payload: str | None,
+        reason: str,
+        condition_index: int | None,
+        description: str | None = None,
+        inconclusive_cause: str | None = None,
+        flag_id: int | None = None,
+        version: int | None = None,
+    ) -> None:
+        setattr_ = object.__setattr__
+        setattr_(self, "key", key)
+        setattr_(self, "value", value)
+        setattr_(self, "payload", payload)
+        setattr_(self, "reason", reason)
+        setattr_(self, "condition_index", condition_index)
+        setattr_(self, "_description", description)
+        setattr_(self, "inconclusive_cause", inconclusive_cause)
+        setattr_(self, "flag_id", flag_id)
+        setattr_(self, "version", version)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"FlagResult is immutable; cannot set {name!r}")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"FlagResult is immutable; cannot delete {name!r}")
+
+    def __getstate__(self) -> tuple[Any, ...]:
+        return self._fields()
+
+    def __setstate__(self, state: tuple[Any, ...]) -> None:
+        FlagResult.__init__(self, *state)
+
+    @property
+    def description(self) -> str:
+        """A sentence for the reason ("Matched condition set 2", "Inconclusive: <cause>", ...)."""
+        text = self._description
+        if text is None:
+            text = describe_reason(self.reason, self.condition_index, self.inconclusive_cause)
+            object.__setattr__(self, "_description", text)
+        return text
+
+    def _fields(self) -> tuple[Any, ...]:
+        return (
+            self.key,
+            self.value,
+            self.payload,
+            self.reason,
+            self.condition_index,
+            self.description,
+            self.inconclusive_cause,
+            self.flag_id,
+            self.version,
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not FlagResult:
+            return NotImplemented
+        return self._fields() == other._fields()  # type: ignore[attr-defined]
+
+    def __hash__(self) -> int:
+        return hash(self._fields())
+
+    def __repr__(self) -> str:
+        return (
+            f"FlagResult(key={self.key!r}, value={self.value!r}, payload={self.payload!r}, "
+            f"reason={self.reason!r}, condition_index={self.condition_index!r}, "
+            f"description={self.description!r}, inconclusive_cause={self.inconclusive_cause!r}, "
+            f"flag_id={self.flag_id!r}, version={self.version!r})"
+        )
 
     @property
     def enabled(self) -> bool | None:
@@ -55,6 +141,15 @@ class FlagResult:
         if self.value is None:
             return None
         return self.value is not False
+
+
+def describe_reason(reason: str, index: int | None, cause: str | None) -> str:
+    """The description sentence of a reason code (the text /flags puts in `reason.description`)."""
+    if reason == "condition_match":
+        return f"Matched condition set {(index or 0) + 1}"
+    if reason == "inconclusive":
+        return f"Inconclusive: {cause}"
+    return REASON_DESCRIPTIONS.get(reason, reason)
 
 
 # ------------------------------------------------------------------------------------------ compiled sets
@@ -82,6 +177,8 @@ class CompiledFlags:
         self.cohorts = cohorts
         self.group_type_mapping = {str(k): str(v) for k, v in (group_type_mapping or {}).items()}
         self.by_key = {f.key: f for f in flags}
+        #: whether dependency order is the given order (then results need no re-ordering)
+        self.in_given_order = [f.key for f in self.order] == keys
 
     def __len__(self) -> int:
         return len(self.flags)
@@ -128,6 +225,8 @@ class _Context:
     cohorts: Mapping[str, CohortGroup]
     flag_values: Mapping[str, Any]
     alias: Mapping[str, str]
+    #: {flag key: stored hash key} for flags with experience continuity (the sandbox's overrides table)
+    hash_keys: Mapping[str, str] | None = None
 
 
 def check_mode(mode: str) -> bool:
@@ -288,14 +387,20 @@ def describe_open_filter(spec: FilterSpec, props: Mapping[str, Any], ctx: _Conte
 def _result(
     flag: CompiledFlag, value: bool | str | None, reason: str, index: int | None, cause: str | None = None
 ) -> FlagResult:
-    if reason == "condition_match":
-        description = f"Matched condition set {(index or 0) + 1}"
-    elif reason == "inconclusive":
-        description = f"Inconclusive: {cause}"
-    else:
-        description = REASON_DESCRIPTIONS.get(reason, reason)
+    if cause is None:
+        # Without a cause every field follows from (flag, value, reason, index): share one immutable result.
+        memo = flag.result_memo
+        key = (value, reason, index)
+        hit = memo.get(key)
+        if hit is None:
+            hit = FlagResult(
+                flag.key, value, flag.payload_for(value), reason, index, None, None, flag.id, flag.version
+            )
+            if len(memo) < 256:
+                memo[key] = hit
+        return hit
     return FlagResult(
-        flag.key, value, flag.payload_for(value), reason, index, description, cause, flag.id, flag.version
+        flag.key, value, flag.payload_for(value), reason, index, None, cause, flag.id, flag.version
     )
 
 
@@ -322,7 +427,8 @@ def evaluate_compiled(
     if not flag.active:
         return _result(flag, False, "flag_disabled", None)
     server = ctx.server
-    if flag.continuity and not server:
+    hash_key = ctx.hash_keys.get(flag.key) if flag.continuity and ctx.hash_keys else None
+    if flag.continuity and not server and hash_key is None:
         return _result(
             flag,
             None,
@@ -353,7 +459,7 @@ def evaluate_compiled(
             return _result(flag, None, "inconclusive", None, f"no group properties were given for {name!r}")
     else:
         props = person
-        bucket = distinct_id
+        bucket = distinct_id if hash_key is None else hash_key
         if flag.device_bucketing:
             device = person.get("$device_id")
             if device is not None:
@@ -472,11 +578,14 @@ def evaluate_flag(
     flag_values: Mapping[str, Any] | None = None,
     mode: Mode = "server",
     now: dt.datetime | None = None,
+    hash_key_overrides: Mapping[str, str] | None = None,
 ) -> FlagResult:
     """Evaluate one flag for one distinct id, the way /decide does (mode="server") or the official SDK's
     local evaluation does (mode="sdk": an undecidable flag gives value None, reason "inconclusive").
 
     Flag dependencies read `flag_values` ({flag key: value}); use evaluate_flags to compute them.
+    `hash_key_overrides` ({flag key: hash key}) is the identifier a flag with `ensure_experience_continuity`
+    is bucketed by (PostHog stores it when a request carries `$anon_distinct_id`); other flags ignore it.
     """
     server = check_mode(mode)
     compiled = flag if isinstance(flag, CompiledFlag) else compile_flag(flag)
@@ -487,7 +596,12 @@ def evaluate_flag(
     gkeys, gprops = _prepare_groups(groups, group_properties)
     values = dict(flag_values or {})
     ctx = _Context(
-        server, _now(now), compile_cohorts(cohorts) if cohorts else {}, values, {k: k for k in values}
+        server,
+        _now(now),
+        compile_cohorts(cohorts) if cohorts else {},
+        values,
+        {k: k for k in values},
+        _hash_keys(hash_key_overrides),
     )
     mapping = {str(k): str(v) for k, v in (group_type_mapping or {}).items()}
     return evaluate_compiled(compiled, did, person, gkeys, gprops, mapping, ctx)
@@ -505,9 +619,11 @@ def evaluate_flags(
     flag_values: Mapping[str, Any] | None = None,
     mode: Mode = "server",
     now: dt.datetime | None = None,
+    hash_key_overrides: Mapping[str, str] | None = None,
 ) -> dict[str, FlagResult]:
     """Evaluate every flag for one distinct id, dependencies first; returns {flag key: FlagResult} in the
-    order the flags were given. `flags` may be a CompiledFlags from compile_flags (fast path)."""
+    order the flags were given. `flags` may be a CompiledFlags from compile_flags (fast path).
+    `hash_key_overrides` is as in evaluate_flag (experience continuity)."""
     server = check_mode(mode)
     compiled = flags if isinstance(flags, CompiledFlags) else compile_flags(flags)
     did = _distinct_id_text(distinct_id)
@@ -522,16 +638,39 @@ def evaluate_flags(
         else compiled.group_type_mapping
     )
     values: dict[str, Any] = dict(flag_values or {})
-    alias = dict(compiled.alias)
-    for k in values:
-        alias.setdefault(k, k)
-    ctx = _Context(server, _now(now), cohort_set, values, alias)
+    alias: Mapping[str, str] = compiled.alias
+    if values:
+        alias = dict(alias)
+        for k in values:
+            alias.setdefault(k, k)
+    ctx = _Context(server, _now(now), cohort_set, values, alias, _hash_keys(hash_key_overrides))
     results: dict[str, FlagResult] = {}
     for flag in compiled.order:
         res = evaluate_compiled(flag, did, person, gkeys, gprops, mapping, ctx)
         results[flag.key] = res
         values[flag.key] = res.value
+    if compiled.in_given_order:
+        return results
     return {f.key: results[f.key] for f in compiled.flags}
+
+
+def _hash_keys(overrides: Mapping[str, str] | None) -> dict[str, str] | None:
+    """The hash-key overrides as {flag key: non-empty text}; a bad entry is a ValueError naming it."""
+    if not overrides:
+        return None
+    if not isinstance(overrides, Mapping):
+        raise TypeError(
+            f"hash_key_overrides must be a dict of flag key -> hash key, got {type(overrides).__name__}"
+        )
+    out: dict[str, str] = {}
+    for key, value in overrides.items():
+        v = normalize(value)
+        if v is MISSING or isinstance(v, (dict, list, bool)) or v == "":
+            raise ValueError(
+                f"hash_key_overrides[{key!r}] must be a non-empty string (the stored hash key), got {value!r}"
+            )
+        out[str(key)] = str(v)
+    return out
 
 
 def _distinct_id_text(distinct_id: Any) -> str:

@@ -316,6 +316,10 @@ _NUMERIC_COMPARE: dict[str, Callable[[float, float], bool]] = {
 _RELATIVE = re.compile(r"^-?(?P<number>[0-9]+)(?P<unit>[a-z])$")
 
 
+_YEAR_ONLY = re.compile(r"\d{4}")
+_SPACED_OFFSET = re.compile(r" ([+-]\d{2}:\d{2})$")
+
+
 def parse_datetime_text(text: str, now: dt.datetime) -> dt.datetime:
     """Parse an ISO-ish date string ("2024-01-02", "...Z", "... UTC", a bare year) to an aware datetime."""
     s = text.strip()
@@ -323,11 +327,36 @@ def parse_datetime_text(text: str, now: dt.datetime) -> dt.datetime:
         s = s[:-1] + "+00:00"
     elif s.upper().endswith(" UTC"):
         s = s[:-4] + "+00:00"
-    elif re.fullmatch(r"\d{4}", s):
+    elif len(s) == 4 and _YEAR_ONLY.fullmatch(s):
         return dt.datetime(int(s), now.month, now.day, tzinfo=dt.UTC)
-    s = re.sub(r" ([+-]\d{2}:\d{2})$", r"\1", s)
+    # " +05:00" -> "+05:00"; the pattern is exactly 7 characters at the end, so test that cheaply first.
+    if len(s) >= 7 and s[-7] == " ":
+        s = _SPACED_OFFSET.sub(r"\1", s)
     parsed = dt.datetime.fromisoformat(s)
     return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=dt.UTC)
+
+
+#: Parsed property-value texts that do not depend on `now` (a datetime, or None when unparsable).
+_PARSED_TEXT: dict[str, dt.datetime | None] = {}
+_PARSED_TEXT_MAX = 4096
+
+
+def _parse_value_text(text: str, now: dt.datetime) -> dt.datetime | None:
+    """parse_datetime_text for a property value, memoised (a bare year depends on `now`: never memoised);
+    None when the text is not a date."""
+    try:
+        return _PARSED_TEXT[text]
+    except KeyError:
+        pass
+    try:
+        parsed: dt.datetime | None = parse_datetime_text(text, now)
+    except (ValueError, OverflowError):
+        parsed = None
+    if len(text.strip()) != 4:
+        if len(_PARSED_TEXT) >= _PARSED_TEXT_MAX:
+            _PARSED_TEXT.clear()
+        _PARSED_TEXT[text] = parsed
+    return parsed
 
 
 def _months_back(when: dt.datetime, months: int) -> dt.datetime | None:
@@ -394,21 +423,50 @@ def resolve_date_filter(value: Any, now: dt.datetime) -> dt.datetime:
         ) from None
 
 
+def compile_date_filter(value: Any) -> Callable[[dt.datetime], dt.datetime]:
+    """Parse a date filter value once; returns `target(now)`, the instant it stands for at `now`.
+
+    A relative value ("-7d") keeps its parsed offset and is subtracted from each `now`; an absolute one is
+    parsed once (a bare year still follows `now`'s month and day). `target` raises ValueError like
+    resolve_date_filter when the result is out of range.
+    """
+    text = str(value)
+    m = _RELATIVE.search(text)
+    if m is not None:
+        number, unit = int(m.group("number")), m.group("unit")
+        delta = {"h": dt.timedelta(hours=1), "d": dt.timedelta(days=1), "w": dt.timedelta(weeks=1)}.get(unit)
+        if number < 10_000 and delta is not None:
+            try:
+                offset = delta * number
+            except OverflowError:
+                offset = None
+            if offset is not None:
+
+                def shifted(now: dt.datetime) -> dt.datetime:
+                    try:
+                        return now - offset
+                    except OverflowError:
+                        return resolve_date_filter(value, now)
+
+                return shifted
+        return lambda now: resolve_date_filter(value, now)
+    stripped = text.strip()
+    if len(stripped) == 4 and _YEAR_ONLY.fullmatch(stripped):
+        return lambda now: resolve_date_filter(value, now)
+    try:
+        fixed = parse_datetime_text(text, dt.datetime(2000, 6, 15, tzinfo=dt.UTC))
+    except (ValueError, OverflowError):
+        return lambda now: resolve_date_filter(value, now)
+    return lambda now: fixed
+
+
 def _prepare_date(operator: str, value: Any) -> MatchFn:
     if isinstance(value, (list, dict, tuple, bool)) or value is None:
         raise ValueError(f"the value of {operator} must be a date string, got {value!r}")
     probe = dt.datetime(2000, 6, 15, tzinfo=dt.UTC)
     resolve_date_filter(value, probe)
     sdk_exact = operator == "is_date_exact"
-    cache: dict[dt.datetime, dt.datetime] = {}
-
-    def target(now: dt.datetime) -> dt.datetime:
-        hit = cache.get(now)
-        if hit is None:
-            if len(cache) > 64:
-                cache.clear()
-            hit = cache[now] = resolve_date_filter(value, now)
-        return hit
+    target = compile_date_filter(value)
 
     def compare(a: Any, b: Any) -> int:
         if operator == "is_date_before":
@@ -426,9 +484,8 @@ def _prepare_date(operator: str, value: Any) -> MatchFn:
         if isinstance(v, dt.date):
             return compare(v, when.date())
         if isinstance(v, str):
-            try:
-                parsed = parse_datetime_text(v, now)
-            except (ValueError, OverflowError):
+            parsed = _parse_value_text(v, now)
+            if parsed is None:
                 return INCONCLUSIVE
             return compare(parsed, when)
         if server and isinstance(v, (int, float)) and not isinstance(v, bool):

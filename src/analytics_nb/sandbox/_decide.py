@@ -131,6 +131,7 @@ def _evaluate(
     group_props: dict[str, dict[str, Any]],
     mapping: dict[str, str],
     keys: frozenset[str] | None = None,
+    hash_keys: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     from analytics_nb.flags import evaluate_flags
 
@@ -144,7 +145,35 @@ def _evaluate(
         group_properties=group_props,
         group_type_mapping=mapping,
         mode="server",
+        hash_key_overrides=hash_keys,
     )
+
+
+def _continuity_keys(fs: _feature_flags.FlagSet) -> frozenset[str]:
+    """Keys of the compiled flags with `ensure_experience_continuity` (cached per flag set)."""
+    keys: frozenset[str] | None = fs.extra.get("continuity")
+    if keys is None:
+        flags = fs.compiled.flags if fs.compiled is not None else []
+        keys = frozenset(f.key for f in flags if f.continuity)
+        fs.extra["continuity"] = keys
+    return keys
+
+
+def _hash_keys(
+    ctx: Any, fs: _feature_flags.FlagSet, project_id: int, distinct_id: str, payload: dict[str, Any]
+) -> dict[str, str] | None:
+    """Experience continuity (posthog-notes §6.2): with `$anon_distinct_id`, store it as the hash key of
+    `distinct_id` for each continuity flag without one; then the stored hash keys of those flags."""
+    keys = _continuity_keys(fs)
+    if not keys:
+        return None
+    anon = _as_key(payload.get("$anon_distinct_id"))
+    if anon:
+        _feature_flags.write_hash_key_overrides(
+            ctx.store, project_id, distinct_id, anon[:_MAX_DISTINCT_ID], sorted(keys)
+        )
+    stored = _feature_flags.hash_key_overrides(ctx.store, project_id, distinct_id)
+    return {k: v for k, v in stored.items() if k in keys} or None
 
 
 # -- request parsing -----------------------------------------------------------------------------------------
@@ -465,8 +494,9 @@ def _answer(
     if wanted is None:
         wanted = payload.get("flag_keys")
     keep = frozenset(str(k) for k in wanted) if isinstance(wanted, list) and wanted else None
+    hash_keys = _hash_keys(ctx, fs, project_id, distinct_id, payload)
     try:
-        results = _evaluate(fs, distinct_id, person, groups, group_props, mapping, keep)
+        results = _evaluate(fs, distinct_id, person, groups, group_props, mapping, keep, hash_keys)
     except ValueError:  # a property value no operator can read (e.g. a nested object in an override)
         raise _decode_failure("a person or group property holds a value no flag operator can read") from None
     known = {d["key"] for d in fs.definitions} if failing else set()
@@ -627,6 +657,7 @@ OPENAPI_SCHEMAS: dict[str, Any] = {
             "group_properties": {"type": "object", "additionalProperties": {"type": "object"}},
             "geoip_disable": {"type": "boolean"},
             "flag_keys_to_evaluate": {"type": "array", "items": {"type": "string"}},
+            "$anon_distinct_id": {"type": "string"},
         },
     }
 }

@@ -12,6 +12,7 @@ import json
 import re
 import threading
 import weakref
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,11 +32,13 @@ __all__ = [
     "create_flag",
     "flag_set",
     "get_flag",
+    "hash_key_overrides",
     "invalidate_flags",
     "list_flags",
     "local_evaluation_body",
     "routes",
     "update_flag",
+    "write_hash_key_overrides",
 ]
 
 SCHEMA = """
@@ -56,6 +59,13 @@ CREATE TABLE IF NOT EXISTS cohorts (
     is_static INTEGER NOT NULL DEFAULT 0,
     deleted INTEGER NOT NULL DEFAULT 0,
     created_at TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS flag_hash_key_overrides (
+    project_id INTEGER NOT NULL,
+    distinct_id TEXT NOT NULL,
+    feature_flag_key TEXT NOT NULL,
+    hash_key TEXT NOT NULL,
+    PRIMARY KEY (project_id, distinct_id, feature_flag_key)
 );
 """
 
@@ -125,6 +135,30 @@ def invalidate_flags(store: Store, project_id: int | None = None) -> None:
             cache.clear()
         else:
             cache.pop(int(project_id), None)
+
+
+def hash_key_overrides(store: Store, project_id: int, distinct_id: str) -> dict[str, str]:
+    """Stored experience-continuity hash keys of one distinct id: `{flag key: hash key}` (one query)."""
+    rows = store.query(
+        """SELECT feature_flag_key, hash_key FROM flag_hash_key_overrides
+        WHERE project_id=? AND distinct_id=?""",
+        (project_id, distinct_id),
+    )
+    return {str(r[0]): str(r[1]) for r in rows}
+
+
+def write_hash_key_overrides(
+    store: Store, project_id: int, distinct_id: str, hash_key: str, flag_keys: Iterable[str]
+) -> None:
+    """Store `hash_key` (the `$anon_distinct_id`) as the hash key of `distinct_id` for each flag that has no
+    override yet; an existing override is kept, as PostHog does (the first anonymous id wins)."""
+    rows = [(project_id, distinct_id, str(key), hash_key) for key in flag_keys]
+    if rows:
+        store.executemany(
+            "INSERT OR IGNORE INTO flag_hash_key_overrides"
+            "(project_id, distinct_id, feature_flag_key, hash_key) VALUES (?,?,?,?)",
+            rows,
+        )
 
 
 def compile_definitions(
