@@ -333,3 +333,13 @@ def test_a_flag_subset_is_asked_for_by_key_and_matches_the_full_answer(
     assert asked.sum() >= len(fresh) - 1  # all but the first row (which checks the keys against every flag)
     assert flag_columns(part) == subset
     pd.testing.assert_frame_equal(part[subset], full[subset])
+
+
+def test_asimulate_with_a_sync_client_runs_inside_a_running_loop(client: Client, fresh: pd.DataFrame) -> None:
+    """Awaiting `asimulate` with a sync Client (as a notebook cell's `await` might) gives the sync result."""
+    expected = simulate(fresh, engine="remote", client=client).frame
+
+    async def cell() -> pd.DataFrame:
+        return (await asimulate(fresh, engine="remote", client=client)).frame
+
+    pd.testing.assert_frame_equal(asyncio.run(cell()), expected)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import inspect
+import asyncio
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -255,9 +255,55 @@ def simulate(
     (4 against a loopback host such as the sandbox, where the CPU, not the round trip, is the limit).
     With an `AsyncClient` it returns a coroutine: ``await simulate(..., client=aclient)`` (or `asimulate`).
     """
-    if client is not None and not hasattr(client, "_run"):
+    options: dict[str, Any] = {
+        "definitions": definitions,
+        "mode": mode,
+        "concurrency": concurrency,
+        "progress": progress,
+        "payloads": payloads,
+        "reasons": reasons,
+        "evaluator": evaluator,
+        "group_type_mapping": group_type_mapping,
+    }
+    if client is None:  # local only: the flow does no I/O, so it completes without an event loop
+        return _without_io(asimulate(property_sets, flags, engine, **options))
+    if not hasattr(client, "_run"):
         # An AsyncClient: hand back the coroutine so that `await client.simulate(...)` works.
-        return asimulate(  # type: ignore[return-value]
+        return asimulate(property_sets, flags, engine, client=client, **options)  # type: ignore[return-value]
+    # A sync Client: the same flow on the client's own loop thread (never asyncio.run in a Jupyter cell).
+    return client._run(asimulate(property_sets, flags, engine, client=client._async, **options))
+
+
+def _without_io(coro: Any) -> Any:
+    """Run a coroutine that never suspends (the local-only flow) to its result, with no event loop."""
+    try:
+        coro.send(None)
+    except StopIteration as done:
+        return done.value
+    coro.close()
+    raise RuntimeError("simulate without client= unexpectedly waited for I/O")
+
+
+async def asimulate(
+    property_sets: Any,
+    flags: Sequence[str] | str | None = None,
+    engine: Engine = "remote",
+    *,
+    client: Any = None,
+    definitions: Any = None,
+    mode: Literal["server", "sdk"] = "server",
+    concurrency: int | None = None,
+    progress: bool | None = None,
+    payloads: bool = True,
+    reasons: bool = False,
+    evaluator: Any = None,
+    group_type_mapping: dict[str, str] | None = None,
+) -> SimulationResult:
+    """`simulate` for async code and `AsyncClient`: the decide requests run on the caller's event loop."""
+    if hasattr(client, "_run"):
+        # A sync Client awaited from async code: its calls block, so run them off this loop.
+        return await asyncio.to_thread(
+            simulate,
             property_sets,
             flags,
             engine,
@@ -287,85 +333,26 @@ def simulate(
     )
     plan.group_type_mapping = _mapping(group_type_mapping)
     if client is not None and _wants_definitions(plan, client):
-        fetched = _fetch_definitions_sync(client, required=plan.engine != "remote")
+        fetched = await _fetch_definitions(client, required=plan.engine != "remote")
         _after_definitions(plan, fetched, required=plan.engine != "remote")
     elif plan.defs is not None:
         if client is not None and _incomplete(plan):
-            _complete(plan, _fetch_definitions_sync(client, required=False))
+            _complete(plan, await _fetch_definitions(client, required=False))
         _after_definitions(plan, None, required=False)
     rows: list[RemoteRow] | None = None
     if plan.engine in ("remote", "both"):
-        rows = _remote_sync(plan, client)
-    return _finish(plan, rows, started)
-
-
-async def asimulate(
-    property_sets: Any,
-    flags: Sequence[str] | str | None = None,
-    engine: Engine = "remote",
-    *,
-    client: Any = None,
-    definitions: Any = None,
-    mode: Literal["server", "sdk"] = "server",
-    concurrency: int | None = None,
-    progress: bool | None = None,
-    payloads: bool = True,
-    reasons: bool = False,
-    evaluator: Any = None,
-    group_type_mapping: dict[str, str] | None = None,
-) -> SimulationResult:
-    """`simulate` for async code and `AsyncClient`: the decide requests run on the caller's event loop."""
-    started = time.perf_counter()
-    plan = _prepare(
-        property_sets,
-        flags,
-        engine,
-        client,
-        definitions,
-        mode,
-        concurrency,
-        progress,
-        payloads,
-        reasons,
-        evaluator,
-    )
-    plan.group_type_mapping = _mapping(group_type_mapping)
-    if client is not None and _wants_definitions(plan, client):
-        fetched = await _fetch_definitions_async(client, required=plan.engine != "remote")
-        _after_definitions(plan, fetched, required=plan.engine != "remote")
-    elif plan.defs is not None:
-        if client is not None and _incomplete(plan):
-            _complete(plan, await _fetch_definitions_async(client, required=False))
-        _after_definitions(plan, None, required=False)
-    rows: list[RemoteRow] | None = None
-    if plan.engine in ("remote", "both"):
-        if hasattr(client, "_run"):
-            rows = _remote_sync(plan, client)
-        else:
-            rows = await _remote_rows(plan, client._core)
+        rows = await _remote_rows(plan, client._core)
     return _finish(plan, rows, started)
 
 
 # -- I/O -----------------------------------------------------------------------------------------------------
 
 
-def _fetch_definitions_sync(client: Any, *, required: bool) -> Any:
+async def _fetch_definitions(client: Any, *, required: bool) -> Any:
     from analytics_nb.errors import PostHogError
 
     try:
-        return client.feature_flags.local_evaluation()
-    except PostHogError:
-        if required:
-            raise
-        return None
-
-
-async def _fetch_definitions_async(client: Any, *, required: bool) -> Any:
-    from analytics_nb.errors import PostHogError
-
-    try:
-        result = client.feature_flags.local_evaluation()
-        return await result if inspect.isawaitable(result) else result
+        return await client.feature_flags.local_evaluation()
     except PostHogError:
         if required:
             raise
@@ -395,7 +382,3 @@ async def _remote_rows(plan: _Plan, core: Any) -> list[RemoteRow]:
         return first + rest
     finally:
         bar.close()
-
-
-def _remote_sync(plan: _Plan, client: Any) -> list[RemoteRow]:
-    return client._run(_remote_rows(plan, client._core))
