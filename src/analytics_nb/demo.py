@@ -100,7 +100,7 @@ def _chart(result: Any, summary: DemoSummary) -> None:
     try:
         from matplotlib.figure import Figure
     except ImportError:
-        from analytics_nb.simulate import PLOT_HINT
+        from analytics_nb.simulation import PLOT_HINT
 
         summary.notes.append(f"the chart was skipped: {PLOT_HINT}")
         return
@@ -114,7 +114,7 @@ def _chart(result: Any, summary: DemoSummary) -> None:
 
 
 def _flags(client: Any, summary: DemoSummary) -> Any:
-    from analytics_nb.simulate import WhatIf, grid, with_rollout
+    from analytics_nb.simulation import WhatIf, grid, with_rollout
 
     sets = grid({"country": ["US", "DE", "FR"], "plan": ["free", "pro"]}, ids_per_cell=50, seed=0)
     result = client.simulate(sets, SIMULATED_FLAGS, engine="both", progress=False)
@@ -184,7 +184,7 @@ def run(out: str | Path = DEFAULT_OUT, *, echo: Callable[[str], Any] | None = No
 
     ``echo`` receives a line as each step starts (progress for the command line). Raises on failure.
     """
-    from analytics_nb.embedded import connect_sandbox
+    from analytics_nb.session import Client
 
     out_dir = Path(out)
     if out_dir.exists() and not out_dir.is_dir():
@@ -193,7 +193,7 @@ def run(out: str | Path = DEFAULT_OUT, *, echo: Callable[[str], Any] | None = No
     summary = DemoSummary(out=out_dir)
     say = echo or (lambda _text: None)
     say("starting the embedded sandbox ...")
-    client = connect_sandbox(seed="demo", progress=False)
+    client = Client.sandbox(seed="demo", progress=False)
     try:
         say("playlists ...")
         _playlists(client, summary)

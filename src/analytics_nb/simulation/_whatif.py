@@ -14,11 +14,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from analytics_nb.simulate._definitions import Definitions, flag_references, live_flags, load_definitions
-from analytics_nb.simulate._errors import SimulationInputError
-from analytics_nb.simulate._inputs import PropertySets, check_flag_keys, normalise_property_sets
-from analytics_nb.simulate._local import conform, make_evaluator
-from analytics_nb.simulate._output import flag_columns
+from analytics_nb.simulation._definitions import Definitions, flag_references, live_flags, load_definitions
+from analytics_nb.simulation._errors import SimulationInputError
+from analytics_nb.simulation._inputs import PropertySets, check_flag_keys, normalise_property_sets
+from analytics_nb.simulation._local import conform, make_evaluator
+from analytics_nb.simulation._output import flag_columns
 
 __all__ = [
     "WhatIf",

@@ -7,10 +7,10 @@ from typing import Any
 
 import pandas as pd
 
-from analytics_nb.simulate._definitions import Definitions
-from analytics_nb.simulate._errors import SimulationInputError
-from analytics_nb.simulate._inputs import PropertySets
-from analytics_nb.simulate._output import select_flags
+from analytics_nb.simulation._definitions import Definitions
+from analytics_nb.simulation._errors import SimulationInputError
+from analytics_nb.simulation._inputs import PropertySets
+from analytics_nb.simulation._output import select_flags
 
 __all__ = ["check_group_mapping", "conform", "make_evaluator", "run_local"]
 

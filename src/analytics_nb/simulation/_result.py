@@ -10,9 +10,9 @@ from typing import Any
 
 import pandas as pd
 
-from analytics_nb.simulate._errors import SimulationInputError
-from analytics_nb.simulate._output import flag_columns
-from analytics_nb.simulate._summary import crosstab, format_share, summarize
+from analytics_nb.simulation._errors import SimulationInputError
+from analytics_nb.simulation._output import flag_columns
+from analytics_nb.simulation._summary import crosstab, format_share, summarize
 
 __all__ = ["SimulationResult"]
 
@@ -108,7 +108,7 @@ class SimulationResult:
 
     def plot(self, flags: Sequence[str] | None = None, *, ax: Any = None) -> Any:
         """Stacked bars of value shares per flag (needs matplotlib: ``pip install analytics-nb[plot]``)."""
-        from analytics_nb.simulate._plot import plot_shares
+        from analytics_nb.simulation._plot import plot_shares
 
         return plot_shares(self.summary(flags), ax=ax)
 

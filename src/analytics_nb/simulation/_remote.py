@@ -14,8 +14,9 @@ from urllib.parse import urlsplit
 
 import pandas as pd
 
-from analytics_nb.simulate._inputs import PropertySets
-from analytics_nb.simulate._output import build_frame
+from analytics_nb.client import Core
+from analytics_nb.simulation._inputs import PropertySets
+from analytics_nb.simulation._output import build_frame
 
 __all__ = [
     "DEFAULT_CONCURRENCY",
@@ -58,10 +59,9 @@ def _payload_text(value: Any) -> Any:
     return json.dumps(value)
 
 
-def default_concurrency(client: Any) -> int:
+def default_concurrency(core: Core) -> int:
     """10 in flight for a real service; 4 when decide goes to a loopback host."""
-    url = getattr(getattr(getattr(client, "_core", None), "config", None), "ingest_url", None)
-    host = urlsplit(url).hostname if isinstance(url, str) else None
+    host = urlsplit(core.config.ingest_url).hostname
     if host in _LOOPBACK_HOSTS:
         return LOOPBACK_CONCURRENCY
     return DEFAULT_CONCURRENCY
@@ -141,7 +141,7 @@ def _read_json(status: int, content: bytes, *, detailed: bool) -> RemoteRow:
 
 
 async def _decide_one(
-    core: Any, token: str, request: dict[str, Any], *, detailed: bool, flag_keys: list[str] | None = None
+    core: Core, token: str, request: dict[str, Any], *, detailed: bool, flag_keys: list[str] | None = None
 ) -> RemoteRow:
     body, ip = _request_body(token, request, flag_keys)
     headers = {"X-Forwarded-For": ip} if ip else {}
@@ -156,7 +156,7 @@ _LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
 
 
 async def decide_rows(
-    core: Any,
+    core: Core,
     requests: Sequence[dict[str, Any]],
     *,
     concurrency: int,
@@ -181,7 +181,7 @@ async def decide_rows(
             try:
                 results[i] = await _decide_one(core, token, requests[i], detailed=detailed, flag_keys=keys)
             except Exception as exc:  # one failing row never loses the others
-                text = core.scrub(str(exc)) if hasattr(core, "scrub") else str(exc)
+                text = core.scrub(str(exc))
                 results[i] = RemoteRow(error=text or type(exc).__name__)
             progress.update(1)
 
