@@ -58,6 +58,7 @@ class LoopThread:
 
     def run(self, coro: Coroutine[Any, Any, T]) -> T:
         """Run ``coro`` on the loop and return its result (raising its exception); Ctrl-C cancels it."""
+        __tracebackhide__ = True  # IPython and pytest leave this frame out of tracebacks
         if threading.get_ident() == self.thread.ident:
             coro.close()
             raise RuntimeError(
