@@ -4,8 +4,6 @@ Playlists, pipeline transformations and feature-flag decisions as pandas DataFra
 attribution capture, widget panels, and a local sandbox server that speaks the same API.
 """
 
-from __future__ import annotations
-
 from importlib import import_module as _import_module
 from typing import TYPE_CHECKING as _TYPE_CHECKING
 from typing import Any as _Any
