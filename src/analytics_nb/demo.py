@@ -87,9 +87,9 @@ def _transformations(client: Any, summary: DemoSummary) -> None:
     checked = transformations_frame([client.transformations.check_for_updates(int(i)) for i in plugins["id"]])
     outdated = checked[checked["latest_tag"].notna() & (checked["tag"] != checked["latest_tag"])]
     upgrades = []
-    for row in outdated.itertuples():
-        upgraded = client.transformations.upgrade(int(row.id))
-        upgrades.append(f"{row.name} {row.tag} -> {upgraded.tag}")
+    for ident, name, tag in zip(outdated["id"], outdated["name"], outdated["tag"], strict=True):
+        upgraded = client.transformations.upgrade(int(ident))
+        upgrades.append(f"{name} {tag} -> {upgraded.tag}")
     _write_csv(summary, client.transformations.frame(), "transformations.csv")
     text = f"{len(plugins)} plugins, {len(sources)} source files; "
     text += f"upgraded {len(upgrades)}: {', '.join(upgrades)}" if upgrades else "all up to date"

@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import inspect
-from collections.abc import Callable
 from typing import Any, TypeVar
 
 from analytics_nb.client import ApiClient, AsyncApiClient
 
 __all__ = ["CLIENT_OPTIONS", "connect_sandbox"]
 
-C = TypeVar("C", ApiClient, AsyncApiClient)
+C = TypeVar("C", bound=ApiClient | AsyncApiClient)
 
 CLIENT_OPTIONS = frozenset(inspect.signature(ApiClient.__init__).parameters) - {
     "self",
@@ -23,17 +23,6 @@ CLIENT_OPTIONS = frozenset(inspect.signature(ApiClient.__init__).parameters) - {
 """Keywords of ``connect_sandbox`` that configure the client (the others go to ``sandbox.start``)."""
 
 
-def _stopper(handle: Any, sb: Any) -> Callable[[], None]:
-    def stop() -> None:
-        exit_ = getattr(handle, "__exit__", None)
-        if callable(exit_):
-            exit_(None, None, None)
-        else:
-            sb.stop()
-
-    return stop
-
-
 def connect_sandbox(seed: str = "demo", *, client_class: type[C], **kw: Any) -> C:
     """Start ``analytics_nb.sandbox.start(seed=..., **kw)`` and return a ``client_class`` on it that stops it
     on close (``client.sandbox_server`` is the running sandbox).
@@ -44,10 +33,9 @@ def connect_sandbox(seed: str = "demo", *, client_class: type[C], **kw: Any) -> 
     from analytics_nb.sandbox import start  # here, so that importing the clients stays cheap
 
     client_kwargs = {k: kw.pop(k) for k in list(kw) if k in CLIENT_OPTIONS}
-    handle = start(seed=seed, **kw)
-    enter = getattr(handle, "__enter__", None)
-    sb = enter() if callable(enter) else handle
-    stop = _stopper(handle, sb)
+    running = contextlib.ExitStack()
+    sb = running.enter_context(start(seed=seed, **kw))
+    stop = running.close
     try:
         client = client_class(
             sb.url,

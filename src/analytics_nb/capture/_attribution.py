@@ -381,11 +381,11 @@ def attribute(events: pd.DataFrame, outcomes: Any, *, flags: Any = None) -> pd.D
         fresh = [p.get(name) for p in new_props]
         if name in col_cache:
             old = col_cache[name]
-            values = [f if f is not None else old[j] for j, f in enumerate(fresh)]
+            column = [f if f is not None else old[j] for j, f in enumerate(fresh)]
         else:
-            values = fresh
+            column = fresh
         out[name] = pd.Series(
-            [pd.NA if (v is None or (not isinstance(v, list) and is_missing(v))) else v for v in values],
+            [pd.NA if (v is None or (not isinstance(v, list) and is_missing(v))) else v for v in column],
             index=events.index,
             dtype=object,
         )

@@ -327,7 +327,7 @@ async def aflag_called_frame(
         rows, columns=["row", "distinct_id", "key", "response", "uuid", "status", "reason", "batch"]
     )
     for col in ("distinct_id", "key", "uuid", "status", "reason"):
-        out[col] = out[col].astype("str").where(out[col].notna(), pd.NA)
+        out[col] = out[col].astype("str").where(out[col].notna(), pd.NA)  # type: ignore[call-overload]
     out["batch"] = out["batch"].astype("Int64")
     return out
 

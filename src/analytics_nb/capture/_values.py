@@ -95,7 +95,7 @@ def iso_timestamp(value: Any, *, on_naive: NaivePolicy = "utc") -> str:
         raise ValueConversionError(
             f"a timestamp must be a datetime, pandas Timestamp or ISO 8601 text, not {type(value).__name__}"
         )
-    if ts is pd.NaT:
+    if pd.isna(ts):
         raise ValueConversionError("the timestamp is NaT (missing)")
     if ts.tzinfo is None:
         if on_naive == "raise":
@@ -234,7 +234,7 @@ def convert_column(series: pd.Series, *, name: str = "", on_naive: NaivePolicy =
     elif kind in "biuf" and not isinstance(dtype, np.dtype):
         # pandas masked dtypes (Int64, boolean, Float64): NA -> None, values already Python scalars
         missing = series.isna().to_numpy()
-        vals = series.to_numpy(dtype=object, na_value=None).tolist()
+        vals = series.to_numpy(dtype=object, na_value=None).tolist()  # type: ignore[call-overload]  # na_value=None
         if kind == "f":
             for i, v in enumerate(vals):
                 if v is not None and not math.isfinite(v):
@@ -242,7 +242,7 @@ def convert_column(series: pd.Series, *, name: str = "", on_naive: NaivePolicy =
         return ColumnValues(vals, ~missing if missing.any() else None)
     elif isinstance(dtype, pd.StringDtype):
         missing = series.isna().to_numpy()
-        vals = series.to_numpy(dtype=object, na_value=None).tolist()
+        vals = series.to_numpy(dtype=object, na_value=None).tolist()  # type: ignore[call-overload]  # na_value=None
         return ColumnValues(vals, ~missing if missing.any() else None)
     # object (or anything else): one step per cell, with a fast path for plain Python scalars.
     values = series.to_numpy(dtype=object).tolist()

@@ -85,7 +85,7 @@ class _Common:
         """A client from ``POSTHOG_HOST``, ``POSTHOG_PERSONAL_API_KEY``, ``POSTHOG_PROJECT_API_KEY``,
         ``POSTHOG_PROJECT_ID`` and ``POSTHOG_ORGANIZATION_ID`` (keyword ``overrides`` win;
         host defaults to "us")."""
-        return cls(**config_from_env(**overrides))  # type: ignore[arg-type]
+        return cls(**config_from_env(**overrides))
 
     @property
     def config(self) -> ClientConfig:

@@ -206,7 +206,7 @@ class Core:
 
     def _backoff(self, attempt: int) -> float:
         base = self.config.retry_backoff * (2**attempt)
-        return min(self.config.max_retry_wait, base) * (0.5 + random.random() / 2)
+        return float(min(self.config.max_retry_wait, base) * (0.5 + random.random() / 2))
 
     # -- the primitive ----------------------------------------------------------------------------------
     async def request(

@@ -98,7 +98,7 @@ def _encode(series: pd.Series, name: str) -> tuple[str, list[str | None]]:
         return str(dtype), [None if m else t for t, m in zip(texts.tolist(), mask, strict=True)]
     if isinstance(dtype, np.dtype) and dtype.kind == "O":
         return "json", _encode_json(series.tolist(), name)
-    values = series.to_numpy(dtype=object, na_value=None).tolist()
+    values = series.to_numpy(dtype=object, na_value=None).tolist()  # type: ignore[call-overload]  # na_value=None
     if pd.api.types.is_bool_dtype(dtype):
         return str(dtype), [None if v is None else ("True" if v else "False") for v in values]
     if pd.api.types.is_float_dtype(dtype):
@@ -183,7 +183,7 @@ def to_csv(df: pd.DataFrame, path_or_buf: Any = None, **kw: Any) -> str | None:
     writer.writerow(list(columns))
     writer.writerows(zip(*text.values(), strict=True))
     body = out.getvalue()
-    content = HEADER_PREFIX + json.dumps(meta, ensure_ascii=False) + lineterminator + body
+    content: str = HEADER_PREFIX + json.dumps(meta, ensure_ascii=False) + lineterminator + body
     if path_or_buf is None:
         return content
     if hasattr(path_or_buf, "write"):
@@ -217,14 +217,14 @@ def _decode(texts: np.ndarray, label: str, token: str, name: str) -> Any:
                     for v, m in zip(vals, mask, strict=True)
                 ]
             )
-        dtype = pd.api.types.pandas_dtype(label)
-        raw = [None if m else v for v, m in zip(vals, mask, strict=True)]
+        dtype: Any = pd.api.types.pandas_dtype(label)  # chosen at run time from the header's label
+        raw: list[Any] = [None if m else v for v, m in zip(vals, mask, strict=True)]
         if isinstance(dtype, pd.DatetimeTZDtype):
             return (
                 pd.to_datetime(raw, format="ISO8601", utc=True).tz_convert(dtype.tz).as_unit(dtype.unit).array
             )
         if isinstance(dtype, np.dtype) and dtype.kind == "M":
-            unit = np.datetime_data(dtype)[0]
+            unit: Any = np.datetime_data(dtype)[0]
             return pd.to_datetime(raw, format="ISO8601").as_unit(unit).array
         if pd.api.types.is_bool_dtype(dtype):
             bools = [None if v is None else v == "True" for v in raw]

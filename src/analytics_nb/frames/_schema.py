@@ -12,6 +12,8 @@ import numpy as np
 import pandas as pd
 from pydantic import BaseModel
 
+from analytics_nb.models import ActivityPage, Page, RecordingsPage
+
 __all__ = [
     "DTYPES",
     "KNOWN_COLUMNS",
@@ -144,7 +146,7 @@ def _bad_datetime(value: Any) -> bool:
 
 def as_records(records: Any, what: str) -> list[dict[str, Any]]:
     """Accept a list of wire dicts or models, or a page (dict or model) with ``results``; return dicts."""
-    if isinstance(records, BaseModel) and isinstance(getattr(records, "results", None), list):
+    if isinstance(records, Page | RecordingsPage | ActivityPage):
         records = records.results
     elif isinstance(records, Mapping) and isinstance(records.get("results"), list):
         records = records["results"]

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import pandas as pd
+
+if TYPE_CHECKING:
+    from analytics_nb.flags import FrameEvaluator
 
 from analytics_nb.simulation._definitions import Definitions
 from analytics_nb.simulation._errors import SimulationInputError
@@ -32,7 +35,9 @@ def check_group_mapping(sets: PropertySets, defs: Definitions) -> None:
             )
 
 
-def make_evaluator(sets: PropertySets, defs: Definitions, *, mode: str = "server") -> Any:
+def make_evaluator(
+    sets: PropertySets, defs: Definitions, *, mode: Literal["server", "sdk"] = "server"
+) -> FrameEvaluator:
     """A `FrameEvaluator` over the property sets; it caches hashes so what-if re-runs are fast."""
     from analytics_nb.flags import FrameEvaluator
 

@@ -6,7 +6,7 @@ import html
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import pandas as pd
 
@@ -100,7 +100,12 @@ class SimulationResult:
         )
 
     def crosstab(
-        self, flag: str, by: str, *, normalize: bool | str = False, margins: bool = False
+        self,
+        flag: str,
+        by: str,
+        *,
+        normalize: bool | Literal["all", "index", "columns"] = False,
+        margins: bool = False,
     ) -> pd.DataFrame:
         """Counts (or shares, ``normalize="index"``) of ``flag``'s values per value of property ``by``."""
         (key,) = self._keys([flag])
@@ -130,9 +135,17 @@ class SimulationResult:
         summary = self.summary()
         if len(summary):
             rows = "".join(
-                f"<tr><td>{html.escape(str(r.flag))}</td><td>{html.escape(str(r.value))}</td><td>{r.count}</td>"
-                f"<td>{html.escape(format_share(r.share, r.ci_low, r.ci_high))}</td></tr>"
-                for r in summary.itertuples(index=False)
+                f"<tr><td>{html.escape(str(flag))}</td><td>{html.escape(str(value))}</td><td>{count}</td>"
+                f"<td>{html.escape(format_share(share, low, high))}</td></tr>"
+                for flag, value, count, share, low, high in zip(
+                    summary["flag"],
+                    summary["value"],
+                    summary["count"],
+                    summary["share"].astype(float),
+                    summary["ci_low"].astype(float),
+                    summary["ci_high"].astype(float),
+                    strict=True,
+                )
             )
             parts.append(
                 "<table><thead><tr><th>flag</th><th>value</th><th>count</th>"
