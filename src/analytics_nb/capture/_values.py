@@ -20,6 +20,9 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
+from analytics_nb.wire import is_missing
+from analytics_nb.wire import uuid7 as new_uuid7
+
 __all__ = [
     "MISSING",
     "ColumnValues",
@@ -62,17 +65,6 @@ class ValueConversionError(ValueError):
 
 class NaiveTimestampError(ValueConversionError):
     """A datetime without a time zone while ``on_naive_timestamp="raise"``."""
-
-
-def is_missing(value: Any) -> bool:
-    """True for None, pd.NA, NaT and float/numpy NaN (not for empty strings or containers)."""
-    if value is None or value is pd.NA or value is pd.NaT:
-        return True
-    if isinstance(value, float | np.floating):
-        return math.isnan(value)
-    if isinstance(value, np.datetime64 | np.timedelta64):
-        return bool(np.isnat(value))
-    return False
 
 
 def iso_timestamp(value: Any, *, on_naive: NaivePolicy = "utc") -> str:
@@ -263,24 +255,6 @@ def convert_column(series: pd.Series, *, name: str = "", on_naive: NaivePolicy =
         else:
             values[i] = out
     return ColumnValues(values, None if present.all() else present, errors)
-
-
-_UUID_VERSION_7 = 0x7000
-_VARIANT = 0x8000000000000000
-
-
-def new_uuid7(ms: int | None = None, rand: bytes | None = None) -> str:
-    """A UUIDv7 (RFC 9562): 48-bit Unix milliseconds then random bits, so ids sort by creation time."""
-    if ms is None:
-        ms = time.time_ns() // 1_000_000
-    if rand is None:
-        rand = os.urandom(10)
-    r = int.from_bytes(rand, "big")
-    rand_a = (r >> 64) & 0xFFF
-    rand_b = r & 0x3FFFFFFFFFFFFFFF
-    value = (ms & 0xFFFFFFFFFFFF) << 80 | (_UUID_VERSION_7 | rand_a) << 64 | _VARIANT | rand_b
-    h = f"{value:032x}"
-    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 
 def new_uuids(n: int) -> list[str]:

@@ -8,13 +8,13 @@ import json
 import math
 import os
 import re
-from datetime import date, datetime
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from analytics_nb.frames._schema import KNOWN_COLUMNS, column, object_column
+from analytics_nb.wire import is_missing, json_default
 
 __all__ = ["HEADER_PREFIX", "read_csv", "to_csv"]
 
@@ -40,25 +40,7 @@ _NAT_MARK = "<NaT>"
 _JSON_MISSING = {_NA_MARK: pd.NA, _NAT_MARK: pd.NaT}
 
 
-def _missing(value: Any) -> bool:
-    return (
-        value is None or value is pd.NA or value is pd.NaT or (isinstance(value, float) and math.isnan(value))
-    )
-
-
-def _json_default(value: Any) -> Any:
-    if isinstance(value, pd.Timestamp | datetime | date):
-        return value.isoformat()
-    if isinstance(value, np.generic):
-        return value.item()
-    if isinstance(value, set | frozenset | tuple):
-        return list(value)
-    if isinstance(value, np.ndarray):
-        return value.tolist()
-    raise TypeError(f"{type(value).__name__} is not JSON serialisable")
-
-
-_JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=_json_default)
+_JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=json_default)
 
 
 def _encode_json(values: list[Any], name: str) -> list[str | None]:
@@ -102,10 +84,10 @@ def _encode(series: pd.Series, name: str) -> tuple[str, list[str | None]]:
     if pd.api.types.is_bool_dtype(dtype):
         return str(dtype), [None if v is None else ("True" if v else "False") for v in values]
     if pd.api.types.is_float_dtype(dtype):
-        return str(dtype), [None if _missing(v) else repr(float(v)) for v in values]
+        return str(dtype), [None if is_missing(v) else repr(float(v)) for v in values]
     if isinstance(dtype, pd.StringDtype):
         return str(dtype), values
-    return str(dtype), [None if _missing(v) else str(v) for v in values]
+    return str(dtype), [None if is_missing(v) else str(v) for v in values]
 
 
 def _na_token(texts: list[str | None]) -> str:
@@ -255,7 +237,7 @@ def _decode(texts: np.ndarray, label: str, token: str, name: str) -> Any:
 
 
 def _json_or_text(value: Any) -> Any:
-    if _missing(value):
+    if is_missing(value):
         return None
     if not isinstance(value, str):
         return value
@@ -273,7 +255,7 @@ def _infer_known(df: pd.DataFrame) -> pd.DataFrame:
         if kind is None:
             out[name] = df[name]
             continue
-        values = [None if _missing(v) else v for v in df[name].to_numpy(dtype=object).tolist()]
+        values = [None if is_missing(v) else v for v in df[name].to_numpy(dtype=object).tolist()]
         if kind == "json":
             values = [_json_or_text(v) for v in values]
         elif kind in ("str", "datetime"):
