@@ -13,6 +13,7 @@ from __future__ import annotations
 from analytics_nb.client._client import AnyApiClient, ApiClient, AsyncApiClient
 from analytics_nb.client._config import REGIONS, ClientConfig
 from analytics_nb.client._core import Core
+from analytics_nb.client._decide import decide_body
 from analytics_nb.client._pagination import MAX_PAGE_SIZE
 from analytics_nb.client._resources import FeatureFlags, Organizations, Playlists, Projects, Transformations
 
@@ -29,4 +30,5 @@ __all__ = [
     "Playlists",
     "Projects",
     "Transformations",
+    "decide_body",
 ]

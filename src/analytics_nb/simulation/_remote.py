@@ -14,7 +14,7 @@ from urllib.parse import urlsplit
 
 import pandas as pd
 
-from analytics_nb.client import Core
+from analytics_nb.client import Core, decide_body
 from analytics_nb.simulation._inputs import PropertySets
 from analytics_nb.simulation._output import build_frame
 
@@ -115,20 +115,16 @@ def parse_response(data: Any, *, detailed: bool) -> RemoteRow:
 def _request_body(
     token: str, request: dict[str, Any], flag_keys: list[str] | None = None
 ) -> tuple[dict[str, Any], str | None]:
-    body: dict[str, Any] = {"api_key": token, "distinct_id": request["distinct_id"]}
-    if flag_keys:
-        # only the flags asked for (and what they depend on) are evaluated by the service
-        body["flag_keys_to_evaluate"] = flag_keys
-    if request["person_properties"]:
-        body["person_properties"] = request["person_properties"]
-    if request["groups"]:
-        body["groups"] = request["groups"]
-    if request["group_properties"]:
-        body["group_properties"] = request["group_properties"]
     ip = request["ip"] or None
-    if ip is None:
-        # Without an ip the service would geolocate the caller's own address into every row.
-        body["geoip_disable"] = True
+    body = decide_body(
+        token,
+        request["distinct_id"],
+        groups=request["groups"] or None,
+        person_properties=request["person_properties"] or None,
+        group_properties=request["group_properties"] or None,
+        flag_keys=flag_keys,  # only these (and what they depend on) are evaluated by the service
+        geoip_disable=ip is None,  # else the service geolocates the caller's own address into every row
+    )
     return body, ip
 
 
