@@ -15,12 +15,13 @@ from typing import Any
 
 import pandas as pd
 
-from analytics_nb.capture._attribution import _plain, flag_columns, outcome_frame
+from analytics_nb.capture._attribution import _plain, flag_columns, flag_items, outcome_frame
 from analytics_nb.capture._bulk import acapture_frame
 from analytics_nb.capture._events import build_event
 from analytics_nb.capture._send import core_of, post_event, run_blocking
 from analytics_nb.capture._values import is_missing
 from analytics_nb.client import AnyApiClient, ApiClient, Core
+from analytics_nb.models import DecideResponse
 
 __all__ = [
     "FLAG_CALLED_CACHE_SIZE",
@@ -177,7 +178,7 @@ async def aflag_called(
     }
     kw["payload"] = payload
     kw["request_id"] = request_id
-    if hasattr(response, "feature_flags") and hasattr(response, "get_value"):
+    if isinstance(response, DecideResponse):
         response = _from_decide(response, key, kw)
     response = _plain(response)
     props = flag_called_properties(key, response, locally_evaluated=locally_evaluated, **kw)
@@ -238,13 +239,9 @@ def flag_called(
 def _definitions(flags: Any) -> dict[str, tuple[int | None, int | None]]:
     """key -> (id, version) from flag definitions given as ``flags=`` (keys alone carry neither)."""
     out: dict[str, tuple[int | None, int | None]] = {}
-    if flags is None or isinstance(flags, str):
-        return out
-    for item in flags:
-        if isinstance(item, Mapping) and "key" in item:
+    for item in flag_items(flags) or []:
+        if not isinstance(item, str):
             out[str(item["key"])] = (item.get("id"), item.get("version"))
-        elif hasattr(item, "key"):
-            out[str(item.key)] = (getattr(item, "id", None), getattr(item, "version", None))
     return out
 
 
