@@ -13,9 +13,12 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
+
+if TYPE_CHECKING:
+    from analytics_nb.session import Client
 
 __all__ = ["DEFAULT_OUT", "DemoSummary", "main", "run"]
 
@@ -62,14 +65,14 @@ def _write_csv(summary: DemoSummary, df: pd.DataFrame, name: str) -> Path:
     return path
 
 
-def _playlists(client: Any, summary: DemoSummary) -> None:
+def _playlists(client: Client, summary: DemoSummary) -> None:
     playlists = client.playlists.frame()
     _write_csv(summary, playlists, "playlists.csv")
     collections = playlists[playlists["type"] == "collection"]
     counts = collections["recordings_counts"].map(
         lambda c: ((c or {}).get("collection") or {}).get("count") or 0
     )
-    biggest = collections.loc[counts.idxmax()] if len(collections) else None
+    biggest = collections.iloc[int(counts.to_numpy().argmax())] if len(collections) else None
     text = f"{len(playlists)} playlists ({len(collections)} collections)"
     if biggest is not None:
         recordings = client.playlists.recordings_frame(biggest["short_id"])
@@ -78,7 +81,7 @@ def _playlists(client: Any, summary: DemoSummary) -> None:
     summary.add("playlists", text)
 
 
-def _transformations(client: Any, summary: DemoSummary) -> None:
+def _transformations(client: Client, summary: DemoSummary) -> None:
     from analytics_nb.frames import transformations_frame
 
     plugins = client.transformations.frame()
@@ -113,7 +116,7 @@ def _chart(result: Any, summary: DemoSummary) -> None:
     summary.files.append(path)
 
 
-def _flags(client: Any, summary: DemoSummary) -> Any:
+def _flags(client: Client, summary: DemoSummary) -> Any:
     from analytics_nb.simulation import WhatIf, grid, with_rollout
 
     sets = grid({"country": ["US", "DE", "FR"], "plan": ["free", "pro"]}, ids_per_cell=50, seed=0)
@@ -121,9 +124,11 @@ def _flags(client: Any, summary: DemoSummary) -> Any:
     result.to_csv(summary.out / "simulation.csv")
     summary.files.append(summary.out / "simulation.csv")
     _write_csv(summary, result.summary(), "simulation_summary.csv")
-    _write_csv(summary, result.agreement, "simulation_agreement.csv")
-    agree = int(result.agreement["agree"].sum())
-    total = int(result.agreement["rows"].sum())
+    agreement = result.agreement
+    assert agreement is not None  # engine="both" compares the engines
+    _write_csv(summary, agreement, "simulation_agreement.csv")
+    agree = int(agreement["agree"].sum())
+    total = int(agreement["rows"].sum())
     summary.add(
         "flag simulation",
         f"{len(sets)} property sets x {len(SIMULATED_FLAGS)} flags; remote decide and the local engine "
@@ -146,7 +151,7 @@ def _flags(client: Any, summary: DemoSummary) -> Any:
     return sets
 
 
-def _attribution(client: Any, sets: pd.DataFrame, summary: DemoSummary) -> None:
+def _attribution(client: Client, sets: pd.DataFrame, summary: DemoSummary) -> None:
     from analytics_nb.capture import attribute
 
     people = sets.iloc[::10].reset_index(drop=True)  # one person in ten of the grid
