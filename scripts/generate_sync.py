@@ -262,7 +262,7 @@ def render(output: Output) -> str:
     for wrap in output.wraps:
         tree = ast.parse((SRC / wrap.source).read_text(encoding="utf-8"))
         imports = _Imports(wrap.source, tree)
-        imports.origin.setdefault("LoopThread", ("analytics_nb.client._loop", "LoopThread"))
+        imports.origin.setdefault("LoopThread", ("analytics_nb.client", "LoopThread"))
         imports.type_only.add("LoopThread")
         classes = {n.name: n for n in tree.body if isinstance(n, ast.ClassDef)}
         lines, annotation_names, default_names = _class(wrap, classes[wrap.async_class])

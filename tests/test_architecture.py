@@ -98,6 +98,20 @@ def test_no_part_imports_a_part_to_its_right(part: str) -> None:
     assert {k: v for k, v in offenders.items() if v} == {}
 
 
+def test_parts_use_each_others_public_names_only() -> None:
+    """``from analytics_nb.<other part>._private import x`` reaches behind a part's interface."""
+    offenders = []
+    for path in PACKAGE.rglob("*.py"):
+        part = path.relative_to(PACKAGE).parts[0].removesuffix(".py")
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                bits = node.module.split(".")
+                private = len(bits) > 2 and bits[2].startswith("_")
+                if bits[0] == "analytics_nb" and private and bits[1] != part:
+                    offenders.append(f"{path.relative_to(PACKAGE)}: {node.module}")
+    assert offenders == []
+
+
 def test_the_parts_form_a_dag_counting_imports_inside_functions() -> None:
     graph = _graph()
     state: dict[str, str] = {}

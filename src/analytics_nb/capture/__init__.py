@@ -31,7 +31,7 @@ from analytics_nb.capture._flag_called import (
     flag_called_frame,
     flag_called_properties,
 )
-from analytics_nb.capture._values import json_value, new_uuid7
+from analytics_nb.capture._values import NaivePolicy, json_value, new_uuid7
 
 __all__ = [
     "DEFAULT_BATCH_BYTES",
@@ -41,6 +41,7 @@ __all__ = [
     "MAX_REQUEST_BYTES",
     "EventError",
     "FlagCalledCache",
+    "NaivePolicy",
     "acapture_event",
     "acapture_frame",
     "aflag_called",

@@ -33,8 +33,7 @@ from analytics_nb.capture._send import (
     run_blocking,
 )
 from analytics_nb.capture._values import NaivePolicy, is_missing
-from analytics_nb.client import AnyApiClient, ApiClient
-from analytics_nb.client._progress import progress_enabled
+from analytics_nb.client import AnyApiClient, ApiClient, progress_enabled
 from analytics_nb.errors import (
     AuthenticationError,
     PermissionDeniedError,

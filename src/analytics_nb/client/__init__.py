@@ -14,7 +14,9 @@ from analytics_nb.client._client import AnyApiClient, ApiClient, AsyncApiClient
 from analytics_nb.client._config import REGIONS, ClientConfig
 from analytics_nb.client._core import Core
 from analytics_nb.client._decide import decide_body
+from analytics_nb.client._loop import LoopThread
 from analytics_nb.client._pagination import MAX_PAGE_SIZE
+from analytics_nb.client._progress import progress_bar, progress_enabled
 from analytics_nb.client._resources import FeatureFlags, Organizations, Playlists, Projects, Transformations
 
 __all__ = [
@@ -26,9 +28,12 @@ __all__ = [
     "ClientConfig",
     "Core",
     "FeatureFlags",
+    "LoopThread",
     "Organizations",
     "Playlists",
     "Projects",
     "Transformations",
     "decide_body",
+    "progress_bar",
+    "progress_enabled",
 ]

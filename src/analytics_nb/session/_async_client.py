@@ -8,12 +8,12 @@ from typing import TYPE_CHECKING, Any, Literal, Self
 
 from analytics_nb.capture import (
     DEFAULT_BATCH_BYTES,
+    NaivePolicy,
     acapture_event,
     acapture_frame,
     aflag_called,
     aflag_called_frame,
 )
-from analytics_nb.capture._values import NaivePolicy
 from analytics_nb.client import AsyncApiClient
 from analytics_nb.embedded import connect_sandbox
 from analytics_nb.simulation import Engine, SimulationResult, asimulate

@@ -15,8 +15,8 @@ if TYPE_CHECKING:
 
     import pandas as pd
 
-    from analytics_nb.capture._values import NaivePolicy
-    from analytics_nb.client._loop import LoopThread
+    from analytics_nb.capture import NaivePolicy
+    from analytics_nb.client import LoopThread
     from analytics_nb.flags import FrameEvaluator
     from analytics_nb.session._async_client import AsyncClient
     from analytics_nb.simulation import Engine, SimulationResult

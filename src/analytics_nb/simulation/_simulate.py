@@ -25,8 +25,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import pandas as pd
 
-from analytics_nb.client import AnyApiClient, ApiClient, AsyncApiClient, Core, FeatureFlags
-from analytics_nb.client._progress import progress_bar
+from analytics_nb.client import AnyApiClient, ApiClient, AsyncApiClient, Core, FeatureFlags, progress_bar
 from analytics_nb.errors import PostHogError
 from analytics_nb.simulation._compare import compare
 from analytics_nb.simulation._definitions import Definitions, flag_references, live_flags, load_definitions
