@@ -16,6 +16,7 @@ import pandas as pd
 
 from analytics_nb.simulation._errors import SimulationInputError
 from analytics_nb.wire import is_missing
+from analytics_nb.wire import plain_value as json_value
 
 __all__ = ["PropertySets", "is_missing", "json_value", "normalise_property_sets"]
 
@@ -52,17 +53,6 @@ _SAFE_INFERRED = {
     "timedelta64",
 }
 _MAX_LISTED = 5
-
-
-def json_value(value: Any) -> Any:
-    """A cell as a JSON-ready Python value (numpy scalars unwrapped, datetimes as ISO text)."""
-    if isinstance(value, np.generic):
-        value = value.item()
-    if isinstance(value, datetime | date | time):
-        return value.isoformat()
-    if isinstance(value, Decimal):
-        return float(value)
-    return value
 
 
 @dataclass

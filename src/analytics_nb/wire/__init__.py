@@ -8,8 +8,8 @@ sandbox (which must not import the client) all share these instead of keeping th
 from __future__ import annotations
 
 from analytics_nb.wire._ids import uuid7
-from analytics_nb.wire._json import json_default
+from analytics_nb.wire._json import json_default, plain_value
 from analytics_nb.wire._missing import is_missing
 from analytics_nb.wire._secrets import KEY_PATTERN, redact
 
-__all__ = ["KEY_PATTERN", "is_missing", "json_default", "redact", "uuid7"]
+__all__ = ["KEY_PATTERN", "is_missing", "json_default", "plain_value", "redact", "uuid7"]

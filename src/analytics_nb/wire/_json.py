@@ -3,13 +3,26 @@
 from __future__ import annotations
 
 import datetime as dt
+import decimal
 from typing import Any
 
 import numpy as np
 
 from analytics_nb.wire._missing import is_missing
 
-__all__ = ["json_default"]
+__all__ = ["json_default", "plain_value"]
+
+
+def plain_value(value: Any) -> Any:
+    """``value`` as a JSON-ready Python value: numpy scalars unwrapped, datetimes/dates/times as ISO 8601
+    text, ``Decimal`` as float; anything else unchanged."""
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, dt.datetime | dt.date | dt.time):
+        return value.isoformat()
+    if isinstance(value, decimal.Decimal):
+        return float(value)
+    return value
 
 
 def json_default(value: Any) -> Any:
@@ -17,10 +30,8 @@ def json_default(value: Any) -> Any:
     values, sets and tuples as lists, missing values (NA, NaT) as null; anything else raises ``TypeError``."""
     if is_missing(value):
         return None
-    if isinstance(value, dt.datetime | dt.date | dt.time):
-        return value.isoformat()
-    if isinstance(value, np.generic):
-        return value.item()
+    if isinstance(value, np.generic | dt.datetime | dt.date | dt.time | decimal.Decimal):
+        return plain_value(value)
     if isinstance(value, np.ndarray):
         return value.tolist()
     if isinstance(value, set | frozenset | tuple):
