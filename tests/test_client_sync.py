@@ -17,8 +17,9 @@ from analytics_nb.models import Playlist
 
 
 def _client(sb: Any, **kw: Any) -> Client:
-    return Client(sb.url, personal_api_key=sb.personal_api_key, project_api_key=sb.project_api_key,
-                  progress=False, **kw)
+    return Client(
+        sb.url, personal_api_key=sb.personal_api_key, project_api_key=sb.project_api_key, progress=False, **kw
+    )
 
 
 @pytest.fixture(scope="module")
@@ -48,8 +49,10 @@ def test_the_same_sync_client_is_usable_from_several_loops_and_threads(client: C
 
     assert asyncio.run(cell()) == expected
     results: list[Any] = []
-    threads = [threading.Thread(target=lambda: results.append([p.id for p in client.playlists.list()]))
-               for _ in range(3)]
+    threads = [
+        threading.Thread(target=lambda: results.append([p.id for p in client.playlists.list()]))
+        for _ in range(3)
+    ]
     for t in threads:
         t.start()
     for t in threads:
@@ -121,8 +124,9 @@ def test_client_side_rate_limit_is_applied_to_playlists(sandbox: Any) -> None:
     assert len(stamps[("default", 60.0)]) >= 1
 
 
-def test_progress_bar_shows_on_multi_page_listing(sandbox: Any, capsys: pytest.CaptureFixture[str],
-                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+def test_progress_bar_shows_on_multi_page_listing(
+    sandbox: Any, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.delenv("TQDM_DISABLE", raising=False)
     with Client(sandbox.url, personal_api_key=sandbox.personal_api_key, progress=True) as c:
         c.playlists.list(page_size=10)
@@ -213,3 +217,42 @@ def test_async_client_capture_forwards_groups(empty_sandbox: Any) -> None:
     uuid = asyncio.run(main())
     events = empty_sandbox.events().set_index("uuid")
     assert events.loc[uuid, "properties"]["$groups"] == {"team": "core"}
+
+
+def test_plain_functions_take_a_sync_client_and_name_the_async_twin(empty_sandbox: Any) -> None:
+    """No function returns "a result or a coroutine": an AsyncClient is told which coroutine to await."""
+    import pandas as pd
+
+    from analytics_nb import simulate
+    from analytics_nb.capture import capture_event, capture_frame, flag_called
+
+    events = pd.DataFrame({"event": ["e"], "distinct_id": ["u1"]})
+    ac = AsyncClient(empty_sandbox.url, project_api_key=empty_sandbox.project_api_key, progress=False)
+    with pytest.raises(TypeError, match="acapture_frame"):
+        capture_frame(ac, events)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="acapture_event"):
+        capture_event(ac, "e", "u1")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="aflag_called"):
+        flag_called(ac, "u1", "beta", True)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="asimulate"):
+        simulate(pd.DataFrame({"distinct_id": ["u1"]}), client=ac)  # type: ignore[arg-type]
+    asyncio.run(ac.close())
+    assert len(empty_sandbox.events()) == 0  # nothing was sent
+
+
+def test_async_client_methods_are_coroutines_with_the_sync_signature(empty_sandbox: Any) -> None:
+    import inspect
+
+    import pandas as pd
+
+    assert inspect.iscoroutinefunction(AsyncClient.capture_frame)
+    assert inspect.signature(AsyncClient.simulate).parameters == inspect.signature(Client.simulate).parameters
+
+    async def main() -> list[bool]:
+        async with AsyncClient(
+            empty_sandbox.url, project_api_key=empty_sandbox.project_api_key, progress=False
+        ) as ac:
+            report = await ac.capture_frame(pd.DataFrame({"event": ["e1", "e2"], "distinct_id": ["a", "b"]}))
+            return list(report["status"] == "sent")
+
+    assert asyncio.run(main()) == [True, True]
