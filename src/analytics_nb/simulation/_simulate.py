@@ -10,8 +10,9 @@ A straight pipeline, each step a function of the previous steps' values (nothing
 5. ``_local`` and ``_remote``: the two evaluations, peers over the same prepared input;
 6. ``_result``: compare them (engine "both") and build the `SimulationResult`.
 
-``simulate`` without a client runs steps 1-6 with no event loop (there is nothing to await); with a sync
-``Client`` it runs the async pipeline on the client's loop; ``asimulate`` is the pipeline for async code.
+Steps 1-2 run in the caller's thread. ``simulate`` without a client runs the rest with no event loop (there
+is nothing to await); with a sync ``Client`` steps 3-6 (``_evaluate``) run on the client's loop;
+``asimulate`` awaits them on the caller's loop.
 """
 
 from __future__ import annotations
@@ -333,27 +334,14 @@ def _result(
 # -- the entry points -----------------------------------------------------------------------------------
 
 
-async def _pipeline(
-    property_sets: Any, definitions: Any, core: Core | None, **options: Any
+async def _evaluate(
+    options: SimulationOptions, sets: PropertySets, given: Definitions | None, core: Core, started: float
 ) -> SimulationResult:
-    started = time.perf_counter()
-    checked = check_options(core=core, has_definitions=definitions is not None, **options)
-    sets = normalise_property_sets(property_sets)
-    defs = _given(definitions)
-    if core is not None:
-        defs = await _definitions(checked, defs, core)
-    prepared = _prepare(checked, sets, defs)
-    local = _local(prepared) if checked.local else None
-    remote = await _remote(prepared, core) if checked.remote and core is not None else None
+    """Steps 3-6 with a client: definitions, prepare, the two evaluations, the result."""
+    prepared = _prepare(options, sets, await _definitions(options, given, core))
+    local = _local(prepared) if options.local else None
+    remote = await _remote(prepared, core) if options.remote else None
     return _result(prepared, local, remote, started)
-
-
-def _local_only(property_sets: Any, definitions: Any, **options: Any) -> SimulationResult:
-    """The pipeline without a client: local evaluation over the given definitions, nothing to await."""
-    started = time.perf_counter()
-    checked = check_options(core=None, has_definitions=definitions is not None, **options)
-    prepared = _prepare(checked, normalise_property_sets(property_sets), _given(definitions))
-    return _result(prepared, _local(prepared), None, started)
 
 
 def simulate(
@@ -378,25 +366,32 @@ def simulate(
     (4 against a loopback host such as the sandbox, where the CPU, not the round trip, is the limit).
     With an `AsyncClient` use ``await asimulate(..., client=aclient)`` or ``await aclient.simulate(...)``.
     """
-    options: dict[str, Any] = {
-        "flags": flags,
-        "engine": engine,
-        "mode": mode,
-        "concurrency": concurrency,
-        "progress": progress,
-        "payloads": payloads,
-        "reasons": reasons,
-        "evaluator": evaluator,
-        "group_type_mapping": group_type_mapping,
-    }
-    if client is None:
-        return _local_only(property_sets, definitions, **options)
-    if isinstance(client, ApiClient):
-        # the same flow on the client's own loop thread (never asyncio.run in a Jupyter cell)
-        return client.run(_pipeline(property_sets, definitions, client.core, **options))
     if isinstance(client, AsyncApiClient):
         raise TypeError("client= is an AsyncClient: use `await asimulate(..., client=client)` in async code.")
-    raise TypeError(f"client= must be an analytics_nb Client, got {type(client).__name__}.")
+    if client is not None and not isinstance(client, ApiClient):
+        raise TypeError(f"client= must be an analytics_nb Client, got {type(client).__name__}.")
+    started = time.perf_counter()
+    core = None if client is None else client.core
+    options = check_options(
+        engine=engine,
+        mode=mode,
+        flags=flags,
+        concurrency=concurrency,
+        progress=progress,
+        payloads=payloads,
+        reasons=reasons,
+        group_type_mapping=group_type_mapping,
+        evaluator=evaluator,
+        core=core,
+        has_definitions=definitions is not None,
+    )
+    sets = normalise_property_sets(property_sets)
+    given = _given(definitions)
+    if client is None:  # local only: nothing to await, so no event loop at all
+        prepared = _prepare(options, sets, given)
+        return _result(prepared, _local(prepared), None, started)
+    # the I/O steps on the client's own loop thread (never asyncio.run in a Jupyter cell)
+    return client.run(_evaluate(options, sets, given, client.core, started))
 
 
 async def asimulate(
@@ -415,24 +410,45 @@ async def asimulate(
     group_type_mapping: dict[str, str] | None = None,
 ) -> SimulationResult:
     """`simulate` for async code and `AsyncClient`: the decide requests run on the caller's event loop."""
-    options: dict[str, Any] = {
-        "flags": flags,
-        "engine": engine,
-        "mode": mode,
-        "concurrency": concurrency,
-        "progress": progress,
-        "payloads": payloads,
-        "reasons": reasons,
-        "evaluator": evaluator,
-        "group_type_mapping": group_type_mapping,
-    }
     if isinstance(client, ApiClient):
         # A sync Client awaited from async code: its calls block, so run them off this loop.
         return await asyncio.to_thread(
-            simulate, property_sets, client=client, definitions=definitions, **options
+            simulate,
+            property_sets,
+            flags,
+            engine,
+            client=client,
+            definitions=definitions,
+            mode=mode,
+            concurrency=concurrency,
+            progress=progress,
+            payloads=payloads,
+            reasons=reasons,
+            evaluator=evaluator,
+            group_type_mapping=group_type_mapping,
         )
     if client is not None and not isinstance(client, AsyncApiClient):
         raise TypeError(
             f"client= must be an analytics_nb Client or AsyncClient, got {type(client).__name__}."
         )
-    return await _pipeline(property_sets, definitions, None if client is None else client.core, **options)
+    started = time.perf_counter()
+    core = None if client is None else client.core
+    options = check_options(
+        engine=engine,
+        mode=mode,
+        flags=flags,
+        concurrency=concurrency,
+        progress=progress,
+        payloads=payloads,
+        reasons=reasons,
+        group_type_mapping=group_type_mapping,
+        evaluator=evaluator,
+        core=core,
+        has_definitions=definitions is not None,
+    )
+    sets = normalise_property_sets(property_sets)
+    given = _given(definitions)
+    if core is None:
+        prepared = _prepare(options, sets, given)
+        return _result(prepared, _local(prepared), None, started)
+    return await _evaluate(options, sets, given, core, started)
