@@ -14,7 +14,8 @@ import pytest
 
 import analytics_nb
 from analytics_nb.frames import read_csv, to_csv
-from analytics_nb.wire import is_missing, json_default, redact, uuid7
+from analytics_nb.wire import redact, uuid7
+from analytics_nb.wire.cells import is_missing, json_default
 
 PACKAGE = Path(analytics_nb.__file__).parent
 
@@ -43,7 +44,7 @@ def test_each_concept_is_defined_once() -> None:
             if isinstance(node, ast.FunctionDef) and node.name in CONCEPTS:
                 found.setdefault(node.name, []).append(str(rel))
     assert found == {
-        "is_missing": ["wire/_missing.py"],
+        "is_missing": ["wire/cells.py"],
         "uuid7": ["wire/_ids.py"],
         "redact": ["wire/_secrets.py"],
     }
@@ -98,3 +99,12 @@ def test_uuid7_is_version_7_and_sorts_by_time() -> None:
 def test_redact_hides_every_kind_of_key_and_given_secrets() -> None:
     text = "phx_abcdefgh phc_abcdefgh pha_abcdefgh phs_abcdefgh token=s3cret-value"
     assert redact(text, ["s3cret-value"]) == "phx_*** phc_*** pha_*** phs_*** token=***"
+
+
+def test_the_client_and_errors_load_without_pandas() -> None:
+    import subprocess
+    import sys
+
+    code = "import sys, analytics_nb.client, analytics_nb.errors; print('pandas' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout
+    assert out.strip() == "False"

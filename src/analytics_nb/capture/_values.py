@@ -20,8 +20,8 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from analytics_nb.wire import is_missing
 from analytics_nb.wire import uuid7 as new_uuid7
+from analytics_nb.wire.cells import is_missing
 
 __all__ = [
     "MISSING",

@@ -28,7 +28,6 @@ from analytics_nb.errors import (
     parse_retry_after,
     redact,
 )
-from analytics_nb.wire import json_default
 
 __all__ = ["Core", "RateLimiter", "encode_json"]
 
@@ -107,6 +106,8 @@ def _finite(value: Any) -> Any:
 
 def encode_json(body: Any) -> bytes:
     """JSON-encode a request body; NaN/NA become null, timestamps ISO 8601, numpy scalars plain numbers."""
+    from analytics_nb.wire.cells import json_default  # numpy and pandas load with the first JSON body
+
     try:
         text = json.dumps(body, default=json_default, allow_nan=False, separators=(",", ":"))
     except ValueError:

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from analytics_nb.frames._schema import KNOWN_COLUMNS, column, object_column
-from analytics_nb.wire import is_missing, json_default
+from analytics_nb.wire.cells import is_missing, json_default
 
 __all__ = ["HEADER_PREFIX", "read_csv", "to_csv"]
 

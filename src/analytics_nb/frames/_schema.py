@@ -12,7 +12,7 @@ import pandas as pd
 from pydantic import BaseModel
 
 from analytics_nb.models import ActivityPage, Page, RecordingsPage
-from analytics_nb.wire import is_missing
+from analytics_nb.wire.cells import is_missing
 
 __all__ = [
     "DTYPES",

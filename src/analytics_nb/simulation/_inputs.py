@@ -15,8 +15,8 @@ import numpy as np
 import pandas as pd
 
 from analytics_nb.simulation._errors import SimulationInputError
-from analytics_nb.wire import is_missing
-from analytics_nb.wire import plain_value as json_value
+from analytics_nb.wire.cells import is_missing
+from analytics_nb.wire.cells import plain_value as json_value
 
 __all__ = ["PropertySets", "is_missing", "json_value", "normalise_property_sets"]
 

@@ -1,5 +1,6 @@
-"""How values travel: the one missing-value test, the one JSON encoding of Python/numpy/pandas values, UUIDv7
-event ids and API-key redaction.
+"""How values travel: UUIDv7 event ids and API-key redaction here; the one missing-value test and the one
+JSON encoding of pandas/numpy values in ``analytics_nb.wire.cells`` (which needs pandas, so it is imported on
+its own).
 
 The lowest part: it imports nothing else from the package, so the client, capture, simulation, frames and the
 sandbox (which must not import the client) all share these instead of keeping their own copies.
@@ -8,8 +9,6 @@ sandbox (which must not import the client) all share these instead of keeping th
 from __future__ import annotations
 
 from analytics_nb.wire._ids import uuid7
-from analytics_nb.wire._json import json_default, plain_value
-from analytics_nb.wire._missing import is_missing
 from analytics_nb.wire._secrets import KEY_PATTERN, redact
 
-__all__ = ["KEY_PATTERN", "is_missing", "json_default", "plain_value", "redact", "uuid7"]
+__all__ = ["KEY_PATTERN", "redact", "uuid7"]

@@ -1,16 +1,31 @@
-"""The one JSON encoding of what pandas and numpy put in records (``json.dumps(default=json_default)``)."""
+"""Cell values as pandas and numpy hold them: the one missing-value test and the one JSON encoding.
+
+A public submodule (not re-exported by ``analytics_nb.wire``) because it needs numpy and pandas, and
+``import analytics_nb.client`` / ``analytics_nb.errors`` must not load them.
+"""
 
 from __future__ import annotations
 
 import datetime as dt
 import decimal
+import math
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
-from analytics_nb.wire._missing import is_missing
+__all__ = ["is_missing", "json_default", "plain_value"]
 
-__all__ = ["json_default", "plain_value"]
+
+def is_missing(value: Any) -> bool:
+    """True for None, pd.NA, NaT (pandas or numpy) and float/numpy NaN; not for empty text or containers."""
+    if value is None or value is pd.NA or value is pd.NaT:
+        return True
+    if isinstance(value, float | np.floating):
+        return math.isnan(value)
+    if isinstance(value, np.datetime64 | np.timedelta64):
+        return bool(np.isnat(value))
+    return False
 
 
 def plain_value(value: Any) -> Any:
