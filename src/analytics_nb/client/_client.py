@@ -76,6 +76,7 @@ class _Common:
     """What both clients share: configuration, ``from_env``, the repr, close callbacks."""
 
     _config: ClientConfig
+    _core: Core
     _on_close: list[Callable[[], Any]]
     sandbox_server: Any = None
     """The embedded sandbox this client owns (``Client.sandbox()``), else None."""
@@ -119,10 +120,9 @@ class _Common:
         return self._core
 
     def on_close(self, callback: Callable[[], Any]) -> None:
-        """Run ``callback`` (in a worker thread) when the client is closed, e.g. to stop a sandbox it owns."""
+        """Run ``callback`` when the client is closed (``AsyncClient``: in a worker thread), e.g. to stop a
+        sandbox it owns."""
         self._on_close.append(callback)
-
-    _core: Core
 
 
 class AsyncApiClient(_Common):
