@@ -135,7 +135,10 @@ def test_local_run_from_typed_rows_fills_result_table_and_bars() -> None:
     shares = _shares(sim.results_view.bars.value)
     assert shares.keys() == {"off", "half", "exp"}
     assert all(abs(total - 1.0) < 1e-3 for total in shares.values())
-    assert sim.run_bar.progress.value == sim.run_bar.progress.max == 40 and sim.run_bar.progress.bar_style == "success"
+    assert (
+        sim.run_bar.progress.value == sim.run_bar.progress.max == 40
+        and sim.run_bar.progress.bar_style == "success"
+    )
     assert "Done: 40 property sets" in sim.status_text
 
 
@@ -204,7 +207,10 @@ def test_whatif_rollout_and_weights_show_the_moves() -> None:
     moves = sim.moves.set_index(["flag", "from", "to"])["count"]
     assert moves[("half", False, True)] == base_off
     assert moves[("exp", "control", "test")] > 0
-    assert "What-if moves" in sim.results_view.moves.value and "half: condition 1 at 100%" in sim.results_view.moves.value
+    assert (
+        "What-if moves" in sim.results_view.moves.value
+        and "half: condition 1 at 100%" in sim.results_view.moves.value
+    )
     # the current definitions are untouched: resetting gives the original outcome again
     sim.whatif_view.reset_button.click()
     assert sim.whatif_edits() == {}

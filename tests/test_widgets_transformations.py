@@ -37,7 +37,10 @@ def test_lists_transformations_and_opens_their_source(sandbox: Any, client: Clie
     assert str(first.name) in browser.list_view.table.value
     browser.list_view.picker.value = first.id
     assert browser.selected.id == first.id
-    assert browser.source_view.file_picker.options and browser.source_view.file_picker.value == sorted(browser.sources)[0]
+    assert (
+        browser.source_view.file_picker.options
+        and browser.source_view.file_picker.value == sorted(browser.sources)[0]
+    )
     assert browser.source_view.editor.value == (browser.sources[browser.source_view.file_picker.value] or "")
     sources = browser.sources_frame
     assert (
