@@ -84,6 +84,9 @@ def _assert_fits(panel: Panel) -> None:
     assert root.layout.width == "100%" and root.layout.max_width == "100%"
     for widget in _walk(root):
         layout = widget.layout
+        if isinstance(widget, w.VBox):  # a px flex basis in a column would squeeze a child's height
+            for child in widget.children:
+                assert "px" not in (child.layout.flex or ""), f"{child} is squeezed in a column"
         if isinstance(widget, w.HBox):
             assert "wrap" in (layout.flex_flow or ""), f"a row that cannot wrap: {widget}"
         width, cap = _px(layout.width), _px(layout.max_width)

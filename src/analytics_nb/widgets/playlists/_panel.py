@@ -25,7 +25,7 @@ from analytics_nb.widgets.playlists._filter_bar import FilterBar
 from analytics_nb.widgets.playlists._form import PlaylistForm
 from analytics_nb.widgets.playlists._recordings import RecordingsView
 from analytics_nb.widgets.playlists._table import PlaylistTable, playlist_label
-from analytics_nb.widgets.views import ConfirmRow, column, row
+from analytics_nb.widgets.views import ConfirmRow, column, columns
 
 __all__ = ["PlaylistEditor"]
 
@@ -78,12 +78,7 @@ class PlaylistEditor(Panel):
             self.filter_bar.root,
             self.table_view.root,
             self.status.line,
-            row(
-                column(self.form.root, self.confirm.root),
-                self.recordings_view.root,
-                align_items="flex-start",
-                width="100%",
-            ),
+            columns(column(self.form.root, self.confirm.root), self.recordings_view.root),
             self.extras,
             self.status.log,
         ]

@@ -75,7 +75,6 @@ class PlaylistTable:
             self.table,
             row(self.picker, row(self.prev, self.page_label, self.next)),
             css_class="anb-table",
-            flex="0 0 auto",
         )
 
     # ---- state ----------------------------------------------------------------------------------

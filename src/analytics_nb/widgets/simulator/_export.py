@@ -83,7 +83,6 @@ class ExportView:
             row(self.filename, self.export, self.link),
             row(self.server_path, self.label),
             css_class="anb-export",
-            flex="0 0 auto",
         )
 
     def target(self, path: str | Path | None) -> Path | None:

@@ -25,7 +25,7 @@ from analytics_nb.widgets.simulator._property_sets import PropertySetsView
 from analytics_nb.widgets.simulator._results import ResultsView
 from analytics_nb.widgets.simulator._run_bar import ENGINES, RunBar
 from analytics_nb.widgets.simulator._whatif import WhatIfView, describe_edits
-from analytics_nb.widgets.views import column, row
+from analytics_nb.widgets.views import column, columns
 
 __all__ = ["FlagSimulator"]
 
@@ -70,11 +70,9 @@ class FlagSimulator(Panel):
         )
         self.root.children = [
             self._heading(),
-            row(
+            columns(
                 self.sets_view.root,
                 column(self.flag_picker.root, self.run_bar.root, css_class="anb-controls"),
-                align_items="flex-start",
-                width="100%",
             ),
             self.whatif_view.root,
             self.status.line,

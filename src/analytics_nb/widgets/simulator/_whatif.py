@@ -64,7 +64,6 @@ class WhatIfView:
             self.box,
             self.reset_button,
             css_class="anb-whatif",
-            flex="0 0 auto",
         )
 
     @property

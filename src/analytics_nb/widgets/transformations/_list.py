@@ -49,9 +49,7 @@ class TransformationList:
         self.refresh.on_click(lambda _b: on_refresh())
         self.updates.on_click(lambda _b: on_updates())
         self.controls: list[w.Widget] = [self.picker, self.refresh, self.updates]
-        self.root = column(
-            row(self.picker, self.refresh, self.updates), self.table, css_class="anb-tlist", flex="0 0 auto"
-        )
+        self.root = column(row(self.picker, self.refresh, self.updates), self.table, css_class="anb-tlist")
 
     @property
     def frame(self) -> pd.DataFrame:

@@ -33,9 +33,7 @@ class SourceEditor:
         )
         self.save.on_click(lambda _b: on_save())
         self.controls: list[w.Widget] = [self.file_picker, self.save]
-        self.root = column(
-            row(self.file_picker, self.save), self.editor, css_class="anb-source-view", flex="0 0 auto"
-        )
+        self.root = column(row(self.file_picker, self.save), self.editor, css_class="anb-source-view")
 
     @property
     def filename(self) -> str | None:

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from analytics_nb.widgets.views._confirm import ConfirmRow
 from analytics_nb.widgets.views._json_editor import JsonEditor
-from analytics_nb.widgets.views._layout import column, fill, row
+from analytics_nb.widgets.views._layout import column, columns, fill, row
 from analytics_nb.widgets.views._status import StatusBar
 from analytics_nb.widgets.views._table import frame_html
 
-__all__ = ["ConfirmRow", "JsonEditor", "StatusBar", "column", "fill", "frame_html", "row"]
+__all__ = ["ConfirmRow", "JsonEditor", "StatusBar", "column", "columns", "fill", "frame_html", "row"]

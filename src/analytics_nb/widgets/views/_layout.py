@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import ipywidgets as w
 
-__all__ = ["MAX_INPUT", "column", "fill", "row"]
+__all__ = ["MAX_INPUT", "column", "columns", "fill", "row"]
 
 #: The widest an input gets: narrower than the ~900 px a notebook cell has at a 1280-px window.
 MAX_INPUT = "560px"
@@ -31,9 +31,22 @@ def row(*children: w.Widget, css_class: str | None = None, **kw: str) -> w.HBox:
 
 
 def column(*children: w.Widget, css_class: str | None = None, **kw: str) -> w.VBox:
-    """A vertical box that may shrink below its content's natural width (so a row around it can wrap)."""
-    layout = {"min_width": "0", "max_width": "100%", "flex": "1 1 320px", **kw}
+    """A vertical box as tall as its content, never wider than its parent."""
+    layout = {"min_width": "0", "max_width": "100%", "flex": "0 0 auto", **kw}
     box = w.VBox(list(children), layout=w.Layout(**layout))
     if css_class:
         box.add_class(css_class)
     return box
+
+
+def columns(*children: w.Widget, css_class: str | None = None) -> w.HBox:
+    """Views side by side, each at least ``COLUMN_BASIS`` wide: they share a wide cell and stack (wrap) in a
+    narrow one, instead of pushing the right-hand one off the edge."""
+    for child in children:
+        child.layout.flex = f"1 1 {COLUMN_BASIS}"
+        child.layout.min_width = "0"
+    return row(*children, css_class=css_class, align_items="flex-start", width="100%")
+
+
+#: The width below which side-by-side views stack instead.
+COLUMN_BASIS = "360px"
