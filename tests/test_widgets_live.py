@@ -186,6 +186,8 @@ def test_selected_set_from_code_fills_the_form(empty_sandbox: Any, client: Clien
     assert "background:#e8f0fe" in editor.table_view.table.value
     editor.selected = None
     assert editor.form.name.value == "" and editor.form.name.disabled
+    editor.page = 5  # clamped: one page
+    assert editor.page == 0 and "page 1 of 1" in editor.table_view.page_label.value
 
 
 def test_simulator_state_set_from_code_shows_in_the_controls() -> None:

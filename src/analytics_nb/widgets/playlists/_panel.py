@@ -111,8 +111,12 @@ class PlaylistEditor(Panel):
 
     @property
     def page(self) -> int:
-        """The page shown (0-based)."""
+        """The page shown (0-based); assigning one shows it (clamped to the pages there are)."""
         return self.table_view.page
+
+    @page.setter
+    def page(self, value: int) -> None:
+        self.table_view.go_to_page(value)
 
     @property
     def pages(self) -> int:
