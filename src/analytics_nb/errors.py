@@ -32,10 +32,14 @@ _KEY_PATTERN = re.compile(r"\b(ph[xca]_)[A-Za-z0-9_\-]{6,}")
 _SCOPE_PATTERN = re.compile(r"missing required scope '([^']+)'", re.IGNORECASE)
 
 
-def redact(text: str, secrets: tuple[str, ...] | list[str] = ()) -> str:
-    """Replace each given secret, and anything shaped like a PostHog key (``phx_``/``phc_``), by ``***``."""
+def redact(text: str, secrets: tuple[Any, ...] | list[Any] = ()) -> str:
+    """Replace each given secret (text, or an object with ``reveal()`` such as the client's ``SecretKey``),
+    and anything shaped like a PostHog key (``phx_``/``phc_``), by ``***``."""
     for secret in secrets:
-        if secret:
+        reveal = getattr(secret, "reveal", None)
+        if callable(reveal):
+            secret = reveal()
+        if isinstance(secret, str) and secret:
             text = text.replace(secret, "***")
     return _KEY_PATTERN.sub(r"\1***", text)
 
@@ -209,7 +213,7 @@ def error_from_response(
     method: str,
     url: str,
     retry_after_header: str | None = None,
-    secrets: tuple[str, ...] = (),
+    secrets: tuple[Any, ...] = (),
     explanation: str | None = None,
 ) -> PostHogError:
     """Build the typed error for an HTTP error response (JSON ``{type, code, detail, attr}`` or plain text).

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import httpx
 
-from analytics_nb.client._config import ClientConfig, config_from_env, mask, resolve_hosts
+from analytics_nb.client._config import ClientConfig, SecretKey, config_from_env, mask, resolve_hosts
 from analytics_nb.client._core import Core
 from analytics_nb.client._decide import decide as _decide
 from analytics_nb.client._facades import (
@@ -55,7 +55,7 @@ def _config(
     return ClientConfig(
         app_url=app_url,
         ingest_url=ingest_url,
-        personal_api_key=personal_api_key,
+        personal_api_key=None if personal_api_key is None else SecretKey(personal_api_key),
         project_api_key=project_api_key,
         project_id=project,
         organization_id=str(organization_id) if organization_id else None,

@@ -10,14 +10,14 @@ import math
 import random
 import time
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Generator, Mapping
 from typing import Any, Literal
 from urllib.parse import quote, urlsplit
 
 import httpx
 
 from analytics_nb import __version__
-from analytics_nb.client._config import ClientConfig
+from analytics_nb.client._config import ClientConfig, SecretKey, live_secrets
 from analytics_nb.errors import (
     AuthenticationError,
     NetworkError,
@@ -46,23 +46,72 @@ DEFAULT_RULES: dict[str, tuple[tuple[int, float], ...]] = {
 
 
 class _RedactKeys(logging.Filter):
-    """Scrub anything shaped like a PostHog key from records of the HTTP libraries (URLs carry ``token=``)."""
+    """Scrub every live key (and anything shaped like a PostHog key) from a record: message, arguments and
+    exception text. URLs carry ``token=``; a failed header write quotes the header value."""
 
     def filter(self, record: logging.LogRecord) -> bool:
+        secrets = live_secrets()
         try:
             message = record.getMessage()
         except Exception:  # a malformed record is not ours to fix
             return True
-        cleaned = redact(message)
+        cleaned = redact(message, secrets)
         if cleaned != message:
             record.msg, record.args = cleaned, ()
+        if record.exc_info and not record.exc_text:
+            import traceback
+
+            record.exc_text = "".join(traceback.format_exception(*record.exc_info)).rstrip("\n")
+        if record.exc_text:
+            record.exc_text = redact(record.exc_text, secrets)
+        if record.stack_info:
+            record.stack_info = redact(record.stack_info, secrets)
         return True
 
 
 _REDACT = _RedactKeys()
-for _name in ("httpx", "httpcore", "analytics_nb.client"):
-    if not any(isinstance(f, _RedactKeys) for f in logging.getLogger(_name).filters):
-        logging.getLogger(_name).addFilter(_REDACT)
+#: Logger trees whose records may carry a URL or a header. A filter on a logger does not apply to records of
+#: its children (``httpcore.http11`` is not filtered by a filter on ``httpcore``), so every logger of these
+#: trees gets the filter, including the children the libraries create at import.
+_LOG_ROOTS = ("httpx", "httpcore", "h11", "h2", "hpack", "analytics_nb")
+_KNOWN_CHILDREN = (
+    "httpcore.connection",
+    "httpcore.connection_pool",
+    "httpcore.http11",
+    "httpcore.http2",
+    "httpcore.proxy",
+    "httpcore.socks",
+    "analytics_nb.client",
+)
+
+
+def install_log_redaction() -> None:
+    """Put the redacting filter on every logger of the HTTP libraries' trees (idempotent; run again when a
+    client is created, for loggers made since)."""
+    names = set(_LOG_ROOTS) | set(_KNOWN_CHILDREN)
+    names |= {n for n in list(logging.root.manager.loggerDict) if n.split(".")[0] in _LOG_ROOTS}
+    for name in names:
+        logger = logging.getLogger(name)
+        if not any(isinstance(f, _RedactKeys) for f in logger.filters):
+            logger.addFilter(_REDACT)
+
+
+install_log_redaction()
+
+
+class _KeyAuth(httpx.Auth):
+    """Adds ``Authorization: Bearer <key>`` as the request is sent, so the key never sits in a header dict or
+    a local variable of the client's request code (``pytest -l`` and rich tracebacks print those)."""
+
+    def __init__(self, key: SecretKey) -> None:
+        self._key = key
+
+    def auth_flow(self, request: httpx.Request) -> Generator[httpx.Request, httpx.Response, None]:
+        request.headers["Authorization"] = self._key.bearer()
+        yield request
+
+    def __repr__(self) -> str:
+        return f"_KeyAuth({self._key!r})"
 
 
 class RateLimiter:
@@ -148,6 +197,9 @@ class Core:
         self._semaphore: asyncio.Semaphore | None = None
         self.closed = False
         self.retries_done = 0
+        key = config.personal_api_key
+        self._auth: _KeyAuth | None = _KeyAuth(key) if key is not None else None
+        install_log_redaction()
 
     def __repr__(self) -> str:
         return f"Core({self.config!r})"
@@ -234,16 +286,13 @@ class Core:
         url = self.url(path, service)
         safe_url = self.scrub(url)
         send_headers: dict[str, str] = dict(headers or {})
-        if auth:
-            key = self.config.personal_api_key
-            if not key:
-                raise AuthenticationError(
-                    f"{method} {safe_url} needs a personal API key: pass personal_api_key='phx_...' to the "
-                    "Client or set POSTHOG_PERSONAL_API_KEY.",
-                    method=method,
-                    url=safe_url,
-                )
-            send_headers["Authorization"] = f"Bearer {key}"
+        if auth and self._auth is None:
+            raise AuthenticationError(
+                f"{method} {safe_url} needs a personal API key: pass personal_api_key='phx_...' to the "
+                "Client or set POSTHOG_PERSONAL_API_KEY.",
+                method=method,
+                url=safe_url,
+            )
         body: bytes | str | None = content
         if json is not None:
             body = encode_json(json)
@@ -261,7 +310,14 @@ class Core:
             failure: PostHogError | None = None
             response: httpx.Response | None = None
             try:
-                response = await http.request(method, url, params=query, content=body, headers=send_headers)
+                response = await http.request(
+                    method,
+                    url,
+                    params=query,
+                    content=body,
+                    headers=send_headers,
+                    auth=self._auth if auth else None,
+                )
             except httpx.TransportError as exc:
                 refused = isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout | httpx.PoolTimeout)
                 if (can_retry or refused) and attempt < self.config.max_retries:
@@ -283,6 +339,23 @@ class Core:
                 failure = NetworkError(
                     f"{method} {safe_url} failed{tries}: could not complete the request "
                     f"({type(exc).__name__}: {what}). Check the host and network and retry.",
+                    method=method,
+                    url=safe_url,
+                )
+            except httpx.DecodingError as exc:
+                failure = NetworkError(
+                    f"{method} {safe_url} answered with a body that could not be decoded "
+                    f"({self.scrub(str(exc)) or 'no details'}): the server or a proxy on the way sent a "
+                    "broken compressed answer. Check the host (a PostHog API, not a proxy page) and retry.",
+                    method=method,
+                    url=safe_url,
+                )
+            except (httpx.HTTPError, httpx.InvalidURL, httpx.StreamError, ValueError) as exc:
+                # Anything else the transport raises (too many redirects, a malformed URL or header): the
+                # package's error, without the httpx exception and its request (it holds the headers).
+                failure = NetworkError(
+                    f"{method} {safe_url} could not be sent ({type(exc).__name__}: "
+                    f"{self.scrub(str(exc)) or 'no details'}). Check the host and the arguments.",
                     method=method,
                     url=safe_url,
                 )
