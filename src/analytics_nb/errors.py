@@ -22,6 +22,8 @@ __all__ = [
     "PostHogError",
     "QuotaLimitedError",
     "RateLimitedError",
+    "RedirectError",
+    "ResponseFormatError",
     "ServerError",
     "ValidationError",
     "error_from_response",
@@ -120,6 +122,20 @@ class ServerError(PostHogError):
 
 class NetworkError(PostHogError):
     """The request did not complete: connection refused or reset, timeout, or a broken response."""
+
+
+class RedirectError(PostHogError):
+    """A 3xx answer that was not followed: to another host (the key is never sent there), a non-GET, or
+    too many hops. ``location`` is where the service pointed (keys removed)."""
+
+    def __init__(self, message: str, *, location: str | None = None, **kw: Any) -> None:
+        super().__init__(message, **kw)
+        self.location = location
+
+
+class ResponseFormatError(PostHogError):
+    """A 2xx answer that is not what the API sends: not JSON (an HTML page), empty or ``null`` where data
+    was expected, or JSON of the wrong shape. Usually ``host`` points at something else than the API."""
 
 
 _STATUS_CLASSES: dict[int, type[PostHogError]] = {

@@ -11,10 +11,11 @@ import random
 import time
 from collections import deque
 from collections.abc import Generator, Mapping
-from typing import Any, Literal
-from urllib.parse import quote, urlsplit
+from typing import Any, Literal, TypeVar
+from urllib.parse import quote, urljoin, urlsplit
 
 import httpx
+import pydantic
 
 from analytics_nb import __version__
 from analytics_nb.client._config import ClientConfig, SecretKey, live_secrets
@@ -24,12 +25,17 @@ from analytics_nb.errors import (
     NotFoundError,
     PermissionDeniedError,
     PostHogError,
+    RedirectError,
+    ResponseFormatError,
     error_from_response,
     parse_retry_after,
     redact,
 )
 
-__all__ = ["Core", "RateLimiter", "encode_json"]
+__all__ = ["Core", "RateLimiter", "decode_json", "encode_json", "parse_model"]
+
+M = TypeVar("M", bound=pydantic.BaseModel)
+MAX_REDIRECTS = 5
 
 log = logging.getLogger("analytics_nb.client")
 
@@ -275,12 +281,14 @@ class Core:
         auth: bool = True,
         explain: Mapping[int, str] | None = None,
     ) -> httpx.Response:
-        """Send one request with retries; return the 2xx/3xx response or raise a typed ``PostHogError``.
+        """Send one request with retries; return the 2xx response or raise a typed ``PostHogError``.
 
         Retries (up to ``max_retries``, jittered exponential backoff, ``Retry-After`` honoured) happen on 429,
         408, 502/503/504 and network errors for idempotent requests (GET, PUT, PATCH, DELETE, or
         ``idempotent=True``); a 429 or a refused connection is retried for any method because the service did
-        not act on it. ``explain`` maps a status to the sentence the raised error should give.
+        not act on it. ``explain`` maps a status to the sentence the raised error should give. Redirects are
+        followed only on the same origin (see ``_redirect_target``); every failure, transport ones included,
+        is a ``PostHogError`` with no httpx exception chained (those hold the request and its headers).
         """
         method = method.upper()
         url = self.url(path, service)
@@ -304,6 +312,7 @@ class Core:
             bucket = "playlists" if "/session_recording_playlists" in url else "default"
         http = self._client()
         attempt = 0
+        redirects = 0
         while True:
             if bucket is not None and self.limiter is not None:
                 await self.limiter.acquire(bucket)
@@ -365,8 +374,15 @@ class Core:
             assert response is not None
             status = response.status_code
             log.debug("%s %s -> %d", method, safe_url, status)
-            if status < 400:
+            if 200 <= status < 300:
                 return response
+            if status < 400:  # a redirect (or another non-final answer) is never used as data
+                target = self._redirect_target(method, url, response, redirects)
+                if isinstance(target, PostHogError):
+                    raise target
+                url, query, safe_url = target, None, self.scrub(target)
+                redirects += 1
+                continue
             if (
                 status in RETRY_STATUSES
                 and (can_retry or status == 429)
@@ -392,10 +408,68 @@ class Core:
                 explanation=(explain or {}).get(status),
             )
 
+    def _redirect_target(
+        self, method: str, url: str, response: httpx.Response, redirects: int
+    ) -> str | PostHogError:
+        """Where to follow a 3xx, or the error to raise. Only redirects on the same origin (scheme, host,
+        port) are followed, at most ``MAX_REDIRECTS`` times, and a non-GET only on 307/308 (which keep the
+        method and body): the Authorization header never goes to another host."""
+        status = response.status_code
+        location = response.headers.get("Location")
+        safe_url = self.scrub(url)
+        kw: dict[str, Any] = {"status": status, "method": method, "url": safe_url}
+        if not location:
+            return RedirectError(
+                f"{method} {safe_url} answered HTTP {status} without a usable answer or Location; a PostHog "
+                "API answers 2xx or an error. Check that host= points at the PostHog API itself (not a "
+                "proxy, a login page or a cache).",
+                **kw,
+            )
+        target = urljoin(str(response.request.url), location)
+        safe_target = self.scrub(target)
+        here, there = urlsplit(url), urlsplit(target)
+        if (there.scheme, there.netloc) != (here.scheme, here.netloc):
+            base = f"{there.scheme}://{there.netloc}"
+            return RedirectError(
+                f"{method} {safe_url} was redirected (HTTP {status}) to another host, {self.scrub(base)}; "
+                "the client does not follow redirects to another host, so your key was not sent there. "
+                f"If that is the right server, create the Client with host={self.scrub(base)!r}.",
+                location=safe_target,
+                **kw,
+            )
+        if method not in ("GET", "HEAD") and status not in (307, 308):
+            return RedirectError(
+                f"{method} {safe_url} was redirected (HTTP {status}) to {safe_target}; a {method} is not "
+                "re-sent to a new address (an HTTP redirect would turn it into a GET and drop the body). "
+                "Check the path and the host.",
+                location=safe_target,
+                **kw,
+            )
+        if redirects >= MAX_REDIRECTS:
+            return RedirectError(
+                f"{method} {safe_url} was redirected more than {MAX_REDIRECTS} times (last to "
+                f"{safe_target}); check the host.",
+                location=safe_target,
+                **kw,
+            )
+        return target
+
     async def get_json(self, path: str, *, params: Mapping[str, Any] | None = None, **kw: Any) -> Any:
-        """GET ``path`` and return the decoded JSON body."""
+        """GET ``path`` and return the decoded JSON body (an empty or ``null`` answer is an error: every
+        GET of the API answers with data)."""
         response = await self.request("GET", path, params=params, **kw)
-        return _decode(response, self.scrub(str(response.url)))
+        body = _decode(response, self.scrub(str(response.url)))
+        if body is None:
+            safe_url = self.scrub(str(response.url))
+            raise ResponseFormatError(
+                f"GET {safe_url} answered HTTP {response.status_code} with "
+                f"{'null' if response.content else 'an empty body'} where the API sends data; check that "
+                "host= points at the PostHog API itself (not a proxy or a placeholder page) and retry.",
+                status=response.status_code,
+                method="GET",
+                url=safe_url,
+            )
+        return body
 
     async def send_json(self, method: str, path: str, body: Any = None, **kw: Any) -> Any:
         """Send ``body`` as JSON with ``method`` and return the decoded JSON answer (None when empty)."""
@@ -472,6 +546,30 @@ def _param(value: Any) -> Any:
     return value
 
 
+def parse_model(model: type[M], body: Any) -> M:
+    """``model.model_validate(body)`` with a typed error: data that does not fit the model means the host
+    is not (this version of) the PostHog API, and pydantic's own error is not the package's."""
+    try:
+        return model.model_validate(body)
+    except pydantic.ValidationError as exc:
+        errors = exc.errors()
+        where = ".".join(str(p) for p in errors[0]["loc"]) if errors else ""
+        msg = errors[0]["msg"] if errors else "invalid"
+        shape = type(body).__name__ if not isinstance(body, dict) else "an object"
+        failure = ResponseFormatError(
+            f"The service answered with {shape} that is not a {model.__name__} ({where or 'the answer'}: "
+            f"{msg}); check that host= points at the PostHog API (not a proxy or another service) and that "
+            "it is a current PostHog version.",
+            detail=f"{where or 'the answer'}: {msg}",
+        )
+    raise failure
+
+
+def decode_json(response: httpx.Response, safe_url: str) -> Any:
+    """Public name of the JSON decoding used by ``get_json`` (for endpoints read with ``request``)."""
+    return _decode(response, safe_url)
+
+
 def _decode(response: httpx.Response, safe_url: str) -> Any:
     """Decode a JSON body (None when empty), with a clear error when the service sent something else."""
     if not response.content:
@@ -479,9 +577,11 @@ def _decode(response: httpx.Response, safe_url: str) -> Any:
     try:
         return response.json()
     except ValueError:
-        raise PostHogError(
+        kind = response.headers.get("Content-Type", "").split(";")[0].strip() or "no content type"
+        raise ResponseFormatError(
             f"{response.request.method} {safe_url} answered HTTP {response.status_code} with a body that is "
-            "not JSON; check that the host points at a PostHog API.",
+            f"not JSON ({kind}); check that host= points at the PostHog API itself (not a proxy, a login "
+            "page or a captive portal).",
             status=response.status_code,
             method=response.request.method,
             url=safe_url,

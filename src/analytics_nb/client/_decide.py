@@ -6,7 +6,8 @@ import ipaddress
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from analytics_nb.client._core import Core
+from analytics_nb.client._core import Core, decode_json, parse_model
+from analytics_nb.errors import ResponseFormatError
 from analytics_nb.models import DecideResponse
 
 __all__ = ["DEFAULT_VERSIONS", "decide"]
@@ -69,4 +70,15 @@ async def decide(
         idempotent=True,
         auth=False,
     )
-    return DecideResponse.model_validate(response.json())
+    safe_url = core.scrub(str(response.url))
+    body = decode_json(response, safe_url)
+    if not isinstance(body, dict):
+        raise ResponseFormatError(
+            f"POST {safe_url} answered HTTP {response.status_code} with "
+            f"{'an empty body' if body is None else type(body).__name__} instead of the flags object; "
+            "check that host= points at PostHog (its ingestion host for decide) and retry.",
+            status=response.status_code,
+            method="POST",
+            url=safe_url,
+        )
+    return parse_model(DecideResponse, body)

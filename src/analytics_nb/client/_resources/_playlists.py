@@ -8,6 +8,7 @@ import inspect
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any, Literal, TypedDict, Unpack
 
+from analytics_nb.client._core import parse_model
 from analytics_nb.client._pagination import MAX_PAGE_SIZE, iter_records
 from analytics_nb.client._resources._base import Resource, check_choice, check_id, iso, require_text
 from analytics_nb.errors import NotFoundError
@@ -182,7 +183,7 @@ class Playlists(Resource):
         count = 0
         max_items = filters.get("max_items")
         async for record in self.iter_records(**filters):
-            yield Playlist.model_validate(record)
+            yield parse_model(Playlist, record)
             count += 1
             if max_items is not None and count >= max_items:
                 return
@@ -205,7 +206,7 @@ class Playlists(Resource):
 
     async def get(self, short_id: str) -> Playlist:
         """One playlist by ``short_id`` (soft-deleted ones raise NotFoundError)."""
-        return Playlist.model_validate(await self._core.get_json(self._item_path(short_id)))
+        return parse_model(Playlist, await self._core.get_json(self._item_path(short_id)))
 
     async def create(
         self,
@@ -236,7 +237,7 @@ class Playlists(Resource):
             if value is not None:
                 body[key] = value
         body.update(extra)
-        return Playlist.model_validate(await self._core.send_json("POST", self._path(), body))
+        return parse_model(Playlist, await self._core.send_json("POST", self._path(), body))
 
     async def update(
         self,
@@ -292,7 +293,7 @@ class Playlists(Resource):
             else:
                 explain[400] = RESEND_FILTERS
         result = await self._core.send_json("PATCH", self._item_path(short_id), body, explain=explain or None)
-        playlist = Playlist.model_validate(result)
+        playlist = parse_model(Playlist, result)
         if playlist.deleted and playlist.type == "filters":
             self._archived_filters[short_id] = playlist.filters
         elif not playlist.deleted:
@@ -318,7 +319,7 @@ class Playlists(Resource):
     async def recordings_page(self, short_id: str, **params: Any) -> RecordingsPage:
         """One ``GET .../recordings/`` answer ``{results, has_next, version}``; ``params`` go to the query."""
         body = await self._core.get_json(self._item_path(short_id, "recordings/"), params=params or None)
-        return RecordingsPage.model_validate(body)
+        return parse_model(RecordingsPage, body)
 
     async def _recording_records(self, short_id: str, **params: Any) -> builtins.list[dict[str, Any]]:
         records: builtins.list[dict[str, Any]] = []
@@ -337,7 +338,7 @@ class Playlists(Resource):
 
     async def recordings(self, short_id: str, **params: Any) -> builtins.list[Recording]:
         """Every recording in the playlist (all pages while ``has_next``), as models."""
-        return [Recording.model_validate(r) for r in await self._recording_records(short_id, **params)]
+        return [parse_model(Recording, r) for r in await self._recording_records(short_id, **params)]
 
     async def recordings_frame(self, short_id: str, **params: Any) -> pd.DataFrame:
         """The playlist's recordings as a DataFrame (``analytics_nb.frames.recordings_frame``)."""
