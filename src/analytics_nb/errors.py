@@ -15,9 +15,11 @@ from typing import Any
 
 __all__ = [
     "AuthenticationError",
+    "IncompleteListingWarning",
     "MethodNotAllowedError",
     "NetworkError",
     "NotFoundError",
+    "PaginationError",
     "PermissionDeniedError",
     "PostHogError",
     "QuotaLimitedError",
@@ -136,6 +138,21 @@ class RedirectError(PostHogError):
 class ResponseFormatError(PostHogError):
     """A 2xx answer that is not what the API sends: not JSON (an HTML page), empty or ``null`` where data
     was expected, or JSON of the wrong shape. Usually ``host`` points at something else than the API."""
+
+
+class PaginationError(PostHogError):
+    """A list's ``next`` links would never end (a link repeats, the offset does not advance, or pages keep
+    repeating records already read); raised instead of looping forever."""
+
+
+class IncompleteListingWarning(UserWarning):
+    """A listing could not be shown complete while rows kept changing: ``read`` distinct records against the
+    ``counts`` the service gave during the walks (see ``analytics_nb.client._pagination``)."""
+
+    def __init__(self, message: str, *, read: int = 0, counts: list[int] | None = None) -> None:
+        super().__init__(message)
+        self.read = read
+        self.counts = list(counts or [])
 
 
 _STATUS_CLASSES: dict[int, type[PostHogError]] = {

@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from analytics_nb.client._core import parse_model
-from analytics_nb.client._pagination import MAX_PAGE_SIZE, iter_records
+from analytics_nb.client._pagination import MAX_PAGE_SIZE, PageGuard, iter_records
 from analytics_nb.client._resources._base import Resource, check_id
 from analytics_nb.models import ActivityPage, PluginConfig, Transformation
 
@@ -198,6 +198,7 @@ class Transformations(Resource):
         path = await self._path("activity/")
         entries: builtins.list[dict[str, Any]] = []
         seen: set[Any] = set()
+        guard = PageGuard("the activity log")  # repeating pages stop with a PaginationError
         page = 1
         while max_items is None or len(entries) < max_items:
             body = await self._core.get_json(
@@ -206,6 +207,7 @@ class Transformations(Resource):
             results = body.get("results") if isinstance(body, dict) else None
             if not results:
                 break
+            guard.page(results)
             for entry in results:
                 key = entry.get("id") if isinstance(entry, dict) else None
                 if key is not None:
