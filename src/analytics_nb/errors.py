@@ -15,6 +15,7 @@ from typing import Any
 
 __all__ = [
     "AuthenticationError",
+    "ConflictError",
     "IncompleteListingWarning",
     "MethodNotAllowedError",
     "NetworkError",
@@ -138,6 +139,15 @@ class RedirectError(PostHogError):
 class ResponseFormatError(PostHogError):
     """A 2xx answer that is not what the API sends: not JSON (an HTML page), empty or ``null`` where data
     was expected, or JSON of the wrong shape. Usually ``host`` points at something else than the API."""
+
+
+class ConflictError(PostHogError):
+    """An update did not stay because another session wrote the same resource meanwhile; ``current`` is the
+    resource as stored now (re-apply the change to it if it is still wanted)."""
+
+    def __init__(self, message: str, *, current: Any = None, **kw: Any) -> None:
+        super().__init__(message, **kw)
+        self.current = current
 
 
 class PaginationError(PostHogError):
