@@ -15,6 +15,7 @@ from typing import Any
 
 __all__ = [
     "AuthenticationError",
+    "CaptureInterrupted",
     "ConflictError",
     "IncompleteListingWarning",
     "MethodNotAllowedError",
@@ -139,6 +140,16 @@ class RedirectError(PostHogError):
 class ResponseFormatError(PostHogError):
     """A 2xx answer that is not what the API sends: not JSON (an HTML page), empty or ``null`` where data
     was expected, or JSON of the wrong shape. Usually ``host`` points at something else than the API."""
+
+
+class CaptureInterrupted(KeyboardInterrupt):
+    """``capture_frame`` was interrupted (Ctrl-C); ``report`` is its report (one row per input row: sent,
+    failed, refused, not_attempted). A ``KeyboardInterrupt``, so scripts still stop; re-running the same
+    call is safe because the rows' uuids are derived from their content."""
+
+    def __init__(self, message: str, *, report: Any = None) -> None:
+        super().__init__(message)
+        self.report = report
 
 
 class ConflictError(PostHogError):

@@ -116,6 +116,9 @@ class _Common:
 
     _config: ClientConfig
     _on_close: list[Callable[[], Any]]
+    #: The report of the last ``capture_frame`` on this client, kept even when it was interrupted (Ctrl-C
+    #: or a cancelled task): one row per input row with status sent/refused/failed/not_attempted.
+    last_capture_report: pd.DataFrame | None = None
 
     @classmethod
     def from_env(cls: type[C], **overrides: Any) -> C:
@@ -193,7 +196,13 @@ class _Common:
 
         return flag_called_frame(self, outcomes, flags, **kw)
 
-    def simulate(self, property_sets: Any, flags: Any = None, engine: str = "remote", **kw: Any) -> Any:
+    def simulate(
+        self,
+        property_sets: Any,
+        flags: Any = None,
+        engine: Literal["remote", "local", "both"] = "remote",
+        **kw: Any,
+    ) -> Any:
         """Evaluate flags across property sets (``analytics_nb.simulate.simulate`` with this client)."""
         from analytics_nb.simulate import simulate
 

@@ -181,12 +181,24 @@ def _clean_nan(value: Any) -> Any:
 
 
 def encode_json(body: Any) -> bytes:
-    """JSON-encode a request body; NaN/NA become null, timestamps ISO 8601, numpy scalars plain numbers."""
+    """JSON-encode a request body; NaN/NA become null, timestamps ISO 8601, numpy scalars plain numbers.
+
+    A body nested too deeply for Python's encoder raises ``ValueError`` naming the fix (never
+    ``RecursionError``); the service would refuse it anyway.
+    """
     try:
-        text = json.dumps(body, default=_json_default, allow_nan=False, separators=(",", ":"))
-    except ValueError:
-        text = json.dumps(_clean_nan(body), default=_json_default, allow_nan=False, separators=(",", ":"))
-    return text.encode()
+        try:
+            text = json.dumps(body, default=_json_default, allow_nan=False, separators=(",", ":"))
+        except ValueError:
+            text = json.dumps(_clean_nan(body), default=_json_default, allow_nan=False, separators=(",", ":"))
+    except RecursionError:
+        failure = ValueError(
+            "the request body is nested too deeply (lists/dicts inside each other hundreds of levels deep) "
+            "to be sent; flatten it, or send the deep part as text (json.dumps(value))"
+        )
+    else:
+        return text.encode()
+    raise failure
 
 
 class Core:
@@ -576,6 +588,14 @@ def _decode(response: httpx.Response, safe_url: str) -> Any:
         return None
     try:
         return response.json()
+    except RecursionError:
+        raise ResponseFormatError(
+            f"{response.request.method} {safe_url} answered HTTP {response.status_code} with JSON nested too "
+            "deeply to read; check that host= points at the PostHog API itself.",
+            status=response.status_code,
+            method=response.request.method,
+            url=safe_url,
+        ) from None
     except ValueError:
         kind = response.headers.get("Content-Type", "").split(";")[0].strip() or "no content type"
         raise ResponseFormatError(
