@@ -78,7 +78,24 @@ class NaiveTimestampError(ValueConversionError):
 
 
 def local_zone() -> dt.tzinfo:
-    """The kernel's local time zone, read now (so a changed ``TZ`` is honoured), with its DST rules."""
+    """The kernel's local time zone, read now (so a changed ``TZ`` is honoured), with its DST rules: the IANA
+    zone named by ``TZ`` or by the ``/etc/localtime`` link when there is one (exact history, ambiguous wall
+    times detectable), else the C library's rules (``dateutil.tz.tzlocal``)."""
+    import zoneinfo
+
+    names = [os.environ.get("TZ", "").lstrip(":")]
+    try:
+        target = os.path.realpath("/etc/localtime")
+        if "zoneinfo/" in target:
+            names.append(target.split("zoneinfo/", 1)[1])
+    except OSError:  # pragma: no cover - no /etc/localtime
+        pass
+    for name in names:
+        if name:
+            try:
+                return zoneinfo.ZoneInfo(name)
+            except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+                continue
     from dateutil.tz import tzlocal
 
     return tzlocal()
