@@ -30,6 +30,7 @@ from analytics_nb.capture._values import (
     new_uuid7,
     new_uuids,
 )
+from analytics_nb.client._ids import check_distinct_id, distinct_id_problem
 
 __all__ = [
     "HISTORICAL_AGE",
@@ -92,16 +93,11 @@ def _distinct_id(value: Any) -> tuple[str | None, str | None]:
     """(text, None) for a usable distinct id, else (None, reason)."""
     if is_missing(value):
         return None, "distinct_id is missing; every event needs the id of the person who did it"
-    if isinstance(value, bool | np.bool_):
-        return None, "distinct_id must be text or a number, not a bool"
-    if isinstance(value, float | np.floating) and float(value).is_integer():
-        value = int(value)
-    if isinstance(value, int | np.integer):
-        value = str(int(value))
-    elif isinstance(value, uuid_mod.UUID):
-        value = str(value)
-    elif not isinstance(value, str):
-        return None, f"distinct_id must be text or a number, not {type(value).__name__}"
+    if not isinstance(value, str):
+        try:
+            value = check_distinct_id(value)  # the shared check: a float (1.0) is refused with the fix
+        except ValueError as exc:
+            return None, str(exc)
     if not value.strip():
         return None, "distinct_id is empty; every event needs the id of the person who did it"
     if not value.isascii() and has_lone_surrogate(value):
@@ -285,6 +281,9 @@ def prepare_frame(
     if df.columns.duplicated().any():
         dup = sorted({str(c) for c in df.columns[df.columns.duplicated()]})
         raise ValueError(f"the events frame has duplicate column names {dup}; make them unique first")
+    problem = distinct_id_problem(df["distinct_id"])
+    if problem:
+        raise EventError(problem)
     n = len(df)
     refused: dict[int, str] = {}
 

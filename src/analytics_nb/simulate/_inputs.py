@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from analytics_nb.client._ids import distinct_id_problem
 from analytics_nb.simulate._errors import SimulationInputError
 
 __all__ = ["PropertySets", "is_missing", "json_value", "normalise_property_sets"]
@@ -350,6 +351,9 @@ def normalise_property_sets(property_sets: Any) -> PropertySets:
             column=str(bad_names[0]),
         )
     ids = frame["distinct_id"]
+    problem = distinct_id_problem(ids)  # float ids (one gap made the column float64): refused with the fix
+    if problem:
+        raise SimulationInputError(problem, column="distinct_id")
     missing = ids.isna()
     if missing.any():
         rows = _first_bad(missing)
