@@ -192,7 +192,7 @@ _HINTS: dict[type[PostHogError], str] = {
     AuthenticationError: "check the personal API key (phx_...) for /api calls or the project API key "
     "(phc_...) for decide/capture, and that the host/region matches the project",
     PermissionDeniedError: "use a key with the needed scope and access to this project/organization",
-    NotFoundError: "check the id and project; soft-deleted playlists are hidden until restored",
+    NotFoundError: "check the id and the project",
     ValidationError: "fix the request field named by the service and try again",
     MethodNotAllowedError: "this operation is not available on this resource",
     RateLimitedError: "wait and retry, or create the client with rate_limit=True to stay under the limits",
@@ -206,6 +206,47 @@ _STATUS_HINTS: dict[int, str] = {
     408: "the service timed out waiting for the request (already retried when safe); check the network "
     "and try again",
 }
+
+
+_PROJECT_IN_URL = re.compile(r"/api/(?:projects|environments)/([^/?#]+)")
+_ORG_IN_URL = re.compile(r"/api/organizations/([^/?#]+)")
+#: URL part -> (what it is, how to check it) for a 404 on one item.
+_RESOURCE_404: tuple[tuple[str, str], ...] = (
+    (
+        "/session_recording_playlists/",
+        "check the playlist's short_id (client.playlists.frame() lists them); an archived (soft-deleted) "
+        "playlist answers 404 until client.playlists.restore(short_id)",
+    ),
+    ("/feature_flags/", "check the flag id (client.feature_flags.frame() lists them)"),
+    (
+        "/pipeline_transformations/",
+        "check the transformation id (client.transformations.frame() lists them)",
+    ),
+)
+
+
+def _not_found_hint(url: str, detail: str | None) -> str:
+    """A 404 sentence that fits what was not found: the project, the organization, or the item."""
+    said = (detail or "").strip().lower()
+    if said.startswith("project not found"):
+        found = _PROJECT_IN_URL.search(url)
+        project = f" {found.group(1)}" if found else ""
+        return (
+            f"project{project} does not exist or this personal API key cannot see it; check project_id= "
+            "(client.projects.list() shows the projects the key can read)"
+        )
+    if said.startswith("organization not found"):
+        found = _ORG_IN_URL.search(url)
+        org = f" {found.group(1)}" if found else ""
+        return (
+            f"organization{org} does not exist or this key cannot see it; check organization_id= "
+            "(client.organizations.list() shows the ones the key can read)"
+        )
+    path = url.split("?", 1)[0]
+    for part, hint in _RESOURCE_404:
+        if part in path:
+            return hint
+    return "check the id and the project"
 
 
 def parse_retry_after(value: str | None) -> float | None:
@@ -289,6 +330,8 @@ def error_from_response(
         message = f"{what}{said}. {explanation}"
     else:
         hint = _STATUS_HINTS.get(status) or _HINTS.get(cls, "see the service's answer above")
+        if cls is NotFoundError:
+            hint = _not_found_hint(url, detail)
         message = f"{what}{said}. {hint[0].upper()}{hint[1:]}."
     kw: dict[str, Any] = {
         "status": status,
