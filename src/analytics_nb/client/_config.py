@@ -106,6 +106,12 @@ class SecretKey:
     def __bool__(self) -> bool:
         return True
 
+    def __copy__(self) -> SecretKey:
+        return self  # immutable: copies (dataclasses.asdict, copy.deepcopy of a config) share it
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> SecretKey:
+        return self
+
     def __reduce__(self) -> Any:
         raise TypeError("a SecretKey cannot be pickled; pass the key again where it is needed.")
 
