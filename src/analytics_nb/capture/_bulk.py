@@ -66,7 +66,7 @@ IN_FLIGHT = (
     "interrupted while its batch was in flight: the service may or may not have stored it; sending the "
     "frame again is safe (the same uuid is de-duplicated)"
 )
-NOT_ATTEMPTED = "not sent: capture_frame was interrupted before this event's batch started"
+NOT_ATTEMPTED = "not sent: capture_frame stopped (interrupted, or an error) before this event's batch started"
 
 
 def _progress(setting: bool | None, client: Any, total: int, batches: int) -> Any:
@@ -99,6 +99,7 @@ class _Run:
         self.batch: list[int | None] = [None] * n
         self.fatal: PostHogError | None = None
         self.interrupted = False
+        self.sync_caller = False  # a sync Client's caller builds the report after an interrupt
         self.started = threading.Event()
         self.settled = threading.Event()
         for pos, why in prepared.refused.items():
@@ -465,7 +466,8 @@ async def _acapture_run(
         )
     except BaseException:
         run.interrupted = True
-        _remember(client, _report(df, run, historical))
+        if not run.sync_caller:  # the sync caller reports itself (one report object, no race)
+            _remember(client, _report(df, run, historical))
         raise
     report = _report(df, run, historical)
     _remember(client, report)
@@ -559,6 +561,7 @@ def capture_frame(
     )
     if not callable(getattr(client, "_run", None)):
         return coro  # AsyncClient: the caller awaits (and cancels) it
+    run.sync_caller = True
     try:
         return dispatch(client, coro)
     except KeyboardInterrupt:
