@@ -75,7 +75,16 @@ OUTPUTS = (
     Output(
         "analytics_nb/session/_sync_api.py",
         "``Client``'s sync capture and simulation methods, written from ``AsyncClient``.",
-        (Wrap("analytics_nb/session/_async_client.py", "AsyncClient", "ClientMethods", "methods"),),
+        (
+            Wrap(
+                "analytics_nb/session/_async_client.py",
+                "AsyncClient",
+                "ClientMethods",
+                "methods",
+                # the sync capture_frame settles batches in flight on Ctrl-C and raises CaptureInterrupted
+                handwritten=("capture_frame",),
+            ),
+        ),
     ),
 )
 

@@ -82,7 +82,8 @@ def test_historical_migration_is_automatic_for_old_events(empty_sandbox: Any) ->
     with make_client(empty_sandbox) as client:
         old = capture_frame(client, events(5, start="2023-01-01"), progress=False)
         new = capture_frame(client, events(5), progress=False)
-        forced = capture_frame(client, events(5), progress=False, historical_migration=True)
+        # the same rows again would carry the same (content) uuids and be de-duplicated: fresh ones here
+        forced = capture_frame(client, events(5), progress=False, historical_migration=True, uuids="random")
     assert old.attrs["historical_migration"] is True and new.attrs["historical_migration"] is False
     stored = stored_events(empty_sandbox).set_index("uuid")["historical_migration"]
     assert stored.loc[old["uuid"]].all()

@@ -17,13 +17,19 @@ from analytics_nb.wire import redact
 
 __all__ = [
     "AuthenticationError",
+    "CaptureInterrupted",
+    "ConflictError",
+    "IncompleteListingWarning",
     "MethodNotAllowedError",
     "NetworkError",
     "NotFoundError",
+    "PaginationError",
     "PermissionDeniedError",
     "PostHogError",
     "QuotaLimitedError",
     "RateLimitedError",
+    "RedirectError",
+    "ResponseFormatError",
     "ServerError",
     "ValidationError",
     "error_from_response",
@@ -111,6 +117,54 @@ class NetworkError(PostHogError):
     """The request did not complete: connection refused or reset, timeout, or a broken response."""
 
 
+class RedirectError(PostHogError):
+    """A 3xx answer that was not followed: to another host (the key is never sent there), a non-GET, or
+    too many hops. ``location`` is where the service pointed (keys removed)."""
+
+    def __init__(self, message: str, *, location: str | None = None, **kw: Any) -> None:
+        super().__init__(message, **kw)
+        self.location = location
+
+
+class ResponseFormatError(PostHogError):
+    """A 2xx answer that is not what the API sends: not JSON (an HTML page), empty or ``null`` where data
+    was expected, or JSON of the wrong shape. Usually ``host`` points at something else than the API."""
+
+
+class CaptureInterrupted(KeyboardInterrupt):
+    """``capture_frame`` was interrupted (Ctrl-C); ``report`` is its report (one row per input row: sent,
+    failed, refused, not_attempted). A ``KeyboardInterrupt``, so scripts still stop; re-running the same
+    call is safe because the rows' uuids are derived from their content."""
+
+    def __init__(self, message: str, *, report: Any = None) -> None:
+        super().__init__(message)
+        self.report = report
+
+
+class ConflictError(PostHogError):
+    """An update did not stay because another session wrote the same resource meanwhile; ``current`` is the
+    resource as stored now (re-apply the change to it if it is still wanted)."""
+
+    def __init__(self, message: str, *, current: Any = None, **kw: Any) -> None:
+        super().__init__(message, **kw)
+        self.current = current
+
+
+class PaginationError(PostHogError):
+    """A list's ``next`` links would never end (a link repeats, the offset does not advance, or pages keep
+    repeating records already read); raised instead of looping forever."""
+
+
+class IncompleteListingWarning(UserWarning):
+    """A listing could not be shown complete while rows kept changing: ``read`` distinct records against the
+    ``counts`` the service gave during the walks (see ``analytics_nb.client._pagination``)."""
+
+    def __init__(self, message: str, *, read: int = 0, counts: list[int] | None = None) -> None:
+        super().__init__(message)
+        self.read = read
+        self.counts = list(counts or [])
+
+
 _STATUS_CLASSES: dict[int, type[PostHogError]] = {
     400: ValidationError,
     401: AuthenticationError,
@@ -127,7 +181,7 @@ _HINTS: dict[type[PostHogError], str] = {
     AuthenticationError: "check the personal API key (phx_...) for /api calls or the project API key "
     "(phc_...) for decide/capture, and that the host/region matches the project",
     PermissionDeniedError: "use a key with the needed scope and access to this project/organization",
-    NotFoundError: "check the id and project; soft-deleted playlists are hidden until restored",
+    NotFoundError: "check the id and the project",
     ValidationError: "fix the request field named by the service and try again",
     MethodNotAllowedError: "this operation is not available on this resource",
     RateLimitedError: "wait and retry, or create the client with rate_limit=True to stay under the limits",
@@ -141,6 +195,47 @@ _STATUS_HINTS: dict[int, str] = {
     408: "the service timed out waiting for the request (already retried when safe); check the network "
     "and try again",
 }
+
+
+_PROJECT_IN_URL = re.compile(r"/api/(?:projects|environments)/([^/?#]+)")
+_ORG_IN_URL = re.compile(r"/api/organizations/([^/?#]+)")
+#: URL part -> (what it is, how to check it) for a 404 on one item.
+_RESOURCE_404: tuple[tuple[str, str], ...] = (
+    (
+        "/session_recording_playlists/",
+        "check the playlist's short_id (client.playlists.frame() lists them); an archived (soft-deleted) "
+        "playlist answers 404 until client.playlists.restore(short_id)",
+    ),
+    ("/feature_flags/", "check the flag id (client.feature_flags.frame() lists them)"),
+    (
+        "/pipeline_transformations/",
+        "check the transformation id (client.transformations.frame() lists them)",
+    ),
+)
+
+
+def _not_found_hint(url: str, detail: str | None) -> str:
+    """A 404 sentence that fits what was not found: the project, the organization, or the item."""
+    said = (detail or "").strip().lower()
+    if said.startswith("project not found"):
+        found = _PROJECT_IN_URL.search(url)
+        project = f" {found.group(1)}" if found else ""
+        return (
+            f"project{project} does not exist or this personal API key cannot see it; check project_id= "
+            "(client.projects.list() shows the projects the key can read)"
+        )
+    if said.startswith("organization not found"):
+        found = _ORG_IN_URL.search(url)
+        org = f" {found.group(1)}" if found else ""
+        return (
+            f"organization{org} does not exist or this key cannot see it; check organization_id= "
+            "(client.organizations.list() shows the ones the key can read)"
+        )
+    path = url.split("?", 1)[0]
+    for part, hint in _RESOURCE_404:
+        if part in path:
+            return hint
+    return "check the id and the project"
 
 
 def parse_retry_after(value: str | None) -> float | None:
@@ -202,7 +297,7 @@ def error_from_response(
     method: str,
     url: str,
     retry_after_header: str | None = None,
-    secrets: tuple[str, ...] = (),
+    secrets: tuple[Any, ...] = (),
     explanation: str | None = None,
 ) -> PostHogError:
     """Build the typed error for an HTTP error response (JSON ``{type, code, detail, attr}`` or plain text).
@@ -224,6 +319,8 @@ def error_from_response(
         message = f"{what}{said}. {explanation}"
     else:
         hint = _STATUS_HINTS.get(status) or _HINTS.get(cls, "see the service's answer above")
+        if cls is NotFoundError:
+            hint = _not_found_hint(url, detail)
         message = f"{what}{said}. {hint[0].upper()}{hint[1:]}."
     kw: dict[str, Any] = {
         "status": status,

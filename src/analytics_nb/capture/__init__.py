@@ -19,6 +19,7 @@ from analytics_nb.capture._events import (
     MAX_EVENT_BYTES,
     MAX_REQUEST_BYTES,
     EventError,
+    UuidPolicy,
     build_event,
 )
 from analytics_nb.capture._flag_called import (
@@ -42,6 +43,7 @@ __all__ = [
     "EventError",
     "FlagCalledCache",
     "NaivePolicy",
+    "UuidPolicy",
     "acapture_event",
     "acapture_frame",
     "aflag_called",

@@ -1,14 +1,19 @@
 """Bulk capture: a DataFrame of events through ``/batch/``, batched, gzipped, concurrent, retried, reported.
 
-Every event carries a uuid (given or generated) before anything is sent and the service keeps one event per
-uuid, so a batch can be re-sent after a timeout or a reset without doubling anything. Each row of the input
-gets exactly one row in the report: ``sent``, ``refused`` (by local checks or by the service, with the reason)
-or ``failed`` (the batch kept failing after the retries; nothing is dropped silently).
+Every event carries a uuid before anything is sent, and the service keeps one event per uuid. By default the
+uuid is derived from the row (its index label and content), so a batch re-sent after a timeout, and a whole
+frame sent again after an interrupted or repeated cell, never doubles anything. Each row of the input gets
+exactly one row in the report: ``sent``, ``refused`` (by local checks or by the service, with the reason),
+``failed`` (the batch kept failing after the retries, or was cut off in flight) or ``not_attempted`` (the
+call was interrupted first). Ctrl-C (or cancelling the task) lets batches in flight finish (up to
+``SETTLE_SECONDS``) and raises ``CaptureInterrupted`` carrying that report.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
+import threading
 from collections.abc import Mapping
 from typing import Any
 
@@ -20,7 +25,9 @@ from analytics_nb.capture._events import (
     HISTORICAL_AGE,
     MAX_EVENT_BYTES,
     MAX_REQUEST_BYTES,
+    UUID_POLICIES,
     PreparedFrame,
+    UuidPolicy,
     build_event,
     prepare_frame,
 )
@@ -32,10 +39,11 @@ from analytics_nb.capture._send import (
     project_key,
     run_blocking,
 )
-from analytics_nb.capture._values import NaivePolicy, is_missing
+from analytics_nb.capture._values import NAIVE_POLICIES, NaivePolicy, is_missing
 from analytics_nb.client import AnyApiClient, ApiClient, progress_enabled
 from analytics_nb.errors import (
     AuthenticationError,
+    CaptureInterrupted,
     PermissionDeniedError,
     PostHogError,
     QuotaLimitedError,
@@ -59,6 +67,13 @@ DEFAULT_BATCH_BYTES = 5 * 1024 * 1024
 MAX_WAIT = 120.0
 """Longest pause (seconds, e.g. a ``Retry-After``) before another round for a batch; longer ones fail it."""
 REPORT_COLUMNS = ("uuid", "event", "distinct_id", "status", "reason", "batch")
+SETTLE_SECONDS = 15.0
+"""After an interrupt, how long batches already in flight may take to finish before they are cut off."""
+IN_FLIGHT = (
+    "interrupted while its batch was in flight: the service may or may not have stored it; sending the "
+    "frame again is safe (the same uuid is de-duplicated)"
+)
+NOT_ATTEMPTED = "not sent: capture_frame stopped (interrupted, or an error) before this event's batch started"
 
 
 def _progress(setting: bool | None, client: AnyApiClient, total: int, batches: int) -> Any:
@@ -79,7 +94,8 @@ def _text(value: Any) -> Any:
 
 
 class _Run:
-    """State of one ``capture_frame`` call: per-row status, reason and batch number."""
+    """State of one ``capture_frame`` call: per-row status, reason and batch number; shared with the
+    calling thread, which reads it after an interrupt (``started``/``settled`` say how far the send got)."""
 
     def __init__(self, prepared: PreparedFrame) -> None:
         n = prepared.n
@@ -88,6 +104,10 @@ class _Run:
         self.reason: list[str | None] = [None] * n
         self.batch: list[int | None] = [None] * n
         self.fatal: PostHogError | None = None
+        self.interrupted = False
+        self.sync_caller = False  # a sync Client's caller builds the report after an interrupt
+        self.started = threading.Event()
+        self.settled = threading.Event()
         for pos, why in prepared.refused.items():
             self.status[pos] = "refused"
             self.reason[pos] = why
@@ -97,6 +117,10 @@ class _Run:
             self.status[pos] = status
             self.reason[pos] = reason
             self.batch[pos] = batch
+
+    def mark_open(self, positions: list[int], status: str, reason: str, batch: int) -> None:
+        """Mark the positions that have no outcome yet (a split batch may have settled some)."""
+        self.mark([p for p in positions if self.status[p] is None], status, reason, batch)
 
 
 async def _deliver(
@@ -115,6 +139,9 @@ async def _deliver(
     times (each attempt already includes the client's own retries)."""
     if run.fatal is not None:
         run.mark(positions, "failed", f"not sent: {run.fatal}", batch_no)
+        return
+    if run.interrupted:  # no new request (a split half, a retry round) after an interrupt
+        run.mark_open(positions, "not_attempted", NOT_ATTEMPTED, batch_no)
         return
     if events_json is None:
         events_json = run.prepared.encode_many(positions)
@@ -167,9 +194,37 @@ def _too_big(n_bytes: int) -> str:
     )
 
 
+def _unicode_problem(text: str) -> str | None:
+    """The reason an encoded event is not valid Unicode (a lone surrogate escaped as ``\\udXXX``), or None.
+    A safety net behind the per-value checks: such text makes the service refuse the whole batch."""
+    if "\\ud" not in text and "\\uD" not in text:
+        return None
+    try:
+        json.dumps(json.loads(text), ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return (
+            "the event holds text with a lone surrogate (half of a UTF-16 pair), which is not valid "
+            "Unicode and makes the service refuse the whole batch; repair the text first"
+        )
+    return None
+
+
+async def _settle(run: _Run, tasks: list[asyncio.Task[None]]) -> None:
+    """After an interrupt: let batches in flight finish (up to ``SETTLE_SECONDS``), then cut off the rest;
+    their rows are marked (``failed`` with the in-flight reason) by the batch tasks themselves."""
+    run.interrupted = True
+    pending = [t for t in tasks if not t.done()]
+    if pending:
+        _done, pending_set = await asyncio.wait(pending, timeout=SETTLE_SECONDS)
+        for task in pending_set:
+            task.cancel()
+        if pending_set:
+            await asyncio.wait(pending_set, timeout=5.0)
+
+
 async def _send_prepared(
     client: AnyApiClient,
-    prepared: PreparedFrame,
+    run: _Run | PreparedFrame,
     *,
     batch_size: int,
     max_batch_bytes: int,
@@ -179,10 +234,43 @@ async def _send_prepared(
     progress: bool | None,
     attempts: int,
 ) -> _Run:
-    run = _Run(prepared)
+    """Send every row of ``run`` that is not refused; returns ``run`` (a ``PreparedFrame`` gets one)."""
+    if isinstance(run, PreparedFrame):
+        run = _Run(run)
+    run.started.set()
+    try:
+        await _send_batches(
+            client,
+            run,
+            batch_size=batch_size,
+            max_batch_bytes=max_batch_bytes,
+            concurrency=concurrency,
+            gzip=gzip,
+            historical=historical,
+            progress=progress,
+            attempts=attempts,
+        )
+    finally:
+        run.settled.set()
+    return run
+
+
+async def _send_batches(
+    client: AnyApiClient,
+    run: _Run,
+    *,
+    batch_size: int,
+    max_batch_bytes: int,
+    concurrency: int,
+    gzip: bool,
+    historical: bool,
+    progress: bool | None,
+    attempts: int,
+) -> None:
+    prepared = run.prepared
     todo = [pos for pos in range(prepared.n) if pos not in prepared.refused]
     if not todo:
-        return run
+        return
     key = await project_key(client)
     bar = _progress(progress, client, prepared.n, -(-len(todo) // batch_size))
     if bar is not None and prepared.refused:
@@ -204,6 +292,9 @@ async def _send_prepared(
                 historical=historical,
                 attempts=attempts,
             )
+        except asyncio.CancelledError:
+            run.mark_open(positions, "failed", IN_FLIGHT, number)
+            raise
         finally:
             sem.release()
             if bar is not None:
@@ -221,17 +312,21 @@ async def _send_prepared(
         for start in range(0, len(todo), batch_size):
             chunk = todo[start : start + batch_size]
             text = prepared.encode_many(chunk)
-            if len(text) <= safe_bytes:  # fast path: one encoder call, no event can be over the limit
+            if len(text) <= safe_bytes and "\\ud" not in text and "\\uD" not in text:
+                # fast path: one encoder call, no event can be over the limit, all text plain Unicode
                 await flush(chunk, text)
                 continue
-            # Large events: encode one by one, refuse the oversized ones, pack the rest by bytes.
+            # Large events or escaped surrogates: encode one by one, refuse what the service would refuse
+            # (over 2 MB, invalid Unicode), pack the rest by bytes.
             positions: list[int] = []
             size = 2
             for pos in chunk:
-                n_bytes = len(prepared.encode(pos))
-                if n_bytes > MAX_EVENT_BYTES:
+                one_text = prepared.encode(pos)
+                n_bytes = len(one_text)
+                problem = _too_big(n_bytes) if n_bytes > MAX_EVENT_BYTES else _unicode_problem(one_text)
+                if problem is not None:
                     run.status[pos] = "refused"
-                    run.reason[pos] = _too_big(n_bytes)
+                    run.reason[pos] = problem
                     if bar is not None:
                         bar.update(1)
                     continue
@@ -242,23 +337,33 @@ async def _send_prepared(
                 size += n_bytes + 1
             if positions:
                 await flush(positions, None)
-        await asyncio.gather(*tasks)
+        if tasks:
+            # asyncio.wait, not gather: cancelling this call must not cancel the batches in flight (they
+            # are settled below so that their outcome is known)
+            await asyncio.wait(tasks)
+        for task in tasks:
+            task.result()  # an unexpected error inside a batch task is not swallowed
+    except BaseException:
+        await _settle(run, tasks)
+        raise
     finally:
         for task in tasks:
             if not task.done():
                 task.cancel()
         if bar is not None:
             bar.close()
-    return run
 
 
 def _report(df: pd.DataFrame, run: _Run, historical: bool) -> pd.DataFrame:
     prepared = run.prepared
     names = [v if type(v) is str else _text(v) for v in prepared.names]
     dids = [v if type(v) is str else _text(v) for v in df["distinct_id"].to_numpy(dtype=object).tolist()]
-    status = [s if s is not None else "failed" for s in run.status]
+    unset = "not_attempted" if run.interrupted else "failed"
+    status = [s if s is not None else unset for s in run.status]
     reason = [
-        r if r is not None or s == "sent" else "not sent (internal error: no outcome recorded)"
+        r
+        if r is not None or s == "sent"
+        else (NOT_ATTEMPTED if run.interrupted else "not sent (internal error: no outcome recorded)")
         for r, s in zip(run.reason, run.status, strict=True)
     ]
     report = pd.DataFrame(
@@ -274,11 +379,36 @@ def _report(df: pd.DataFrame, run: _Run, historical: bool) -> pd.DataFrame:
     )
     report.attrs["historical_migration"] = historical
     report.attrs["counts"] = {k: int(v) for k, v in report["status"].value_counts().items()}
+    report.attrs["interrupted"] = run.interrupted
     return report
 
 
+def _remember(client: AnyApiClient, report: pd.DataFrame) -> None:
+    """Keep the last report on the client (``client.last_capture_report``), interrupted or not."""
+    client.last_capture_report = report
+
+
+def _interrupted(report: pd.DataFrame) -> CaptureInterrupted:
+    counts = report.attrs.get("counts", {})
+    parts = ", ".join(
+        f"{counts.get(k, 0):,} {k.replace('_', ' ')}" for k in ("sent", "failed", "refused", "not_attempted")
+    )
+    return CaptureInterrupted(
+        f"capture_frame was interrupted: {parts} (batches in flight were let finish, so 'sent' is exact). "
+        "The report is on this exception's .report and on client.last_capture_report. To finish, run the "
+        "same capture_frame(df) again: the uuids come from the rows, so nothing is doubled; or send only "
+        "the rest with df[report['status'] != 'sent'].",
+        report=report,
+    )
+
+
 def _options(
-    batch_size: int | None, max_batch_bytes: int, concurrency: int, on_naive_timestamp: str, attempts: int
+    batch_size: int | None,
+    max_batch_bytes: int,
+    concurrency: int,
+    on_naive_timestamp: str,
+    attempts: int,
+    uuids: str = "content",
 ) -> int:
     size = DEFAULT_BATCH_SIZE if batch_size is None else batch_size
     if not isinstance(size, int | np.integer) or size < 1:
@@ -290,43 +420,61 @@ def _options(
         )
     if not isinstance(concurrency, int) or concurrency < 1:
         raise ValueError(f"concurrency={concurrency!r} must be at least 1")
-    if on_naive_timestamp not in ("utc", "raise"):
-        raise ValueError(f"on_naive_timestamp={on_naive_timestamp!r} must be 'utc' or 'raise'")
+    if on_naive_timestamp not in NAIVE_POLICIES:
+        raise ValueError(
+            f"on_naive_timestamp={on_naive_timestamp!r} must be 'local' (the kernel's time zone, the "
+            "default), 'utc' or 'raise'"
+        )
+    if uuids not in UUID_POLICIES:
+        raise ValueError(
+            f"uuids={uuids!r} must be 'content' (derived from each row, the default) or 'random'"
+        )
     if attempts < 1:
         raise ValueError(f"batch_attempts={attempts} must be at least 1")
     return int(size)
 
 
-async def _acapture_prepared(
+def _historical(prepared: PreparedFrame, historical_migration: bool | None) -> bool:
+    if historical_migration is None:
+        return prepared.all_older_than(HISTORICAL_AGE)
+    return bool(historical_migration)
+
+
+async def _acapture_run(
     client: AnyApiClient,
     df: pd.DataFrame,
-    prepared: PreparedFrame,
+    run: _Run,
     *,
+    historical: bool,
     size: int,
     max_batch_bytes: int,
     concurrency: int,
     gzip: bool,
-    historical_migration: bool | None,
     progress: bool | None,
     attempts: int,
 ) -> pd.DataFrame:
-    historical = (
-        prepared.all_older_than(HISTORICAL_AGE)
-        if historical_migration is None
-        else bool(historical_migration)
-    )
-    run = await _send_prepared(
-        client,
-        prepared,
-        batch_size=size,
-        max_batch_bytes=max_batch_bytes,
-        concurrency=concurrency,
-        gzip=gzip,
-        historical=historical,
-        progress=progress,
-        attempts=attempts,
-    )
-    return _report(df, run, historical)
+    """Send and report; when cancelled (the async form of Ctrl-C) the report of what was settled is left on
+    ``client.last_capture_report`` before the cancellation goes on."""
+    try:
+        await _send_prepared(
+            client,
+            run,
+            batch_size=size,
+            max_batch_bytes=max_batch_bytes,
+            concurrency=concurrency,
+            gzip=gzip,
+            historical=historical,
+            progress=progress,
+            attempts=attempts,
+        )
+    except BaseException:
+        run.interrupted = True
+        if not run.sync_caller:  # the sync caller reports itself (one report object, no race)
+            _remember(client, _report(df, run, historical))
+        raise
+    report = _report(df, run, historical)
+    _remember(client, report)
+    return report
 
 
 async def acapture_frame(
@@ -339,21 +487,26 @@ async def acapture_frame(
     gzip: bool = True,
     historical_migration: bool | None = None,
     progress: bool | None = None,
-    on_naive_timestamp: NaivePolicy = "utc",
+    on_naive_timestamp: NaivePolicy = "local",
     batch_attempts: int = 2,
+    uuids: UuidPolicy = "content",
 ) -> pd.DataFrame:
-    """Async ``capture_frame`` (for ``AsyncClient``; see ``capture_frame`` for the arguments and report)."""
-    size = _options(batch_size, max_batch_bytes, concurrency, on_naive_timestamp, batch_attempts)
-    prepared = prepare_frame(df, on_naive_timestamp=on_naive_timestamp)
-    return await _acapture_prepared(
+    """Async ``capture_frame`` (for ``AsyncClient``; see ``capture_frame`` for the arguments and report).
+
+    Cancelling it lets batches in flight settle, leaves the report on ``client.last_capture_report`` and
+    re-raises the cancellation.
+    """
+    size = _options(batch_size, max_batch_bytes, concurrency, on_naive_timestamp, batch_attempts, uuids)
+    prepared = prepare_frame(df, on_naive_timestamp=on_naive_timestamp, uuids=uuids)
+    return await _acapture_run(
         client,
         df,
-        prepared,
+        _Run(prepared),
+        historical=_historical(prepared, historical_migration),
         size=size,
         max_batch_bytes=max_batch_bytes,
         concurrency=concurrency,
         gzip=gzip,
-        historical_migration=historical_migration,
         progress=progress,
         attempts=batch_attempts,
     )
@@ -369,38 +522,60 @@ def capture_frame(
     gzip: bool = True,
     historical_migration: bool | None = None,
     progress: bool | None = None,
-    on_naive_timestamp: NaivePolicy = "utc",
+    on_naive_timestamp: NaivePolicy = "local",
     batch_attempts: int = 2,
+    uuids: UuidPolicy = "content",
 ) -> pd.DataFrame:
     """Send a DataFrame of events through ``/batch/`` and return a report with one row per event (same index).
 
     Columns: ``event`` and ``distinct_id`` (required), optional ``timestamp`` and ``uuid``, a ``properties``
     column of dicts and/or one column per property, ``group:<type>`` columns for ``$groups``. Missing values
-    are dropped from properties; naive datetimes are taken as UTC (``on_naive_timestamp="raise"`` refuses
-    them).
+    are dropped from properties. Naive datetimes are read in the kernel's local time zone, as the official
+    SDK reads ``datetime.now()`` (``on_naive_timestamp="utc"`` takes them as UTC, ``"raise"`` refuses them).
+
+    Exactly once: rows without a ``uuid`` get one derived from their index label and content
+    (``uuids="content"``), so sending the same frame again (a re-run cell, after Ctrl-C) never doubles an
+    event; ``uuids="random"`` gives fresh UUIDv7s instead (then two sends are two sets of events).
+    Rows the service would refuse (empty name or id, over 2 MB, infinite numbers, text that is not valid
+    Unicode, nesting deeper than ``MAX_NESTING``) are refused here with the reason; the rest go on.
+
     Batches hold at most ``batch_size`` (1000) events and ``max_batch_bytes`` (5 MB) of JSON, ``concurrency``
     are in flight at once. ``historical_migration=None`` sets the flag when every event is over 48 h old.
-    Report columns: uuid, event, distinct_id, status (sent/refused/failed), reason, batch. With an
-    ``AsyncClient`` use ``await acapture_frame(...)``.
+    Report columns: uuid, event, distinct_id, status (sent/refused/failed/not_attempted), reason, batch; it is
+    also kept as ``client.last_capture_report``. Ctrl-C lets batches in flight finish and raises
+    ``CaptureInterrupted`` (a ``KeyboardInterrupt``) whose ``.report`` says what was sent, failed and not
+    attempted. With an ``AsyncClient`` use ``await acapture_frame(...)``.
     """
-    size = _options(batch_size, max_batch_bytes, concurrency, on_naive_timestamp, batch_attempts)
-    prepared = prepare_frame(df, on_naive_timestamp=on_naive_timestamp)  # in the caller's thread
-    return run_blocking(
+    size = _options(batch_size, max_batch_bytes, concurrency, on_naive_timestamp, batch_attempts, uuids)
+    prepared = prepare_frame(df, on_naive_timestamp=on_naive_timestamp, uuids=uuids)  # in the caller's thread
+    run = _Run(prepared)
+    historical = _historical(prepared, historical_migration)
+    coro = _acapture_run(
         client,
-        _acapture_prepared(
-            client,
-            df,
-            prepared,
-            size=size,
-            max_batch_bytes=max_batch_bytes,
-            concurrency=concurrency,
-            gzip=gzip,
-            historical_migration=historical_migration,
-            progress=progress,
-            attempts=batch_attempts,
-        ),
-        "acapture_frame",
+        df,
+        run,
+        historical=historical,
+        size=size,
+        max_batch_bytes=max_batch_bytes,
+        concurrency=concurrency,
+        gzip=gzip,
+        progress=progress,
+        attempts=batch_attempts,
     )
+    if not isinstance(client, ApiClient):
+        return run_blocking(client, coro, "acapture_frame")  # raises: an AsyncClient awaits acapture_frame
+    run.sync_caller = True
+    try:
+        return client.run(coro)
+    except KeyboardInterrupt:
+        # The client's loop was asked to cancel the send; wait for the batches in flight to settle (a second
+        # Ctrl-C stops waiting), then report what happened.
+        run.interrupted = True
+        if run.started.wait(0.5):
+            run.settled.wait(SETTLE_SECONDS + 10)
+        report = _report(df, run, historical)
+        _remember(client, report)
+        raise _interrupted(report) from None
 
 
 def _event_with_flags(

@@ -12,7 +12,7 @@ import json
 import uuid as uuid_mod
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
@@ -21,13 +21,16 @@ from analytics_nb.capture._values import (
     MISSING,
     NaivePolicy,
     ValueConversionError,
+    content_uuids,
     convert_column,
+    has_lone_surrogate,
     is_missing,
     iso_timestamp,
     json_value,
     new_uuid7,
     new_uuids,
 )
+from analytics_nb.client._ids import check_distinct_id, distinct_id_problem
 
 __all__ = [
     "HISTORICAL_AGE",
@@ -52,14 +55,25 @@ HISTORICAL_AGE = dt.timedelta(hours=48)
 
 RESERVED_COLUMNS = frozenset({"event", "distinct_id", "timestamp", "uuid", "properties"})
 GROUP_PREFIX = "group:"
+UuidPolicy = Literal["content", "random"]
+UUID_POLICIES = ("content", "random")
 
 _encoder = json.JSONEncoder(separators=(",", ":"), allow_nan=False)
+#: The stable encoding rows are hashed in for content uuids: sorted keys, so the same content in another
+#: column order gives the same uuid; anything odd (a refused row's leftovers) is written with ``repr``.
+_stable = json.JSONEncoder(separators=(",", ":"), sort_keys=True, allow_nan=True, default=repr)
 encode_event = _encoder.encode
 """Compact ASCII JSON text of one event dict (its length is its size in bytes)."""
 
 
 class EventError(ValueError):
     """An event that cannot be sent as given; the message names the field and the fix."""
+
+
+_SURROGATE = (
+    "holds a lone surrogate (half of a UTF-16 pair), which is not valid Unicode and makes the service refuse "
+    "the whole batch; repair the text, e.g. text.encode('utf-8', 'replace').decode('utf-8')"
+)
 
 
 def _check_name(event: Any) -> str | None:
@@ -70,6 +84,8 @@ def _check_name(event: Any) -> str | None:
         return f"event name must be text, not {type(event).__name__}"
     if not event.strip():
         return "event name is empty; every event needs a non-empty 'event' name"
+    if not event.isascii() and has_lone_surrogate(event):
+        return f"event name {_SURROGATE}"
     return None
 
 
@@ -77,18 +93,15 @@ def _distinct_id(value: Any) -> tuple[str | None, str | None]:
     """(text, None) for a usable distinct id, else (None, reason)."""
     if is_missing(value):
         return None, "distinct_id is missing; every event needs the id of the person who did it"
-    if isinstance(value, bool | np.bool_):
-        return None, "distinct_id must be text or a number, not a bool"
-    if isinstance(value, float | np.floating) and float(value).is_integer():
-        value = int(value)
-    if isinstance(value, int | np.integer):
-        value = str(int(value))
-    elif isinstance(value, uuid_mod.UUID):
-        value = str(value)
-    elif not isinstance(value, str):
-        return None, f"distinct_id must be text or a number, not {type(value).__name__}"
+    if not isinstance(value, str):
+        try:
+            value = check_distinct_id(value)  # the shared check: a float (1.0) is refused with the fix
+        except ValueError as exc:
+            return None, str(exc)
     if not value.strip():
         return None, "distinct_id is empty; every event needs the id of the person who did it"
+    if not value.isascii() and has_lone_surrogate(value):
+        return None, f"distinct_id {_SURROGATE}"
     if len(value) > MAX_DISTINCT_ID_CHARS:
         return None, (
             f"distinct_id is {len(value)} characters; the service cuts it to {MAX_DISTINCT_ID_CHARS}, "
@@ -115,7 +128,7 @@ def build_event(
     timestamp: Any = None,
     uuid: Any = None,
     groups: Mapping[str, Any] | None = None,
-    on_naive_timestamp: NaivePolicy = "utc",
+    on_naive_timestamp: NaivePolicy = "local",
 ) -> dict[str, Any]:
     """A wire-ready event dict (``uuid`` always set, generated as UUIDv7 when absent); raises ``EventError``.
 
@@ -199,8 +212,9 @@ class PreparedFrame:
         stamps = [t for t in kept if t is not None]
         if not stamps or len(stamps) < len(kept):
             return False
+        present = [t for t in stamps if t is not None]
         cutoff = (dt.datetime.now(dt.UTC) - age).replace(tzinfo=None).isoformat()
-        return max(stamps) < cutoff  # all are UTC 'YYYY-MM-DDTHH:MM:SS...Z', so text order is time order
+        return max(present) < cutoff  # all are UTC 'YYYY-MM-DDTHH:MM:SS...Z', so text order is time order
 
 
 def _parse_text_timestamps(series: pd.Series, on_naive: NaivePolicy) -> pd.Series | None:
@@ -227,8 +241,36 @@ def _refuse(refused: dict[int, str], pos: int, reason: str) -> None:
     refused.setdefault(pos, reason)
 
 
-def prepare_frame(df: pd.DataFrame, *, on_naive_timestamp: NaivePolicy = "utc") -> PreparedFrame:
-    """Validate and convert an events frame (see ``capture_frame``) without per-row pandas indexing."""
+def _content_uuids(df: pd.DataFrame, rows: list[int], parts: list[tuple[Any, ...]]) -> list[str]:
+    """Uuids from each row's content and place: its index label (and which repeat of that label it is, for
+    a non-unique index) plus event, distinct_id, timestamp and properties. Keyed on the label, not the
+    position, so re-sending a subset (``df[report.status != "sent"]``) gives each row the uuid it had."""
+    labels = df.index.tolist()
+    seen: dict[str, int] = {}
+    payloads: list[bytes] = []
+    for pos, part in zip(rows, parts, strict=True):
+        label = _stable.encode(labels[pos])
+        occurrence = seen.get(label, 0)
+        seen[label] = occurrence + 1
+        try:
+            text = _stable.encode([label, occurrence, *part])
+        except (ValueError, TypeError, RecursionError):  # a refused row's leftovers: its place is enough
+            text = _stable.encode([label, occurrence, "row", pos])
+        payloads.append(text.encode("utf-8", "surrogatepass"))
+    return content_uuids(payloads)
+
+
+def prepare_frame(
+    df: pd.DataFrame, *, on_naive_timestamp: NaivePolicy = "local", uuids: UuidPolicy = "content"
+) -> PreparedFrame:
+    """Validate and convert an events frame (see ``capture_frame``) without per-row pandas indexing.
+
+    Rows without a ``uuid`` get one from their content and index label (``uuids="content"``, the default:
+    the same frame sent again carries the same uuids) or a fresh UUIDv7 (``uuids="random"``).
+    """
+    if uuids not in UUID_POLICIES:
+        raise ValueError(f"uuids={uuids!r} must be 'content' (derived from each row) or 'random'")
+    uuids_policy = uuids
     if not isinstance(df, pd.DataFrame):
         raise TypeError(f"capture_frame needs a pandas DataFrame of events, not {type(df).__name__}")
     missing_cols = [c for c in ("event", "distinct_id") if c not in df.columns]
@@ -240,12 +282,15 @@ def prepare_frame(df: pd.DataFrame, *, on_naive_timestamp: NaivePolicy = "utc") 
     if df.columns.duplicated().any():
         dup = sorted({str(c) for c in df.columns[df.columns.duplicated()]})
         raise ValueError(f"the events frame has duplicate column names {dup}; make them unique first")
+    problem = distinct_id_problem(df["distinct_id"])
+    if problem:
+        raise EventError(problem)
     n = len(df)
     refused: dict[int, str] = {}
 
     names = df["event"].to_numpy(dtype=object).tolist()
     for i, name in enumerate(names):
-        if type(name) is str and name:
+        if type(name) is str and name and name.isascii():
             continue
         reason = _check_name(name)
         if reason:
@@ -256,7 +301,13 @@ def prepare_frame(df: pd.DataFrame, *, on_naive_timestamp: NaivePolicy = "utc") 
     raw_ids = df["distinct_id"].to_numpy(dtype=object).tolist()
     dids: list[str | None] = []
     for i, value in enumerate(raw_ids):
-        if type(value) is str and value and len(value) <= MAX_DISTINCT_ID_CHARS and not value.isspace():
+        if (
+            type(value) is str
+            and value
+            and len(value) <= MAX_DISTINCT_ID_CHARS
+            and value.isascii()
+            and not value.isspace()
+        ):
             dids.append(value)
             continue
         did, reason = _distinct_id(value)
@@ -264,15 +315,15 @@ def prepare_frame(df: pd.DataFrame, *, on_naive_timestamp: NaivePolicy = "utc") 
             _refuse(refused, i, reason)
         dids.append(did)
 
-    uuids: list[str | None] = [None] * n
+    row_uuids: list[str | None] = [None] * n
     if "uuid" in df.columns:
         for i, value in enumerate(df["uuid"].to_numpy(dtype=object).tolist()):
             uid, reason = _uuid(value)
             if reason:
                 _refuse(refused, i, reason)
-            uuids[i] = uid
+            row_uuids[i] = uid
         seen: dict[str, int] = {}
-        for i, uid in enumerate(uuids):
+        for i, uid in enumerate(row_uuids):
             if uid is None:
                 continue
             first = seen.setdefault(uid, i)
@@ -283,10 +334,6 @@ def prepare_frame(df: pd.DataFrame, *, on_naive_timestamp: NaivePolicy = "utc") 
                     f"uuid {uid} is also used by row {df.index[first]!r}; the service keeps only "
                     "one event per uuid, so give each event its own",
                 )
-    absent = [i for i, u in enumerate(uuids) if u is None]
-    for i, uid in zip(absent, new_uuids(len(absent)), strict=True):
-        uuids[i] = uid
-
     timestamps: list[str | None] = [None] * n
     if "timestamp" in df.columns:
         column: pd.Series = df["timestamp"]
@@ -369,11 +416,19 @@ def prepare_frame(df: pd.DataFrame, *, on_naive_timestamp: NaivePolicy = "utc") 
                 props[i]["$groups"] = groups
             groups.setdefault(type_name, key)
 
+    absent = [i for i, u in enumerate(row_uuids) if u is None]
+    if uuids_policy == "random":
+        made = new_uuids(len(absent))
+    else:
+        made = _content_uuids(df, absent, [(names[i], dids[i], timestamps[i], props[i]) for i in absent])
+    for i, uid in zip(absent, made, strict=True):
+        row_uuids[i] = uid
+
     prepared = PreparedFrame(
         n=n,
         names=names,
         distinct_ids=dids,
-        uuids=[u or "" for u in uuids],
+        uuids=[u or "" for u in row_uuids],
         timestamps=timestamps,
         properties=props,
         refused=refused,

@@ -119,8 +119,11 @@ def flag_called_properties(
     reason: str | None = None,
     request_id: str | None = None,
     locally_evaluated: bool = False,
+    error: str | None = None,
 ) -> dict[str, Any]:
-    """The properties posthog-python 7.91 puts on ``$feature_flag_called`` (optional ones only when known)."""
+    """The properties posthog-python 7.91 puts on ``$feature_flag_called`` (optional ones only when known).
+
+    ``error`` becomes ``$feature_flag_error`` (the SDK's codes, e.g. ``flag_missing``)."""
     props: dict[str, Any] = {
         "$feature_flag": key,
         "$feature_flag_response": response,
@@ -137,7 +140,15 @@ def flag_called_properties(
         props["$feature_flag_id"] = int(flag_id)
     if reason and not is_missing(reason):
         props["$feature_flag_reason"] = reason
+    if error:
+        props["$feature_flag_error"] = error
     return props
+
+
+#: The SDK's ``FeatureFlagError`` codes (posthog 7.91.1 ``posthog/types.py``), joined with "," as its
+#: ``Client._remote_flag_result_error`` does.
+FLAG_MISSING = "flag_missing"
+ERRORS_WHILE_COMPUTING = "errors_while_computing_flags"
 
 
 def _from_decide(decide: Any, key: str, kw: dict[str, Any]) -> Any:
@@ -155,6 +166,16 @@ def _from_decide(decide: Any, key: str, kw: dict[str, Any]) -> Any:
         kw["payload"] = decide.get_payload(key)
     if not kw.get("request_id"):
         kw["request_id"] = decide.request_id
+    # As posthog 7.91.1 does (posthog/client.py _remote_flag_result_error): a key the answer does not hold is
+    # still reported, with $feature_flag_error "flag_missing" (and "errors_while_computing_flags" first when
+    # the service said so), so the event shows that the code asked for a flag that does not exist.
+    errors = []
+    if getattr(decide, "errors_while_computing_flags", False):
+        errors.append(ERRORS_WHILE_COMPUTING)
+    if details is None and key not in (getattr(decide, "feature_flags", None) or {}):
+        errors.append(FLAG_MISSING)
+    if errors:
+        kw["error"] = ",".join(errors)
     return decide.get_value(key)
 
 
@@ -178,6 +199,7 @@ async def aflag_called(
     }
     kw["payload"] = payload
     kw["request_id"] = request_id
+    kw["error"] = None
     if isinstance(response, DecideResponse):
         response = _from_decide(response, key, kw)
     response = _plain(response)

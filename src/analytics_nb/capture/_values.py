@@ -9,6 +9,7 @@ from __future__ import annotations
 import datetime as dt
 import decimal
 import enum
+import hashlib
 import math
 import os
 import time
@@ -24,19 +25,31 @@ from analytics_nb.wire import uuid7 as new_uuid7
 from analytics_nb.wire.cells import is_missing
 
 __all__ = [
+    "MAX_NESTING",
     "MISSING",
     "ColumnValues",
     "NaiveTimestampError",
     "ValueConversionError",
+    "content_uuids",
     "convert_column",
+    "has_lone_surrogate",
     "is_missing",
     "iso_timestamp",
     "json_value",
+    "local_zone",
     "new_uuid7",
     "new_uuids",
 ]
 
-NaivePolicy = Literal["utc", "raise"]
+NaivePolicy = Literal["local", "utc", "raise"]
+NAIVE_POLICIES = ("local", "utc", "raise")
+
+MAX_NESTING = 100
+"""Deepest nesting of lists/dicts inside one property value that is sent. PostHog's capture service parses
+events with serde_json, whose default recursion limit is 128 levels for the whole request (the batch
+envelope takes 4 of them); a deeper value gets the whole batch refused, so such rows are refused here, with
+the reason, and the rest of the batch goes on. (This also keeps every conversion far from Python's own
+recursion limit: no ``RecursionError``.)"""
 
 
 class _Missing:
@@ -67,10 +80,66 @@ class NaiveTimestampError(ValueConversionError):
     """A datetime without a time zone while ``on_naive_timestamp="raise"``."""
 
 
-def iso_timestamp(value: Any, *, on_naive: NaivePolicy = "utc") -> str:
+def local_zone() -> dt.tzinfo:
+    """The kernel's local time zone, read now (so a changed ``TZ`` is honoured), with its DST rules: the IANA
+    zone named by ``TZ`` or by the ``/etc/localtime`` link when there is one (exact history, ambiguous wall
+    times detectable), else the C library's current offset."""
+    import zoneinfo
+
+    names = [os.environ.get("TZ", "").lstrip(":")]
+    try:
+        target = os.path.realpath("/etc/localtime")
+        if "zoneinfo/" in target:
+            names.append(target.split("zoneinfo/", 1)[1])
+    except OSError:  # pragma: no cover - no /etc/localtime
+        pass
+    for name in names:
+        if name:
+            try:
+                return zoneinfo.ZoneInfo(name)
+            except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+                continue
+    zone = dt.datetime.now().astimezone().tzinfo  # no IANA name known: the C library's current offset
+    return zone if zone is not None else dt.UTC
+
+
+def has_lone_surrogate(text: str) -> bool:
+    """True when ``text`` holds a UTF-16 surrogate that is not part of a pair (not valid Unicode: the
+    service cannot store it and refuses the whole request)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+def _naive_to_utc(ts: pd.Timestamp, on_naive: NaivePolicy) -> pd.Timestamp:
+    """A zone-less timestamp as UTC-naive under the policy: ``local`` reads it in the kernel's zone (as
+    posthog-python 7.91.1 does for ``datetime.now()`` values, ``posthog/utils.py`` ``guess_timezone``),
+    ``utc`` as UTC, ``raise`` refuses it."""
+    if on_naive == "raise":
+        raise NaiveTimestampError(
+            f"the date-time {ts.isoformat()} has no time zone; localize it (e.g. "
+            "series.dt.tz_localize('Europe/Paris')) or pass on_naive_timestamp='local' or 'utc'"
+        )
+    if on_naive == "utc":
+        return ts
+    try:
+        local = ts.tz_localize(local_zone(), ambiguous="raise", nonexistent="raise")
+    except (ValueError, OverflowError) as exc:  # pytz/pandas ambiguity errors are ValueErrors
+        raise ValueConversionError(
+            f"the date-time {ts.isoformat()} is not one moment in the kernel's time zone (a daylight-saving "
+            "change); localize it explicitly (series.dt.tz_localize(zone, ambiguous=...)) or pass "
+            "on_naive_timestamp='utc'"
+        ) from exc
+    return local.tz_convert("UTC").tz_localize(None)
+
+
+def iso_timestamp(value: Any, *, on_naive: NaivePolicy = "local") -> str:
     """ISO 8601 text in UTC (``Z`` zone) for a datetime-like value (str, datetime, Timestamp, datetime64).
 
-    Naive values are taken as UTC (``on_naive="utc"``) or refused (``"raise"``).
+    Naive values are read in the kernel's local time zone (``on_naive="local"``, the default, as the
+    official SDK reads ``datetime.now()``), taken as UTC (``"utc"``) or refused (``"raise"``).
     """
     if isinstance(value, str):
         try:
@@ -89,31 +158,48 @@ def iso_timestamp(value: Any, *, on_naive: NaivePolicy = "utc") -> str:
         )
     if pd.isna(ts):
         raise ValueConversionError("the timestamp is NaT (missing)")
-    if ts.tzinfo is None:
-        if on_naive == "raise":
-            raise NaiveTimestampError(
-                f"the date-time {ts.isoformat()} has no time zone; localize it (e.g. "
-                "series.dt.tz_localize('Europe/Paris')) or pass on_naive_timestamp='utc'"
-            )
-    else:
-        ts = ts.tz_convert("UTC").tz_localize(None)
-    return ts.isoformat() + "Z"
+    utc = _naive_to_utc(ts, on_naive) if ts.tzinfo is None else ts.tz_convert("UTC").tz_localize(None)
+    return utc.isoformat() + "Z"
 
 
-def _nested(value: Any, on_naive: NaivePolicy) -> Any:
+def _nested(value: Any, on_naive: NaivePolicy, depth: int) -> Any:
     """Convert a value inside a list or dict: missing values become JSON null (positions are kept)."""
-    out = json_value(value, on_naive=on_naive)
+    out = json_value(value, on_naive=on_naive, _depth=depth)
     return None if out is MISSING else out
 
 
-def json_value(value: Any, *, on_naive: NaivePolicy = "utc") -> Any:
+def _too_deep() -> ValueConversionError:
+    return ValueConversionError(
+        f"it is nested more than {MAX_NESTING} levels deep (lists/dicts inside each other), deeper than the "
+        "service parses; flatten it or send it as text (json.dumps(value))"
+    )
+
+
+def json_value(value: Any, *, on_naive: NaivePolicy = "local", _depth: int = 0) -> Any:
     """A JSON-native version of ``value``; ``MISSING`` for None/NA/NaN/NaT (the caller drops the property).
 
-    Raises ``ValueConversionError`` (naming the type and the fix) for what JSON cannot carry.
+    Raises ``ValueConversionError`` (naming the type and the fix) for what JSON cannot carry or the
+    service would refuse: infinite numbers, text that is not valid Unicode (a lone surrogate), nesting
+    deeper than ``MAX_NESTING``.
     """
     t = type(value)
-    if t is str or t is bool or t is int:
+    if t is str:
+        if value.isascii() or not has_lone_surrogate(value):
+            return value
+        raise ValueConversionError(
+            "the text holds a lone surrogate (half of a UTF-16 pair, e.g. from a broken decode), which is "
+            "not valid Unicode and makes the service refuse the whole batch; repair it, e.g. "
+            "text.encode('utf-8', 'replace').decode('utf-8')"
+        )
+    if t is bool:
         return value
+    if t is int:
+        if value.bit_length() < 1024:
+            return value
+        raise ValueConversionError(
+            f"the integer has {len(str(abs(value)))} digits, beyond what the service can store as a number "
+            "(it overflows to infinity); send it as text (str(value))"
+        )
     if t is float:
         if math.isfinite(value):
             return value
@@ -127,15 +213,23 @@ def json_value(value: Any, *, on_naive: NaivePolicy = "utc") -> Any:
     if isinstance(value, np.bool_ | bool):
         return bool(value)
     if isinstance(value, np.integer | int):
-        return int(value)
+        return json_value(int(value), _depth=_depth)
     if isinstance(value, np.floating | float):
         return json_value(float(value), on_naive=on_naive)
     if isinstance(value, str):
-        return str(value)
+        return json_value(str(value), on_naive=on_naive, _depth=_depth)
     if isinstance(value, Mapping):
-        return {str(k): _nested(v, on_naive) for k, v in value.items()}
+        if _depth >= MAX_NESTING:
+            raise _too_deep()
+        out: dict[str, Any] = {}
+        for k, v in value.items():
+            key = json_value(str(k), _depth=_depth)  # keys are text too: no lone surrogates
+            out[key] = _nested(v, on_naive, _depth + 1)
+        return out
     if isinstance(value, list | tuple | set | frozenset | np.ndarray | pd.Series | pd.Index):
-        return [_nested(v, on_naive) for v in value]
+        if _depth >= MAX_NESTING:
+            raise _too_deep()
+        return [_nested(v, on_naive, _depth + 1) for v in value]
     if isinstance(value, dt.datetime | np.datetime64):
         if is_missing(value):
             return MISSING
@@ -155,12 +249,12 @@ def json_value(value: Any, *, on_naive: NaivePolicy = "utc") -> Any:
     if isinstance(value, uuid_mod.UUID):
         return str(value)
     if isinstance(value, enum.Enum):
-        return json_value(value.value, on_naive=on_naive)
+        return json_value(value.value, on_naive=on_naive, _depth=_depth)
     if isinstance(value, bytes | bytearray | memoryview):
         raise ValueConversionError("bytes are not JSON; decode them to text first (value.decode('utf-8'))")
     dump = getattr(value, "model_dump", None)
     if callable(dump):  # pydantic models
-        return json_value(dump(mode="json"), on_naive=on_naive)
+        return json_value(dump(mode="json"), on_naive=on_naive, _depth=_depth)
     if isinstance(value, np.generic):
         return json_value(value.item(), on_naive=on_naive)
     raise ValueConversionError(
@@ -180,6 +274,7 @@ class ColumnValues:
 
 def _datetime_column(series: pd.Series, on_naive: NaivePolicy, name: str) -> ColumnValues:
     missing = series.isna().to_numpy()
+    errors: dict[int, str] = {}
     if isinstance(series.dtype, pd.DatetimeTZDtype):
         naive = series.dt.tz_convert("UTC").dt.tz_localize(None).to_numpy()
     else:
@@ -187,15 +282,29 @@ def _datetime_column(series: pd.Series, on_naive: NaivePolicy, name: str) -> Col
         if on_naive == "raise":
             msg = (
                 f"column {name!r} holds date-times without a time zone; localize them "
-                "(series.dt.tz_localize(...)) or pass on_naive_timestamp='utc'"
+                "(series.dt.tz_localize(...)) or pass on_naive_timestamp='local' or 'utc'"
             )
             errors = {int(i): msg for i in np.flatnonzero(~missing)}
             return ColumnValues([None] * len(series), ~missing if missing.any() else None, errors)
+        if on_naive == "local":
+            # the kernel's zone, as the SDK reads datetime.now(); a wall time that a DST change makes
+            # ambiguous or skips is refused for that row rather than guessed
+            local = series.dt.tz_localize(local_zone(), ambiguous="NaT", nonexistent="NaT")
+            unclear = local.isna().to_numpy() & ~missing
+            if unclear.any():
+                msg = (
+                    f"column {name!r}: the date-time is not one moment in the kernel's time zone (a "
+                    "daylight-saving change); localize the column explicitly or pass "
+                    "on_naive_timestamp='utc'"
+                )
+                errors = {int(i): msg for i in np.flatnonzero(unclear)}
+                missing = missing | unclear
+            naive = local.dt.tz_convert("UTC").dt.tz_localize(None).to_numpy()
     text = np.datetime_as_string(naive, timezone="UTC").tolist()
-    return ColumnValues(text, ~missing if missing.any() else None)
+    return ColumnValues(text, ~missing if missing.any() else None, errors)
 
 
-def convert_column(series: pd.Series, *, name: str = "", on_naive: NaivePolicy = "utc") -> ColumnValues:
+def convert_column(series: pd.Series, *, name: str = "", on_naive: NaivePolicy = "local") -> ColumnValues:
     """Convert a whole column to JSON-native values with as few Python-level steps as its dtype allows."""
     dtype = series.dtype
     kind = getattr(dtype, "kind", "O")
@@ -233,16 +342,20 @@ def convert_column(series: pd.Series, *, name: str = "", on_naive: NaivePolicy =
                     missing[i] = True
         return ColumnValues(vals, ~missing if missing.any() else None)
     elif isinstance(dtype, pd.StringDtype):
-        missing = series.isna().to_numpy()
+        missing = series.isna().to_numpy().copy()
         vals = series.to_numpy(dtype=object, na_value=None).tolist()  # type: ignore[call-overload]  # na_value=None
-        return ColumnValues(vals, ~missing if missing.any() else None)
+        errors = _surrogate_errors(vals, name)
+        if errors:
+            for i in errors:
+                missing[i] = True
+        return ColumnValues(vals, ~missing if missing.any() else None, errors)
     # object (or anything else): one step per cell, with a fast path for plain Python scalars.
     values = series.to_numpy(dtype=object).tolist()
     present = np.ones(len(values), dtype=bool)
     errors = {}
     for i, v in enumerate(values):
         t = type(v)
-        if t is str or t is int or t is bool:
+        if (t is str and v.isascii()) or (t is int and v.bit_length() < 1024) or t is bool:
             continue
         try:
             out = json_value(v, on_naive=on_naive)
@@ -255,6 +368,40 @@ def convert_column(series: pd.Series, *, name: str = "", on_naive: NaivePolicy =
         else:
             values[i] = out
     return ColumnValues(values, None if present.all() else present, errors)
+
+
+def _surrogate_errors(values: list[Any], name: str) -> dict[int, str]:
+    """Per-row reasons for texts of a string column that are not valid Unicode (lone surrogates)."""
+    errors: dict[int, str] = {}
+    for i, v in enumerate(values):
+        if type(v) is str and not v.isascii() and has_lone_surrogate(v):
+            errors[i] = (
+                f"property {name!r}: the text holds a lone surrogate (half of a UTF-16 pair), which is not "
+                "valid Unicode and makes the service refuse the whole batch; repair it, e.g. "
+                "text.encode('utf-8', 'replace').decode('utf-8')"
+            )
+    return errors
+
+
+def content_uuids(payloads: list[bytes]) -> list[str]:
+    """One UUID per payload, derived from its bytes: the same payload always gives the same UUID.
+
+    RFC 9562 UUIDv8 (the custom layout): the 128-bit BLAKE2b digest of the payload with the version (8) and
+    variant bits set. ``capture_frame`` hashes each row's content and position, so a frame sent twice (a
+    re-run cell, a retry after Ctrl-C) carries the same uuids, which the service de-duplicates.
+    """
+    n = len(payloads)
+    if n == 0:
+        return []
+    digest = b"".join(hashlib.blake2b(p, digest_size=16).digest() for p in payloads)
+    arr = np.frombuffer(digest, dtype=np.uint8).reshape(n, 16).copy()
+    arr[:, 6] = (arr[:, 6] & 0x0F) | 0x80
+    arr[:, 8] = (arr[:, 8] & 0x3F) | 0x80
+    h = arr.tobytes().hex()
+    return [
+        f"{h[j : j + 8]}-{h[j + 8 : j + 12]}-{h[j + 12 : j + 16]}-{h[j + 16 : j + 20]}-{h[j + 20 : j + 32]}"
+        for j in range(0, 32 * n, 32)
+    ]
 
 
 def new_uuids(n: int) -> list[str]:

@@ -12,11 +12,11 @@ import asyncio
 import inspect
 import weakref
 from collections.abc import Callable, Coroutine, Mapping
-from typing import Any, ClassVar, Literal, Self, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, Self, TypeVar
 
 import httpx
 
-from analytics_nb.client._config import ClientConfig, config_from_env, mask, resolve_hosts
+from analytics_nb.client._config import ClientConfig, SecretKey, config_from_env, mask, resolve_hosts
 from analytics_nb.client._core import Core
 from analytics_nb.client._decide import decide as _decide
 from analytics_nb.client._loop import LoopThread
@@ -30,6 +30,9 @@ from analytics_nb.client._sync_api import (
     SyncTransformations,
 )
 from analytics_nb.models import DecideResponse
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["AnyApiClient", "ApiClient", "AsyncApiClient"]
 
@@ -58,7 +61,7 @@ def _config(
     return ClientConfig(
         app_url=app_url,
         ingest_url=ingest_url,
-        personal_api_key=personal_api_key,
+        personal_api_key=None if personal_api_key is None else SecretKey(personal_api_key),
         project_api_key=project_api_key,
         project_id=project,
         organization_id=str(organization_id) if organization_id else None,
@@ -80,6 +83,9 @@ class _Common:
     _on_close: list[Callable[[], Any]]
     sandbox_server: Any = None
     """The embedded sandbox this client owns (``Client.sandbox()``), else None."""
+    #: The report of the last ``capture_frame`` on this client, kept even when it was interrupted (Ctrl-C
+    #: or a cancelled task): one row per input row with status sent/refused/failed/not_attempted.
+    last_capture_report: pd.DataFrame | None = None
 
     @classmethod
     def from_env(cls, **overrides: Any) -> Self:

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import hmac
 import os
+import unicodedata
+import weakref
 from dataclasses import dataclass, field
+from typing import Any
 from urllib.parse import urlsplit
 
-__all__ = ["REGIONS", "ClientConfig", "config_from_env", "mask"]
+__all__ = ["REGIONS", "ClientConfig", "SecretKey", "check_key", "config_from_env", "live_secrets", "mask"]
 
 # Region presets: private /api calls go to the app host, decide/flags/capture to the ingestion host.
 REGIONS: dict[str, tuple[str, str]] = {
@@ -23,9 +27,93 @@ ENV_VARS = (
 )
 
 
-def mask(secret: str | None) -> str | None:
+def mask(secret: object) -> str | None:
     """How a key is shown in reprs: ``None`` or ``'***'`` (never any part of the key)."""
     return None if not secret else "***"
+
+
+_LIVE: weakref.WeakSet[SecretKey] = weakref.WeakSet()
+
+
+def live_secrets() -> tuple[str, ...]:
+    """The values of every ``SecretKey`` alive in this process (the log filter scrubs them all)."""
+    return tuple(k.reveal() for k in list(_LIVE))
+
+
+def check_key(value: object, name: str) -> str:
+    """A key as sent on the wire: surrounding whitespace (a pasted newline, a non-breaking space) stripped,
+    then only visible ASCII allowed. The error never repeats the key, only the position and kind of the bad
+    character: a header cannot carry anything else, and an encoder error would quote the whole key."""
+    if not isinstance(value, str):
+        raise ValueError(f"{name} must be a string such as 'phx_...', not {type(value).__name__}.")
+    text = value.strip()
+    if not text:
+        raise ValueError(f"{name} must be a non-empty string or None.")
+    for position, char in enumerate(text):
+        if not "\x21" <= char <= "\x7e":
+            what = unicodedata.name(char, f"U+{ord(char):04X}") if char != " " else "SPACE"
+            raise ValueError(
+                f"{name} contains a character that cannot be part of a key (character {position + 1} of "
+                f"{len(text)}: {what}), typically a non-breaking space, a curly quote or a line break picked "
+                "up while copying; copy the key again from PostHog (Settings > Personal API keys) as plain "
+                "text."
+            )
+    return text
+
+
+class SecretKey:
+    """A personal API key held so that it never shows: ``repr``/``str`` give ``SecretKey('phx_***')``.
+
+    ``reveal()`` returns the key for the one place that needs it (the Authorization header, built by the
+    client's httpx ``Auth`` when a request is sent). It compares equal to the same key given as text.
+    """
+
+    __slots__ = ("__weakref__", "_value")
+
+    def __init__(self, value: str, *, name: str = "personal_api_key") -> None:
+        self._value = check_key(value, name)
+        _LIVE.add(self)
+
+    def reveal(self) -> str:
+        """The key itself (keep it out of variables that tracebacks and debuggers show)."""
+        return self._value
+
+    def bearer(self) -> str:
+        """The value of the ``Authorization`` header."""
+        return "Bearer " + self._value
+
+    @property
+    def prefix(self) -> str:
+        """The public kind prefix (``phx_``), or ``''``."""
+        head, sep, _rest = self._value.partition("_")
+        return head + sep if sep and len(head) <= 4 else ""
+
+    def __repr__(self) -> str:
+        return f"SecretKey('{self.prefix}***')"
+
+    __str__ = __repr__
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, SecretKey):
+            other = other._value
+        if not isinstance(other, str):
+            return NotImplemented
+        return hmac.compare_digest(self._value.encode(), other.strip().encode("utf-8", "replace"))
+
+    def __hash__(self) -> int:
+        return hash((SecretKey, self._value))
+
+    def __bool__(self) -> bool:
+        return True
+
+    def __copy__(self) -> SecretKey:
+        return self  # immutable: copies (dataclasses.asdict, copy.deepcopy of a config) share it
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> SecretKey:
+        return self
+
+    def __reduce__(self) -> Any:
+        raise TypeError("a SecretKey cannot be pickled; pass the key again where it is needed.")
 
 
 def resolve_hosts(host: str) -> tuple[str, str]:
@@ -59,7 +147,7 @@ class ClientConfig:
 
     app_url: str
     ingest_url: str
-    personal_api_key: str | None = field(default=None, repr=False)
+    personal_api_key: SecretKey | None = field(default=None, repr=False)
     project_api_key: str | None = field(default=None, repr=False)
     project_id: str = "@current"
     organization_id: str | None = None
@@ -78,17 +166,19 @@ class ClientConfig:
             raise ValueError(f"max_concurrency={self.max_concurrency} must be at least 1.")
         if self.timeout is not None and self.timeout <= 0:
             raise ValueError(f"timeout={self.timeout} must be a positive number of seconds.")
-        for name in ("personal_api_key", "project_api_key"):
-            value = getattr(self, name)
-            if value is not None and (not isinstance(value, str) or not value.strip()):
-                raise ValueError(f"{name} must be a non-empty string or None.")
         pak = self.personal_api_key
-        if pak is not None and pak.startswith("phc_"):
+        if pak is not None and not isinstance(pak, SecretKey):
+            pak = SecretKey(pak)  # whitespace stripped, non-ASCII refused without echoing the key
+            object.__setattr__(self, "personal_api_key", pak)
+        prk = self.project_api_key
+        if prk is not None:
+            prk = check_key(prk, "project_api_key")
+            object.__setattr__(self, "project_api_key", prk)
+        if pak is not None and pak.prefix == "phc_":
             raise ValueError(
                 "personal_api_key looks like a project API key (phc_...); pass it as project_api_key= and "
                 "use a personal API key (phx_...) for personal_api_key."
             )
-        prk = self.project_api_key
         if prk is not None and prk.startswith("phx_"):
             raise ValueError(
                 "project_api_key looks like a personal API key (phx_...); pass it as personal_api_key= and "
@@ -96,8 +186,8 @@ class ClientConfig:
             )
 
     @property
-    def secrets(self) -> tuple[str, ...]:
-        """The keys to scrub from any text the client produces."""
+    def secrets(self) -> tuple[SecretKey | str, ...]:
+        """The keys to scrub from any text the client produces (``errors.redact`` reads both forms)."""
         return tuple(k for k in (self.personal_api_key, self.project_api_key) if k)
 
     def __repr__(self) -> str:
@@ -123,7 +213,7 @@ def config_from_env(environ: dict[str, str] | None = None, **overrides: object) 
         ("POSTHOG_ORGANIZATION_ID", "organization_id"),
     ):
         value = env.get(var)
-        if value:
+        if value and value.strip():
             kwargs[name] = value.strip()
     kwargs.update({k: v for k, v in overrides.items()})
     return kwargs

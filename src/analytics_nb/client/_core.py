@@ -10,26 +10,32 @@ import math
 import random
 import time
 from collections import deque
-from collections.abc import Mapping
-from typing import Any, Literal
-from urllib.parse import quote, urlsplit
+from collections.abc import Generator, Mapping
+from typing import Any, Literal, TypeVar
+from urllib.parse import quote, urljoin, urlsplit
 
 import httpx
+import pydantic
 
 from analytics_nb import __version__
-from analytics_nb.client._config import ClientConfig
+from analytics_nb.client._config import ClientConfig, SecretKey, live_secrets
 from analytics_nb.errors import (
     AuthenticationError,
     NetworkError,
     NotFoundError,
     PermissionDeniedError,
     PostHogError,
+    RedirectError,
+    ResponseFormatError,
     error_from_response,
     parse_retry_after,
     redact,
 )
 
-__all__ = ["Core", "RateLimiter", "encode_json"]
+__all__ = ["Core", "RateLimiter", "decode_json", "encode_json", "parse_model"]
+
+M = TypeVar("M", bound=pydantic.BaseModel)
+MAX_REDIRECTS = 5
 
 log = logging.getLogger("analytics_nb.client")
 
@@ -46,23 +52,72 @@ DEFAULT_RULES: dict[str, tuple[tuple[int, float], ...]] = {
 
 
 class _RedactKeys(logging.Filter):
-    """Scrub anything shaped like a PostHog key from records of the HTTP libraries (URLs carry ``token=``)."""
+    """Scrub every live key (and anything shaped like a PostHog key) from a record: message, arguments and
+    exception text. URLs carry ``token=``; a failed header write quotes the header value."""
 
     def filter(self, record: logging.LogRecord) -> bool:
+        secrets = live_secrets()
         try:
             message = record.getMessage()
         except Exception:  # a malformed record is not ours to fix
             return True
-        cleaned = redact(message)
+        cleaned = redact(message, secrets)
         if cleaned != message:
             record.msg, record.args = cleaned, ()
+        if record.exc_info and not record.exc_text:
+            import traceback
+
+            record.exc_text = "".join(traceback.format_exception(*record.exc_info)).rstrip("\n")
+        if record.exc_text:
+            record.exc_text = redact(record.exc_text, secrets)
+        if record.stack_info:
+            record.stack_info = redact(record.stack_info, secrets)
         return True
 
 
 _REDACT = _RedactKeys()
-for _name in ("httpx", "httpcore", "analytics_nb.client"):
-    if not any(isinstance(f, _RedactKeys) for f in logging.getLogger(_name).filters):
-        logging.getLogger(_name).addFilter(_REDACT)
+#: Logger trees whose records may carry a URL or a header. A filter on a logger does not apply to records of
+#: its children (``httpcore.http11`` is not filtered by a filter on ``httpcore``), so every logger of these
+#: trees gets the filter, including the children the libraries create at import.
+_LOG_ROOTS = ("httpx", "httpcore", "h11", "h2", "hpack", "analytics_nb")
+_KNOWN_CHILDREN = (
+    "httpcore.connection",
+    "httpcore.connection_pool",
+    "httpcore.http11",
+    "httpcore.http2",
+    "httpcore.proxy",
+    "httpcore.socks",
+    "analytics_nb.client",
+)
+
+
+def install_log_redaction() -> None:
+    """Put the redacting filter on every logger of the HTTP libraries' trees (idempotent; run again when a
+    client is created, for loggers made since)."""
+    names = set(_LOG_ROOTS) | set(_KNOWN_CHILDREN)
+    names |= {n for n in list(logging.root.manager.loggerDict) if n.split(".")[0] in _LOG_ROOTS}
+    for name in names:
+        logger = logging.getLogger(name)
+        if not any(isinstance(f, _RedactKeys) for f in logger.filters):
+            logger.addFilter(_REDACT)
+
+
+install_log_redaction()
+
+
+class _KeyAuth(httpx.Auth):
+    """Adds ``Authorization: Bearer <key>`` as the request is sent, so the key never sits in a header dict or
+    a local variable of the client's request code (``pytest -l`` and rich tracebacks print those)."""
+
+    def __init__(self, key: SecretKey) -> None:
+        self._key = key
+
+    def auth_flow(self, request: httpx.Request) -> Generator[httpx.Request, httpx.Response, None]:
+        request.headers["Authorization"] = self._key.bearer()
+        yield request
+
+    def __repr__(self) -> str:
+        return f"_KeyAuth({self._key!r})"
 
 
 class RateLimiter:
@@ -105,14 +160,26 @@ def _finite(value: Any) -> Any:
 
 
 def encode_json(body: Any) -> bytes:
-    """JSON-encode a request body; NaN/NA become null, timestamps ISO 8601, numpy scalars plain numbers."""
+    """JSON-encode a request body; NaN/NA become null, timestamps ISO 8601, numpy scalars plain numbers.
+
+    A body nested too deeply for Python's encoder raises ``ValueError`` naming the fix (never
+    ``RecursionError``); the service would refuse it anyway.
+    """
     from analytics_nb.wire.cells import json_default  # numpy and pandas load with the first JSON body
 
     try:
-        text = json.dumps(body, default=json_default, allow_nan=False, separators=(",", ":"))
-    except ValueError:
-        text = json.dumps(_finite(body), default=json_default, allow_nan=False, separators=(",", ":"))
-    return text.encode()
+        try:
+            text = json.dumps(body, default=json_default, allow_nan=False, separators=(",", ":"))
+        except ValueError:
+            text = json.dumps(_finite(body), default=json_default, allow_nan=False, separators=(",", ":"))
+    except RecursionError:
+        failure = ValueError(
+            "the request body is nested too deeply (lists/dicts inside each other hundreds of levels deep) "
+            "to be sent; flatten it, or send the deep part as text (json.dumps(value))"
+        )
+    else:
+        return text.encode()
+    raise failure
 
 
 class Core:
@@ -129,6 +196,9 @@ class Core:
         self._semaphore: asyncio.Semaphore | None = None
         self.closed = False
         self.retries_done = 0
+        key = config.personal_api_key
+        self._auth: _KeyAuth | None = _KeyAuth(key) if key is not None else None
+        install_log_redaction()
 
     def __repr__(self) -> str:
         return f"Core({self.config!r})"
@@ -204,27 +274,26 @@ class Core:
         auth: bool = True,
         explain: Mapping[int, str] | None = None,
     ) -> httpx.Response:
-        """Send one request with retries; return the 2xx/3xx response or raise a typed ``PostHogError``.
+        """Send one request with retries; return the 2xx response or raise a typed ``PostHogError``.
 
         Retries (up to ``max_retries``, jittered exponential backoff, ``Retry-After`` honoured) happen on 429,
         408, 502/503/504 and network errors for idempotent requests (GET, PUT, PATCH, DELETE, or
         ``idempotent=True``); a 429 or a refused connection is retried for any method because the service did
-        not act on it. ``explain`` maps a status to the sentence the raised error should give.
+        not act on it. ``explain`` maps a status to the sentence the raised error should give. Redirects are
+        followed only on the same origin (see ``_redirect_target``); every failure, transport ones included,
+        is a ``PostHogError`` with no httpx exception chained (those hold the request and its headers).
         """
         method = method.upper()
         url = self.url(path, service)
         safe_url = self.scrub(url)
         send_headers: dict[str, str] = dict(headers or {})
-        if auth:
-            key = self.config.personal_api_key
-            if not key:
-                raise AuthenticationError(
-                    f"{method} {safe_url} needs a personal API key: pass personal_api_key='phx_...' to the "
-                    "Client or set POSTHOG_PERSONAL_API_KEY.",
-                    method=method,
-                    url=safe_url,
-                )
-            send_headers["Authorization"] = f"Bearer {key}"
+        if auth and self._auth is None:
+            raise AuthenticationError(
+                f"{method} {safe_url} needs a personal API key: pass personal_api_key='phx_...' to the "
+                "Client or set POSTHOG_PERSONAL_API_KEY.",
+                method=method,
+                url=safe_url,
+            )
         body: bytes | str | None = content
         if json is not None:
             body = encode_json(json)
@@ -236,13 +305,21 @@ class Core:
             bucket = "playlists" if "/session_recording_playlists" in url else "default"
         http = self._client()
         attempt = 0
+        redirects = 0
         while True:
             if bucket is not None and self.limiter is not None:
                 await self.limiter.acquire(bucket)
             failure: PostHogError | None = None
             response: httpx.Response | None = None
             try:
-                response = await http.request(method, url, params=query, content=body, headers=send_headers)
+                response = await http.request(
+                    method,
+                    url,
+                    params=query,
+                    content=body,
+                    headers=send_headers,
+                    auth=self._auth if auth else None,
+                )
             except httpx.TransportError as exc:
                 refused = isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout | httpx.PoolTimeout)
                 if (can_retry or refused) and attempt < self.config.max_retries:
@@ -267,14 +344,38 @@ class Core:
                     method=method,
                     url=safe_url,
                 )
+            except httpx.DecodingError as exc:
+                failure = NetworkError(
+                    f"{method} {safe_url} answered with a body that could not be decoded "
+                    f"({self.scrub(str(exc)) or 'no details'}): the server or a proxy on the way sent a "
+                    "broken compressed answer. Check the host (a PostHog API, not a proxy page) and retry.",
+                    method=method,
+                    url=safe_url,
+                )
+            except (httpx.HTTPError, httpx.InvalidURL, httpx.StreamError, ValueError) as exc:
+                # Anything else the transport raises (too many redirects, a malformed URL or header): the
+                # package's error, without the httpx exception and its request (it holds the headers).
+                failure = NetworkError(
+                    f"{method} {safe_url} could not be sent ({type(exc).__name__}: "
+                    f"{self.scrub(str(exc)) or 'no details'}). Check the host and the arguments.",
+                    method=method,
+                    url=safe_url,
+                )
             if failure is not None:
                 # Raised outside the except block: no chained httpx exception (it holds the headers).
                 raise failure
             assert response is not None
             status = response.status_code
             log.debug("%s %s -> %d", method, safe_url, status)
-            if status < 400:
+            if 200 <= status < 300:
                 return response
+            if status < 400:  # a redirect (or another non-final answer) is never used as data
+                target = self._redirect_target(method, url, response, redirects)
+                if isinstance(target, PostHogError):
+                    raise target
+                url, query, safe_url = target, None, self.scrub(target)
+                redirects += 1
+                continue
             if (
                 status in RETRY_STATUSES
                 and (can_retry or status == 429)
@@ -300,10 +401,68 @@ class Core:
                 explanation=(explain or {}).get(status),
             )
 
+    def _redirect_target(
+        self, method: str, url: str, response: httpx.Response, redirects: int
+    ) -> str | PostHogError:
+        """Where to follow a 3xx, or the error to raise. Only redirects on the same origin (scheme, host,
+        port) are followed, at most ``MAX_REDIRECTS`` times, and a non-GET only on 307/308 (which keep the
+        method and body): the Authorization header never goes to another host."""
+        status = response.status_code
+        location = response.headers.get("Location")
+        safe_url = self.scrub(url)
+        kw: dict[str, Any] = {"status": status, "method": method, "url": safe_url}
+        if not location:
+            return RedirectError(
+                f"{method} {safe_url} answered HTTP {status} without a usable answer or Location; a PostHog "
+                "API answers 2xx or an error. Check that host= points at the PostHog API itself (not a "
+                "proxy, a login page or a cache).",
+                **kw,
+            )
+        target: str = urljoin(str(response.request.url), str(location))
+        safe_target = self.scrub(target)
+        here, there = urlsplit(url), urlsplit(target)
+        if (there.scheme, there.netloc) != (here.scheme, here.netloc):
+            base = f"{there.scheme}://{there.netloc}"
+            return RedirectError(
+                f"{method} {safe_url} was redirected (HTTP {status}) to another host, {self.scrub(base)}; "
+                "the client does not follow redirects to another host, so your key was not sent there. "
+                f"If that is the right server, create the Client with host={self.scrub(base)!r}.",
+                location=safe_target,
+                **kw,
+            )
+        if method not in ("GET", "HEAD") and status not in (307, 308):
+            return RedirectError(
+                f"{method} {safe_url} was redirected (HTTP {status}) to {safe_target}; a {method} is not "
+                "re-sent to a new address (an HTTP redirect would turn it into a GET and drop the body). "
+                "Check the path and the host.",
+                location=safe_target,
+                **kw,
+            )
+        if redirects >= MAX_REDIRECTS:
+            return RedirectError(
+                f"{method} {safe_url} was redirected more than {MAX_REDIRECTS} times (last to "
+                f"{safe_target}); check the host.",
+                location=safe_target,
+                **kw,
+            )
+        return target
+
     async def get_json(self, path: str, *, params: Mapping[str, Any] | None = None, **kw: Any) -> Any:
-        """GET ``path`` and return the decoded JSON body."""
+        """GET ``path`` and return the decoded JSON body (an empty or ``null`` answer is an error: every
+        GET of the API answers with data)."""
         response = await self.request("GET", path, params=params, **kw)
-        return _decode(response, self.scrub(str(response.url)))
+        body = _decode(response, self.scrub(str(response.url)))
+        if body is None:
+            safe_url = self.scrub(str(response.url))
+            raise ResponseFormatError(
+                f"GET {safe_url} answered HTTP {response.status_code} with "
+                f"{'null' if response.content else 'an empty body'} where the API sends data; check that "
+                "host= points at the PostHog API itself (not a proxy or a placeholder page) and retry.",
+                status=response.status_code,
+                method="GET",
+                url=safe_url,
+            )
+        return body
 
     async def send_json(self, method: str, path: str, body: Any = None, **kw: Any) -> Any:
         """Send ``body`` as JSON with ``method`` and return the decoded JSON answer (None when empty)."""
@@ -380,16 +539,50 @@ def _param(value: Any) -> Any:
     return value
 
 
+def parse_model(model: type[M], body: Any) -> M:
+    """``model.model_validate(body)`` with a typed error: data that does not fit the model means the host
+    is not (this version of) the PostHog API, and pydantic's own error is not the package's."""
+    try:
+        return model.model_validate(body)
+    except pydantic.ValidationError as exc:
+        errors = exc.errors()
+        where = ".".join(str(p) for p in errors[0]["loc"]) if errors else ""
+        msg = errors[0]["msg"] if errors else "invalid"
+        shape = type(body).__name__ if not isinstance(body, dict) else "an object"
+        failure = ResponseFormatError(
+            f"The service answered with {shape} that is not a {model.__name__} ({where or 'the answer'}: "
+            f"{msg}); check that host= points at the PostHog API (not a proxy or another service) and that "
+            "it is a current PostHog version.",
+            detail=f"{where or 'the answer'}: {msg}",
+        )
+    raise failure
+
+
+def decode_json(response: httpx.Response, safe_url: str) -> Any:
+    """Public name of the JSON decoding used by ``get_json`` (for endpoints read with ``request``)."""
+    return _decode(response, safe_url)
+
+
 def _decode(response: httpx.Response, safe_url: str) -> Any:
     """Decode a JSON body (None when empty), with a clear error when the service sent something else."""
     if not response.content:
         return None
     try:
         return response.json()
+    except RecursionError:
+        raise ResponseFormatError(
+            f"{response.request.method} {safe_url} answered HTTP {response.status_code} with JSON nested too "
+            "deeply to read; check that host= points at the PostHog API itself.",
+            status=response.status_code,
+            method=response.request.method,
+            url=safe_url,
+        ) from None
     except ValueError:
-        raise PostHogError(
+        kind = response.headers.get("Content-Type", "").split(";")[0].strip() or "no content type"
+        raise ResponseFormatError(
             f"{response.request.method} {safe_url} answered HTTP {response.status_code} with a body that is "
-            "not JSON; check that the host points at a PostHog API.",
+            f"not JSON ({kind}); check that host= points at the PostHog API itself (not a proxy, a login "
+            "page or a captive portal).",
             status=response.status_code,
             method=response.request.method,
             url=safe_url,

@@ -6,7 +6,9 @@ import ipaddress
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from analytics_nb.client._core import Core
+from analytics_nb.client._core import Core, decode_json, parse_model
+from analytics_nb.client._ids import check_distinct_id
+from analytics_nb.errors import ResponseFormatError
 from analytics_nb.models import DecideResponse
 
 __all__ = ["DEFAULT_VERSIONS", "decide", "decide_body"]
@@ -64,12 +66,7 @@ async def decide(
     version: int | None = None,
 ) -> DecideResponse:
     """Evaluate every flag for one user on the service; ``ip`` is sent as ``X-Forwarded-For`` (GeoIP)."""
-    if (
-        isinstance(distinct_id, bool)
-        or not isinstance(distinct_id, str | int)
-        or not str(distinct_id).strip()
-    ):
-        raise ValueError(f"distinct_id must be a non-empty string, got {distinct_id!r}.")
+    distinct_id = check_distinct_id(distinct_id)  # a float id (1.0) is refused with the fix
     if endpoint not in DEFAULT_VERSIONS:
         raise ValueError(f"endpoint={endpoint!r} is not allowed; use 'decide' or 'flags'.")
     if version is not None and (isinstance(version, bool) or not isinstance(version, int) or version < 1):
@@ -98,4 +95,15 @@ async def decide(
         idempotent=True,
         auth=False,
     )
-    return DecideResponse.model_validate(response.json())
+    safe_url = core.scrub(str(response.url))
+    body = decode_json(response, safe_url)
+    if not isinstance(body, dict):
+        raise ResponseFormatError(
+            f"POST {safe_url} answered HTTP {response.status_code} with "
+            f"{'an empty body' if body is None else type(body).__name__} instead of the flags object; "
+            "check that host= points at PostHog (its ingestion host for decide) and retry.",
+            status=response.status_code,
+            method="POST",
+            url=safe_url,
+        )
+    return parse_model(DecideResponse, body)

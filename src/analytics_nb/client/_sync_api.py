@@ -140,7 +140,16 @@ class SyncPlaylists:
         """PATCH the fields given (and only those); ``None`` clears a field.
 
         The real service refuses any update of a saved-filter ("filters") playlist that does not carry its
-        ``filters``, so when ``filters`` is not given the stored filters are read and sent along.
+        ``filters`` (posthog-notes §3.3), so when ``filters`` is not given the stored filters are read and
+        sent along, the one field resent without being asked. So that the resend cannot undo a concurrent
+        change of the filters:
+
+        * in this process, the read and the write of the resend, and any update that sets ``filters``, run
+          under one lock per playlist (two clients in one kernel never undo each other);
+        * across processes (no conditional update exists on this API), an update that sets ``filters`` reads
+          the playlist back right after writing; if its filters are no longer the ones written (another
+          session wrote them meanwhile, possibly resending older filters), it raises ``ConflictError`` with
+          the playlist as stored now in ``.current``: look at it and apply your change again.
         """
         return self._loop.run(
             self._resource.update(

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, Literal, Self
 from analytics_nb.capture import (
     DEFAULT_BATCH_BYTES,
     NaivePolicy,
+    UuidPolicy,
     acapture_event,
     acapture_frame,
     aflag_called,
@@ -75,8 +76,9 @@ class AsyncClient(AsyncApiClient):
         gzip: bool = True,
         historical_migration: bool | None = None,
         progress: bool | None = None,
-        on_naive_timestamp: NaivePolicy = "utc",
+        on_naive_timestamp: NaivePolicy = "local",
         batch_attempts: int = 2,
+        uuids: UuidPolicy = "content",
     ) -> pd.DataFrame:
         """Capture one event per row of ``df`` via ``/batch/`` and return the report
         (``analytics_nb.capture.capture_frame`` describes the columns and options)."""
@@ -91,6 +93,7 @@ class AsyncClient(AsyncApiClient):
             progress=progress,
             on_naive_timestamp=on_naive_timestamp,
             batch_attempts=batch_attempts,
+            uuids=uuids,
         )
 
     async def flag_called(

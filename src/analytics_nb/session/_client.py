@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Self
+from typing import TYPE_CHECKING, Any, ClassVar, Self
 
+from analytics_nb.capture import DEFAULT_BATCH_BYTES, NaivePolicy, UuidPolicy, capture_frame
 from analytics_nb.client import ApiClient
 from analytics_nb.embedded import connect_sandbox
 from analytics_nb.session._async_client import AsyncClient
 from analytics_nb.session._sync_api import ClientMethods
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["Client"]
 
@@ -32,3 +36,38 @@ class Client(ClientMethods, ApiClient):
         ``analytics_nb.sandbox.start`` (e.g. ``profile="cloud"``).
         """
         return connect_sandbox(seed, client_class=cls, **kw)
+
+    def capture_frame(
+        self,
+        df: pd.DataFrame,
+        *,
+        batch_size: int | None = None,
+        max_batch_bytes: int = DEFAULT_BATCH_BYTES,
+        concurrency: int = 4,
+        gzip: bool = True,
+        historical_migration: bool | None = None,
+        progress: bool | None = None,
+        on_naive_timestamp: NaivePolicy = "local",
+        batch_attempts: int = 2,
+        uuids: UuidPolicy = "content",
+    ) -> pd.DataFrame:
+        """Capture one event per row of ``df`` via ``/batch/`` and return the report
+        (``analytics_nb.capture.capture_frame`` describes the columns and options).
+
+        Written by hand, not generated: on Ctrl-C the batches in flight settle first, then
+        ``CaptureInterrupted``
+        carries the report of what was sent, failed and not attempted.
+        """
+        return capture_frame(
+            self,
+            df,
+            batch_size=batch_size,
+            max_batch_bytes=max_batch_bytes,
+            concurrency=concurrency,
+            gzip=gzip,
+            historical_migration=historical_migration,
+            progress=progress,
+            on_naive_timestamp=on_naive_timestamp,
+            batch_attempts=batch_attempts,
+            uuids=uuids,
+        )

@@ -7,15 +7,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from analytics_nb.capture import DEFAULT_BATCH_BYTES
-
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
     from typing import Any, Literal
 
     import pandas as pd
 
-    from analytics_nb.capture import NaivePolicy
     from analytics_nb.client import LoopThread
     from analytics_nb.flags import FrameEvaluator
     from analytics_nb.session._async_client import AsyncClient
@@ -49,36 +46,6 @@ class ClientMethods:
         return self._loop.run(
             self._async.capture(
                 event, distinct_id, properties, flags=flags, timestamp=timestamp, uuid=uuid, groups=groups
-            )
-        )
-
-    def capture_frame(
-        self,
-        df: pd.DataFrame,
-        *,
-        batch_size: int | None = None,
-        max_batch_bytes: int = DEFAULT_BATCH_BYTES,
-        concurrency: int = 4,
-        gzip: bool = True,
-        historical_migration: bool | None = None,
-        progress: bool | None = None,
-        on_naive_timestamp: NaivePolicy = "utc",
-        batch_attempts: int = 2,
-    ) -> pd.DataFrame:
-        """Capture one event per row of ``df`` via ``/batch/`` and return the report
-        (``analytics_nb.capture.capture_frame`` describes the columns and options).
-        """
-        return self._loop.run(
-            self._async.capture_frame(
-                df,
-                batch_size=batch_size,
-                max_batch_bytes=max_batch_bytes,
-                concurrency=concurrency,
-                gzip=gzip,
-                historical_migration=historical_migration,
-                progress=progress,
-                on_naive_timestamp=on_naive_timestamp,
-                batch_attempts=batch_attempts,
             )
         )
 

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from analytics_nb.client._ids import distinct_id_problem
 from analytics_nb.simulation._errors import SimulationInputError
 from analytics_nb.wire.cells import is_missing
 from analytics_nb.wire.cells import plain_value as json_value
@@ -124,13 +125,30 @@ class PropertySets:
         return out
 
 
+def _is_column(value: Any) -> bool:
+    """A list-like of values (not text, not a dict): one column of a dict of columns."""
+    return isinstance(value, list | tuple | np.ndarray | pd.Series | pd.Index)
+
+
 def _to_frame(property_sets: Any) -> pd.DataFrame:
     if isinstance(property_sets, pd.DataFrame):
         return property_sets.copy(deep=False)
     if isinstance(property_sets, Mapping):
+        # A dict of equal-length lists is columns, as pd.DataFrame reads it; a dict of scalars is one set.
+        columns = {k: v for k, v in property_sets.items() if _is_column(v)}
+        if columns:
+            lengths = {str(k): len(v) for k, v in columns.items()}
+            if len(set(lengths.values())) > 1:
+                shown = ", ".join(f"{k!r}: {n}" for k, n in list(lengths.items())[:6])
+                raise SimulationInputError(
+                    f"property_sets is a dict of columns of different lengths ({shown}); give every column "
+                    "one value per property set (the same length), or pass a list of dicts."
+                )
+            return pd.DataFrame(dict(property_sets))
         raise SimulationInputError(
-            "property_sets is one dict; pass a list of dicts (one per property set) or a DataFrame, "
-            "e.g. simulate([{'distinct_id': 'u1', 'country': 'US'}])."
+            "property_sets is one dict of single values; wrap it in a list for one property set "
+            "(simulate([{'distinct_id': 'u1', 'country': 'US'}])), give columns as lists "
+            "({'distinct_id': ['u1', 'u2'], 'country': ['US', 'DE']}) or pass a DataFrame."
         )
     if isinstance(property_sets, str | bytes) or not isinstance(property_sets, Iterable):
         raise SimulationInputError(
@@ -331,6 +349,9 @@ def normalise_property_sets(property_sets: Any) -> PropertySets:
             column=str(bad_names[0]),
         )
     ids = frame["distinct_id"]
+    problem = distinct_id_problem(ids)  # float ids (one gap made the column float64): refused with the fix
+    if problem:
+        raise SimulationInputError(problem, column="distinct_id")
     missing = ids.isna()
     if missing.any():
         rows = _first_bad(missing)

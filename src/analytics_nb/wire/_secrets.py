@@ -11,9 +11,12 @@ KEY_PATTERN = re.compile(r"\b(ph[xcas]_)[A-Za-z0-9_\-]{6,}")
 """PostHog keys: personal ``phx_``, project ``phc_``, ``pha_`` and ``phs_`` tokens (prefix kept)."""
 
 
-def redact(text: str, secrets: Iterable[str] = ()) -> str:
-    """Replace each given secret, and anything shaped like a PostHog key, by ``***`` (the prefix stays)."""
+def redact(text: str, secrets: Iterable[object] = ()) -> str:
+    """Replace each given secret (text, or a holder with ``reveal()`` such as the client's ``SecretKey``), and
+    anything shaped like a PostHog key, by ``***`` (the prefix stays)."""
     for secret in secrets:
-        if secret:
-            text = text.replace(secret, "***")
+        reveal = getattr(secret, "reveal", None)
+        value = reveal() if callable(reveal) else secret
+        if isinstance(value, str) and value:
+            text = text.replace(value, "***")
     return KEY_PATTERN.sub(r"\1***", text)

@@ -6,6 +6,7 @@ import builtins
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
+from analytics_nb.client._core import parse_model
 from analytics_nb.client._pagination import MAX_PAGE_SIZE, iter_records
 from analytics_nb.client._resources._base import Resource, check_id, require_text
 from analytics_nb.models import FeatureFlag, LocalEvaluationResponse
@@ -36,7 +37,7 @@ class FeatureFlags(Resource):
     ) -> AsyncIterator[FeatureFlag]:
         """Iterate over the project's flag definitions as models."""
         async for record in self.iter_records(page_size=page_size, max_items=max_items, **params):
-            yield FeatureFlag.model_validate(record)
+            yield parse_model(FeatureFlag, record)
 
     async def list(
         self, *, page_size: int = MAX_PAGE_SIZE, max_items: int | None = None, **params: Any
@@ -56,7 +57,7 @@ class FeatureFlags(Resource):
 
     async def get(self, id: int) -> FeatureFlag:
         """One flag definition by numeric id."""
-        return FeatureFlag.model_validate(await self._core.get_json(self._path(f"{check_id('id', id)}/")))
+        return parse_model(FeatureFlag, await self._core.get_json(self._path(f"{check_id('id', id)}/")))
 
     async def create(
         self,
@@ -73,14 +74,14 @@ class FeatureFlags(Resource):
             if value is not None:
                 body[field] = value
         body.update(extra)
-        return FeatureFlag.model_validate(await self._core.send_json("POST", self._path(), body))
+        return parse_model(FeatureFlag, await self._core.send_json("POST", self._path(), body))
 
     async def update(self, id: int, **fields: Any) -> FeatureFlag:
         """PATCH the fields given (e.g. ``active=False`` or new ``filters``)."""
         if not fields:
             raise ValueError("update() needs at least one field to change, e.g. active=False.")
         path = self._path(f"{check_id('id', id)}/")
-        return FeatureFlag.model_validate(await self._core.send_json("PATCH", path, fields))
+        return parse_model(FeatureFlag, await self._core.send_json("PATCH", path, fields))
 
     async def local_evaluation(self, *, send_cohorts: bool = True) -> LocalEvaluationResponse:
         """The definitions the SDKs use for local evaluation: flags, group type mapping and cohorts."""
@@ -89,4 +90,4 @@ class FeatureFlags(Resource):
         if send_cohorts:
             params["send_cohorts"] = ""
         body = await self._core.get_json("/api/feature_flag/local_evaluation/", params=params)
-        return LocalEvaluationResponse.model_validate(body)
+        return parse_model(LocalEvaluationResponse, body)

@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+import asyncio
 import builtins
 import datetime as _dt
 import enum
+import threading
 from collections.abc import AsyncIterator, Mapping
 from typing import TYPE_CHECKING, Any, Final, Literal, TypedDict, Unpack
 
-from analytics_nb.client._core import Core
+from analytics_nb.client._core import Core, parse_model
 from analytics_nb.client._pagination import MAX_PAGE_SIZE, iter_records
 from analytics_nb.client._resources._base import Resource, check_choice, check_id, iso, require_text
-from analytics_nb.errors import NotFoundError
+from analytics_nb.errors import ConflictError, NotFoundError
 from analytics_nb.models import Playlist, Recording, RecordingsPage
 
 if TYPE_CHECKING:
@@ -49,6 +51,24 @@ class _Unset(enum.Enum):
 
 
 _UNSET: Final[Any] = _Unset.UNSET
+
+#: One lock per playlist (host, project, short_id) for the whole process: an update that must resend the
+#: stored filters reads and writes under it, and so does an update that sets filters, so two clients in one
+#: kernel (a panel and a cell) can never undo each other's change. Across processes see ``Playlists.update``.
+_WRITE_LOCKS: dict[tuple[str, str, str], threading.Lock] = {}
+_WRITE_LOCKS_GUARD = threading.Lock()
+
+
+def _write_lock(key: tuple[str, str, str]) -> threading.Lock:
+    with _WRITE_LOCKS_GUARD:
+        return _WRITE_LOCKS.setdefault(key, threading.Lock())
+
+
+async def _acquire(lock: threading.Lock) -> None:
+    """Take a thread lock from async code without blocking the event loop (and without leaking it when the
+    waiting task is cancelled: it is polled, never handed to a worker thread)."""
+    while not lock.acquire(blocking=False):
+        await asyncio.sleep(0.002)
 
 
 class PlaylistFilters(TypedDict, total=False):
@@ -175,7 +195,7 @@ class Playlists(Resource):
         count = 0
         max_items = filters.get("max_items")
         async for record in self.iter_records(**filters):
-            yield Playlist.model_validate(record)
+            yield parse_model(Playlist, record)
             count += 1
             if max_items is not None and count >= max_items:
                 return
@@ -198,7 +218,7 @@ class Playlists(Resource):
 
     async def get(self, short_id: str) -> Playlist:
         """One playlist by ``short_id`` (soft-deleted ones raise NotFoundError)."""
-        return Playlist.model_validate(await self._core.get_json(self._item_path(short_id)))
+        return parse_model(Playlist, await self._core.get_json(self._item_path(short_id)))
 
     async def create(
         self,
@@ -229,7 +249,7 @@ class Playlists(Resource):
             if value is not None:
                 body[key] = value
         body.update(extra)
-        return Playlist.model_validate(await self._core.send_json("POST", self._path(), body))
+        return parse_model(Playlist, await self._core.send_json("POST", self._path(), body))
 
     async def update(
         self,
@@ -246,7 +266,16 @@ class Playlists(Resource):
         """PATCH the fields given (and only those); ``None`` clears a field.
 
         The real service refuses any update of a saved-filter ("filters") playlist that does not carry its
-        ``filters``, so when ``filters`` is not given the stored filters are read and sent along.
+        ``filters`` (posthog-notes §3.3), so when ``filters`` is not given the stored filters are read and
+        sent along, the one field resent without being asked. So that the resend cannot undo a concurrent
+        change of the filters:
+
+        * in this process, the read and the write of the resend, and any update that sets ``filters``, run
+          under one lock per playlist (two clients in one kernel never undo each other);
+        * across processes (no conditional update exists on this API), an update that sets ``filters`` reads
+          the playlist back right after writing; if its filters are no longer the ones written (another
+          session wrote them meanwhile, possibly resending older filters), it raises ``ConflictError`` with
+          the playlist as stored now in ``.current``: look at it and apply your change again.
         """
         if "type" in extra:
             raise ValueError(
@@ -268,7 +297,17 @@ class Playlists(Resource):
         if not body:
             raise ValueError("update() needs at least one field to change, e.g. name='...'.")
         short_id = require_text("short_id", short_id)
+        config = self._core.config
+        lock = _write_lock((config.app_url, config.project_id, short_id))
+        await _acquire(lock)
+        try:
+            return await self._update_locked(short_id, body)
+        finally:
+            lock.release()
+
+    async def _update_locked(self, short_id: str, body: dict[str, Any]) -> Playlist:
         explain: dict[int, str] = {}
+        resent = False
         if "filters" not in body:
             stored: Any = _UNSET
             if body.get("deleted") is not False:  # a soft-deleted playlist cannot be read back
@@ -282,15 +321,40 @@ class Playlists(Resource):
                 stored = self._archived_filters[short_id]
             if stored is not _UNSET:
                 body["filters"] = stored
+                resent = True
             else:
                 explain[400] = RESEND_FILTERS
         result = await self._core.send_json("PATCH", self._item_path(short_id), body, explain=explain or None)
-        playlist = Playlist.model_validate(result)
+        playlist = parse_model(Playlist, result)
+        if "filters" in body and not resent and playlist.type == "filters" and not playlist.deleted:
+            await self._check_filters_kept(short_id, body["filters"])
         if playlist.deleted and playlist.type == "filters":
             self._archived_filters[short_id] = playlist.filters
         elif not playlist.deleted:
             self._archived_filters.pop(short_id, None)
         return playlist
+
+    async def _check_filters_kept(self, short_id: str, written: Any) -> None:
+        """Read the playlist back after setting its filters; a different value means another session wrote
+        them meanwhile (perhaps resending older ones): raise ``ConflictError`` instead of returning as if
+        the change held."""
+        try:
+            after = await self._core.get_json(self._item_path(short_id))
+        except NotFoundError:
+            return  # archived meanwhile: nothing to compare
+        if not isinstance(after, dict) or after.get("filters") == written:
+            return
+        current = parse_model(Playlist, after)
+        by = current.last_modified_by.email if current.last_modified_by else None
+        raise ConflictError(
+            f"The filters of playlist {short_id!r} were changed by another session right after this update "
+            f"(last modified {current.last_modified_at or 'just now'}{' by ' + by if by else ''}), so your "
+            "filters did not stay. Look at the playlist as it is now (this error's .current, or "
+            "client.playlists.get(short_id)) and apply your change again if it is still wanted.",
+            current=current,
+            method="PATCH",
+            url=self._core.scrub(self._core.url(self._item_path(short_id))),
+        )
 
     async def archive(self, short_id: str) -> Playlist:
         """Soft-delete a playlist (PATCH ``deleted=true``); it disappears from list/get until restored."""
@@ -311,7 +375,7 @@ class Playlists(Resource):
     async def recordings_page(self, short_id: str, **params: Any) -> RecordingsPage:
         """One ``GET .../recordings/`` answer ``{results, has_next, version}``; ``params`` go to the query."""
         body = await self._core.get_json(self._item_path(short_id, "recordings/"), params=params or None)
-        return RecordingsPage.model_validate(body)
+        return parse_model(RecordingsPage, body)
 
     async def _recording_records(self, short_id: str, **params: Any) -> builtins.list[dict[str, Any]]:
         records: builtins.list[dict[str, Any]] = []
@@ -330,7 +394,7 @@ class Playlists(Resource):
 
     async def recordings(self, short_id: str, **params: Any) -> builtins.list[Recording]:
         """Every recording in the playlist (all pages while ``has_next``), as models."""
-        return [Recording.model_validate(r) for r in await self._recording_records(short_id, **params)]
+        return [parse_model(Recording, r) for r in await self._recording_records(short_id, **params)]
 
     async def recordings_frame(self, short_id: str, **params: Any) -> pd.DataFrame:
         """The playlist's recordings as a DataFrame (``analytics_nb.frames.recordings_frame``)."""

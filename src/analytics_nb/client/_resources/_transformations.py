@@ -7,7 +7,8 @@ import builtins
 from collections.abc import AsyncIterator, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from analytics_nb.client._pagination import MAX_PAGE_SIZE, iter_records
+from analytics_nb.client._core import parse_model
+from analytics_nb.client._pagination import MAX_PAGE_SIZE, PageGuard, iter_records
 from analytics_nb.client._resources._base import Resource, check_id
 from analytics_nb.models import ActivityPage, PluginConfig, Transformation
 
@@ -52,7 +53,7 @@ def _transformation(body: Any) -> Transformation:
     # check_for_updates answers {"plugin": {...}} on the real service; the spec shows the bare object.
     if isinstance(body, dict) and isinstance(body.get("plugin"), dict) and "id" not in body:
         body = body["plugin"]
-    return Transformation.model_validate(body)
+    return parse_model(Transformation, body)
 
 
 class Transformations(Resource):
@@ -83,7 +84,7 @@ class Transformations(Resource):
     ) -> AsyncIterator[Transformation]:
         """Iterate over the organization's transformations (pages fetched concurrently)."""
         async for record in self.iter_records(page_size=page_size, offset=offset, max_items=max_items):
-            yield Transformation.model_validate(record)
+            yield parse_model(Transformation, record)
 
     async def list(
         self, *, page_size: int = MAX_PAGE_SIZE, offset: int = 0, max_items: int | None = None
@@ -181,7 +182,7 @@ class Transformations(Resource):
         body = await self._core.get_json(
             await self._path("activity/"), params=params, explain={403: CUSTOM_ACTION_403}
         )
-        return ActivityPage.model_validate(body)
+        return parse_model(ActivityPage, body)
 
     async def activity_records(
         self, *, page_size: int = 100, max_items: int | None = None
@@ -197,6 +198,7 @@ class Transformations(Resource):
         path = await self._path("activity/")
         entries: builtins.list[dict[str, Any]] = []
         seen: set[Any] = set()
+        guard = PageGuard("the activity log")  # repeating pages stop with a PaginationError
         page = 1
         while max_items is None or len(entries) < max_items:
             body = await self._core.get_json(
@@ -205,6 +207,7 @@ class Transformations(Resource):
             results = body.get("results") if isinstance(body, dict) else None
             if not results:
                 break
+            guard.page(results)
             for entry in results:
                 key = entry.get("id") if isinstance(entry, dict) else None
                 if key is not None:
@@ -229,7 +232,7 @@ class Transformations(Resource):
             await self._path("exports_unsubscribe_configs/"), explain={403: CUSTOM_ACTION_403}
         )
         items = body.get("results", []) if isinstance(body, dict) else body or []
-        return [PluginConfig.model_validate(item) for item in items]
+        return [parse_model(PluginConfig, item) for item in items]
 
     async def repository(self) -> builtins.list[dict[str, Any]]:
         """The plugin repository's entries (what can be installed)."""

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import pandas as pd
 
-from analytics_nb.session import Client
 from analytics_nb.frames import transformation_sources_frame
 from analytics_nb.models import Transformation
+from analytics_nb.session import Client
 from analytics_nb.widgets._errors import FormError
 from analytics_nb.widgets._panel import Panel, require_sync_client
 from analytics_nb.widgets.transformations._list import TransformationList

@@ -1,0 +1,136 @@
+"""Issue 12 findings 8 and 11: a listing returns every row exactly once while rows change (or says it could
+not, with counts), and a ``next`` link that repeats or does not advance stops with a clear error.
+
+The endless-paging answers come from a tiny HTTP server on 127.0.0.1 (tests/_local_http.py): the sandbox
+pages correctly and cannot be told to repeat a link.
+"""
+
+from __future__ import annotations
+
+import json
+import warnings
+from http.server import BaseHTTPRequestHandler
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+
+from _local_http import Answer, local_server
+from analytics_nb import Client
+from analytics_nb.errors import IncompleteListingWarning, PaginationError
+
+KEY = "phx_listingsSECRET1234567890ab"
+LIST = "/api/projects/1/session_recording_playlists/"
+ORG = "0190aaaa-bbbb-7ccc-8ddd-eeeeeeeeeeee"
+ACTIVITY = f"/api/organizations/{ORG}/pipeline_transformations/activity/"
+
+
+def _client(url: str, **kw: Any) -> Client:
+    return Client(url, personal_api_key=KEY, project_id=1, organization_id=ORG, max_retries=0, **kw)
+
+
+def _rows(*ids: int) -> list[dict[str, Any]]:
+    return [{"id": i, "short_id": f"s{i:07d}", "name": f"p{i}", "type": "collection"} for i in ids]
+
+
+def _answer(body: dict[str, Any]) -> Answer:
+    return 200, {"Content-Type": "application/json"}, json.dumps(body).encode()
+
+
+def test_renamed_rows_are_not_lost_while_listing(empty_sandbox: Any) -> None:
+    with Client(
+        empty_sandbox.url, personal_api_key=empty_sandbox.personal_api_key, progress=False, max_concurrency=1
+    ) as client:
+        for i in range(40):
+            client.playlists.create("collection", f"playlist {i:02d}")
+        everything = {p.id for p in client.playlists.list()}
+        iterator = client.playlists.iter(page_size=10)  # default order: -last_modified_at
+        got = [next(iterator).id]  # page 1 is read; the other pages are fetched after this point
+        oldest = client.playlists.list(order="last_modified_at", max_items=3)
+        for playlist in oldest:  # renaming moves them from the last page to the front (already read)
+            client.playlists.update(playlist.short_id, name=f"{playlist.name} (renamed)")
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", IncompleteListingWarning)
+            got += [p.id for p in iterator]
+    assert len(got) == len(set(got)) == 40  # exactly once
+    assert set(got) == everything
+    assert {p.id for p in oldest} <= set(got)  # the moved rows were found by the check walk
+
+
+def test_listing_that_keeps_changing_warns_with_counts() -> None:
+    state = {"calls": 0}
+
+    def shifting(handler: BaseHTTPRequestHandler) -> Answer:
+        # every walk loses a different row: the count says 4 but only 3 distinct rows ever come per walk
+        state["calls"] += 1
+        walk = state["calls"]
+        return _answer({"count": 4, "next": None, "results": _rows(*[i + 10 * walk for i in range(3)])})
+
+    with (
+        local_server({LIST: shifting}) as server,
+        _client(server.url) as client,
+        pytest.warns(IncompleteListingWarning) as record,
+    ):
+        rows = client.playlists.records()
+    warning = record[0].message
+    assert isinstance(warning, IncompleteListingWarning)
+    assert warning.counts == [4] and warning.read == len(rows) == 9
+    assert "may be incomplete" in str(warning) and "4" in str(warning)
+
+
+def test_repeating_next_without_count_stops() -> None:
+    def same(handler: BaseHTTPRequestHandler) -> Answer:
+        return _answer(
+            {"next": f"http://{handler.headers['Host']}{LIST}?limit=2&offset=2", "results": _rows(1, 2)}
+        )
+
+    with (
+        local_server({LIST: same}) as server,
+        _client(server.url) as client,
+        pytest.raises(PaginationError, match="same next-page link twice"),
+    ):
+        client.playlists.list(page_size=2)
+    assert len(server.requests) <= 4
+
+
+def test_non_advancing_next_stops() -> None:
+    def backwards(handler: BaseHTTPRequestHandler) -> Answer:
+        offset = int(parse_qs(urlsplit(handler.path).query).get("offset", ["0"])[0])
+        nxt = f"http://{handler.headers['Host']}{LIST}?limit=2&offset={max(offset - 1, 1)}&n={offset}"
+        return _answer({"next": nxt, "results": _rows(offset, offset + 1)})
+
+    with (
+        local_server({LIST: backwards}) as server,
+        _client(server.url) as client,
+        pytest.raises(PaginationError, match="does not advance"),
+    ):
+        client.playlists.list(page_size=2)
+
+
+def test_next_after_count_that_repeats_stops() -> None:
+    def past_count(handler: BaseHTTPRequestHandler) -> Answer:
+        host = handler.headers["Host"]
+        return _answer({"count": 3, "next": f"http://{host}{LIST}?limit=2&offset=2", "results": _rows(1, 2)})
+
+    with (
+        local_server({LIST: past_count}) as server,
+        _client(server.url) as client,
+        pytest.raises(PaginationError),
+    ):
+        client.playlists.list(page_size=2)
+    assert len(server.requests) < 10
+
+
+def test_activity_records_on_repeating_pages_stop() -> None:
+    entry = {"id": "a1", "activity": "updated", "scope": "Plugin", "item_id": "1", "created_at": None}
+
+    def repeating(handler: BaseHTTPRequestHandler) -> Answer:
+        return _answer({"results": [entry], "next": "more", "total_count": None})
+
+    with (
+        local_server({ACTIVITY: repeating}) as server,
+        _client(server.url) as client,
+        pytest.raises(PaginationError, match="repeated records"),
+    ):
+        client.transformations.activity_records(page_size=1)
+    assert len(server.requests) <= 5
