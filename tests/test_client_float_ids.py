@@ -1,6 +1,6 @@
 """Issue 14 item 2: a float ``distinct_id`` (a column that became float64 because of one gap, or any
 non-text, non-integer id) is refused by decide, simulate and capture with a message naming the fix, and
-nothing is sent. One shared check (``analytics_nb.client._ids``) serves all three."""
+nothing is sent. One shared check (``analytics_nb.wire.check_distinct_id``) serves all three."""
 
 from __future__ import annotations
 
@@ -42,7 +42,7 @@ def test_decide_refuses_a_float_id(client: Client, sandbox: Any) -> None:
 
 
 def test_simulate_refuses_a_float_id_column(client: Client) -> None:
-    from analytics_nb.simulate import SimulationInputError, simulate
+    from analytics_nb.simulation import SimulationInputError, simulate
 
     frame = pd.DataFrame({"distinct_id": _float_ids(), "country": ["US", "DE", "FR", "US"]})
     for engine in ("local", "remote"):

@@ -9,11 +9,11 @@ from typing import Any
 
 import pandas as pd
 import pytest
-from analytics_nb.simulate import SimulationInputError, simulate
 
 from analytics_nb import Client
 from analytics_nb.capture import flag_called
 from analytics_nb.errors import NotFoundError
+from analytics_nb.simulation import SimulationInputError, simulate
 
 
 def _client(sb: Any, **kw: Any) -> Client:

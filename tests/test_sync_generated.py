@@ -68,6 +68,10 @@ def _public_async(cls: type) -> dict[str, object]:
     }
 
 
+#: Sync twins written by hand (``handwritten=`` in scripts/generate_sync.py): same parameters and doc, own body.
+HANDWRITTEN = {"capture_frame"}  # settles batches in flight on Ctrl-C and raises CaptureInterrupted
+
+
 @pytest.mark.parametrize(("async_cls", "sync_cls"), PAIRS, ids=[p[1].__name__ for p in PAIRS])
 def test_every_async_method_has_a_sync_twin_with_the_same_parameters_and_doc(
     async_cls: type, sync_cls: type
@@ -79,7 +83,8 @@ def test_every_async_method_has_a_sync_twin_with_the_same_parameters_and_doc(
         assert not inspect.iscoroutinefunction(twin), name
         assert inspect.signature(twin).parameters == inspect.signature(fn).parameters, name  # type: ignore[arg-type]
         assert inspect.getdoc(twin) == inspect.getdoc(fn), name
-        assert "return self._loop." in inspect.getsource(twin), name
+        if name not in HANDWRITTEN:
+            assert "return self._loop." in inspect.getsource(twin), name
 
 
 def test_tools_see_real_signatures_and_source() -> None:

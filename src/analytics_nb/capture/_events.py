@@ -30,7 +30,7 @@ from analytics_nb.capture._values import (
     new_uuid7,
     new_uuids,
 )
-from analytics_nb.client._ids import check_distinct_id, distinct_id_problem
+from analytics_nb.wire import check_distinct_id, distinct_id_problem
 
 __all__ = [
     "HISTORICAL_AGE",

@@ -7,9 +7,9 @@ from collections.abc import Mapping
 from typing import Any, Literal
 
 from analytics_nb.client._core import Core, decode_json, parse_model
-from analytics_nb.client._ids import check_distinct_id
 from analytics_nb.errors import ResponseFormatError
 from analytics_nb.models import DecideResponse
+from analytics_nb.wire import check_distinct_id
 
 __all__ = ["DEFAULT_VERSIONS", "decide", "decide_body"]
 

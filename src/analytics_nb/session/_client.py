@@ -52,12 +52,9 @@ class Client(ClientMethods, ApiClient):
         uuids: UuidPolicy = "content",
     ) -> pd.DataFrame:
         """Capture one event per row of ``df`` via ``/batch/`` and return the report
-        (``analytics_nb.capture.capture_frame`` describes the columns and options).
-
-        Written by hand, not generated: on Ctrl-C the batches in flight settle first, then
-        ``CaptureInterrupted``
-        carries the report of what was sent, failed and not attempted.
-        """
+        (``analytics_nb.capture.capture_frame`` describes the columns and options)."""
+        # Written by hand, not generated: the plain function lets the batches in flight settle on Ctrl-C and
+        # raises CaptureInterrupted carrying the report of what was sent, failed and not attempted.
         return capture_frame(
             self,
             df,

@@ -14,8 +14,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from analytics_nb.client._ids import distinct_id_problem
 from analytics_nb.simulation._errors import SimulationInputError
+from analytics_nb.wire import distinct_id_problem
 from analytics_nb.wire.cells import is_missing
 from analytics_nb.wire.cells import plain_value as json_value
 
