@@ -1,6 +1,6 @@
 """How values travel: UUIDv7 event ids, the one distinct_id check and API-key redaction here; the one
-missing-value test and the one JSON encoding of pandas/numpy values in ``analytics_nb.wire.cells`` (which needs pandas, so it is imported on
-its own).
+missing-value test and the one JSON encoding of pandas/numpy values in ``analytics_nb.wire.cells`` (which
+needs pandas, so it is imported on its own).
 
 The lowest part: it imports nothing else from the package, so the client, capture, simulation, frames and the
 sandbox (which must not import the client) all share these instead of keeping their own copies.
