@@ -121,7 +121,9 @@ def test_absolute_and_bare_year_dates() -> None:
     year = compile_flags([_date_flag("is_date_after", "2024")])
     props = {"signup": "2024-06-01"}
     sdk = {"mode": "sdk"}
-    assert evaluate_flags(year, "u", person_properties=props, now=dt.datetime(2026, 3, 1), **sdk)["dated"].value
+    assert evaluate_flags(year, "u", person_properties=props, now=dt.datetime(2026, 3, 1), **sdk)[
+        "dated"
+    ].value
     assert not evaluate_flags(year, "u", person_properties=props, now=dt.datetime(2026, 9, 1), **sdk)[
         "dated"
     ].value
