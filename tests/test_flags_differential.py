@@ -20,13 +20,16 @@ from _flag_strategies import cohorts, flag_definition, person_properties
 from analytics_nb.flags import evaluate_flags
 
 posthog = pytest.importorskip("posthog")
-from posthog import Client  # noqa: E402
+from posthog import Posthog  # noqa: E402
 from posthog.feature_flags import InconclusiveMatchError, RequiresServerEvaluation  # noqa: E402
 
 GROUP_TYPE_MAPPING = {"0": "company", "1": "team"}
-_CLIENT = Client("phc_differential_test", send=False, sync_mode=True)
+# The SDK's public client path: definitions published as a /flags/definitions poll would, then
+# `get_feature_flag(..., only_evaluate_locally=True)` (None = inconclusive: it would ask the server).
+_CLIENT = Posthog("phc_differential_test", send=False, sync_mode=True)
 # after creating the client, which configures the "posthog" logger itself
 logging.getLogger("posthog").setLevel(logging.CRITICAL)
+pytestmark = pytest.mark.filterwarnings("ignore:`get_feature_flag` is deprecated:DeprecationWarning")
 INCONCLUSIVE = object()
 
 
@@ -39,26 +42,26 @@ def official(
     group_props: dict[str, Any],
     cohort_defs: dict[str, Any],
     flags_by_key: dict[str, Any],
+    matching_version: int = 1,
 ) -> Any:
-    snapshot = {
-        "group_type_mapping": GROUP_TYPE_MAPPING,
-        "flags_by_key": flags_by_key,
-        "cohorts": cohort_defs,
-        "property_matching_version": 1,
-        "flag_definition_version": 1,
-    }
-    try:
-        return _CLIENT._compute_flag_locally(
-            copy.deepcopy(flag),
-            distinct_id,
-            groups=groups,
-            person_properties=copy.deepcopy(person),
-            group_properties=copy.deepcopy(group_props),
-            warn_on_unknown_groups=False,
-            _definition_snapshot=snapshot,
-        )
-    except (InconclusiveMatchError, RequiresServerEvaluation):
-        return INCONCLUSIVE
+    _CLIENT._update_flag_state(
+        {
+            "flags": copy.deepcopy(list(flags_by_key.values())),
+            "group_type_mapping": GROUP_TYPE_MAPPING,
+            "cohorts": copy.deepcopy(cohort_defs),
+            "property_matching_version": matching_version,
+        }
+    )
+    value = _CLIENT.get_feature_flag(
+        flag["key"],
+        distinct_id,
+        groups=groups,
+        person_properties=copy.deepcopy(person),
+        group_properties=copy.deepcopy(group_props),
+        only_evaluate_locally=True,
+        send_feature_flag_events=False,
+    )
+    return INCONCLUSIVE if value is None else value
 
 
 def make_case(rng: random.Random) -> dict[str, Any]:
