@@ -313,14 +313,17 @@ def compile_flags(
             return flags
         if same_version:
             # cohorts, group types and the time zone do not change the compiled flags
+            new_errors: dict[str, str] | None = None if strict else {}
             return CompiledFlags(
                 flags.flags,
-                compile_cohorts(cohorts, matching_version=flags.property_matching_version)
+                compile_cohorts(
+                    cohorts, errors=new_errors, matching_version=flags.property_matching_version
+                )
                 if cohorts is not None
                 else flags.cohorts,
                 group_type_mapping if group_type_mapping is not None else flags.group_type_mapping,
                 strict=strict,
-                cohort_errors=flags.cohort_errors,
+                cohort_errors=new_errors if cohorts is not None else flags.cohort_errors,
                 property_matching_version=flags.property_matching_version,
                 timezone=timezone or flags.timezone,
             )
@@ -1019,16 +1022,16 @@ def evaluate_flags(
     `hash_key_overrides` and `device_id` are as in evaluate_flag."""
     server = check_mode(mode)
     compiled = compile_flags(
-        flags, strict=strict, property_matching_version=property_matching_version, timezone=timezone
+        flags,
+        cohorts=cohorts,
+        strict=strict,
+        property_matching_version=property_matching_version,
+        timezone=timezone,
     )
     did = _distinct_id_text(distinct_id)
     person = _prepare_person(person_properties, did, server)
     gkeys, gprops = _prepare_groups(groups, group_properties, server)
-    cohort_set = (
-        compile_cohorts(cohorts, matching_version=compiled.property_matching_version)
-        if cohorts is not None
-        else compiled.cohorts or {}
-    )
+    cohort_set = compiled.cohorts or {}
     mapping = (
         {str(k): str(v) for k, v in group_type_mapping.items()}
         if group_type_mapping is not None

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from itertools import repeat
@@ -367,10 +368,13 @@ def _regex(value: Any, negate: bool) -> _Built:
 
 
 def _python_compiles(pattern: str) -> bool:
-    try:
-        re.compile(pattern)
-    except (re.error, OverflowError, RecursionError):
-        return False
+    """Whether Python's `re` (which the SDK compiles patterns with) accepts the pattern."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # FutureWarning on "[[" (a POSIX class in Rust syntax)
+        try:
+            re.compile(pattern)
+        except (re.error, OverflowError, RecursionError):
+            return False
     return True
 
 

@@ -43,6 +43,7 @@ def make_evaluator(sets: PropertySets, defs: Definitions, *, mode: str = "server
         mode=mode,
         cohorts=defs.cohorts or None,
         group_type_mapping=defs.group_type_mapping or None,
+        property_matching_version=getattr(defs, "property_matching_version", None),
     )
 
 
