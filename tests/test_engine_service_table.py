@@ -22,7 +22,7 @@ PM = "properties/property_matching.rs"
 
 # (source, operator, filter value, property value, service answer)
 PROPERTY_CASES: list[tuple[str, str, Any, Any, bool]] = [
-    # --- null is a present value whose text is "null" (`match_property`: contains_key, to_string_representation)
+    # --- null is a present value whose text is "null" (`match_property`: contains_key, to_string_repr.)
     (f"{PM} match_property IsSet", "is_set", "is_set", None, True),
     (f"{PM} match_property IsNotSet", "is_not_set", "is_not_set", None, False),
     (f"{PM} compute_exact_match", "exact", "null", None, True),
@@ -302,7 +302,7 @@ def test_rules_format_v2_needs_the_server() -> None:
 
 
 def test_catastrophic_regex_is_bounded() -> None:
-    """REGEX_BACKTRACK_LIMIT: no pattern runs unbounded (Rust regex is linear; look-around is time-bounded)."""
+    """REGEX_BACKTRACK_LIMIT: no pattern runs unbounded (Rust regex is linear; look-around time-bounded)."""
     subject = {"p": "a" * 40 + "b"}
     for pattern in (r"^(a+)+$", r"^(?=a)(a+)+$", r"^(a|a)+(?!x)$"):
         flag = _flag([{"key": "p", "operator": "regex", "value": pattern, "type": "person"}])
