@@ -15,6 +15,7 @@ from analytics_nb.flags import evaluate_flags, evaluate_frame
 N = 6
 NOW = dt.datetime.now(dt.UTC)
 
+DATES = ["2024-01-01", None, "2023-06-01 12:00", "2031-01-01", "2020-02-29", "2024-06-01"]
 COLUMNS: dict[str, Any] = {
     "int64": pd.Series([1, 5, 30, -2, 0, 7], dtype="int64"),
     "Int64": pd.array([1, None, 30, -2, 0, 7], dtype="Int64"),
@@ -26,14 +27,8 @@ COLUMNS: dict[str, Any] = {
     "str": pd.array(["pro", None, "free", "1.2.3", "2024-01-01", "naïve"], dtype="str"),
     "category": pd.Series(["pro", "free", None, "pro", "x", "free"], dtype="category"),
     "object": pd.Series(["pro", 5, None, 1.5, True, ["a", "b"]], dtype=object),
-    "datetime64": pd.Series(
-        pd.to_datetime(["2024-01-01", None, "2023-06-01 12:00", "2031-01-01", "2020-02-29", "2024-06-01"], format="ISO8601")
-    ),
-    "datetime64tz": pd.Series(
-        pd.to_datetime(
-            ["2024-01-01", None, "2023-06-01 12:00", "2031-01-01", "2020-02-29", "2024-06-01"], format="ISO8601"
-        ).tz_localize("Europe/Berlin")
-    ),
+    "datetime64": pd.Series(pd.to_datetime(DATES, format="ISO8601")),
+    "datetime64tz": pd.Series(pd.to_datetime(DATES, format="ISO8601").tz_localize("Europe/Berlin")),
 }
 ODD: dict[str, Any] = {
     "timedelta": pd.Series(pd.to_timedelta([1, 2, None, 4, 5, 6], unit="s")),
@@ -89,10 +84,8 @@ def test_frame_agrees_with_scalar_on_every_dtype(dtype: str, mode: str, nulls: s
     assert out["error"].isna().all()
     for i in range(N):
         cell = frame["p"].iloc[i]
-        if _missing(cell):
-            person = {} if nulls == "absent" else {"p": None}
-        else:
-            person = {"p": cell}
+        missing_as: dict[str, Any] = {} if nulls == "absent" else {"p": None}
+        person = missing_as if _missing(cell) else {"p": cell}
         expected = evaluate_flags(flags(), f"u{i}", person_properties=person, mode=mode, now=NOW)
         for key, res in expected.items():
             got = out[key].iloc[i]
