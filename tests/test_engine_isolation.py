@@ -60,12 +60,17 @@ def test_compile_flags_keeps_the_others_and_names_flag_filter_and_fix() -> None:
 
 @pytest.mark.parametrize("active", [True, False])
 def test_evaluate_flags_answers_every_other_flag(active: bool) -> None:
-    for mode, value in (("server", False), ("sdk", None)):
-        res = evaluate_flags([good(), bad(active)], "u1", mode=mode)
-        assert res["good"].value is True
-        assert res["broken"].value is value and res["broken"].reason == "error"
-        assert "no_such_operator" in (res["broken"].error or "") and res["good"].error is None
-        assert res["broken"].description.startswith("Error: ")
+    server = evaluate_flags([good(), bad(active)], "u1")
+    assert server["good"].value is True and server["good"].error is None
+    if not active:  # an inactive flag is never evaluated: its definition cannot fail
+        assert (server["broken"].value, server["broken"].reason) == (False, "flag_disabled")
+        return
+    assert server["broken"].value is False and server["broken"].reason == "error"
+    assert "no_such_operator" in (server["broken"].error or "")
+    assert server["broken"].description.startswith("Error: ")
+    # sdk mode: the SDK finds a filter with an unknown operator inconclusive when it reaches it
+    sdk = evaluate_flags([good(), bad(active)], "u1", mode="sdk")
+    assert sdk["good"].value is True and sdk["broken"].value is None
 
 
 def test_evaluate_flag_on_a_bad_definition_returns_an_error_result() -> None:
@@ -93,7 +98,8 @@ def test_frames_and_what_if_keep_the_others() -> None:
     for mode in ("server", "sdk"):
         out = evaluate_frame(FRAME, [good(), bad()], mode=mode, reasons=True)
         assert out["good"].tolist() == [True, True]
-        assert out["broken:reason"].tolist() == ["error", "error"]
+        want = "error" if mode == "server" else "inconclusive"
+        assert out["broken:reason"].tolist() == [want, want]
         assert out["error"].isna().all()
     ev = FrameEvaluator(FRAME, [good(), bad()])
     edited = [good(), bad(), {**good("third"), "id": 3}]

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from _flag_strategies import cohorts, flag_definition, person_properties
+from _flag_strategies import cohorts, flag_definition, group_key, person_properties
 from analytics_nb.flags import evaluate_flags
 
 posthog = pytest.importorskip("posthog")
@@ -64,6 +64,44 @@ def official(
     return INCONCLUSIVE if value is None else value
 
 
+def _regex_patterns(node: Any) -> list[str]:
+    """Every regex / not_regex filter value anywhere in flags or cohorts."""
+    found: list[str] = []
+    if isinstance(node, dict):
+        if node.get("operator") in ("regex", "not_regex"):
+            found.append(str(node.get("value")))
+        for child in node.values():
+            found.extend(_regex_patterns(child))
+    elif isinstance(node, list):
+        for child in node:
+            found.extend(_regex_patterns(child))
+    return found
+
+
+def regex_deferred(case: dict[str, Any], subject: dict[str, Any]) -> bool:
+    """Whether the SDK defers a regex of this case to the server ("Regex requires server evaluation": its
+    Python `re` cannot reproduce the service's dialect for that pattern or value). Documented difference:
+    sdk mode answers such filters in the service's own dialect instead (README, "Flag engine")."""
+    from posthog.feature_flags import _match_regex
+
+    patterns = _regex_patterns([case["flags"], case["cohorts"]])
+    if not patterns:
+        return False
+    values = [""]
+    for props in [subject["person"], *subject["group_props"].values()]:
+        for v in props.values():
+            values.append(v if isinstance(v, str) else json.dumps(v, default=str))
+    for pattern in patterns:
+        for value in values:
+            try:
+                _match_regex(pattern, value)
+            except InconclusiveMatchError:
+                return True
+            except Exception:
+                continue
+    return False
+
+
 def make_case(rng: random.Random) -> dict[str, Any]:
     cohort_defs = cohorts(rng)
     cohort_ids = [*cohort_defs, "99"]
@@ -94,7 +132,7 @@ def make_case(rng: random.Random) -> dict[str, Any]:
         group_props: dict[str, Any] = {}
         if is_group or rng.random() < 0.3:
             if rng.random() < 0.85:
-                groups["company"] = rng.choice(["acme", "globex", "initech", 7, "x-1"])
+                groups["company"] = group_key(rng)
             if rng.random() < 0.85:
                 group_props["company"] = person_properties(rng, "main-flag")
         subjects.append(
@@ -116,8 +154,11 @@ def test_sdk_mode_agrees_with_official_sdk() -> None:
     outcomes: Counter[str] = Counter()
     for _ in range(CASES):
         outcomes.update(check_case(make_case(rng)))
-    # The generator must exercise every kind of outcome, or the agreement above proves little.
-    assert sum(outcomes.values()) == 3 * CASES
+    # The generator must exercise every kind of outcome, or the agreement above proves little; the one
+    # documented difference (regex deferrals) stays rare.
+    deferred = outcomes.pop("regex deferred by the SDK", 0)
+    assert sum(outcomes.values()) + deferred == 3 * CASES
+    assert deferred < CASES // 20, deferred
     assert min(outcomes.values()) > CASES // 10, outcomes
 
 
@@ -150,8 +191,15 @@ def check_case(case: dict[str, Any]) -> Counter[str]:
         context = (
             f"ours={got!r} official={expected!r} subject={subject!r} case={json.dumps(case, default=str)}"
         )
+        agree = (expected is INCONCLUSIVE and got.value is None) or (
+            expected is not INCONCLUSIVE and got.value == expected and type(got.value) is type(expected)
+        )
+        if not agree and regex_deferred(case, subject):
+            outcomes["regex deferred by the SDK"] += 1
+            continue
         if expected is INCONCLUSIVE:
-            assert got.value is None and got.reason == "inconclusive", context
+            # the SDK's "ask the server": ours says why (undecidable, a definition error, the v2 format)
+            assert got.value is None and got.reason in ("inconclusive", "error", "needs_server"), context
         else:
             assert got.value == expected and type(got.value) is type(expected), context
         outcomes[
@@ -175,11 +223,12 @@ def test_person_flags_agree_with_match_feature_flag_properties_directly() -> Non
         flag = flag_definition(rng, "f", [*cohort_defs, "99"], extras=False)
         person = person_properties(rng, "f")
         distinct_id = f"user-{rng.randrange(10_000)}"
+        enriched = {"distinct_id": distinct_id, **copy.deepcopy(person)}  # what the client adds first
         try:
             expected: Any = match_feature_flag_properties(
                 copy.deepcopy(flag),
                 distinct_id,
-                copy.deepcopy(person),
+                enriched,
                 cohort_properties=cohort_defs,
                 bucketing_value=distinct_id,
             )
@@ -188,6 +237,9 @@ def test_person_flags_agree_with_match_feature_flag_properties_directly() -> Non
         got = evaluate_flags([flag], distinct_id, person_properties=person, cohorts=cohort_defs, mode="sdk")[
             "f"
         ]
-        assert got.value == expected and type(got.value) is type(expected), (got, expected, flag, person)
+        if got.value != expected or type(got.value) is not type(expected):
+            subject = {"person": person, "group_props": {}}
+            assert regex_deferred({"flags": [flag], "cohorts": cohort_defs}, subject), (got, expected, flag, person)
+            continue
         agreed += 1
-    assert agreed == 1500
+    assert agreed > 1400

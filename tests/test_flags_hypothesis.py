@@ -458,7 +458,7 @@ def to_plain(cell: Any) -> Any:
     if cell is pd.NA or cell is pd.NaT:
         return ABSENT
     if isinstance(cell, float) and math.isnan(cell):
-        return ABSENT
+        return cell  # a NaN in a property dict is a value for the SDK (no comparison matches it)
     if isinstance(cell, np.datetime64):
         return pd.Timestamp(cell).to_pydatetime()
     if isinstance(cell, pd.Timestamp):

@@ -9,7 +9,12 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from analytics_nb.flags._errors import FlagDefinitionError
-from analytics_nb.flags._operators import PropertyMatcher, prepare_property
+from analytics_nb.flags._operators import (
+    PROPERTY_OPERATORS,
+    PropertyMatcher,
+    prepare_property,
+    unknown_operator,
+)
 
 FilterKind = Literal["property", "cohort", "flag"]
 
@@ -73,6 +78,8 @@ class CompiledFlag:
     error: str | None = field(default=None, compare=False)
     #: the new rules format (`filters.version == 2`): answered as "needs the server", never as version 1
     needs_server: str | None = field(default=None, compare=False)
+    #: sdk mode evaluates the flag despite `error` (an unknown operator is an inconclusive filter there)
+    sdk_evaluates: bool = field(default=False, compare=False)
     #: memo of the evaluator's immutable results without a cause, by (value, reason, condition index)
     result_memo: dict[tuple[Any, str, int | None], Any] = field(
         default_factory=dict, init=False, repr=False, compare=False
@@ -249,7 +256,12 @@ def compile_filter(
     try:
         matcher = prepare_property(key, operator, value, matching_version=matching_version)
     except ValueError as exc:
-        raise FlagDefinitionError(flag, label, f"{exc} (fix the filter in PostHog, or delete it)") from None
+        error = FlagDefinitionError(flag, label, f"{exc} (fix the filter in PostHog, or delete it)")
+        if strict or not isinstance(operator, str):
+            raise error from None
+        # kept as a filter the SDK finds inconclusive; compile_flag marks the flag as an error for the
+        # service, which cannot evaluate it
+        matcher = unknown_operator(key, operator, str(error))
     if strict and matcher.problem is not None:
         raise FlagDefinitionError(flag, label, matcher.problem)
     route = "group" if kind == "group" else "person"
@@ -423,8 +435,12 @@ def compile_flag(raw: Any, *, strict: bool = True, matching_version: int = 1) ->
         )
 
     deps: set[str] = set()
-    for cond in conditions:
+    unknown: str | None = None
+    for cond in [*conditions, *([super_condition] if super_condition else [])]:
         deps.update(f.key for f in cond.filters if f.kind == "flag")
+        for f in cond.filters:
+            if unknown is None and f.matcher is not None and f.matcher.operator not in PROPERTY_OPERATORS:
+                unknown = f.matcher.problem
 
     bucketing = definition.get("bucketing_identifier") or filters.get("bucketing_identifier")
     return CompiledFlag(
@@ -448,6 +464,8 @@ def compile_flag(raw: Any, *, strict: bool = True, matching_version: int = 1) ->
         dependencies=frozenset(deps),
         definition=definition,
         needs_server=needs_server,
+        error=unknown,
+        sdk_evaluates=unknown is not None,
     )
 
 
@@ -457,17 +475,20 @@ def error_flag(definition: Any, message: str) -> CompiledFlag:
     plain = as_plain(definition)
     plain = plain if isinstance(plain, Mapping) else {}
     raw_id, raw_version = plain.get("id"), plain.get("version")
+    filters = plain.get("filters") if isinstance(plain.get("filters"), Mapping) else {}
+    agg = filters.get("aggregation_group_type_index")
     return CompiledFlag(
         key=str(plain.get("key")),
         id=raw_id if isinstance(raw_id, int) and not isinstance(raw_id, bool) else None,
         version=raw_version if isinstance(raw_version, int) and not isinstance(raw_version, bool) else None,
         active=bool(plain.get("active", True)) and not plain.get("deleted", False),
-        aggregation=None,
+        # kept so that the SDK's checks that come before matching (group given, continuity) still apply
+        aggregation=agg if isinstance(agg, int) and not isinstance(agg, bool) else None,
         conditions=(),
         variants=(),
         payloads={},
         early_exit=False,
-        continuity=False,
+        continuity=bool(plain.get("ensure_experience_continuity")),
         device_bucketing=False,
         feature_enrollment=False,
         holdout=None,

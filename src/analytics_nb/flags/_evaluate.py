@@ -249,8 +249,9 @@ class CompiledFlags:
 
     @property
     def errors(self) -> dict[str, str]:
-        """{flag key: why it cannot be evaluated} for every flag answered with reason "error"."""
-        return {f.key: f.error for f in self.flags if f.error is not None}
+        """{flag key: why it cannot be evaluated} for every active flag answered with reason "error" (an
+        inactive flag is never evaluated, so its definition cannot fail)."""
+        return {f.key: f.error for f in self.flags if f.error is not None and f.active}
 
     def __len__(self) -> int:
         return len(self.flags)
@@ -316,9 +317,7 @@ def compile_flags(
             new_errors: dict[str, str] | None = None if strict else {}
             return CompiledFlags(
                 flags.flags,
-                compile_cohorts(
-                    cohorts, errors=new_errors, matching_version=flags.property_matching_version
-                )
+                compile_cohorts(cohorts, errors=new_errors, matching_version=flags.property_matching_version)
                 if cohorts is not None
                 else flags.cohorts,
                 group_type_mapping if group_type_mapping is not None else flags.group_type_mapping,
@@ -418,7 +417,8 @@ def _now(now: dt.datetime | None, server: bool = False, timezone: str = "UTC") -
 
 def normalize_properties(props: Mapping[str, Any] | None, what: str) -> dict[str, Any]:
     """Plain values for a property dict. `None` is JSON null (present: the service and the SDK both keep
-    it); NaN, pd.NA and NaT are absent and dropped."""
+    it); a float NaN is a value that no comparison matches (as the SDK reads it); pd.NA and NaT are
+    absent and dropped."""
     out: dict[str, Any] = {}
     if not props:
         return out
@@ -426,7 +426,7 @@ def normalize_properties(props: Mapping[str, Any] | None, what: str) -> dict[str
         raise TypeError(f"{what} must be a dict of property name -> value, got {type(props).__name__}")
     for k, v in props.items():
         try:
-            nv = normalize(v, none_is_null=True)
+            nv = normalize(v, none_is_null=True, nan_is_value=True)
         except BadValueError as exc:
             raise ValueError(f"{what}[{k!r}]: {exc}") from None
         if nv is not MISSING:
@@ -634,12 +634,12 @@ def evaluate_compiled(
     ctx: _Context,
 ) -> FlagResult:
     """Evaluate one compiled flag; inputs are already normalised (see evaluate_flag for the public form)."""
-    if flag.error is not None:
-        return _result(flag, False if ctx.server else None, "error", None, flag.error)
-    if flag.needs_server is not None:
-        return _result(flag, None, "needs_server", None, flag.needs_server)
     if not flag.active:
         return _result(flag, False, "flag_disabled", None)
+    if flag.error is not None and ctx.server:
+        return _result(flag, False, "error", None, flag.error)
+    if flag.needs_server is not None:
+        return _result(flag, None, "needs_server", None, flag.needs_server)
     if ctx.server:
         return _evaluate_server(flag, distinct_id, person, groups, group_props, mapping, ctx)
     server = ctx.server
@@ -685,6 +685,9 @@ def evaluate_compiled(
                     flag, None, "inconclusive", None, "the flag buckets by $device_id, which is not set"
                 )
 
+    if flag.error is not None and not flag.sdk_evaluates:
+        # the SDK's client checks (active, continuity, group given) come first; then the definition fails
+        return _result(flag, None, "error", None, flag.error)
     # Early access (super condition) first, then holdouts, then the release conditions.
     if server:
         sc = flag.super_condition

@@ -656,14 +656,14 @@ class _RunState:
             decided[rows] = True
 
         und = ~decided
-        if flag.error is not None:
-            settle(und, _K_FALSE if server else _K_UNKNOWN, "error")
+        if not flag.active:
+            settle(und, _K_FALSE, "flag_disabled")
+            return
+        if flag.error is not None and server:
+            settle(und, _K_FALSE, "error")
             return
         if flag.needs_server is not None:
             settle(und, _K_UNKNOWN, "needs_server")
-            return
-        if not flag.active:
-            settle(und, _K_FALSE, "flag_disabled")
             return
         if server:
             self._evaluate_server(flag, kind, reason, index, decided, settle)
@@ -690,6 +690,10 @@ class _RunState:
                     dev = person.column("$device_id")
                     settle(~decided & (dev.codes < 0), _K_UNKNOWN, "inconclusive")
 
+        if flag.error is not None and not flag.sdk_evaluates:
+            # the SDK's client checks (continuity, group given) come first; then the definition fails
+            settle(~decided, _K_UNKNOWN, "error")
+            return
         # Early access, then holdouts.
         if server and flag.super_condition is not None:
             sc = flag.super_condition

@@ -105,6 +105,13 @@ class PropertyMatcher:
         return self.server_absent if server else INCONCLUSIVE
 
 
+def unknown_operator(key: str, operator: str, problem: str) -> PropertyMatcher:
+    """A filter with an operator neither side knows: the SDK finds it inconclusive when it reaches it
+    (`_match_property_value`: "Unknown operator"); the service cannot evaluate the flag at all (the caller
+    marks the flag with an error)."""
+    return PropertyMatcher(key, operator, False, False, _NEVER, _UNDECIDABLE, FALSE, problem)
+
+
 def prepare_property(key: str, operator: str, value: Any, *, matching_version: int = 1) -> PropertyMatcher:
     """Build the matcher of a property filter; raises ValueError only for an operator neither the service
     nor the SDK knows. A filter value that is unusable gives a matcher with `problem` set."""
@@ -167,6 +174,12 @@ def _const(code: int) -> ValueFn:
 
 _NEVER = _const(FALSE)
 _UNDECIDABLE = _const(INCONCLUSIVE)
+
+
+def _null_false_else_undecidable(v: Any, now: dt.datetime) -> int:
+    """SDK, dates and versions with an unusable filter: a null value is false before the filter is read
+    (`_is_unmatchable_null`), anything else is inconclusive."""
+    return FALSE if v is None else INCONCLUSIVE
 
 
 def _codes(hits: Any, n: int, negate: bool) -> np.ndarray:
@@ -475,7 +488,7 @@ def _dates(operator: str, value: Any) -> _Built:
                 return FALSE
             return TRUE if compare(when, target) else FALSE
 
-    sdk_fn: ValueFn = _UNDECIDABLE
+    sdk_fn: ValueFn = _UNDECIDABLE if operator == "is_date_exact" else _null_false_else_undecidable
     if operator != "is_date_exact":
         try:
             if isinstance(value, (list, dict, tuple, bool)) or value is None:
@@ -546,7 +559,7 @@ def _semver(operator: str, value: Any) -> _Built:
     if server is _NEVER:
         problems.append("the service cannot parse it")
 
-    sdk_fn: ValueFn = _UNDECIDABLE
+    sdk_fn: ValueFn = _null_false_else_undecidable
     try:
         if isinstance(value, (list, dict, tuple, bool)) or value is None:
             raise ValueError(value)

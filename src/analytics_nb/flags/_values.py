@@ -30,13 +30,14 @@ class BadValueError(ValueError):
     """A cell holds something that is not a JSON-like property value (a set, bytes, an object...)."""
 
 
-def normalize(value: Any, *, none_is_null: bool = False) -> Any:
+def normalize(value: Any, *, none_is_null: bool = False, nan_is_value: bool = False) -> Any:
     """Turn one cell or dict value into a plain Python value, or MISSING when it counts as absent.
 
     numpy scalars become int/float/bool/str, Timestamps become datetimes, NaN/NA/NaT become MISSING,
     tuples and arrays become lists. `None` is JSON null (a present property: both PostHog and its SDK
-    keep it) when `none_is_null`, else MISSING (a frame cell). Raises BadValueError for values no flag
-    operator can read.
+    keep it) when `none_is_null`, else MISSING (a frame cell). A float NaN is a value (not a number: no
+    comparison matches it) when `nan_is_value`, as the SDK reads it in a property dict. Raises
+    BadValueError for values no flag operator can read.
     """
     if value is None:
         return None if none_is_null else MISSING
@@ -44,8 +45,11 @@ def normalize(value: Any, *, none_is_null: bool = False) -> Any:
     if t is str or t is bool or t is int:
         return value
     if t is float:
-        return MISSING if value != value else value
-    return _normalize_slow(value)
+        return MISSING if value != value and not nan_is_value else value
+    out = _normalize_slow(value)
+    if out is MISSING and nan_is_value and isinstance(value, (float, np.floating)):
+        return float(value)
+    return out
 
 
 def _normalize_slow(value: Any) -> Any:
