@@ -239,7 +239,12 @@ def test_person_flags_agree_with_match_feature_flag_properties_directly() -> Non
         ]
         if got.value != expected or type(got.value) is not type(expected):
             subject = {"person": person, "group_props": {}}
-            assert regex_deferred({"flags": [flag], "cohorts": cohort_defs}, subject), (got, expected, flag, person)
+            assert regex_deferred({"flags": [flag], "cohorts": cohort_defs}, subject), (
+                got,
+                expected,
+                flag,
+                person,
+            )
             continue
         agreed += 1
     assert agreed > 1400
