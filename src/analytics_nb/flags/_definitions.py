@@ -475,8 +475,8 @@ def error_flag(definition: Any, message: str) -> CompiledFlag:
     plain = as_plain(definition)
     plain = plain if isinstance(plain, Mapping) else {}
     raw_id, raw_version = plain.get("id"), plain.get("version")
-    filters = plain.get("filters") if isinstance(plain.get("filters"), Mapping) else {}
-    agg = filters.get("aggregation_group_type_index")
+    raw_filters = plain.get("filters")
+    agg = raw_filters.get("aggregation_group_type_index") if isinstance(raw_filters, Mapping) else None
     return CompiledFlag(
         key=str(plain.get("key")),
         id=raw_id if isinstance(raw_id, int) and not isinstance(raw_id, bool) else None,

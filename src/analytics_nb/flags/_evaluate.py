@@ -822,12 +822,12 @@ def _evaluate_server(
                 props: Mapping[str, Any] = person
                 ctx.cond_group = False
             else:
-                name = mapping.get(str(agg))
-                key = groups.get(name) if name else None
-                if key is None:
+                group_name = mapping.get(str(agg))
+                group_key = groups.get(group_name) if group_name else None
+                if group_key is None:
                     best, best_index = _rank(best, best_index, "no_group_type", cond.index)
                     continue
-                bucket = key
+                bucket = group_key
                 props = by_index.get(agg, _EMPTY)
                 ctx.cond_group = True
             code = _all_true(cond, props, ctx)

@@ -250,8 +250,8 @@ class FrameEvaluator:
             ids: list[str | None] = col.astype(object).tolist()
             if bad.any():
                 self._errors[bad] = "distinct_id is missing or not a string/number"
-                for i in np.flatnonzero(bad):
-                    ids[i] = None
+                for bad_row in np.flatnonzero(bad).tolist():
+                    ids[bad_row] = None
             return ids
         if pd.api.types.is_integer_dtype(col.dtype) and not col.isna().any():
             return [str(v) for v in col.tolist()]
@@ -871,14 +871,14 @@ class _RunState:
                 rows = und & has_device
                 csource, cbucket = person, person_bucket
             else:
-                name = ev._mapping.get(str(cond.aggregation))
-                if not name:
+                group_name = ev._mapping.get(str(cond.aggregation))
+                if not group_name:
                     rank(und, "no_group_type", cond.index)
                     continue
-                codes, _ = ev._group_key_codes(name)
+                codes, _ = ev._group_key_codes(group_name)
                 rank(und & (codes < 0), "no_group_type", cond.index)
                 rows = und & (codes >= 0)
-                csource, cbucket = ev._source(f"group:{name}"), f"group:{name}"
+                csource, cbucket = ev._source(f"group:{group_name}"), f"group:{group_name}"
             if not rows.any():
                 continue
             code = ev._condition_codes(cond, csource, self)

@@ -21,8 +21,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 
-import regex as _mrab  # the `regex` module: look-around/back-references with a timeout
-import rurex
+import regex as _mrab  # type: ignore[import-untyped]  # look-around/back-references with a timeout
+import rurex  # type: ignore[import-untyped]
 
 #: Wall-clock stand-in for fancy_regex's 10,000-step backtrack limit (about 1 ms in Rust): generous
 #: enough that a sane look-around pattern finishes, small enough that a catastrophic one is cut short.

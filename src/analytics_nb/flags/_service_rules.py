@@ -359,7 +359,8 @@ def service_requirement(operator: str, value: Any) -> Requirement | None:
     if not numbers:
         return Requirement(None, None, None)
     if wild or len(numbers) < 3:
-        lower = Version(*[*numbers, 0, 0, 0][:3], (), ())
+        padded = [*numbers, 0, 0, 0]
+        lower = Version(padded[0], padded[1], padded[2], (), ())
         if wild:
             upper = (numbers[0] + 1, 0, 0) if len(numbers) == 1 else (numbers[0], numbers[1] + 1, 0)
         else:
