@@ -299,6 +299,13 @@ def test_rules_format_v2_needs_the_server() -> None:
     )
     assert res["f"].value is True
     assert evaluate_flag(v2, "u1", mode="sdk").reason == "needs_server"
+    # the corpus's other cases: 2.0 is version 2; 3, "2", true and null are unsupported (remote fallback)
+    for version in (2.0, 3, "2", True, None):
+        flag = {"key": "x", "active": True, "filters": {"version": version, "groups": []}}
+        assert evaluate_flag(flag, "u1").reason == "needs_server", version
+    for version in (1, 1.0):
+        flag = {"key": "x", "active": True, "filters": {"version": version, "groups": [{"properties": []}]}}
+        assert evaluate_flag(flag, "u1").value is True, version
 
 
 def test_catastrophic_regex_is_bounded() -> None:

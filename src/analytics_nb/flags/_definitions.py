@@ -356,11 +356,20 @@ def compile_flag(raw: Any, *, strict: bool = True, matching_version: int = 1) ->
         )
     valid = {v[0] for v in variants}
 
+    # PostHog/posthog-sdk-test-harness contracts/feature_flag_rules_v2 (fixtures/wire/definitions.json):
+    # `filters.version` absent or 1 is the classic format; 2 (or 2.0) the rules format; anything else is
+    # unsupported, and a local reader must fall back to the server. None of them is read as version 1.
     needs_server = None
-    if filters.get("version") == 2:
+    rules_version = filters.get("version", 1)
+    if isinstance(rules_version, bool) or rules_version != 1:
+        what = (
+            "the new rules format (filters.version 2)"
+            if rules_version == 2 and not isinstance(rules_version, bool)
+            else f"an unsupported rules format (filters.version {rules_version!r})"
+        )
         needs_server = (
-            f"flag {key!r} uses the new rules format (filters.version 2); only the flags service "
-            "evaluates it: ask the server (simulate(engine='remote'))"
+            f"flag {key!r} uses {what}; only the flags service evaluates it: ask the server "
+            "(simulate(engine='remote'))"
         )
     conditions = [
         _compile_condition(
