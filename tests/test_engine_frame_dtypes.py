@@ -146,3 +146,22 @@ def test_missing_cells_are_absent_by_default_and_null_on_request() -> None:
     assert evaluate_frame(dicts, is_set)["s"].tolist() == [True, False]
     with pytest.raises(ValueError, match="nulls"):
         evaluate_frame(frame, is_set, nulls="nan")
+
+
+def test_sdk_mode_group_flag_needs_only_the_group_key_like_the_client() -> None:
+    """The SDK's client adds `$group_key` to every passed group's properties, so the group is enough."""
+    flag = {
+        "key": "g",
+        "active": True,
+        "filters": {
+            "aggregation_group_type_index": 0,
+            "groups": [{"properties": [], "rollout_percentage": 100}],
+        },
+    }
+    frame = pd.DataFrame({"distinct_id": ["a", "b"], "group:company": ["acme", None]})
+    out = evaluate_frame(frame, [flag], mode="sdk", group_type_mapping={"0": "company"})
+    assert out["g"].tolist() == [True, False]
+    res = evaluate_flags(
+        [flag], "a", groups={"company": "acme"}, group_type_mapping={"0": "company"}, mode="sdk"
+    )
+    assert res["g"].value is True

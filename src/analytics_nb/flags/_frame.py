@@ -371,7 +371,8 @@ class FrameEvaluator:
         return hit
 
     def _group_props_passed(self, name: str) -> np.ndarray:
-        """Rows for which properties of group type `name` were given at all (SDK mode needs them)."""
+        """Rows for which the SDK has properties of group type `name` (given ones, or the `$group_key` its
+        client adds for a passed group)."""
         hit = self._group_passed.get(name)
         if hit is None:
             prefix = f"group:{name}:"
@@ -387,6 +388,8 @@ class FrameEvaluator:
                 )
             else:
                 hit = np.zeros(self._n, dtype=bool)
+            # the SDK's client gives every passed group a `$group_key` property, so a key is enough
+            hit = hit | (self._group_key_codes(name)[0] >= 0)
             self._group_passed[name] = hit
         return hit
 
