@@ -49,8 +49,6 @@ _REASONS = [
     "needs_server",
 ]
 _R = {name: i for i, name in enumerate(_REASONS)}
-#: REASON_SCORE by reason code (for ranking per row)
-_SCORE = np.array([REASON_SCORE.get(name, -1) for name in _REASONS], dtype=np.int8)
 _NO_ERROR = ""
 
 
@@ -857,21 +855,25 @@ class _RunState:
                 rows &= held
             settle(rows, _K_VARIANT, "holdout_condition_value", -1, hv)
 
-        best = np.full(n, _R["no_group_type"], dtype=np.int8)
-        best_index = np.full(n, -1, dtype=np.int64)
+        # The best reason so far per row as one number, score * 4096 + condition index + 1: a running
+        # maximum keeps the higher score, and among equal scores the later condition (as the service does).
+        best = np.full(n, REASON_SCORE["no_group_type"] * 4096, dtype=np.int32)
 
         def rank(rows: np.ndarray, new: str, idx: int) -> None:
-            better = rows & (_SCORE[best] <= REASON_SCORE[new])
-            best[better] = _R[new]
-            best_index[better] = idx
+            if rows.any():
+                key = REASON_SCORE[new] * 4096 + min(idx, 4094) + 1
+                np.maximum(best, np.where(rows, key, 0).astype(np.int32, copy=False), out=best)
 
         for cond in flag.conditions:
             und = ~decided
             if not und.any():
                 break
             if cond.aggregation is None:
-                rank(und & ~has_device, "out_of_rollout_bound", cond.index)
-                rows = und & has_device
+                if flag.device_bucketing:
+                    rank(und & ~has_device, "out_of_rollout_bound", cond.index)
+                    rows = und & has_device
+                else:
+                    rows = und
                 csource, cbucket = person, person_bucket
             else:
                 group_name = ev._mapping.get(str(cond.aggregation))
@@ -885,18 +887,28 @@ class _RunState:
             if not rows.any():
                 continue
             code = ev._condition_codes(cond, csource, self)
-            settle(rows & (code == SERVER_ONLY), _K_UNKNOWN, "inconclusive")
-            hit = rows & (code == TRUE)
-            rank(rows & (code != TRUE) & (code != SERVER_ONLY), "no_condition_match", cond.index)
+            matched = code == TRUE
+            server_only = code == SERVER_ONLY
+            if server_only.any():
+                settle(rows & server_only, _K_UNKNOWN, "inconclusive")
+                rank(rows & ~matched & ~server_only, "no_condition_match", cond.index)
+            else:
+                rank(rows & ~matched, "no_condition_match", cond.index)
+            hit = rows & matched
             if cond.rollout is not None and cond.rollout != 100 and hit.any():
                 oor = hit & (ev._hashes(f"{flag.key}.", "", cbucket, hit) > cond.rollout / 100)
                 rank(oor, "out_of_rollout_bound", cond.index)
                 hit &= ~oor
             self._settle_match(flag, hit, cond.variant, cbucket, "condition_match", cond.index, settle)
         und = ~decided
-        kind[und] = _K_FALSE
-        reason[und] = best[und]
-        index[und] = best_index[und]
+        if und.any():
+            left = best[und]
+            by_score = np.full(8, _R["no_group_type"], dtype=np.int8)
+            for name in ("no_group_type", "no_condition_match", "out_of_rollout_bound"):
+                by_score[REASON_SCORE[name]] = _R[name]
+            kind[und] = _K_FALSE
+            reason[und] = by_score[left // 4096]
+            index[und] = left % 4096 - 1
 
     def _settle_match(
         self,
