@@ -22,7 +22,7 @@ import numpy as np
 
 from analytics_nb.flags import _sdk_rules as sdk
 from analytics_nb.flags import _service_rules as svc
-from analytics_nb.flags._regex import compile_pattern
+from analytics_nb.flags._regex import compile_pattern, sdk_support
 from analytics_nb.flags._values import ascii_lower, is_boolish, service_text, to_text, truthy
 
 FALSE: Final = 0
@@ -338,11 +338,13 @@ def _regex(value: Any, negate: bool) -> _Built:
                     return FALSE
                 return TRUE if hit != negate else FALSE
 
-    # sdk: `_match_regex_property` - the pattern is str(value); "" always matches; a pattern Python's `re`
-    # refuses is False for both operators; otherwise the service's dialect answers (see README).
+    # sdk: `_match_regex_property` / `_match_regex` - the pattern is str(value); "" always matches; what the
+    # SDK sends to the server (sdk_support) is inconclusive; a pattern Python's `re` refuses is False for
+    # both operators; otherwise the pattern means the same in both dialects and the service's answers.
     k_source = str(value)
     k_pattern = compile_pattern(k_source)
     python_ok = _python_compiles(k_source)
+    support = sdk_support(k_source)
 
     def sdk(v: Any, now: dt.datetime) -> int:
         text = _sdk_text(v)
@@ -350,9 +352,11 @@ def _regex(value: Any, negate: bool) -> _Built:
             return INCONCLUSIVE
         if k_source == "":
             return FALSE if negate else TRUE
+        if support.defers:
+            return INCONCLUSIVE
         if not python_ok:
             return FALSE
-        if k_pattern is None:
+        if support.defers_value(text) or k_pattern is None:
             return INCONCLUSIVE
         hit = k_pattern.search(text)
         if hit is None:
@@ -367,7 +371,10 @@ def _regex(value: Any, negate: bool) -> _Built:
         def server_strs(values: list[str]) -> np.ndarray:
             return _codes((bool(search(s)) for s in values), len(values), negate)
 
-        if python_ok and value != "":
+        value_traits = (
+            support.word_class or support.space_class or (support.end_anchor and support.quantified)
+        )
+        if python_ok and value != "" and not support.defers and not value_traits:
             sdk_strs = server_strs
     elif isinstance(value, str) and s_pattern is None and value != "":
         server_strs = lambda values: np.zeros(len(values), dtype=np.int8)  # noqa: E731
