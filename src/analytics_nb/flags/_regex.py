@@ -182,10 +182,13 @@ def sdk_support(pattern: str) -> SdkSupport:
                 i += 3
                 previous = "literal"
                 continue
-            if (e in "bB<>" and in_class is None) or (e not in _SDK_ESCAPES and (
-                not (0x20 <= ord(e) <= 0x7E and not e.isalnum())
-                or (in_class is not None and e not in _SDK_CLASS_ESCAPES)
-            )):
+            if (e in "bB<>" and in_class is None) or (
+                e not in _SDK_ESCAPES
+                and (
+                    not (0x20 <= ord(e) <= 0x7E and not e.isalnum())
+                    or (in_class is not None and e not in _SDK_CLASS_ESCAPES)
+                )
+            ):
                 defers = True
             word |= e in "wW"
             space |= e in "sS"
