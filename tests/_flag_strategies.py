@@ -41,8 +41,34 @@ STRINGS = [
     "a|b",
     "x\ny",
 ]
-INTS = [-3, 0, 1, 5, 17, 30, 42, 200, 2024]
-FLOATS = [1.5, 5.0, -0.5, 30.25, 1e20, 1.5e-7, 0.1]
+INTS = [-3, 0, 1, 5, 17, 30, 42, 200, 2024, 2**63, 2**64 + 1, -(2**70)]
+FLOATS = [1.5, 5.0, -0.5, 30.25, 1e20, 1.5e-7, 0.1, 1e16, 1e-5, -0.0, float("inf"), float("nan")]
+#: strings the service reads as special numbers, dates or versions
+EDGE_STRINGS = [
+    "inf",
+    "Infinity",
+    "-inf",
+    "NaN",
+    "1e400",
+    "+5",
+    "5.",
+    " 5",
+    "0x10",
+    "978307200",
+    "-7d",
+    "3d",
+    "2024-06-01 01:30:00",
+    "2024-06-01T10:00:00+02:00",
+    "3.08",
+    "3.10",
+    "1.2.3.4",
+    "V1.2.3",
+    "1.2.3-alpha.10",
+    "1.2.3+build.7",
+    "null",
+    "ǅemal",
+    "école",
+]
 NOW = dt.datetime.now(dt.UTC)
 DATETIMES = [
     dt.datetime(2024, 1, 15, 10, 0, tzinfo=dt.UTC),
@@ -51,9 +77,31 @@ DATETIMES = [
     NOW - dt.timedelta(days=400, hours=12),
     dt.date(2024, 3, 3),
 ]
-REGEXES = ["^pro", "pro$", "[0-9]+", "a|b", "^$", "", "x.*y", r"\d{2}", "^[a-z]+@", "(?:ann|bob)", "E"]
+REGEXES = [
+    "^pro",
+    "pro$",
+    "[0-9]+",
+    "a|b",
+    "^$",
+    "",
+    "x.*y",
+    r"\d{2}",
+    "^[a-z]+@",
+    "(?:ann|bob)",
+    "E",
+    # the service's dialect: Unicode classes, POSIX classes, scoped flags, look-around, invalid patterns
+    r"^\w+$",
+    r"\pL",
+    "[[:alpha:]]+",
+    "(?i:P)ro",
+    "^a(?=b)",
+    "(",
+    "^(a+)+$",
+]
 DATE_FILTERS = [
     "2024-01-01",
+    "2024-06-01 01:30:00",
+    "yesterday",
     "-30d",
     "-2w",
     "-1y",
@@ -63,8 +111,8 @@ DATE_FILTERS = [
     "2030-01-01",
     "2023-06-01 12:00:00",
 ]
-SEMVERS = ["1.2.3", "1.2", "v2", "0.9.1", "0.0.3", "2.0.0-rc1"]
-WILDCARDS = ["1.*", "1.2.*", "0.*", "2"]
+SEMVERS = ["1.2.3", "1.2", "v2", "0.9.1", "0.0.3", "2.0.0-rc1", "3.08", "x.y", "1.2.3.4"]
+WILDCARDS = ["1.*", "1.2.*", "0.*", "2", "*", "1.*.3"]
 TEXT_NEEDLES = ["pro", "PRO", "example", "@", "1", "true", "İ", "ï", 5, 30]
 VARIANT_TABLES = [
     [("control", 50), ("test", 50)],
@@ -77,7 +125,7 @@ VARIANT_TABLES = [
 def scalar_value(rng: random.Random) -> Any:
     pick = rng.randrange(4)
     if pick == 0:
-        return rng.choice(STRINGS)
+        return rng.choice(STRINGS) if rng.random() < 0.8 else rng.choice(EDGE_STRINGS)
     if pick == 1:
         return rng.choice(INTS)
     if pick == 2:
@@ -86,7 +134,9 @@ def scalar_value(rng: random.Random) -> Any:
 
 
 def property_value(rng: random.Random) -> Any:
-    pick = rng.randrange(10)
+    pick = rng.randrange(11)
+    if pick == 10:
+        return None  # an explicit null: present for the service and the SDK alike
     if pick < 7:
         return scalar_value(rng)
     if pick == 7:
@@ -96,7 +146,29 @@ def property_value(rng: random.Random) -> Any:
     return {k: rng.choice([1, "x", None]) for k in rng.sample(["a", "b"], rng.randrange(3))}
 
 
+#: operators the service knows and the SDK 7.91.1 does not, and one neither knows (a flag-level error)
+SERVICE_ONLY_OPS = [
+    ("icontains_multi", ["pro", "EX"]),
+    ("not_icontains_multi", ["pro", 5]),
+    ("between", [1, 30]),
+    ("not_between", ["1", "5e1"]),
+    ("is_date_exact", "2024-01-15T10:00:00Z"),
+    ("no_such_operator", 1),
+]
+#: filter values neither side can use
+INVALID_VALUES = [
+    ("gt", "abc"),
+    ("lt", None),
+    ("is_date_after", "not a date"),
+    ("semver_gt", "x.y"),
+    ("exact", None),
+    ("between", [5, 1]),
+]
+
+
 def op_and_value(rng: random.Random) -> tuple[str, Any]:
+    if rng.random() < 0.06:
+        return rng.choice(SERVICE_ONLY_OPS + INVALID_VALUES)
     family = rng.randrange(8)
     if family == 0:
         op = rng.choice(["exact", "is_not"])
@@ -238,6 +310,11 @@ def flag_definition(
         "filters": filters,
         "version": 1,
     }
+
+
+def group_key(rng: random.Random) -> Any:
+    """A group key, sometimes one the service refuses (empty, boolean)."""
+    return rng.choice(["acme", "globex", "initech", 7, "x-1", "", True, 2.5])
 
 
 def person_properties(rng: random.Random, flag_key: str) -> dict[str, Any]:

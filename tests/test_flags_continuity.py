@@ -117,18 +117,28 @@ def test_absolute_and_bare_year_dates() -> None:
     assert not evaluate_flags(compiled, "u", person_properties={"signup": "2023-12-31T22:00:00Z"})[
         "dated"
     ].value
-    # a bare year takes month and day from `now`, for the filter and for the property value
+    # sdk mode: a bare year takes month and day from `now`, for the filter and for the property value
     year = compile_flags([_date_flag("is_date_after", "2024")])
     props = {"signup": "2024-06-01"}
-    assert evaluate_flags(year, "u", person_properties=props, now=dt.datetime(2026, 3, 1))["dated"].value
-    assert not evaluate_flags(year, "u", person_properties=props, now=dt.datetime(2026, 9, 1))["dated"].value
-    bare_value = compile_flags([_date_flag("is_date_after", "2024-06-01")])
-    assert not evaluate_flags(
-        bare_value, "u", person_properties={"signup": "2024"}, now=dt.datetime(2026, 3, 1)
-    )["dated"].value
-    assert evaluate_flags(bare_value, "u", person_properties={"signup": "2024"}, now=dt.datetime(2026, 9, 1))[
+    sdk = {"mode": "sdk"}
+    assert evaluate_flags(year, "u", person_properties=props, now=dt.datetime(2026, 3, 1), **sdk)[
         "dated"
     ].value
+    assert not evaluate_flags(year, "u", person_properties=props, now=dt.datetime(2026, 9, 1), **sdk)[
+        "dated"
+    ].value
+    bare_value = compile_flags([_date_flag("is_date_after", "2024-06-01")])
+    assert not evaluate_flags(
+        bare_value, "u", person_properties={"signup": "2024"}, now=dt.datetime(2026, 3, 1), **sdk
+    )["dated"].value
+    assert evaluate_flags(
+        bare_value, "u", person_properties={"signup": "2024"}, now=dt.datetime(2026, 9, 1), **sdk
+    )["dated"].value
+    # server mode: a numeric string is epoch seconds (property_matching.rs
+    # `determine_parsed_date_for_property_matching`), so "2024" is 1970-01-01T00:33:44Z
+    assert not evaluate_flags(bare_value, "u", person_properties={"signup": "2024"})["dated"].value
+    before = compile_flags([_date_flag("is_date_before", "1970-01-01T00:34:00Z")])
+    assert evaluate_flags(before, "u", person_properties={"signup": "2024"})["dated"].value
 
 
 def test_unparsable_property_date_stays_false_on_the_server_and_inconclusive_in_sdk_mode() -> None:

@@ -70,7 +70,8 @@ CASES: list[tuple[str, Any, Any, bool, bool | None]] = [
     ("is_date_after", "2024-01-01", 1_750_000_000, True, None),
     ("is_date_exact", "2024-01-01T00:00:00Z", "2024-01-01", True, None),
     # semver
-    ("semver_eq", "1.2.3", "v1.2.3-beta", True, True),
+    # the service keeps the pre-release ("1.2.3-beta" < "1.2.3"); the SDK drops it
+    ("semver_eq", "1.2.3", "v1.2.3-beta", False, True),
     ("semver_neq", "1.2.3", "1.2.4", True, True),
     ("semver_gt", "1.2.3", "1.10.0", True, True),
     ("semver_gte", "1.2", "1.2.0", True, True),
@@ -82,7 +83,18 @@ CASES: list[tuple[str, Any, Any, bool, bool | None]] = [
     ("semver_caret", "0.2.3", "0.3.0", False, False),
     ("semver_wildcard", "1.*", "1.99.0", True, True),
     ("semver_wildcard", "1.2.*", "1.3.0", False, False),
-    ("semver_gt", "1.0.0", "01.2.3", False, None),
+    # the service strips leading zeros (canonicalize_version_string); the SDK refuses them
+    ("semver_gt", "1.0.0", "01.2.3", True, None),
+    # operators only the service has: the SDK 7.91.1 does not know them (inconclusive)
+    ("icontains_multi", ["pro", "ENT"], "enterprise", True, None),
+    ("icontains_multi", ["pro", "ent"], MISSING, False, None),
+    ("not_icontains_multi", ["pro", "ent"], "free", True, None),
+    ("not_icontains_multi", ["pro", "ent"], MISSING, True, None),
+    ("between", [1, 10], "10", True, None),
+    ("between", [1, 10], 11, False, None),
+    ("not_between", [1, 10], 11, True, None),
+    ("not_between", [1, 10], MISSING, True, None),
+    ("not_between", [10, 1], 11, False, None),
 ]
 
 

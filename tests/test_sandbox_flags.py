@@ -447,7 +447,7 @@ def test_a_stored_definition_the_engine_rejects_fails_alone(empty_sandbox: Sandb
             "key": "broken",
             "filters": {
                 "groups": [
-                    {"properties": [{"key": "v", "operator": "semver_gt", "value": "x.y", "type": "person"}]}
+                    {"properties": [{"key": "v", "operator": "no_such_op", "value": 1, "type": "person"}]}
                 ]
             },
         }

@@ -1,8 +1,11 @@
 """The flag engine: PostHog flag matching (hash, rollout, variants, operators, cohorts, dependencies) for one
 subject (`evaluate_flag`, `evaluate_flags`) or a whole DataFrame (`evaluate_frame`, `FrameEvaluator`).
 
-Pure and I/O-free. Two modes for properties the caller did not supply: "server" (what /decide answers) and
-"sdk" (what the official SDK's local evaluation answers: inconclusive).
+Pure and I/O-free. Two modes: "server" answers what today's Rust flags service answers (the sandbox's
+/decide uses it), "sdk" what posthog 7.91.1's local evaluation answers through its client (inconclusive when
+it would ask the server). A definition that cannot be evaluated affects only its own flag (reason "error";
+`strict=True` raises `FlagDefinitionError` instead). Regex filters run in the service's dialect with bounded
+time.
 """
 
 from __future__ import annotations

@@ -9,7 +9,12 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from analytics_nb.flags._errors import FlagDefinitionError
-from analytics_nb.flags._operators import PropertyMatcher, prepare_property
+from analytics_nb.flags._operators import (
+    PROPERTY_OPERATORS,
+    PropertyMatcher,
+    prepare_property,
+    unknown_operator,
+)
 
 FilterKind = Literal["property", "cohort", "flag"]
 
@@ -27,6 +32,10 @@ class FilterSpec:
     cohort_negate: bool = False
     expected: bool | str | None = None
     negation: bool = False
+    #: the property source by the filter's `type` (server mode routes by it): "person" or "group"
+    route: str = "person"
+    #: a group filter's own `group_type_index` (None: the condition's aggregation)
+    group_index: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,10 +60,9 @@ class CompiledFlag:
     version: int | None
     active: bool
     aggregation: int | None
-    #: release conditions in definition order (the official SDK's order)
+    #: release conditions in definition order; today's service and the SDK both run them in this order
+    #: (the service stopped trying variant overrides first in PostHog PR #37859)
     conditions: tuple[ConditionSpec, ...]
-    #: the same conditions with variant overrides first (the server's order)
-    server_conditions: tuple[ConditionSpec, ...]
     variants: tuple[tuple[str, float, float], ...]
     payloads: Mapping[str, str]
     early_exit: bool
@@ -66,10 +74,21 @@ class CompiledFlag:
     super_condition: ConditionSpec | None
     dependencies: frozenset[str]
     definition: Mapping[str, Any] = field(repr=False, compare=False)
+    #: why the definition cannot be evaluated (names the flag, the filter and the fix); None when it can
+    error: str | None = field(default=None, compare=False)
+    #: the new rules format (`filters.version == 2`): answered as "needs the server", never as version 1
+    needs_server: str | None = field(default=None, compare=False)
+    #: sdk mode evaluates the flag despite `error` (an unknown operator is an inconclusive filter there)
+    sdk_evaluates: bool = field(default=False, compare=False)
     #: memo of the evaluator's immutable results without a cause, by (value, reason, condition index)
     result_memo: dict[tuple[Any, str, int | None], Any] = field(
         default_factory=dict, init=False, repr=False, compare=False
     )
+
+    @property
+    def server_conditions(self) -> tuple[ConditionSpec, ...]:
+        """The conditions in the order the service runs them: the listed order."""
+        return self.conditions
 
     @property
     def multivariate(self) -> bool:
@@ -101,21 +120,29 @@ def as_plain(obj: Any) -> Any:
     return obj
 
 
-def split_flag_input(flags: Any) -> tuple[list[Any], Mapping[str, Any] | None, Mapping[str, Any] | None]:
+def split_flag_input(
+    flags: Any,
+) -> tuple[list[Any], Mapping[str, Any] | None, Mapping[str, Any] | None, Any]:
     """Accept a list of flags, one flag, or a local-evaluation payload
-    {flags, group_type_mapping, cohorts}."""
+    {flags, group_type_mapping, cohorts, property_matching_version}; the last item is the payload's
+    property_matching_version (None when not given)."""
     flags = as_plain(flags)
     if isinstance(flags, Mapping):
         if "flags" in flags and "key" not in flags:
             items = [as_plain(f) for f in flags.get("flags") or []]
-            return items, flags.get("group_type_mapping"), flags.get("cohorts")
-        return [flags], None, None
+            return (
+                items,
+                flags.get("group_type_mapping"),
+                flags.get("cohorts"),
+                flags.get("property_matching_version"),
+            )
+        return [flags], None, None, None
     if isinstance(flags, (str, bytes)) or not isinstance(flags, Iterable):
         raise TypeError(
             "flags must be a list of flag definitions (dicts or FeatureFlag models), "
             f"got {type(flags).__name__}"
         )
-    return [as_plain(f) for f in flags], None, None
+    return [as_plain(f) for f in flags], None, None, None
 
 
 # ------------------------------------------------------------------------------------------ helpers
@@ -173,8 +200,12 @@ def _signature(raw: Mapping[str, Any]) -> str:
 # ------------------------------------------------------------------------------------------ filters
 
 
-def compile_filter(raw: Any, flag: str | None, where: str) -> FilterSpec:
-    """Validate one property filter dict; raises FlagDefinitionError naming the flag and the filter."""
+def compile_filter(
+    raw: Any, flag: str | None, where: str, *, strict: bool = False, matching_version: int = 1
+) -> FilterSpec:
+    """Validate one property filter dict; raises FlagDefinitionError naming the flag and the filter when the
+    filter cannot be evaluated at all (unknown operator, wrong type). A filter value the service or the
+    SDK cannot use is kept (the service never matches it, the SDK is inconclusive) unless `strict`."""
     raw = as_plain(raw)
     if not isinstance(raw, Mapping):
         raise FlagDefinitionError(
@@ -223,18 +254,38 @@ def compile_filter(raw: Any, flag: str | None, where: str) -> FilterSpec:
     if not isinstance(key, str) or key == "":
         raise FlagDefinitionError(flag, label, "a property filter needs a non-empty string key")
     try:
-        matcher = prepare_property(key, operator, value)
+        matcher = prepare_property(key, operator, value, matching_version=matching_version)
     except ValueError as exc:
-        raise FlagDefinitionError(flag, label, str(exc)) from None
-    return FilterSpec("property", key, label, sig, matcher=matcher, negation=negation)
+        error = FlagDefinitionError(flag, label, f"{exc} (fix the filter in PostHog, or delete it)")
+        if strict or not isinstance(operator, str):
+            raise error from None
+        # kept as a filter the SDK finds inconclusive; compile_flag marks the flag as an error for the
+        # service, which cannot evaluate it
+        matcher = unknown_operator(key, operator, str(error))
+    if strict and matcher.problem is not None:
+        raise FlagDefinitionError(flag, label, matcher.problem)
+    route = "group" if kind == "group" else "person"
+    gti = raw.get("group_type_index")
+    group_index = gti if isinstance(gti, int) and not isinstance(gti, bool) else None
+    return FilterSpec(
+        "property", key, label, sig, matcher=matcher, negation=negation, route=route, group_index=group_index
+    )
 
 
 def _compile_condition(
-    raw: Any, index: int, flag: str, where: str, valid_variants: set[str], flag_aggregation: int | None
+    raw: Any,
+    index: int,
+    flag: str,
+    where: str,
+    valid_variants: set[str],
+    flag_aggregation: int | None,
+    *,
+    strict: bool = False,
+    matching_version: int = 1,
 ) -> ConditionSpec:
     group = _mapping(raw, flag, where)
     filters = tuple(
-        compile_filter(p, flag, f"{where}.properties[{i}]")
+        compile_filter(p, flag, f"{where}.properties[{i}]", strict=strict, matching_version=matching_version)
         for i, p in enumerate(_list(group.get("properties"), flag, f"{where}.properties"))
     )
     rollout_raw = group.get("rollout_percentage")
@@ -260,8 +311,12 @@ def _compile_condition(
     )
 
 
-def compile_flag(raw: Any) -> CompiledFlag:
-    """Validate one flag definition; raises FlagDefinitionError naming the flag and the filter at fault."""
+def compile_flag(raw: Any, *, strict: bool = True, matching_version: int = 1) -> CompiledFlag:
+    """Validate one flag definition; raises FlagDefinitionError naming the flag and the filter at fault.
+
+    With `strict=False` only a definition that cannot be evaluated at all raises (see compile_filter);
+    the variant percentages need not sum to 100 (the service and the SDK both walk the cumulative table).
+    """
     definition = as_plain(raw)
     if not isinstance(definition, Mapping):
         raise FlagDefinitionError(
@@ -293,7 +348,7 @@ def compile_flag(raw: Any) -> CompiledFlag:
         variants.append((vkey, low, high))
         low = high
         total += pct
-    if raw_variants and abs(total - 100.0) > 1e-6:
+    if strict and raw_variants and abs(total - 100.0) > 1e-6:
         raise FlagDefinitionError(
             key,
             "filters.multivariate.variants",
@@ -301,12 +356,34 @@ def compile_flag(raw: Any) -> CompiledFlag:
         )
     valid = {v[0] for v in variants}
 
+    # PostHog/posthog-sdk-test-harness contracts/feature_flag_rules_v2 (fixtures/wire/definitions.json):
+    # `filters.version` absent or 1 is the classic format; 2 (or 2.0) the rules format; anything else is
+    # unsupported, and a local reader must fall back to the server. None of them is read as version 1.
+    needs_server = None
+    rules_version = filters.get("version", 1)
+    if isinstance(rules_version, bool) or rules_version != 1:
+        what = (
+            "the new rules format (filters.version 2)"
+            if rules_version == 2 and not isinstance(rules_version, bool)
+            else f"an unsupported rules format (filters.version {rules_version!r})"
+        )
+        needs_server = (
+            f"flag {key!r} uses {what}; only the flags service evaluates it: ask the server "
+            "(simulate(engine='remote'))"
+        )
     conditions = [
-        _compile_condition(g, i, key, f"filters.groups[{i}]", valid, aggregation)
-        for i, g in enumerate(_list(filters.get("groups"), key, "filters.groups"))
+        _compile_condition(
+            g,
+            i,
+            key,
+            f"filters.groups[{i}]",
+            valid,
+            aggregation,
+            strict=strict,
+            matching_version=matching_version,
+        )
+        for i, g in enumerate([] if needs_server else _list(filters.get("groups"), key, "filters.groups"))
     ]
-    # The server tries conditions with a variant override first (stable); condition_index keeps the position.
-    server_conditions = sorted(conditions, key=lambda c: c.variant is None)
 
     payloads: dict[str, str] = {}
     for pkey, pval in _mapping(filters.get("payloads"), key, "filters.payloads").items():
@@ -349,36 +426,30 @@ def compile_flag(raw: Any) -> CompiledFlag:
             hv = hg.get("variant")
             holdout_group = (pct_hg, hv if isinstance(hv, str) and hv else None)
 
+    # Early access: `feature_enrollment: true` (the service reads `$feature_enrollment/<key>`), or the legacy
+    # `super_groups` (flag_matching.rs `get_match`, `is_super_condition_match`).
     super_condition = None
     raw_super = _list(filters.get("super_groups"), key, "filters.super_groups")
     enrollment = filters.get("feature_enrollment") is True
     if raw_super:
         super_condition = _compile_condition(
-            raw_super[0], 0, key, "filters.super_groups[0]", valid, aggregation
-        )
-    elif enrollment:
-        super_condition = _compile_condition(
-            {
-                "properties": [
-                    {
-                        "key": f"$feature_enrollment/{key}",
-                        "type": "person",
-                        "operator": "exact",
-                        "value": ["true"],
-                    }
-                ],
-                "rollout_percentage": 100,
-            },
+            raw_super[0],
             0,
             key,
-            "filters.feature_enrollment",
+            "filters.super_groups[0]",
             valid,
-            aggregation,
+            None,
+            strict=strict,
+            matching_version=matching_version,
         )
 
     deps: set[str] = set()
-    for cond in conditions:
+    unknown: str | None = None
+    for cond in [*conditions, *([super_condition] if super_condition else [])]:
         deps.update(f.key for f in cond.filters if f.kind == "flag")
+        for f in cond.filters:
+            if unknown is None and f.matcher is not None and f.matcher.operator not in PROPERTY_OPERATORS:
+                unknown = f.matcher.problem
 
     bucketing = definition.get("bucketing_identifier") or filters.get("bucketing_identifier")
     return CompiledFlag(
@@ -390,7 +461,6 @@ def compile_flag(raw: Any) -> CompiledFlag:
         active=bool(definition.get("active", True)) and not definition.get("deleted", False),
         aggregation=aggregation,
         conditions=tuple(conditions),
-        server_conditions=tuple(server_conditions),
         variants=tuple(variants),
         payloads=payloads,
         early_exit=bool(filters.get("early_exit")),
@@ -402,6 +472,40 @@ def compile_flag(raw: Any) -> CompiledFlag:
         super_condition=super_condition,
         dependencies=frozenset(deps),
         definition=definition,
+        needs_server=needs_server,
+        error=unknown,
+        sdk_evaluates=unknown is not None,
+    )
+
+
+def error_flag(definition: Any, message: str) -> CompiledFlag:
+    """A stand-in for a definition that cannot be evaluated: evaluating it gives an error result that
+    carries `message` (the flag, the filter and the fix); other flags are unaffected."""
+    plain = as_plain(definition)
+    plain = plain if isinstance(plain, Mapping) else {}
+    raw_id, raw_version = plain.get("id"), plain.get("version")
+    raw_filters = plain.get("filters")
+    agg = raw_filters.get("aggregation_group_type_index") if isinstance(raw_filters, Mapping) else None
+    return CompiledFlag(
+        key=str(plain.get("key")),
+        id=raw_id if isinstance(raw_id, int) and not isinstance(raw_id, bool) else None,
+        version=raw_version if isinstance(raw_version, int) and not isinstance(raw_version, bool) else None,
+        active=bool(plain.get("active", True)) and not plain.get("deleted", False),
+        # kept so that the SDK's checks that come before matching (group given, continuity) still apply
+        aggregation=agg if isinstance(agg, int) and not isinstance(agg, bool) else None,
+        conditions=(),
+        variants=(),
+        payloads={},
+        early_exit=False,
+        continuity=bool(plain.get("ensure_experience_continuity")),
+        device_bucketing=False,
+        feature_enrollment=False,
+        holdout=None,
+        holdout_group=None,
+        super_condition=None,
+        dependencies=frozenset(),
+        definition=plain,
+        error=message,
     )
 
 
@@ -416,7 +520,7 @@ class CohortGroup:
     children: tuple[CohortGroup | FilterSpec, ...]
 
 
-def _compile_group(raw: Any, where: str) -> CohortGroup:
+def _compile_group(raw: Any, where: str, matching_version: int = 1) -> CohortGroup:
     raw = as_plain(raw)
     if raw == {}:
         return CohortGroup(True, ())
@@ -437,14 +541,23 @@ def _compile_group(raw: Any, where: str) -> CohortGroup:
         if isinstance(item, Mapping) and (
             item == {} or "values" in item or item.get("type") in ("AND", "OR")
         ):
-            children.append(_compile_group(item, sub))
+            children.append(_compile_group(item, sub, matching_version))
         else:
-            children.append(compile_filter(item, None, sub))
+            children.append(compile_filter(item, None, sub, matching_version=matching_version))
     return CohortGroup(kind == "AND", tuple(children))
 
 
-def compile_cohorts(cohorts: Mapping[str, Any] | None) -> dict[str, CohortGroup]:
-    """Validate cohort definitions {id: property group} (or {id: {"filters": {"properties": group}}})."""
+def compile_cohorts(
+    cohorts: Mapping[str, Any] | None,
+    *,
+    errors: dict[str, str] | None = None,
+    matching_version: int = 1,
+) -> dict[str, CohortGroup]:
+    """Validate cohort definitions {id: property group} (or {id: {"filters": {"properties": group}}}).
+
+    Raises FlagDefinitionError for the first bad cohort, unless `errors` is given: then each bad cohort is
+    left out and `errors[cohort id]` says why (flags that use it answer with that error).
+    """
     out: dict[str, CohortGroup] = {}
     for cid, raw in (as_plain(cohorts) or {}).items():
         raw = as_plain(raw)
@@ -453,8 +566,22 @@ def compile_cohorts(cohorts: Mapping[str, Any] | None) -> dict[str, CohortGroup]
                 raw = raw["filters"].get("properties", {})
             elif "properties" in raw:
                 raw = raw["properties"]
-        out[str(cid)] = _compile_group(raw, f"cohort {cid!s}")
-    _check_cohort_cycles(out)
+        try:
+            out[str(cid)] = _compile_group(raw, f"cohort {cid!s}", matching_version)
+        except FlagDefinitionError as exc:
+            if errors is None:
+                raise
+            errors[str(cid)] = str(exc)
+    while True:
+        try:
+            _check_cohort_cycles(out)
+            break
+        except FlagDefinitionError as exc:
+            if errors is None:
+                raise
+            bad = exc.where.removeprefix("cohort ")
+            errors[bad] = str(exc)
+            out.pop(bad, None)
     return out
 
 
@@ -488,11 +615,14 @@ def _check_cohort_cycles(cohorts: Mapping[str, CohortGroup]) -> None:
 # ------------------------------------------------------------------------------------------ flag sets
 
 
-def dependency_order(flags: list[CompiledFlag]) -> tuple[list[CompiledFlag], dict[str, str]]:
+def dependency_order(
+    flags: list[CompiledFlag], *, cycles: dict[str, str] | None = None
+) -> tuple[list[CompiledFlag], dict[str, str]]:
     """Flags sorted so each comes after the flags it depends on, and the dependency-key -> flag-key map.
 
     A dependency filter names a flag by key (or by id, as the server stores it). Raises
-    FlagDefinitionError on a cycle.
+    FlagDefinitionError on a cycle, unless `cycles` is given: then `cycles[flag key]` names the cycle of
+    each flag on it (the caller answers those flags with an error) and the order is still complete.
     """
     by_key = {f.key: f for f in flags}
     alias: dict[str, str] = {k: k for k in by_key}
@@ -506,10 +636,18 @@ def dependency_order(flags: list[CompiledFlag]) -> tuple[list[CompiledFlag], dic
         if state.get(f.key) == 2:
             return
         if state.get(f.key) == 1:
-            cycle = " -> ".join([*path[path.index(f.key) :], f.key])
-            raise FlagDefinitionError(
-                f.key, "flag dependencies", f"flags depend on each other in a cycle: {cycle}"
+            members = path[path.index(f.key) :]
+            cycle = " -> ".join([*members, f.key])
+            error = FlagDefinitionError(
+                f.key,
+                "flag dependencies",
+                f"flags depend on each other in a cycle: {cycle}; remove one of these flag conditions",
             )
+            if cycles is None:
+                raise error
+            for member in members:
+                cycles.setdefault(member, str(FlagDefinitionError(member, error.where, error.problem)))
+            return
         state[f.key] = 1
         for dep in sorted(f.dependencies):
             target = alias.get(dep)

@@ -12,15 +12,18 @@ from analytics_nb.flags._definitions import (
     CompiledFlag,
     ConditionSpec,
     FilterSpec,
+    as_plain,
     compile_cohorts,
     compile_flag,
     dependency_order,
+    error_flag,
     split_flag_input,
 )
 from analytics_nb.flags._errors import FlagDefinitionError
 from analytics_nb.flags._hashing import hash_fraction, holdout_fraction
 from analytics_nb.flags._operators import FALSE, INCONCLUSIVE, SERVER_ONLY, TRUE
-from analytics_nb.flags._values import MISSING, BadValueError, normalize
+from analytics_nb.flags._service_rules import team_zone
+from analytics_nb.flags._values import MISSING, BadValueError, normalize, service_text
 
 Mode = Literal["server", "sdk"]
 FlagValue = bool | str
@@ -33,6 +36,32 @@ REASON_DESCRIPTIONS: dict[str, str] = {
     "holdout_condition_value": "Holdout condition value",
     "flag_disabled": "Flag is disabled",
 }
+
+#: flag_match_reason.rs `FeatureFlagMatchReason::score`: a later condition's reason replaces the kept one
+#: when it scores at least as high.
+REASON_SCORE: dict[str, int] = {
+    "super_condition_value": 6,
+    "holdout_condition_value": 5,
+    "condition_match": 4,
+    "out_of_rollout_bound": 3,
+    "no_condition_match": 2,
+    "no_group_type": 1,
+    "flag_disabled": 0,
+}
+
+#: flag_matching_utils.rs `INITIAL_PROPERTY_MAP`: person properties whose `$initial_` twin the service fills
+#: in when it is missing (`populate_missing_initial_properties`).
+INITIAL_PROPERTIES: dict[str, str] = {
+    name: f"$initial_{name.removeprefix('$')}"
+    for name in (
+        "$app_build", "$app_name", "$app_namespace", "$app_version", "$browser", "$browser_version",
+        "$device_type", "$current_url", "$pathname", "$os", "$os_version", "$referring_domain",
+        "$referrer", "$screen_height", "$screen_width", "$viewport_height", "$viewport_width",
+        "$raw_user_agent", "utm_source", "utm_medium", "utm_campaign", "utm_content", "utm_term",
+        "gclid", "gad_source", "gclsrc", "dclid", "gbraid", "wbraid", "fbclid", "msclkid", "twclid",
+        "li_fat_id", "mc_cid", "igshid", "ttclid", "rdt_cid", "epik", "qclid", "sccid", "irclid", "_kx",
+    )
+}  # fmt: skip
 
 
 class FlagResult:
@@ -136,6 +165,13 @@ class FlagResult:
         )
 
     @property
+    def error(self) -> str | None:
+        """Why the flag's definition could not be evaluated (names the flag, the filter and the fix), or
+        None. Such a result has value False in server mode (the service answers it as failed) and None in
+        sdk mode; every other flag is still computed."""
+        return self.inconclusive_cause if self.reason == "error" else None
+
+    @property
     def enabled(self) -> bool | None:
         """True for `True` or any variant, False for `False`, None when inconclusive."""
         if self.value is None:
@@ -149,6 +185,10 @@ def describe_reason(reason: str, index: int | None, cause: str | None) -> str:
         return f"Matched condition set {(index or 0) + 1}"
     if reason == "inconclusive":
         return f"Inconclusive: {cause}"
+    if reason == "error":
+        return f"Error: {cause}"
+    if reason == "needs_server":
+        return f"Needs the server: {cause}"
     return REASON_DESCRIPTIONS.get(reason, reason)
 
 
@@ -160,6 +200,8 @@ class CompiledFlags:
 
     `compile_flags(...)` returns one; pass it to `evaluate_flags` (or `evaluate_frame`) instead of the raw
     definitions so that each call skips parsing and validation (the sandbox's /decide does this).
+    `errors` maps the key of each flag that cannot be evaluated to why; those flags answer with reason
+    "error", the others are unaffected.
     """
 
     def __init__(
@@ -167,18 +209,49 @@ class CompiledFlags:
         flags: list[CompiledFlag],
         cohorts: dict[str, CohortGroup] | None,
         group_type_mapping: Mapping[str, str] | None,
+        *,
+        strict: bool = True,
+        cohort_errors: Mapping[str, str] | None = None,
+        property_matching_version: int = 1,
+        timezone: str = "UTC",
+        skipped: list[str] | None = None,
     ) -> None:
-        keys = [f.key for f in flags]
-        dupes = sorted({k for k in keys if keys.count(k) > 1})
-        if dupes:
-            raise FlagDefinitionError(dupes[0], "flag list", "the same flag key appears more than once")
+        self.skipped: list[str] = list(skipped or [])
+        seen: dict[str, CompiledFlag] = {}
+        for f in flags:
+            if f.key in seen:
+                if strict:
+                    raise FlagDefinitionError(f.key, "flag list", "the same flag key appears more than once")
+                self.skipped.append(
+                    f"flag {f.key!r}: the same flag key appears more than once; the first definition is used"
+                )
+                continue
+            seen[f.key] = f
+        flags = list(seen.values())
+        if cohort_errors:
+            flags = [_with_cohort_error(f, cohort_errors) for f in flags]
+        cycles: dict[str, str] | None = None if strict else {}
+        order, alias = dependency_order(flags, cycles=cycles)
+        if cycles:
+            flags = [error_flag(f.definition, cycles[f.key]) if f.key in cycles else f for f in flags]
+            order, alias = dependency_order(flags)
         self.flags = flags
-        self.order, self.alias = dependency_order(flags)
+        self.order, self.alias = order, alias
         self.cohorts = cohorts
+        self.cohort_errors = dict(cohort_errors or {})
         self.group_type_mapping = {str(k): str(v) for k, v in (group_type_mapping or {}).items()}
         self.by_key = {f.key: f for f in flags}
+        self.property_matching_version = property_matching_version
+        self.timezone = timezone
+        self.strict = strict
         #: whether dependency order is the given order (then results need no re-ordering)
-        self.in_given_order = [f.key for f in self.order] == keys
+        self.in_given_order = [f.key for f in self.order] == [f.key for f in flags]
+
+    @property
+    def errors(self) -> dict[str, str]:
+        """{flag key: why it cannot be evaluated} for every active flag answered with reason "error" (an
+        inactive flag is never evaluated, so its definition cannot fail)."""
+        return {f.key: f.error for f in self.flags if f.error is not None and f.active}
 
     def __len__(self) -> int:
         return len(self.flags)
@@ -187,31 +260,113 @@ class CompiledFlags:
         return f"CompiledFlags({[f.key for f in self.flags]!r})"
 
 
+def _with_cohort_error(flag: CompiledFlag, cohort_errors: Mapping[str, str]) -> CompiledFlag:
+    """The flag, or an error stand-in when one of its filters uses a cohort that could not be compiled."""
+    for cond in flag.conditions:
+        for spec in cond.filters:
+            if spec.kind == "cohort" and spec.cohort_id in cohort_errors:
+                return error_flag(
+                    flag.definition,
+                    f"flag {flag.key!r}, {spec.label}: uses cohort {spec.cohort_id}, which cannot be "
+                    f"evaluated ({cohort_errors[spec.cohort_id or '']})",
+                )
+    return flag
+
+
+def _matching_version(value: Any) -> int:
+    if value is None:
+        return 1
+    if value in (1, 2) and not isinstance(value, bool):
+        return int(value)
+    raise ValueError(
+        f"property_matching_version must be 1 or 2 (as in the /flags/definitions payload), got {value!r}"
+    )
+
+
 def compile_flags(
     flags: Any,
     *,
     cohorts: Mapping[str, Any] | None = None,
     group_type_mapping: Mapping[str, str] | None = None,
+    strict: bool = False,
+    property_matching_version: int | None = None,
+    timezone: str | None = None,
 ) -> CompiledFlags:
     """Validate flag definitions once (a list of dicts/models, or a local-evaluation payload).
 
-    Raises FlagDefinitionError naming the flag and filter of the first bad definition.
+    One bad definition affects only its own flag: it is kept with an error (see `CompiledFlags.errors`)
+    and answers with reason "error"; every other flag evaluates. `strict=True` raises FlagDefinitionError
+    naming the flag and filter of the first bad definition instead (also for filter values the service
+    or the SDK cannot use). `property_matching_version` (1 or 2) defaults to the payload's, else 1;
+    `timezone` is the project's (IANA name, default "UTC"): server mode reads naive dates and relative
+    dates in it.
     """
+    if timezone is not None:
+        team_zone(timezone)  # validate early: a ValueError naming the fix
     if isinstance(flags, CompiledFlags):
-        if cohorts is None and group_type_mapping is None:
+        same_version = property_matching_version in (None, flags.property_matching_version)
+        if (
+            cohorts is None
+            and group_type_mapping is None
+            and same_version
+            and timezone in (None, flags.timezone)
+        ):
             return flags
-        return CompiledFlags(
-            flags.flags,
-            compile_cohorts(cohorts) if cohorts is not None else flags.cohorts,
-            group_type_mapping if group_type_mapping is not None else flags.group_type_mapping,
+        if same_version:
+            # cohorts, group types and the time zone do not change the compiled flags
+            new_errors: dict[str, str] | None = None if strict else {}
+            return CompiledFlags(
+                flags.flags,
+                compile_cohorts(cohorts, errors=new_errors, matching_version=flags.property_matching_version)
+                if cohorts is not None
+                else flags.cohorts,
+                group_type_mapping if group_type_mapping is not None else flags.group_type_mapping,
+                strict=strict,
+                cohort_errors=new_errors if cohorts is not None else flags.cohort_errors,
+                property_matching_version=flags.property_matching_version,
+                timezone=timezone or flags.timezone,
+            )
+        return compile_flags(
+            [f.definition for f in flags.flags],
+            cohorts=cohorts,
+            group_type_mapping=group_type_mapping
+            if group_type_mapping is not None
+            else flags.group_type_mapping,
+            strict=strict,
+            property_matching_version=property_matching_version,
+            timezone=timezone or flags.timezone,
         )
-    items, payload_mapping, payload_cohorts = split_flag_input(flags)
-    compiled = [compile_flag(f) for f in items]
+    items, payload_mapping, payload_cohorts, payload_version = split_flag_input(flags)
+    version = _matching_version(
+        property_matching_version if property_matching_version is not None else payload_version
+    )
+    compiled: list[CompiledFlag] = []
+    skipped: list[str] = []
+    for raw in items:
+        try:
+            compiled.append(compile_flag(raw, strict=strict, matching_version=version))
+        except FlagDefinitionError as exc:
+            if strict:
+                raise
+            plain = as_plain(raw)
+            key = plain.get("key") if isinstance(plain, Mapping) else None
+            if isinstance(key, str) and key:
+                compiled.append(error_flag(plain, str(exc)))
+            else:
+                skipped.append(str(exc))
     cohort_src = cohorts if cohorts is not None else payload_cohorts
+    cohort_errors: dict[str, str] | None = None if strict else {}
     return CompiledFlags(
         compiled,
-        compile_cohorts(cohort_src) if cohort_src is not None else None,
+        compile_cohorts(cohort_src, errors=cohort_errors, matching_version=version)
+        if cohort_src is not None
+        else None,
         group_type_mapping if group_type_mapping is not None else payload_mapping,
+        strict=strict,
+        cohort_errors=cohort_errors,
+        property_matching_version=version,
+        timezone=timezone or "UTC",
+        skipped=skipped,
     )
 
 
@@ -221,12 +376,21 @@ def compile_flags(
 @dataclass(slots=True)
 class _Context:
     server: bool
+    #: the evaluation instant; in server mode expressed in the team's time zone
     now: dt.datetime
     cohorts: Mapping[str, CohortGroup]
     flag_values: Mapping[str, Any]
     alias: Mapping[str, str]
     #: {flag key: stored hash key} for flags with experience continuity (the sandbox's overrides table)
     hash_keys: Mapping[str, str] | None = None
+    #: server mode: person properties, and group properties by group type index, for routing filters
+    #: by their `type` (flag_matching.rs `PropertyContext::resolve_for_filter`)
+    person: Mapping[str, Any] | None = None
+    group_by_index: Mapping[int, Mapping[str, Any]] | None = None
+    #: the request's device id (bucketing_identifier "device_id")
+    device_id: str | None = None
+    #: server mode: whether the condition being matched aggregates by a group
+    cond_group: bool = False
 
 
 def check_mode(mode: str) -> bool:
@@ -239,14 +403,22 @@ def check_mode(mode: str) -> bool:
     return mode == "server"
 
 
-def _now(now: dt.datetime | None) -> dt.datetime:
+def _now(now: dt.datetime | None, server: bool = False, timezone: str = "UTC") -> dt.datetime:
+    """The evaluation instant (aware); server mode expresses it in the team's zone, so naive dates and
+    relative dates are read on the team's wall clock."""
     if now is None:
-        return dt.datetime.now(dt.UTC)
-    return now if now.tzinfo is not None else now.replace(tzinfo=dt.UTC)
+        now = dt.datetime.now(dt.UTC)
+    elif now.tzinfo is None:
+        now = now.replace(tzinfo=dt.UTC)
+    if server and timezone != "UTC":
+        return now.astimezone(team_zone(timezone))
+    return now
 
 
 def normalize_properties(props: Mapping[str, Any] | None, what: str) -> dict[str, Any]:
-    """Plain values for a property dict; absent markers (None, NaN, NA, NaT) are dropped."""
+    """Plain values for a property dict. `None` is JSON null (present: the service and the SDK both keep
+    it); a float NaN is a value that no comparison matches (as the SDK reads it); pd.NA and NaT are
+    absent and dropped."""
     out: dict[str, Any] = {}
     if not props:
         return out
@@ -254,7 +426,7 @@ def normalize_properties(props: Mapping[str, Any] | None, what: str) -> dict[str
         raise TypeError(f"{what} must be a dict of property name -> value, got {type(props).__name__}")
     for k, v in props.items():
         try:
-            nv = normalize(v)
+            nv = normalize(v, none_is_null=True, nan_is_value=True)
         except BadValueError as exc:
             raise ValueError(f"{what}[{k!r}]: {exc}") from None
         if nv is not MISSING:
@@ -262,8 +434,16 @@ def normalize_properties(props: Mapping[str, Any] | None, what: str) -> dict[str
     return out
 
 
+def fill_initial_properties(person: dict[str, Any]) -> None:
+    """Server mode: copy `$browser` to a missing `$initial_browser` (and the other pairs the service fills,
+    flag_matching_utils.rs `populate_missing_initial_properties`)."""
+    for name, initial in INITIAL_PROPERTIES.items():
+        if name in person and initial not in person:
+            person[initial] = person[name]
+
+
 def group_key_text(value: Any) -> str | None:
-    """A group key as the text it is hashed with, None when absent."""
+    """A group key as the text the SDK hashes (``str(key)``), None when absent."""
     v = normalize(value)
     if v is MISSING:
         return None
@@ -272,14 +452,31 @@ def group_key_text(value: Any) -> str | None:
     return str(v)
 
 
+def service_group_key(value: Any) -> str | None:
+    """A group key as the service uses it: a non-empty string, or a number (as serde_json prints it);
+    anything else (empty, boolean, null) means "no group key" and its conditions are skipped
+    (flag_matching.rs `get_match`, `hashed_identifier`)."""
+    v = normalize(value)
+    if isinstance(v, bool) or v is MISSING or v is None:
+        return None
+    if isinstance(v, str):
+        return v or None
+    if isinstance(v, (int, float)):
+        return service_text(v)
+    return None
+
+
 # ------------------------------------------------------------------------------------------ matching
 
 
 def filter_code(spec: FilterSpec, props: Mapping[str, Any], ctx: _Context) -> int:
-    """Outcome code of one filter against one property dict."""
+    """Outcome code of one filter against one property dict (server mode: the filter's `type` picks the
+    dict, see _Context)."""
     if spec.kind == "property":
         m = spec.matcher
         assert m is not None
+        if ctx.server and ctx.person is not None:
+            props = _routed(spec, props, ctx)
         v = props.get(spec.key, MISSING)
         if v is MISSING:
             return m.missing(ctx.server)
@@ -299,6 +496,19 @@ def filter_code(spec: FilterSpec, props: Mapping[str, Any], ctx: _Context) -> in
     if target not in ctx.flag_values:
         return INCONCLUSIVE
     return dependency_code(spec.expected, ctx.flag_values[target])
+
+
+def _routed(spec: FilterSpec, props: Mapping[str, Any], ctx: _Context) -> Mapping[str, Any]:
+    """`resolve_for_filter`: person filters read the person, group filters the group of their own
+    `group_type_index` (else the condition's); `props` is the condition's own source."""
+    if spec.route == "person":
+        return ctx.person if ctx.person is not None else props
+    if spec.group_index is not None and ctx.group_by_index is not None:
+        return ctx.group_by_index.get(spec.group_index, _EMPTY)
+    return props if ctx.cond_group else _EMPTY
+
+
+_EMPTY: Mapping[str, Any] = {}
 
 
 def dependency_code(expected: Any, actual: Any) -> int:
@@ -426,6 +636,12 @@ def evaluate_compiled(
     """Evaluate one compiled flag; inputs are already normalised (see evaluate_flag for the public form)."""
     if not flag.active:
         return _result(flag, False, "flag_disabled", None)
+    if flag.error is not None and ctx.server:
+        return _result(flag, False, "error", None, flag.error)
+    if flag.needs_server is not None:
+        return _result(flag, None, "needs_server", None, flag.needs_server)
+    if ctx.server:
+        return _evaluate_server(flag, distinct_id, person, groups, group_props, mapping, ctx)
     server = ctx.server
     hash_key = ctx.hash_keys.get(flag.key) if flag.continuity and ctx.hash_keys else None
     if flag.continuity and not server and hash_key is None:
@@ -461,14 +677,17 @@ def evaluate_compiled(
         props = person
         bucket = distinct_id if hash_key is None else hash_key
         if flag.device_bucketing:
-            device = person.get("$device_id")
-            if device is not None:
+            device = ctx.device_id or person.get("$device_id")
+            if device:
                 bucket = str(device)
             elif not server:
                 return _result(
                     flag, None, "inconclusive", None, "the flag buckets by $device_id, which is not set"
                 )
 
+    if flag.error is not None and not flag.sdk_evaluates:
+        # the SDK's client checks (active, continuity, group given) come first; then the definition fails
+        return _result(flag, None, "error", None, flag.error)
     # Early access (super condition) first, then holdouts, then the release conditions.
     if server:
         sc = flag.super_condition
@@ -547,23 +766,179 @@ def evaluate_compiled(
     return _result(flag, False, best_reason, best_index)
 
 
+def _evaluate_server(
+    flag: CompiledFlag,
+    distinct_id: str,
+    person: Mapping[str, Any],
+    groups: Mapping[str, str],
+    group_props: Mapping[str, Mapping[str, Any]],
+    mapping: Mapping[str, str],
+    ctx: _Context,
+) -> FlagResult:
+    """Today's service, flag_matching.rs `FeatureFlagMatcher::get_match`: early access, holdout, then the
+    conditions in listed order, each with its own aggregation; `groups` holds only valid group keys
+    (service_group_key)."""
+    # Early access: `feature_enrollment` reads `$feature_enrollment/<key>` (then falls through when unset);
+    # otherwise the legacy `super_groups` decide when the person has any of their properties. Both answer
+    # true/false (never a variant), reason super_condition_value, condition index 0.
+    if flag.feature_enrollment:
+        enrolled = person.get(f"$feature_enrollment/{flag.key}", MISSING)
+        if enrolled is not MISSING:
+            return _result(flag, enrolled is True or enrolled == "true", "super_condition_value", 0)
+    elif flag.super_condition is not None and flag.super_condition.filters:
+        sc = flag.super_condition
+        if any(f.key in person for f in sc.filters):
+            ctx.cond_group = False
+            ok = _all_true(sc, person, ctx) == TRUE and _in_rollout(
+                flag, sc.rollout, _person_bucket(flag, distinct_id, ctx)
+            )
+            return _result(flag, ok, "super_condition_value", 0)
+
+    # Holdout (`is_holdout_condition_match`): hashed on the flag-level identifier, "holdout-" prefix.
+    if flag.holdout is not None:
+        hv, pct = flag.holdout
+        if flag.aggregation is None:
+            ident: str | None = _person_bucket(flag, distinct_id, ctx)
+        else:
+            ident = groups.get(mapping.get(str(flag.aggregation), ""), "")
+        if pct >= 100.0 or holdout_fraction(ident or "") <= pct / 100:
+            return _result(flag, hv, "holdout_condition_value", None)
+
+    by_index: dict[int, Mapping[str, Any]] = {}
+    for index, name in mapping.items():
+        if str(index).isdigit():
+            by_index[int(index)] = group_props.get(name, _EMPTY)
+    ctx.person = person
+    ctx.group_by_index = by_index
+    best, best_index = "no_group_type", None
+    try:
+        for cond in flag.conditions:
+            agg = cond.aggregation
+            if agg is None:
+                bucket = _person_bucket(flag, distinct_id, ctx)
+                if bucket is None:  # device-id bucketing without a device id: this condition is skipped
+                    best, best_index = _rank(best, best_index, "out_of_rollout_bound", cond.index)
+                    continue
+                props: Mapping[str, Any] = person
+                ctx.cond_group = False
+            else:
+                group_name = mapping.get(str(agg))
+                group_key = groups.get(group_name) if group_name else None
+                if group_key is None:
+                    best, best_index = _rank(best, best_index, "no_group_type", cond.index)
+                    continue
+                bucket = group_key
+                props = by_index.get(agg, _EMPTY)
+                ctx.cond_group = True
+            code = _all_true(cond, props, ctx)
+            if code == SERVER_ONLY:
+                # a cohort the caller did not supply (a static cohort): only the service knows
+                return _result(flag, None, "inconclusive", None, _explain(cond, props, ctx))
+            if code != TRUE:
+                best, best_index = _rank(best, best_index, "no_condition_match", cond.index)
+                continue
+            if not _in_rollout(flag, cond.rollout, bucket):
+                best, best_index = _rank(best, best_index, "out_of_rollout_bound", cond.index)
+                continue
+            value = _matched_value(flag, cond.variant, bucket)
+            return _result(flag, value, "condition_match", cond.index)
+    finally:
+        ctx.person = None
+        ctx.group_by_index = None
+        ctx.cond_group = False
+    return _result(flag, False, best, best_index)
+
+
+def _rank(best: str, best_index: int | None, new: str, index: int) -> tuple[str, int | None]:
+    """`get_highest_priority_match_evaluation`: the new reason wins when it scores at least as high."""
+    if REASON_SCORE[best] <= REASON_SCORE[new]:
+        return new, index
+    return best, best_index
+
+
+def _person_bucket(flag: CompiledFlag, distinct_id: str, ctx: _Context) -> str | None:
+    """`hashed_identifier` for a person condition: the device id for device-id bucketing (None when
+    there is none), else the continuity hash key, else the distinct id."""
+    if flag.device_bucketing:
+        device = ctx.device_id or (ctx.person or {}).get("$device_id")
+        return str(device) if isinstance(device, str) and device else None
+    if flag.continuity and ctx.hash_keys:
+        return ctx.hash_keys.get(flag.key, distinct_id)
+    return distinct_id
+
+
+def _in_rollout(flag: CompiledFlag, rollout: float | None, bucket: str | None) -> bool:
+    """`check_rollout`: 100% (or none) always passes; else the bucket's hash must be <= the share."""
+    if rollout is None or rollout == 100.0:
+        return True
+    if not bucket:
+        return True  # the service hashes an empty identifier to 0.0
+    return hash_fraction(flag.key, bucket) <= rollout / 100
+
+
+def _all_true(cond: ConditionSpec, props: Mapping[str, Any], ctx: _Context) -> int:
+    """`is_condition_match` filters: TRUE when every filter matches (errors and undecidable ones do not),
+    SERVER_ONLY when a cohort is unknown, else FALSE."""
+    result = TRUE
+    for spec in cond.filters:
+        code = filter_code(spec, props, ctx)
+        if code == SERVER_ONLY:
+            result = SERVER_ONLY
+        elif code != TRUE:
+            return FALSE
+    return result
+
+
 # ------------------------------------------------------------------------------------------ public API
 
 
 def _prepare_groups(
     groups: Mapping[str, Any] | None,
     group_properties: Mapping[str, Any] | None,
+    server: bool,
 ) -> tuple[dict[str, str], dict[str, dict[str, Any]]]:
+    """Group keys as text and group properties with `$group_key` filled in for every group given (the
+    SDK's client adds it, `_add_local_person_and_group_properties`; the service's groups carry it).
+    Server mode keeps only the keys the service accepts (service_group_key)."""
     gkeys: dict[str, str] = {}
     for name, key in (groups or {}).items():
-        text = group_key_text(key)
+        text = service_group_key(key) if server else group_key_text(key)
+        if text is None and not server:
+            continue
         if text is not None:
             gkeys[str(name)] = text
     gprops = {
         str(name): normalize_properties(p, f"group_properties[{name!r}]")
         for name, p in (group_properties or {}).items()
     }
+    for name, key in (groups or {}).items():
+        v = normalize(key)
+        if v is MISSING or isinstance(v, (dict, list)):
+            continue
+        gprops.setdefault(str(name), {}).setdefault("$group_key", v)
     return gkeys, gprops
+
+
+def _prepare_person(
+    person_properties: Mapping[str, Any] | None, distinct_id: str, server: bool
+) -> dict[str, Any]:
+    """Person properties with `distinct_id` added unless given (the service adds it to every person,
+    flag_matching_utils.rs `fetch_and_locally_cache_all_relevant_properties`; the SDK's client too,
+    `_person_properties_for_local_evaluation`), and server mode's `$initial_*` fill."""
+    person = normalize_properties(person_properties, "person_properties")
+    person.setdefault("distinct_id", distinct_id)
+    if server:
+        fill_initial_properties(person)
+    return person
+
+
+def _device_text(device_id: Any) -> str | None:
+    if device_id is None:
+        return None
+    v = normalize(device_id)
+    if v is MISSING or v is None or isinstance(v, (dict, list, bool)):
+        raise ValueError(f"device_id must be a string, got {device_id!r}")
+    return str(v) or None
 
 
 def evaluate_flag(
@@ -579,29 +954,46 @@ def evaluate_flag(
     mode: Mode = "server",
     now: dt.datetime | None = None,
     hash_key_overrides: Mapping[str, str] | None = None,
+    device_id: Any = None,
+    property_matching_version: int = 1,
+    timezone: str = "UTC",
+    strict: bool = False,
 ) -> FlagResult:
-    """Evaluate one flag for one distinct id, the way /decide does (mode="server") or the official SDK's
-    local evaluation does (mode="sdk": an undecidable flag gives value None, reason "inconclusive").
+    """Evaluate one flag for one distinct id, the way today's flags service does (mode="server") or the
+    official SDK's local evaluation does (mode="sdk": an undecidable flag gives value None, reason
+    "inconclusive").
 
     Flag dependencies read `flag_values` ({flag key: value}); use evaluate_flags to compute them.
     `hash_key_overrides` ({flag key: hash key}) is the identifier a flag with `ensure_experience_continuity`
     is bucketed by (PostHog stores it when a request carries `$anon_distinct_id`); other flags ignore it.
+    `device_id` buckets flags with bucketing_identifier "device_id" (else the `$device_id` property).
+    `timezone` is the project's: server mode reads naive and relative dates in it. A definition that
+    cannot be evaluated gives reason "error" (`FlagResult.error` says why) unless `strict`, which raises.
     """
     server = check_mode(mode)
-    compiled = flag if isinstance(flag, CompiledFlag) else compile_flag(flag)
+    version = _matching_version(property_matching_version)
+    if isinstance(flag, CompiledFlag):
+        compiled = flag
+    else:
+        try:
+            compiled = compile_flag(flag, strict=strict, matching_version=version)
+        except FlagDefinitionError as exc:
+            plain = as_plain(flag)
+            if strict or not isinstance(plain, Mapping) or not isinstance(plain.get("key"), str):
+                raise
+            compiled = error_flag(plain, str(exc))
     did = _distinct_id_text(distinct_id)
-    person = normalize_properties(person_properties, "person_properties")
-    if server:
-        person.setdefault("distinct_id", did)
-    gkeys, gprops = _prepare_groups(groups, group_properties)
+    person = _prepare_person(person_properties, did, server)
+    gkeys, gprops = _prepare_groups(groups, group_properties, server)
     values = dict(flag_values or {})
     ctx = _Context(
         server,
-        _now(now),
-        compile_cohorts(cohorts) if cohorts else {},
+        _now(now, server, timezone),
+        compile_cohorts(cohorts, matching_version=version) if cohorts else {},
         values,
         {k: k for k in values},
         _hash_keys(hash_key_overrides),
+        device_id=_device_text(device_id),
     )
     mapping = {str(k): str(v) for k, v in (group_type_mapping or {}).items()}
     return evaluate_compiled(compiled, did, person, gkeys, gprops, mapping, ctx)
@@ -620,18 +1012,29 @@ def evaluate_flags(
     mode: Mode = "server",
     now: dt.datetime | None = None,
     hash_key_overrides: Mapping[str, str] | None = None,
+    device_id: Any = None,
+    property_matching_version: int | None = None,
+    timezone: str | None = None,
+    strict: bool = False,
 ) -> dict[str, FlagResult]:
     """Evaluate every flag for one distinct id, dependencies first; returns {flag key: FlagResult} in the
     order the flags were given. `flags` may be a CompiledFlags from compile_flags (fast path).
-    `hash_key_overrides` is as in evaluate_flag (experience continuity)."""
+
+    One bad definition answers only its own flag with reason "error"; `strict=True` raises instead.
+    `property_matching_version` and `timezone` default to the compiled set's (see compile_flags);
+    `hash_key_overrides` and `device_id` are as in evaluate_flag."""
     server = check_mode(mode)
-    compiled = flags if isinstance(flags, CompiledFlags) else compile_flags(flags)
+    compiled = compile_flags(
+        flags,
+        cohorts=cohorts,
+        strict=strict,
+        property_matching_version=property_matching_version,
+        timezone=timezone,
+    )
     did = _distinct_id_text(distinct_id)
-    person = normalize_properties(person_properties, "person_properties")
-    if server:
-        person.setdefault("distinct_id", did)
-    gkeys, gprops = _prepare_groups(groups, group_properties)
-    cohort_set = compile_cohorts(cohorts) if cohorts is not None else compiled.cohorts or {}
+    person = _prepare_person(person_properties, did, server)
+    gkeys, gprops = _prepare_groups(groups, group_properties, server)
+    cohort_set = compiled.cohorts or {}
     mapping = (
         {str(k): str(v) for k, v in group_type_mapping.items()}
         if group_type_mapping is not None
@@ -643,12 +1046,20 @@ def evaluate_flags(
         alias = dict(alias)
         for k in values:
             alias.setdefault(k, k)
-    ctx = _Context(server, _now(now), cohort_set, values, alias, _hash_keys(hash_key_overrides))
+    ctx = _Context(
+        server,
+        _now(now, server, compiled.timezone),
+        cohort_set,
+        values,
+        alias,
+        _hash_keys(hash_key_overrides),
+        device_id=_device_text(device_id),
+    )
     results: dict[str, FlagResult] = {}
     for flag in compiled.order:
         res = evaluate_compiled(flag, did, person, gkeys, gprops, mapping, ctx)
         results[flag.key] = res
-        values[flag.key] = res.value
+        values[flag.key] = None if res.reason == "error" else res.value
     if compiled.in_given_order:
         return results
     return {f.key: results[f.key] for f in compiled.flags}

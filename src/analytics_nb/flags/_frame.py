@@ -18,14 +18,20 @@ import pandas as pd
 
 from analytics_nb.flags._definitions import CohortGroup, CompiledFlag, ConditionSpec, FilterSpec
 from analytics_nb.flags._evaluate import (
+    INITIAL_PROPERTIES,
+    REASON_SCORE,
     CompiledFlags,
     Mode,
+    _now,
     check_mode,
     compile_flags,
 )
-from analytics_nb.flags._hashing import hash_many
+from analytics_nb.flags._hashing import hash_many, raw_hash
 from analytics_nb.flags._operators import FALSE, INCONCLUSIVE, SERVER_ONLY, TRUE
-from analytics_nb.flags._values import MISSING, BadValueError, normalize
+from analytics_nb.flags._values import MISSING, BadValueError, normalize, service_text
+
+#: `$initial_browser` -> `$browser`: the service fills a missing initial property from its twin
+_INITIAL_SOURCE = {initial: name for name, initial in INITIAL_PROPERTIES.items()}
 
 _RESERVED = {"distinct_id", "person_properties", "group_properties", "ip", "error"}
 # value kinds
@@ -39,6 +45,8 @@ _REASONS = [
     "holdout_condition_value",
     "flag_disabled",
     "inconclusive",
+    "error",
+    "needs_server",
 ]
 _R = {name: i for i, name in enumerate(_REASONS)}
 _NO_ERROR = ""
@@ -53,39 +61,60 @@ class _Column:
     all_str: bool = False
 
 
-def _plain_unique(value: Any, float_column: bool) -> Any:
-    v = normalize(value)
-    if float_column and isinstance(v, float) and v.is_integer() and abs(v) < 2**53:
-        return int(v)
-    return v
+def _factorize(
+    series: pd.Series, errors: np.ndarray, where: str, *, nulls: bool = False, none_is_null: bool = False
+) -> _Column:
+    """Codes + plain distinct values for one column; bad cells go to `errors` and count as absent.
 
-
-def _factorize(series: pd.Series, errors: np.ndarray, where: str) -> _Column:
-    """Codes + plain distinct values for one column; bad cells go to `errors` and count as absent."""
+    A missing cell (NaN, None, pd.NA, NaT) is absent, or JSON null when `nulls`; the MISSING marker (a
+    key a dict cell lacks) is always absent. A value no operator can read (timedelta, period, interval,
+    complex, bytes, set...) is an error of its row, never of the whole frame.
+    """
     n = len(series)
     dtype = series.dtype
     if dtype is not np.dtype(object):
         codes, uniq = pd.factorize(series, use_na_sentinel=True)
+        codes = np.asarray(codes, dtype=np.int64)
         if isinstance(dtype, pd.StringDtype):
             # a StringDtype holds only str values (missing ones became code -1)
-            return _Column(np.asarray(codes, dtype=np.int64), uniq.tolist(), True)
-        float_col = pd.api.types.is_float_dtype(dtype)
-        uniques = [_plain_unique(u, float_col) for u in uniq]
-        return _Column(np.asarray(codes, dtype=np.int64), uniques)
+            col = _Column(codes, uniq.tolist(), True)
+        else:
+            uniques: list[Any] = []
+            for i, u in enumerate(uniq):
+                try:
+                    v = normalize(u)
+                except BadValueError as exc:
+                    bad = codes == i
+                    errors[bad & (errors == _NO_ERROR)] = f"{where}: {exc}"
+                    codes[bad] = -1
+                    v = MISSING
+                uniques.append(v)
+            col = _Column(codes, uniques)
+        if nulls:
+            missing = (codes < 0) & (errors == _NO_ERROR)
+            if missing.any():
+                col.codes[missing] = len(col.uniques)
+                col.uniques.append(None)
+                col.all_str = False
+        return col
     arr = series.to_numpy(dtype=object)
     codes = np.full(n, -1, dtype=np.int64)
-    uniques: list[Any] = []
+    uniques = []
     index: dict[Any, int] = {}
     hashable = True
     for i, raw in enumerate(arr):
+        if raw is MISSING:
+            continue
         try:
-            v = normalize(raw)
+            v = normalize(raw, none_is_null=nulls or none_is_null)
         except BadValueError as exc:
             if not errors[i]:
                 errors[i] = f"{where}: {exc}"
             continue
         if v is MISSING:
-            continue
+            if not nulls:
+                continue
+            v = None
         if hashable:
             try:
                 k = (type(v), v)
@@ -104,6 +133,16 @@ def _factorize(series: pd.Series, errors: np.ndarray, where: str) -> _Column:
 
 def _missing_column(n: int) -> _Column:
     return _Column(np.full(n, -1, dtype=np.int64), [])
+
+
+def _coalesce(first: _Column, second: _Column) -> _Column:
+    """`first`'s value where present, else `second`'s."""
+    fill = (first.codes < 0) & (second.codes >= 0)
+    if not fill.any():
+        return first
+    codes = first.codes.copy()
+    codes[fill] = second.codes[fill] + len(first.uniques)
+    return _Column(codes, [*first.uniques, *second.uniques], first.all_str and second.all_str)
 
 
 class _Source:
@@ -127,6 +166,12 @@ class FrameEvaluator:
     `run()` evaluates the flags given here; `run(flags=edited)` evaluates edited definitions, recomputing
     only what changed (a new rollout percentage or variant split reuses every hash and property match).
     Relative dates ("-7d") are resolved once, against the time the evaluator was built.
+
+    Missing cells (NaN, None, pd.NA, NaT) mean "this person lacks the property"; `nulls="null"` reads
+    them as JSON null instead (present: `is_set` true, `exact "null"` matches in server mode). A `None`
+    inside a `person_properties` dict cell is always null, as in evaluate_flags. A cell no operator can
+    read (timedelta, period, interval, complex, bytes, set) makes its row's `error`, not a crash.
+    `strict`, `property_matching_version` and `timezone` are as in compile_flags.
     """
 
     def __init__(
@@ -137,6 +182,10 @@ class FrameEvaluator:
         mode: Mode = "server",
         cohorts: Mapping[str, Any] | None = None,
         group_type_mapping: Mapping[str, str] | None = None,
+        strict: bool = False,
+        property_matching_version: int | None = None,
+        timezone: str | None = None,
+        nulls: str = "absent",
     ) -> None:
         if not isinstance(frame, pd.DataFrame):
             raise TypeError(f"frame must be a pandas DataFrame, got {type(frame).__name__}")
@@ -145,14 +194,27 @@ class FrameEvaluator:
                 "the frame needs a 'distinct_id' column (one row per user); "
                 f"it has {list(frame.columns)[:10]}"
             )
+        if nulls not in ("absent", "null"):
+            raise ValueError(
+                f"nulls must be 'absent' (missing cells lack the property) or 'null', got {nulls!r}"
+            )
         self.mode = mode
         self._server = check_mode(mode)
-        self._compiled = compile_flags(flags, cohorts=cohorts, group_type_mapping=group_type_mapping)
+        self._nulls = nulls == "null"
+        self._strict = strict
+        self._compiled = compile_flags(
+            flags,
+            cohorts=cohorts,
+            group_type_mapping=group_type_mapping,
+            strict=strict,
+            property_matching_version=property_matching_version,
+            timezone=timezone,
+        )
         self._cohorts: Mapping[str, CohortGroup] = self._compiled.cohorts or {}
         self._mapping = self._compiled.group_type_mapping
         self._frame = frame
         self._n = len(frame)
-        self._now = dt.datetime.now(dt.UTC)
+        self._now: dt.datetime = _now(None, self._server, self._compiled.timezone)
         self._errors = np.full(self._n, _NO_ERROR, dtype=object)
         self._ids: list[str | None] = self._load_ids()
         if None in self._ids:
@@ -175,21 +237,26 @@ class FrameEvaluator:
 
     def _load_ids(self) -> list[str | None]:
         col = self._frame["distinct_id"]
+        if pd.api.types.is_float_dtype(col.dtype):
+            raise ValueError(
+                "the 'distinct_id' column has a float dtype, and 3.0 and 3 hash differently (a flag would "
+                "bucket these users as '3.0'); convert it first, e.g. "
+                "frame['distinct_id'] = frame['distinct_id'].astype('Int64').astype('string')"
+            )
         if isinstance(col.dtype, pd.StringDtype):
             bad = (col.isna() | (col == "")).to_numpy(dtype=bool)
             ids: list[str | None] = col.astype(object).tolist()
             if bad.any():
                 self._errors[bad] = "distinct_id is missing or not a string/number"
-                for i in np.flatnonzero(bad):
-                    ids[i] = None
+                for bad_row in np.flatnonzero(bad).tolist():
+                    ids[bad_row] = None
             return ids
         if pd.api.types.is_integer_dtype(col.dtype) and not col.isna().any():
             return [str(v) for v in col.tolist()]
         out: list[str | None] = []
-        float_col = pd.api.types.is_float_dtype(col.dtype)
         for i, raw in enumerate(col.tolist()):
             try:
-                v = _plain_unique(raw, float_col)
+                v = normalize(raw)
             except BadValueError as exc:
                 self._errors[i] = f"distinct_id: {exc}"
                 out.append(None)
@@ -209,39 +276,72 @@ class FrameEvaluator:
 
     def _load_column(self, source: str, key: str) -> _Column:
         frame = self._frame
-        if source == "person":
-            if key in self._plain_columns:
-                return _factorize(frame[key], self._errors, f"column {key!r}")
-            if key == "distinct_id" and self._server:
-                # the service adds distinct_id to the person properties unless the caller sent one
-                ids = pd.Series(self._ids, dtype=object)
-                if "person_properties" in frame.columns:
-                    sent = self._dict_values(frame["person_properties"], key)
-                    ids = sent.where(sent.notna(), ids)
-                return _factorize(ids, self._errors, "distinct_id")
-            if "person_properties" in frame.columns:
-                return _factorize(
-                    self._dict_values(frame["person_properties"], key),
-                    self._errors,
-                    f"person_properties[{key!r}]",
-                )
+        nulls = self._nulls
+        if source == "empty":
             return _missing_column(self._n)
+        if source == "person":
+            col = self._person_column(key)
+            if self._server and key in _INITIAL_SOURCE and _INITIAL_SOURCE[key] != key:
+                # the service fills a missing `$initial_x` from `$x` (populate_missing_initial_properties)
+                base = self._source("person").column(_INITIAL_SOURCE[key])
+                col = _coalesce(col, base)
+            return col
         name = source.removeprefix("group:")
         col_name = f"group:{name}:{key}"
         if col_name in frame.columns:
-            return _factorize(frame[col_name], self._errors, f"column {col_name!r}")
-        if "group_properties" in frame.columns:
+            col = _factorize(frame[col_name], self._errors, f"column {col_name!r}", nulls=nulls)
+        elif "group_properties" in frame.columns:
             inner = [d.get(name) if isinstance(d, Mapping) else None for d in frame["group_properties"]]
-            return _factorize(
+            col = _factorize(
                 self._dict_values(pd.Series(inner, dtype=object), key),
                 self._errors,
                 f"group_properties[{name!r}][{key!r}]",
+                nulls=nulls,
+                none_is_null=True,
+            )
+        else:
+            col = _missing_column(self._n)
+        if key == "$group_key":
+            # the group's key is one of its properties unless given (the SDK's client adds it)
+            keys = self._group_key_values(name)
+            col = _coalesce(col, keys)
+        return col
+
+    def _person_column(self, key: str) -> _Column:
+        frame = self._frame
+        if key in self._plain_columns:
+            return _factorize(frame[key], self._errors, f"column {key!r}", nulls=self._nulls)
+        if key == "distinct_id":
+            # the service and the SDK's client add distinct_id to the person properties unless sent
+            ids = pd.Series(self._ids, dtype=object)
+            if "person_properties" in frame.columns:
+                sent = self._dict_values(frame["person_properties"], key)
+                ids = pd.Series(
+                    [s if s is not MISSING else i for s, i in zip(sent, ids, strict=True)], dtype=object
+                )
+            return _factorize(ids, self._errors, "distinct_id", none_is_null=True)
+        if "person_properties" in frame.columns:
+            return _factorize(
+                self._dict_values(frame["person_properties"], key),
+                self._errors,
+                f"person_properties[{key!r}]",
+                nulls=self._nulls,
+                none_is_null=True,
             )
         return _missing_column(self._n)
 
+    def _group_key_values(self, name: str) -> _Column:
+        col_name = f"group:{name}"
+        if col_name not in self._frame.columns:
+            return _missing_column(self._n)
+        return _factorize(self._frame[col_name], self._errors, f"column {col_name!r}")
+
     @staticmethod
     def _dict_values(col: pd.Series, key: str) -> pd.Series:
-        return pd.Series([d.get(key) if isinstance(d, Mapping) else None for d in col], dtype=object)
+        """The values of `key` in dict cells; MISSING where a cell is no dict or lacks the key."""
+        return pd.Series(
+            [d.get(key, MISSING) if isinstance(d, Mapping) else MISSING for d in col], dtype=object
+        )
 
     def _group_key_codes(self, name: str) -> tuple[np.ndarray, list[str]]:
         """Codes (-1 = no key) and distinct key texts of the `group:<name>` column."""
@@ -258,7 +358,10 @@ class FrameEvaluator:
                             f"{col_name}: a group key must be a string"
                         )
                         col.codes[bad] = -1
-                    texts.append(str(u))
+                    elif self._server and (u is True or u is False or u == "" or u is None or u is MISSING):
+                        # the service skips group conditions without a usable key (empty, boolean)
+                        col.codes[col.codes == i] = -1
+                    texts.append(service_text(u) if self._server and isinstance(u, float) else str(u))
                 hit = (col.codes, texts)
             else:
                 hit = (np.full(self._n, -1, dtype=np.int64), [])
@@ -266,7 +369,8 @@ class FrameEvaluator:
         return hit
 
     def _group_props_passed(self, name: str) -> np.ndarray:
-        """Rows for which properties of group type `name` were given at all (SDK mode needs them)."""
+        """Rows for which the SDK has properties of group type `name` (given ones, or the `$group_key` its
+        client adds for a passed group)."""
         hit = self._group_passed.get(name)
         if hit is None:
             prefix = f"group:{name}:"
@@ -282,6 +386,8 @@ class FrameEvaluator:
                 )
             else:
                 hit = np.zeros(self._n, dtype=bool)
+            # the SDK's client gives every passed group a `$group_key` property, so a key is enough
+            hit = hit | (self._group_key_codes(name)[0] >= 0)
             self._group_passed[name] = hit
         return hit
 
@@ -324,9 +430,21 @@ class FrameEvaluator:
 
     # ------------------------------------------------------------------ matching
 
+    def _routed(self, spec: FilterSpec, source: _Source) -> _Source:
+        """Server mode: person filters read the person, group filters their own group type (else the
+        condition's group); flag_matching.rs `PropertyContext::resolve_for_filter`."""
+        if spec.route == "person":
+            return self._source("person")
+        if spec.group_index is not None:
+            name = self._mapping.get(str(spec.group_index))
+            return self._source(f"group:{name}") if name else self._source("empty")
+        return source if source.name.startswith("group:") else self._source("empty")
+
     def _filter_codes(self, spec: FilterSpec, source: _Source, state: _RunState) -> np.ndarray:
         if spec.kind == "flag":
             return state.dependency_codes(spec)
+        if self._server and spec.kind == "property":
+            source = self._routed(spec, source)
         cache_key = (spec.signature, source.name)
         hit = self._filter_cache.get(cache_key)
         if hit is not None:
@@ -350,10 +468,11 @@ class FrameEvaluator:
         assert m is not None
         col = source.column(spec.key)
         server, now = self._server, self._now
+        fast = m.match_strs(col.uniques, server) if col.all_str else None
         if not server and not m.sdk_supported:
             table = np.full(len(col.uniques), INCONCLUSIVE, dtype=np.int8)
-        elif col.all_str and m.match_strs is not None:
-            table = m.match_strs(col.uniques)
+        elif fast is not None:
+            table = fast
         else:
             match = m.match
             table = np.fromiter(
@@ -416,7 +535,14 @@ class FrameEvaluator:
         compiled = (
             self._compiled
             if flags is None
-            else compile_flags(flags, cohorts=None, group_type_mapping=self._mapping)
+            else compile_flags(
+                flags,
+                cohorts=None,
+                group_type_mapping=self._mapping,
+                strict=self._strict,
+                property_matching_version=self._compiled.property_matching_version,
+                timezone=self._compiled.timezone,
+            )
         )
         clash = {f.key for f in compiled.flags} & {"distinct_id", "error"}
         if clash:
@@ -534,6 +660,15 @@ class _RunState:
         if not flag.active:
             settle(und, _K_FALSE, "flag_disabled")
             return
+        if flag.error is not None and server:
+            settle(und, _K_FALSE, "error")
+            return
+        if flag.needs_server is not None:
+            settle(und, _K_UNKNOWN, "needs_server")
+            return
+        if server:
+            self._evaluate_server(flag, kind, reason, index, decided, settle)
+            return
         if flag.continuity and not server:
             settle(und, _K_UNKNOWN, "inconclusive")
             return
@@ -556,6 +691,10 @@ class _RunState:
                     dev = person.column("$device_id")
                     settle(~decided & (dev.codes < 0), _K_UNKNOWN, "inconclusive")
 
+        if flag.error is not None and not flag.sdk_evaluates:
+            # the SDK's client checks (continuity, group given) come first; then the definition fails
+            settle(~decided, _K_UNKNOWN, "error")
+            return
         # Early access, then holdouts.
         if server and flag.super_condition is not None:
             sc = flag.super_condition
@@ -650,6 +789,127 @@ class _RunState:
         settle(und & open_seen, _K_UNKNOWN, "inconclusive")
         # the rest stay False with their best reason (no_condition_match, out_of_rollout_bound, no_group_type)
 
+    def _evaluate_server(
+        self,
+        flag: CompiledFlag,
+        kind: np.ndarray,
+        reason: np.ndarray,
+        index: np.ndarray,
+        decided: np.ndarray,
+        settle: Any,
+    ) -> None:
+        """Rows in server mode: the vectorised form of `_evaluate._evaluate_server` (flag_matching.rs
+        `get_match`)."""
+        ev = self.ev
+        n = ev._n
+        person = ev._source("person")
+        person_bucket = "device" if flag.device_bucketing else "person"
+        if flag.device_bucketing:
+            dev = person.column("$device_id")
+            ok_dev = np.array([isinstance(u, str) and u != "" for u in dev.uniques], dtype=bool)
+            has_device = np.zeros(n, dtype=bool)
+            present = dev.codes >= 0
+            has_device[present] = ok_dev[dev.codes[present]] if len(ok_dev) else False
+        else:
+            has_device = np.ones(n, dtype=bool)
+
+        if flag.feature_enrollment:
+            col = person.column(f"$feature_enrollment/{flag.key}")
+            table = np.array([u is True or u == "true" for u in col.uniques], dtype=bool)
+            present = col.codes >= 0
+            on = np.zeros(n, dtype=bool)
+            on[present] = table[col.codes[present]]
+            und = ~decided
+            settle(und & present & on, _K_TRUE, "super_condition_value", 0)
+            settle(und & present & ~on, _K_FALSE, "super_condition_value", 0)
+        elif flag.super_condition is not None and flag.super_condition.filters:
+            sc = flag.super_condition
+            mentioned = np.zeros(n, dtype=bool)
+            for f in sc.filters:
+                mentioned |= person.column(f.key).codes >= 0
+            rows = ~decided & mentioned
+            if rows.any():
+                ok = rows & (ev._condition_codes(sc, person, self) == TRUE)
+                if sc.rollout is not None and sc.rollout != 100:
+                    ok &= ~(
+                        has_device & (ev._hashes(f"{flag.key}.", "", person_bucket, ok) > sc.rollout / 100)
+                    )
+                settle(ok, _K_TRUE, "super_condition_value", 0)
+                settle(rows & ~ok, _K_FALSE, "super_condition_value", 0)
+
+        if flag.holdout is not None:
+            hv, pct = flag.holdout
+            rows = ~decided
+            if pct < 100.0 and rows.any():
+                if flag.aggregation is None:
+                    bucket = person_bucket
+                    held = ev._hashes("holdout-", "", bucket, rows) <= pct / 100
+                else:
+                    name = ev._mapping.get(str(flag.aggregation), "")
+                    codes, _ = ev._group_key_codes(name) if name else (np.full(n, -1), [])
+                    held = np.full(n, raw_hash("holdout-") <= pct / 100)
+                    if name:
+                        keyed = codes >= 0
+                        h = ev._hashes("holdout-", "", f"group:{name}", rows & keyed)
+                        held[keyed] = h[keyed] <= pct / 100
+                rows &= held
+            settle(rows, _K_VARIANT, "holdout_condition_value", -1, hv)
+
+        # The best reason so far per row as one number, score * 4096 + condition index + 1: a running
+        # maximum keeps the higher score, and among equal scores the later condition (as the service does).
+        best = np.full(n, REASON_SCORE["no_group_type"] * 4096, dtype=np.int32)
+
+        def rank(rows: np.ndarray, new: str, idx: int) -> None:
+            if rows.any():
+                key = REASON_SCORE[new] * 4096 + min(idx, 4094) + 1
+                np.maximum(best, np.where(rows, key, 0).astype(np.int32, copy=False), out=best)
+
+        for cond in flag.conditions:
+            und = ~decided
+            if not und.any():
+                break
+            if cond.aggregation is None:
+                if flag.device_bucketing:
+                    rank(und & ~has_device, "out_of_rollout_bound", cond.index)
+                    rows = und & has_device
+                else:
+                    rows = und
+                csource, cbucket = person, person_bucket
+            else:
+                group_name = ev._mapping.get(str(cond.aggregation))
+                if not group_name:
+                    rank(und, "no_group_type", cond.index)
+                    continue
+                codes, _ = ev._group_key_codes(group_name)
+                rank(und & (codes < 0), "no_group_type", cond.index)
+                rows = und & (codes >= 0)
+                csource, cbucket = ev._source(f"group:{group_name}"), f"group:{group_name}"
+            if not rows.any():
+                continue
+            code = ev._condition_codes(cond, csource, self)
+            matched = code == TRUE
+            server_only = code == SERVER_ONLY
+            if server_only.any():
+                settle(rows & server_only, _K_UNKNOWN, "inconclusive")
+                rank(rows & ~matched & ~server_only, "no_condition_match", cond.index)
+            else:
+                rank(rows & ~matched, "no_condition_match", cond.index)
+            hit = rows & matched
+            if cond.rollout is not None and cond.rollout != 100 and hit.any():
+                oor = hit & (ev._hashes(f"{flag.key}.", "", cbucket, hit) > cond.rollout / 100)
+                rank(oor, "out_of_rollout_bound", cond.index)
+                hit &= ~oor
+            self._settle_match(flag, hit, cond.variant, cbucket, "condition_match", cond.index, settle)
+        und = ~decided
+        if und.any():
+            left = best[und]
+            by_score = np.full(8, _R["no_group_type"], dtype=np.int8)
+            for name in ("no_group_type", "no_condition_match", "out_of_rollout_bound"):
+                by_score[REASON_SCORE[name]] = _R[name]
+            kind[und] = _K_FALSE
+            reason[und] = by_score[left // 4096]
+            index[und] = left % 4096 - 1
+
     def _settle_match(
         self,
         flag: CompiledFlag,
@@ -737,10 +997,23 @@ def evaluate_frame(
     group_type_mapping: Mapping[str, str] | None = None,
     payloads: bool = False,
     reasons: bool = False,
+    strict: bool = False,
+    property_matching_version: int | None = None,
+    timezone: str | None = None,
+    nulls: str = "absent",
 ) -> pd.DataFrame:
-    """Evaluate flags for every row of `frame` (one user per row); see FrameEvaluator for what-if re-runs."""
+    """Evaluate flags for every row of `frame` (one user per row); see FrameEvaluator for what-if re-runs,
+    missing cells (`nulls`) and the other options."""
     return FrameEvaluator(
-        frame, flags, mode=mode, cohorts=cohorts, group_type_mapping=group_type_mapping
+        frame,
+        flags,
+        mode=mode,
+        cohorts=cohorts,
+        group_type_mapping=group_type_mapping,
+        strict=strict,
+        property_matching_version=property_matching_version,
+        timezone=timezone,
+        nulls=nulls,
     ).run(payloads=payloads, reasons=reasons)
 
 

@@ -1,24 +1,29 @@
-"""Property-filter operators: validation of the filter value, and matching one present property value.
+"""Property-filter operators: one matcher per filter, answering for a present property value in either mode.
 
 Every matcher returns an outcome code: TRUE, FALSE, or INCONCLUSIVE (the official SDK could not decide
-locally, e.g. an unparsable date). In server mode the caller turns INCONCLUSIVE into FALSE, which is
-what the flags service does with a value it cannot compare.
+locally). Server mode follows today's flags service, `match_property` in PostHog/posthog
+rust/feature-flags/src/properties/property_matching.rs: a property present with value null is present (its
+text is ``null``), a filter value the service cannot use makes the filter false (its errors are read as
+"no match" by `is_condition_match`), never an error of the flag. SDK mode follows posthog 7.91.1's
+`match_property` (posthog/feature_flags.py): an unusable filter value or property value is inconclusive.
 """
 
 from __future__ import annotations
 
-import calendar
 import datetime as dt
 import re
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
-from decimal import Decimal
 from itertools import repeat
 from typing import Any, Final
 
 import numpy as np
 
-from analytics_nb.flags._values import ascii_lower, is_boolish, to_text, truthy
+from analytics_nb.flags import _sdk_rules as sdk
+from analytics_nb.flags import _service_rules as svc
+from analytics_nb.flags._regex import compile_pattern, sdk_support
+from analytics_nb.flags._values import ascii_lower, is_boolish, service_text, to_text, truthy
 
 FALSE: Final = 0
 TRUE: Final = 1
@@ -29,131 +34,152 @@ SERVER_ONLY: Final = 3
 EQUALITY = ("exact", "is_not")
 PRESENCE = ("is_set", "is_not_set")
 TEXT = ("icontains", "not_icontains", "starts_with", "not_starts_with", "ends_with", "not_ends_with")
+MULTI = ("icontains_multi", "not_icontains_multi")
 REGEX = ("regex", "not_regex")
 NUMERIC = ("gt", "gte", "lt", "lte")
+RANGE = ("between", "not_between")
 DATES = ("is_date_before", "is_date_after", "is_date_exact")
 SEMVER_CMP = ("semver_eq", "semver_neq", "semver_gt", "semver_gte", "semver_lt", "semver_lte")
 SEMVER_RANGE = ("semver_tilde", "semver_caret", "semver_wildcard")
+#: Every operator of the service's `OperatorType` that applies to a property value.
 PROPERTY_OPERATORS: Final = frozenset(
-    EQUALITY + PRESENCE + TEXT + REGEX + NUMERIC + DATES + SEMVER_CMP + SEMVER_RANGE
+    EQUALITY + PRESENCE + TEXT + MULTI + REGEX + NUMERIC + RANGE + DATES + SEMVER_CMP + SEMVER_RANGE
 )
-#: Operators the flags service supports but the official Python SDK 7.91.1 does not evaluate locally.
-SERVER_ONLY_OPERATORS: Final = frozenset({"is_date_exact"})
-#: Operators that match when the property is absent (server mode).
+#: Operators the flags service has but posthog 7.91.1 does not evaluate locally (its PROPERTY_OPERATORS).
+SERVER_ONLY_OPERATORS: Final = frozenset({"is_date_exact", *MULTI, *RANGE})
+#: Operators that match when the property is absent (server mode, each operator's `None` arm).
 NEGATIVE_OPERATORS: Final = frozenset(
-    {"is_not", "not_icontains", "not_regex", "not_starts_with", "not_ends_with", "is_not_set"}
+    {
+        "is_not",
+        "not_icontains",
+        "not_regex",
+        "not_starts_with",
+        "not_ends_with",
+        "is_not_set",
+        "not_icontains_multi",
+        "not_between",
+    }
 )
 
-MatchFn = Callable[[Any, bool, dt.datetime], int]
+#: fn(value, now) -> code, for a present value; `now` is aware (server mode: in the team's zone)
+ValueFn = Callable[[Any, dt.datetime], int]
+#: fn(list of str values) -> int8 codes, a fast path with the same answers as the ValueFn
+StrsFn = Callable[[list[str]], np.ndarray]
 
 
 @dataclass(frozen=True, slots=True)
 class PropertyMatcher:
-    """A validated property filter: `match(value, server, now)` for a present value."""
+    """A property filter ready to match: `match(value, server, now)` for a present value (None = JSON
+    null), `missing(server)` for an absent one."""
 
     key: str
     operator: str
     negative: bool
     sdk_supported: bool
-    match: MatchFn
-    #: optional fast path: outcome codes for a list of plain strings (same answers as `match`)
-    match_strs: Callable[[list[str]], np.ndarray] | None = None
+    server_fn: ValueFn
+    sdk_fn: ValueFn
+    #: the outcome for an absent property in server mode
+    server_absent: int
+    #: why the filter value is unusable (by the service, the SDK or both), None when it is fine
+    problem: str | None = None
+    server_strs: StrsFn | None = None
+    sdk_strs: StrsFn | None = None
+
+    def match(self, value: Any, server: bool, now: dt.datetime) -> int:
+        """The outcome for a present value (server mode never answers INCONCLUSIVE)."""
+        if server:
+            return self.server_fn(value, now)
+        if not self.sdk_supported:
+            return INCONCLUSIVE
+        return self.sdk_fn(value, now)
+
+    def match_strs(self, values: list[str], server: bool) -> np.ndarray | None:
+        """Outcome codes for many plain strings at once, or None when there is no fast path."""
+        fn = self.server_strs if server else self.sdk_strs
+        if fn is None or (not server and not self.sdk_supported):
+            return None
+        return fn(values)
 
     def missing(self, server: bool) -> int:
         """The outcome when the property is absent: server mode answers, SDK mode cannot."""
-        if server:
-            return TRUE if self.negative else FALSE
-        return INCONCLUSIVE
+        return self.server_absent if server else INCONCLUSIVE
 
 
-def prepare_property(key: str, operator: str, value: Any) -> PropertyMatcher:
-    """Validate a property filter and build its matcher; raises ValueError describing a bad value."""
+def unknown_operator(key: str, operator: str, problem: str) -> PropertyMatcher:
+    """A filter with an operator neither side knows: the SDK finds it inconclusive when it reaches it
+    (`_match_property_value`: "Unknown operator"); the service cannot evaluate the flag at all (the caller
+    marks the flag with an error)."""
+    return PropertyMatcher(key, operator, False, False, _NEVER, _UNDECIDABLE, FALSE, problem)
+
+
+def prepare_property(key: str, operator: str, value: Any, *, matching_version: int = 1) -> PropertyMatcher:
+    """Build the matcher of a property filter; raises ValueError only for an operator neither the service
+    nor the SDK knows. A filter value that is unusable gives a matcher with `problem` set."""
     if operator not in PROPERTY_OPERATORS:
         known = ", ".join(sorted(PROPERTY_OPERATORS))
         raise ValueError(f"unknown operator {operator!r}; use one of {known}")
+    negative = operator in NEGATIVE_OPERATORS
+    server_absent = TRUE if negative else FALSE
+    if value is None and operator not in PRESENCE:
+        # property_matching.rs `match_property`: a filter without a value never matches, present or not
+        server_absent = FALSE
     if operator in EQUALITY:
-        fn = _prepare_exact(value, negate=operator == "is_not")
+        built = _exact(value, operator == "is_not", matching_version)
     elif operator in PRESENCE:
-        fn = _const(TRUE if operator == "is_set" else FALSE)
+        code = TRUE if operator == "is_set" else FALSE
+        built = _Built(_const(code), _const(code))
     elif operator in TEXT:
-        fn = _prepare_text(operator, value)
+        built = _text(operator, value)
+    elif operator in MULTI:
+        built = _multi(operator, value)
     elif operator in REGEX:
-        fn = _prepare_regex(value, negate=operator == "not_regex")
+        built = _regex(value, operator == "not_regex")
     elif operator in NUMERIC:
-        fn = _prepare_numeric(operator, value)
+        built = _numeric(operator, value)
+    elif operator in RANGE:
+        built = _between(operator == "not_between", value)
     elif operator in DATES:
-        fn = _prepare_date(operator, value)
+        built = _dates(operator, value)
     else:
-        fn = _prepare_semver(operator, value)
+        built = _semver(operator, value)
     return PropertyMatcher(
         key,
         operator,
-        operator in NEGATIVE_OPERATORS,
+        negative,
         operator not in SERVER_ONLY_OPERATORS,
-        fn,
-        getattr(fn, "match_strs", None),
+        built.server,
+        built.sdk,
+        server_absent,
+        built.problem,
+        built.server_strs,
+        built.sdk_strs,
     )
 
 
-def _const(code: int) -> MatchFn:
-    def match(v: Any, server: bool, now: dt.datetime) -> int:
+@dataclass(slots=True)
+class _Built:
+    server: ValueFn
+    sdk: ValueFn
+    problem: str | None = None
+    server_strs: StrsFn | None = None
+    sdk_strs: StrsFn | None = None
+
+
+def _const(code: int) -> ValueFn:
+    def match(v: Any, now: dt.datetime) -> int:
         return code
 
     return match
 
 
-# ---------------------------------------------------------------- exact / is_not
+_NEVER = _const(FALSE)
+_UNDECIDABLE = _const(INCONCLUSIVE)
 
 
-def _check_scalar_json(value: Any, what: str) -> str:
-    text = to_text(value)
-    if text is None:
-        raise ValueError(f"{what} {value!r} is not a JSON value")
-    return text
-
-
-def _prepare_exact(value: Any, *, negate: bool) -> MatchFn:
-    if isinstance(value, tuple):
-        value = list(value)
-    if isinstance(value, dict):
-        raise ValueError(
-            "the value of exact/is_not must be a string, number, bool or a list of them, not a dict"
-        )
-    if value == []:
-
-        def test(v: Any, text: str) -> bool:
-            return truthy(v)
-    elif is_boolish(value):
-        target = truthy(value)
-
-        def test(v: Any, text: str) -> bool:
-            return truthy(v) == target
-    elif isinstance(value, list):
-        targets = frozenset(_check_scalar_json(item, "list item").lower() for item in value)
-
-        def test(v: Any, text: str) -> bool:
-            return text.lower() in targets
-    else:
-        single = _check_scalar_json(value, "value").lower()
-
-        def test(v: Any, text: str) -> bool:
-            return text.lower() == single
-
-    def match(v: Any, server: bool, now: dt.datetime) -> int:
-        text = to_text(v, datetimes_as_iso=server)
-        if text is None:
-            return INCONCLUSIVE
-        return TRUE if test(v, text) != negate else FALSE
-
-    if isinstance(value, list) and value and not is_boolish(value):
-        match.match_strs = lambda strs: _codes(  # type: ignore[attr-defined]
-            map(targets.__contains__, map(str.lower, strs)), len(strs), negate
-        )
-    elif not isinstance(value, list) and not is_boolish(value):
-        match.match_strs = lambda strs: _codes(  # type: ignore[attr-defined]
-            map(single.__eq__, map(str.lower, strs)), len(strs), negate
-        )
-    return match
+def _null_false_else_undecidable(v: Any, now: dt.datetime) -> int:
+    """SDK, dates and versions with an unusable filter: a null value is false before the filter is read
+    (`_is_unmatchable_null`), anything else is inconclusive."""
+    return FALSE if v is None else INCONCLUSIVE
 
 
 def _codes(hits: Any, n: int, negate: bool) -> np.ndarray:
@@ -164,144 +190,215 @@ def _codes(hits: Any, n: int, negate: bool) -> np.ndarray:
     return out.astype(np.int8)
 
 
+def _sdk_text(value: Any) -> str | None:
+    """The SDK's `_value_to_string`: strings as-is, JSON values as compact JSON, None when it raises."""
+    return to_text(value)
+
+
+# ---------------------------------------------------------------- exact / is_not
+
+
+def _exact(value: Any, negate: bool, version: int) -> _Built:
+    if isinstance(value, tuple):
+        value = list(value)
+    # --- server: compute_exact_match in `match_property`
+    if value is None:
+        server: ValueFn = _NEVER
+    elif is_boolish(value) and (version != 2 or value == []):
+        target = truthy(value)
+
+        def server(v: Any, now: dt.datetime) -> int:
+            return TRUE if (truthy(v) == target) != negate else FALSE
+    elif isinstance(value, list):
+        s_targets = frozenset(service_text(item).lower() for item in value)
+
+        def server(v: Any, now: dt.datetime) -> int:
+            return TRUE if (service_text(v).lower() in s_targets) != negate else FALSE
+    else:
+        s_single = service_text(value).lower()
+
+        def server(v: Any, now: dt.datetime) -> int:
+            return TRUE if (service_text(v).lower() == s_single) != negate else FALSE
+
+    # --- sdk: `_match_exact_property` (the property text is computed first: a datetime is inconclusive)
+    problem = None
+    items = value if isinstance(value, list) else [value]
+    if any(_sdk_text(item) is None for item in items):
+        problem = f"value {value!r} has no JSON text (the SDK cannot compare it)"
+        sdk: ValueFn = _UNDECIDABLE
+    elif value == []:
+
+        def sdk(v: Any, now: dt.datetime) -> int:
+            if _sdk_text(v) is None:
+                return INCONCLUSIVE
+            return TRUE if truthy(v) != negate else FALSE
+    elif version != 2 and is_boolish(value):
+        k_target = truthy(value)
+
+        def sdk(v: Any, now: dt.datetime) -> int:
+            if _sdk_text(v) is None:
+                return INCONCLUSIVE
+            return TRUE if (truthy(v) == k_target) != negate else FALSE
+    else:
+        k_targets = frozenset(str(_sdk_text(item)).lower() for item in items)
+
+        def sdk(v: Any, now: dt.datetime) -> int:
+            text = _sdk_text(v)
+            if text is None:
+                return INCONCLUSIVE
+            return TRUE if (text.lower() in k_targets) != negate else FALSE
+
+    strs: StrsFn | None = None
+    plain_text = value is not None and problem is None and all(isinstance(i, str) for i in items)
+    if plain_text and not (is_boolish(value) and (version != 2 or value == [])):
+        targets = frozenset(item.lower() for item in items)
+
+        def strs(values: list[str]) -> np.ndarray:
+            return _codes(map(targets.__contains__, map(str.lower, values)), len(values), negate)
+
+    return _Built(server, sdk, problem, strs, strs)
+
+
 # ---------------------------------------------------------------- text
 
 
-def _text_filter_value(value: Any, operator: str) -> str:
-    if isinstance(value, (list, dict, tuple)) or value is None:
-        raise ValueError(f"the value of {operator} must be a string (or a number), got {value!r}")
-    text = to_text(value)
-    if text is None:
-        raise ValueError(f"the value of {operator} must be a string (or a number), got {value!r}")
-    return text
-
-
-def _prepare_text(operator: str, value: Any) -> MatchFn:
-    needle = ascii_lower(_text_filter_value(value, operator))
+def _text(operator: str, value: Any) -> _Built:
     negate = operator.startswith("not_")
     base = operator.removeprefix("not_")
+    test: Callable[[str, str], bool] = {
+        "icontains": str.__contains__,
+        "starts_with": str.startswith,
+        "ends_with": str.endswith,
+    }[base]
+    if value is None:
+        server: ValueFn = _NEVER
+    else:
+        s_needle = ascii_lower(service_text(value))
 
-    def match(v: Any, server: bool, now: dt.datetime) -> int:
-        text = to_text(v, datetimes_as_iso=server)
-        if text is None:
-            return INCONCLUSIVE
-        hay = ascii_lower(text)
-        if base == "icontains":
-            hit = needle in hay
-        elif base == "starts_with":
-            hit = hay.startswith(needle)
-        else:
-            hit = hay.endswith(needle)
-        return TRUE if hit != negate else FALSE
+        def server(v: Any, now: dt.datetime) -> int:
+            return TRUE if test(ascii_lower(service_text(v)), s_needle) != negate else FALSE
 
-    test = {"icontains": str.__contains__, "starts_with": str.startswith, "ends_with": str.endswith}[base]
+    k_text = _sdk_text(value)
+    problem = None
+    if k_text is None:
+        problem = f"the value of {operator} must be text, got {value!r}"
+        sdk: ValueFn = _UNDECIDABLE
+    else:
+        k_needle = ascii_lower(k_text)
 
-    def match_strs(strs: list[str]) -> np.ndarray:
-        # str.lower equals ASCII-only lowering on ASCII text, and runs in C
-        lowered = map(str.lower, strs) if all(map(str.isascii, strs)) else map(ascii_lower, strs)
-        return _codes(map(test, lowered, repeat(needle)), len(strs), negate)
+        def sdk(v: Any, now: dt.datetime) -> int:
+            text = _sdk_text(v)
+            if text is None:
+                return INCONCLUSIVE
+            return TRUE if test(ascii_lower(text), k_needle) != negate else FALSE
 
-    match.match_strs = match_strs  # type: ignore[attr-defined]
-    return match
+    strs: StrsFn | None = None
+    if isinstance(value, str):
+        needle = ascii_lower(value)
+
+        def strs(values: list[str]) -> np.ndarray:
+            # str.lower equals ASCII-only lowering on ASCII text, and runs in C
+            lowered = map(str.lower, values) if all(map(str.isascii, values)) else map(ascii_lower, values)
+            return _codes(map(test, lowered, repeat(needle)), len(values), negate)
+
+    return _Built(server, sdk, problem, strs, strs)
+
+
+def _multi(operator: str, value: Any) -> _Built:
+    """icontains_multi / not_icontains_multi: any of the needles (a list, or one value) in the text."""
+    negate = operator.startswith("not_")
+    if value is None:
+        return _Built(_NEVER, _UNDECIDABLE)
+    needles = [ascii_lower(service_text(v)) for v in (value if isinstance(value, list) else [value])]
+
+    def server(v: Any, now: dt.datetime) -> int:
+        hay = ascii_lower(service_text(v))
+        return TRUE if any(n in hay for n in needles) != negate else FALSE
+
+    return _Built(server, _UNDECIDABLE)
 
 
 # ---------------------------------------------------------------- regex
 
 
-def strict_end_anchors(pattern: str) -> str:
-    """Rewrite unescaped ``$`` outside character classes as ``\\Z``: the service's regex engine has no
-    "before a final newline" match for ``$``, Python's has."""
-    out: list[str] = []
-    i, in_class = 0, False
-    while i < len(pattern):
-        c = pattern[i]
-        if c == "\\" and i + 1 < len(pattern):
-            out.append(pattern[i : i + 2])
-            i += 2
-            continue
-        if in_class:
-            if c == "]":
-                in_class = False
-        elif c == "[":
-            in_class = True
-            if pattern[i + 1 : i + 2] == "^":
-                out.append("[^")
-                i += 2
-                if pattern[i : i + 1] == "]":
-                    out.append("]")
-                    i += 1
-                continue
-            if pattern[i + 1 : i + 2] == "]":
-                out.append("[]")
-                i += 2
-                continue
-        elif c == "$":
-            out.append(r"\Z")
-            i += 1
-            continue
-        out.append(c)
-        i += 1
-    return "".join(out)
+def _regex(value: Any, negate: bool) -> _Built:
+    if value is None:
+        server: ValueFn = _NEVER
+        s_pattern = None
+    else:
+        s_pattern = compile_pattern(service_text(value))
+        if s_pattern is None:
+            server = _NEVER  # an invalid pattern never matches, for regex and not_regex alike
+        else:
+            s_search = s_pattern.search
 
+            def server(v: Any, now: dt.datetime) -> int:
+                hit = s_search(service_text(v))
+                if hit is None:  # past the backtrack bound: the service reads the error as no match
+                    return FALSE
+                return TRUE if hit != negate else FALSE
 
-def _prepare_regex(value: Any, *, negate: bool) -> MatchFn:
-    if isinstance(value, (list, dict, tuple)) or value is None:
-        raise ValueError(f"the regex value must be a pattern string, got {value!r}")
-    pattern = str(value)
-    try:
-        compiled = re.compile(strict_end_anchors(pattern))
-    except re.error as exc:
-        raise ValueError(f"invalid regex {pattern!r}: {exc}") from None
-    search = compiled.search
+    # sdk: `_match_regex_property` / `_match_regex` - the pattern is str(value); "" always matches; what the
+    # SDK sends to the server (sdk_support) is inconclusive; a pattern Python's `re` refuses is False for
+    # both operators; otherwise the pattern means the same in both dialects and the service's answers.
+    k_source = str(value)
+    k_pattern = compile_pattern(k_source)
+    python_ok = _python_compiles(k_source)
+    support = sdk_support(k_source)
 
-    def match(v: Any, server: bool, now: dt.datetime) -> int:
-        text = to_text(v, datetimes_as_iso=server)
+    def sdk(v: Any, now: dt.datetime) -> int:
+        text = _sdk_text(v)
         if text is None:
             return INCONCLUSIVE
-        return TRUE if (search(text) is not None) != negate else FALSE
+        if k_source == "":
+            return FALSE if negate else TRUE
+        if support.defers:
+            return INCONCLUSIVE
+        if not python_ok:
+            return FALSE
+        if support.defers_value(text) or k_pattern is None:
+            return INCONCLUSIVE
+        hit = k_pattern.search(text)
+        if hit is None:
+            return INCONCLUSIVE
+        return TRUE if hit != negate else FALSE
 
-    match.match_strs = lambda strs: _codes(  # type: ignore[attr-defined]
-        (search(s) is not None for s in strs), len(strs), negate
-    )
-    return match
+    server_strs: StrsFn | None = None
+    sdk_strs: StrsFn | None = None
+    if isinstance(value, str) and s_pattern is not None and s_pattern.engine == "rust":
+        search = s_pattern.search
+
+        def server_strs(values: list[str]) -> np.ndarray:
+            return _codes((bool(search(s)) for s in values), len(values), negate)
+
+        value_traits = (
+            support.word_class or support.space_class or (support.end_anchor and support.quantified)
+        )
+        if python_ok and value != "" and not support.defers and not value_traits:
+            sdk_strs = server_strs
+    elif isinstance(value, str) and s_pattern is None and value != "":
+        server_strs = lambda values: np.zeros(len(values), dtype=np.int8)  # noqa: E731
+    problem = None
+    if value is None or s_pattern is None:
+        problem = (
+            f"invalid regex {value!r} for the service's dialect (Rust regex / fancy_regex): it never "
+            "matches, for regex and not_regex alike; fix the pattern"
+        )
+    return _Built(server, sdk, problem, server_strs, sdk_strs)
+
+
+def _python_compiles(pattern: str) -> bool:
+    """Whether Python's `re` (which the SDK compiles patterns with) accepts the pattern."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # FutureWarning on "[[" (a POSIX class in Rust syntax)
+        try:
+            re.compile(pattern)
+        except (re.error, OverflowError, RecursionError):
+            return False
+    return True
 
 
 # ---------------------------------------------------------------- numeric
-
-_NUMBER = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
-
-
-def parse_number(value: Any) -> float | None:
-    """A finite float from a number or a plain numeric string ("12", "-1.5e3"); None otherwise (bools too)."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, str):
-        if _NUMBER.fullmatch(value) is None:
-            return None
-    elif not isinstance(value, (int, float, Decimal)):
-        return None
-    try:
-        number = float(value)
-    except (ValueError, OverflowError):
-        return None
-    if number != number or number in (float("inf"), float("-inf")):
-        return None
-    return number
-
-
-def _prepare_numeric(operator: str, value: Any) -> MatchFn:
-    target = parse_number(value)
-    if target is None:
-        raise ValueError(f"the value of {operator} must be a finite number or numeric string, got {value!r}")
-    compare = _NUMERIC_COMPARE[operator]
-
-    def match(v: Any, server: bool, now: dt.datetime) -> int:
-        number = parse_number(v)
-        if number is None:
-            return FALSE
-        return TRUE if compare(number, target) else FALSE
-
-    return match
 
 
 _NUMERIC_COMPARE: dict[str, Callable[[float, float], bool]] = {
@@ -311,274 +408,195 @@ _NUMERIC_COMPARE: dict[str, Callable[[float, float], bool]] = {
     "lte": lambda a, b: a <= b,
 }
 
+
+def _numeric(operator: str, value: Any) -> _Built:
+    compare = _NUMERIC_COMPARE[operator]
+    s_target = None if value is None else svc.service_number(value)
+    problems = []
+    if s_target is None:
+        server: ValueFn = _NEVER
+        problems.append("the service reads it as no number")
+    else:
+        target = s_target
+
+        def server(v: Any, now: dt.datetime) -> int:
+            number = svc.service_number(v)
+            return TRUE if number is not None and compare(number, target) else FALSE
+
+    k_target = sdk.parse_number(value)
+    if k_target is None:
+        sdk_fn: ValueFn = _UNDECIDABLE
+        problems.append("the SDK needs a finite number")
+    else:
+        k_value = k_target
+
+        def sdk_fn(v: Any, now: dt.datetime) -> int:
+            number = sdk.parse_number(v)
+            return TRUE if number is not None and compare(number, k_value) else FALSE
+
+    problem = (
+        f"the value of {operator} must be a number, got {value!r} ({'; '.join(problems)})"
+        if problems
+        else None
+    )
+    return _Built(server, sdk_fn, problem)
+
+
+def _between(negate: bool, value: Any) -> _Built:
+    """between / not_between: inclusive [min, max] from a two-element numeric list with min <= max."""
+    bounds = None
+    if isinstance(value, (list, tuple)) and len(value) == 2:
+        low, high = svc.service_number(value[0]), svc.service_number(value[1])
+        if low is not None and high is not None and low == low and high == high and low <= high:
+            bounds = (low, high)
+    if bounds is None:
+        return _Built(
+            _NEVER,
+            _UNDECIDABLE,
+            f"between/not_between needs a two-number list [min, max] with min <= max, got {value!r}",
+        )
+    low, high = bounds
+
+    def server(v: Any, now: dt.datetime) -> int:
+        number = svc.service_number(v)
+        if number is None or number != number:  # not a number, or NaN: no match for either operator
+            return FALSE
+        return TRUE if (low <= number <= high) != negate else FALSE
+
+    return _Built(server, _UNDECIDABLE)
+
+
 # ---------------------------------------------------------------- dates
 
-_RELATIVE = re.compile(r"^-?(?P<number>[0-9]+)(?P<unit>[a-z])$")
 
+def _dates(operator: str, value: Any) -> _Built:
+    compare: Callable[[Any, Any], bool] = {
+        "is_date_before": lambda a, b: a < b,
+        "is_date_after": lambda a, b: a > b,
+        "is_date_exact": lambda a, b: a == b,
+    }[operator]
+    problems = []
+    s_target = None if value is None else svc.date_filter(value)
+    if s_target is None or (
+        not isinstance(value, str) or svc.parse_instant(value, dt.datetime.now(dt.UTC)) is None
+    ):
+        problems.append("the service cannot read it as a date")
+    if s_target is None:
+        server: ValueFn = _NEVER
+    else:
+        target_at = s_target
 
-_YEAR_ONLY = re.compile(r"\d{4}")
-_SPACED_OFFSET = re.compile(r" ([+-]\d{2}:\d{2})$")
-
-
-def parse_datetime_text(text: str, now: dt.datetime) -> dt.datetime:
-    """Parse an ISO-ish date string ("2024-01-02", "...Z", "... UTC", a bare year) to an aware datetime."""
-    s = text.strip()
-    if s.endswith("Z"):
-        s = s[:-1] + "+00:00"
-    elif s.upper().endswith(" UTC"):
-        s = s[:-4] + "+00:00"
-    elif len(s) == 4 and _YEAR_ONLY.fullmatch(s):
-        return dt.datetime(int(s), now.month, now.day, tzinfo=dt.UTC)
-    # " +05:00" -> "+05:00"; the pattern is exactly 7 characters at the end, so test that cheaply first.
-    if len(s) >= 7 and s[-7] == " ":
-        s = _SPACED_OFFSET.sub(r"\1", s)
-    parsed = dt.datetime.fromisoformat(s)
-    return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=dt.UTC)
-
-
-#: Parsed property-value texts that do not depend on `now` (a datetime, or None when unparsable).
-_PARSED_TEXT: dict[str, dt.datetime | None] = {}
-_PARSED_TEXT_MAX = 4096
-
-
-def _parse_value_text(text: str, now: dt.datetime) -> dt.datetime | None:
-    """parse_datetime_text for a property value, memoised (a bare year depends on `now`: never memoised);
-    None when the text is not a date."""
-    try:
-        return _PARSED_TEXT[text]
-    except KeyError:
-        pass
-    try:
-        parsed: dt.datetime | None = parse_datetime_text(text, now)
-    except (ValueError, OverflowError):
-        parsed = None
-    if len(text.strip()) != 4:
-        if len(_PARSED_TEXT) >= _PARSED_TEXT_MAX:
-            _PARSED_TEXT.clear()
-        _PARSED_TEXT[text] = parsed
-    return parsed
-
-
-def _months_back(when: dt.datetime, months: int) -> dt.datetime | None:
-    index = when.year * 12 + when.month - 1 - months
-    year, month = divmod(index, 12)
-    if not 1 <= year <= 9999:
-        return None
-    day = when.day
-    # Clamp the day through every intermediate month (Mar 31 - 2 months -> Jan 28 via Feb 28).
-    for step in range(when.year * 12 + when.month - 2, index - 1, -1):
-        if day <= 28:
-            break
-        y, m = divmod(step, 12)
-        day = min(day, _days_in_month(y, m + 1))
-    return when.replace(year=year, month=month + 1, day=day)
-
-
-def _days_in_month(year: int, month: int) -> int:
-    return calendar.monthrange(year, month)[1]
-
-
-def resolve_relative(text: str, now: dt.datetime) -> dt.datetime | bool | None:
-    """A relative date ("-7d", "-2w", "-24h", "-3m", "-1y") resolved against `now`.
-
-    Returns False when `text` is not relative, None when it is relative but out of range.
-    """
-    m = _RELATIVE.search(text)
-    if m is None:
-        return False
-    number, unit = int(m.group("number")), m.group("unit")
-    if number >= 10_000:
-        return None
-    if unit == "h":
-        return now - dt.timedelta(hours=number)
-    if unit == "d":
-        return now - dt.timedelta(days=number)
-    if unit == "w":
-        return now - dt.timedelta(weeks=number)
-    if unit == "m":
-        return _months_back(now, number)
-    if unit == "y":
-        year = now.year - number
-        if not 1 <= year <= 9999:
-            return None
-        day = 28 if number > 0 and (now.month, now.day) == (2, 29) else now.day
-        return now.replace(year=year, day=day)
-    return None
-
-
-def resolve_date_filter(value: Any, now: dt.datetime) -> dt.datetime:
-    """The instant a date filter value stands for at `now`; raises ValueError when it is not a date."""
-    text = str(value)
-    relative = resolve_relative(text, now)
-    if relative is None:
-        raise ValueError(f"relative date {text!r} is out of range")
-    if relative is not False:
-        return relative  # type: ignore[return-value]
-    try:
-        return parse_datetime_text(text, now)
-    except (ValueError, OverflowError):
-        raise ValueError(
-            f"date value {value!r} is neither ISO 8601 (2024-05-01, 2024-05-01T10:00:00Z) "
-            "nor relative (-7d, -2w)"
-        ) from None
-
-
-def compile_date_filter(value: Any) -> Callable[[dt.datetime], dt.datetime]:
-    """Parse a date filter value once; returns `target(now)`, the instant it stands for at `now`.
-
-    A relative value ("-7d") keeps its parsed offset and is subtracted from each `now`; an absolute one is
-    parsed once (a bare year still follows `now`'s month and day). `target` raises ValueError like
-    resolve_date_filter when the result is out of range.
-    """
-    text = str(value)
-    m = _RELATIVE.search(text)
-    if m is not None:
-        number, unit = int(m.group("number")), m.group("unit")
-        delta = {"h": dt.timedelta(hours=1), "d": dt.timedelta(days=1), "w": dt.timedelta(weeks=1)}.get(unit)
-        if number < 10_000 and delta is not None:
-            try:
-                offset = delta * number
-            except OverflowError:
-                offset = None
-            if offset is not None:
-
-                def shifted(now: dt.datetime) -> dt.datetime:
-                    try:
-                        return now - offset
-                    except OverflowError:
-                        return resolve_date_filter(value, now)
-
-                return shifted
-        return lambda now: resolve_date_filter(value, now)
-    stripped = text.strip()
-    if len(stripped) == 4 and _YEAR_ONLY.fullmatch(stripped):
-        return lambda now: resolve_date_filter(value, now)
-    try:
-        fixed = parse_datetime_text(text, dt.datetime(2000, 6, 15, tzinfo=dt.UTC))
-    except (ValueError, OverflowError):
-        return lambda now: resolve_date_filter(value, now)
-    return lambda now: fixed
-
-
-def _prepare_date(operator: str, value: Any) -> MatchFn:
-    if isinstance(value, (list, dict, tuple, bool)) or value is None:
-        raise ValueError(f"the value of {operator} must be a date string, got {value!r}")
-    probe = dt.datetime(2000, 6, 15, tzinfo=dt.UTC)
-    resolve_date_filter(value, probe)
-    sdk_exact = operator == "is_date_exact"
-    target = compile_date_filter(value)
-
-    def compare(a: Any, b: Any) -> int:
-        if operator == "is_date_before":
-            return TRUE if a < b else FALSE
-        if operator == "is_date_after":
-            return TRUE if a > b else FALSE
-        return TRUE if a == b else FALSE
-
-    def match(v: Any, server: bool, now: dt.datetime) -> int:
-        if sdk_exact and not server:
-            return INCONCLUSIVE
-        when = target(now)
-        if isinstance(v, dt.datetime):
-            return compare(v if v.tzinfo is not None else v.replace(tzinfo=dt.UTC), when)
-        if isinstance(v, dt.date):
-            return compare(v, when.date())
-        if isinstance(v, str):
-            parsed = _parse_value_text(v, now)
-            if parsed is None:
-                return INCONCLUSIVE
-            return compare(parsed, when)
-        if server and isinstance(v, (int, float)) and not isinstance(v, bool):
-            try:
-                return compare(dt.datetime.fromtimestamp(v, dt.UTC), when)
-            except (ValueError, OverflowError, OSError):
+        def server(v: Any, now: dt.datetime) -> int:
+            when = svc.property_instant(v, now)
+            if when is None:
                 return FALSE
-        return INCONCLUSIVE
+            target = target_at(now)
+            if target is None:
+                return FALSE
+            return TRUE if compare(when, target) else FALSE
 
-    return match
+    sdk_fn: ValueFn = _UNDECIDABLE if operator == "is_date_exact" else _null_false_else_undecidable
+    if operator != "is_date_exact":
+        try:
+            if isinstance(value, (list, dict, tuple, bool)) or value is None:
+                raise ValueError(value)
+            sdk.resolve_date_filter(value, dt.datetime(2000, 6, 15, tzinfo=dt.UTC))
+            k_target = sdk.compile_date_filter(value)
+        except (ValueError, OverflowError):
+            problems.append("the SDK cannot read it as a date")
+        else:
+            k_at = k_target
+
+            def sdk_fn(v: Any, now: dt.datetime) -> int:
+                if v is None:
+                    return FALSE
+                try:
+                    when = k_at(now)
+                except ValueError:
+                    return INCONCLUSIVE
+                if isinstance(v, dt.datetime):
+                    return (
+                        TRUE
+                        if compare(v if v.tzinfo is not None else v.replace(tzinfo=dt.UTC), when)
+                        else FALSE
+                    )
+                if isinstance(v, dt.date):
+                    return TRUE if compare(v, when.date()) else FALSE
+                if isinstance(v, str):
+                    parsed = sdk._parse_value_text(v, now)
+                    if parsed is None:
+                        return INCONCLUSIVE
+                    return TRUE if compare(parsed, when) else FALSE
+                return INCONCLUSIVE
+
+    problem = None
+    if problems:
+        problem = (
+            f"the value of {operator} must be an ISO 8601 date (2024-05-01, 2024-05-01T10:00:00Z) or "
+            f"relative (-7d, -2w), got {value!r}"
+        )
+    return _Built(server, sdk_fn, problem)
 
 
 # ---------------------------------------------------------------- semver
 
 
-def _semver_part(part: str) -> int:
-    if not part or not part.isdigit():
-        raise ValueError(f"invalid version number part {part!r}")
-    if len(part) > 1 and part[0] == "0":
-        raise ValueError(f"version number part {part!r} has a leading zero")
-    return int(part)
-
-
-def parse_semver(value: Any) -> tuple[int, int, int]:
-    """(major, minor, patch) from "v1.2.3-beta+build"; missing parts are 0. Raises ValueError."""
-    text = str(value).strip().lstrip("vV")
-    text = text.split("-")[0].split("+")[0]
-    parts = text.split(".")
-    if not parts[0]:
-        raise ValueError("empty version")
-    major = _semver_part(parts[0])
-    minor = _semver_part(parts[1]) if len(parts) > 1 and parts[1] else 0
-    patch = _semver_part(parts[2]) if len(parts) > 2 and parts[2] else 0
-    return (major, minor, patch)
-
-
-def _semver_bounds(operator: str, value: Any) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
-    if operator == "semver_wildcard":
-        cleaned = str(value).strip().lstrip("vV").replace("*", "").rstrip(".")
-        parts = [p for p in cleaned.split(".") if p]
-        if not parts:
-            raise ValueError("empty wildcard pattern")
-        nums = [_semver_part(p) for p in parts[:3]]
-        if len(nums) == 1:
-            return (nums[0], 0, 0), (nums[0] + 1, 0, 0)
-        if len(nums) == 2:
-            return (nums[0], nums[1], 0), (nums[0], nums[1] + 1, 0)
-        return (nums[0], nums[1], nums[2]), (nums[0], nums[1], nums[2] + 1)
-    major, minor, patch = parse_semver(value)
-    if operator == "semver_tilde":
-        return (major, minor, patch), (major, minor + 1, 0)
-    if major > 0:
-        upper = (major + 1, 0, 0)
-    elif minor > 0:
-        upper = (0, minor + 1, 0)
-    else:
-        upper = (0, 0, patch + 1)
-    return (major, minor, patch), upper
-
-
-_SEMVER_COMPARE: dict[str, Callable[[tuple[int, int, int], tuple[int, int, int]], bool]] = {
-    "semver_eq": lambda a, b: a == b,
-    "semver_neq": lambda a, b: a != b,
-    "semver_gt": lambda a, b: a > b,
-    "semver_gte": lambda a, b: a >= b,
-    "semver_lt": lambda a, b: a < b,
-    "semver_lte": lambda a, b: a <= b,
-}
-
-
-def _prepare_semver(operator: str, value: Any) -> MatchFn:
-    if isinstance(value, (list, dict, tuple, bool)) or value is None:
-        raise ValueError(f"the value of {operator} must be a version string like '1.2.3', got {value!r}")
-    try:
+def _semver(operator: str, value: Any) -> _Built:
+    problems = []
+    server: ValueFn = _NEVER
+    if value is not None:
         if operator in SEMVER_RANGE:
-            lower, upper = _semver_bounds(operator, value)
+            req = svc.service_requirement(operator, value)
+            if req is not None:
+                matches = req.matches
 
-            def test(version: tuple[int, int, int]) -> bool:
+                def server(v: Any, now: dt.datetime) -> int:
+                    version = svc.service_version(v)
+                    return TRUE if version is not None and matches(version) else FALSE
+        else:
+            wanted = svc.service_version(value)
+            if wanted is not None:
+                key = wanted.key()
+                cmp = sdk._SEMVER_COMPARE[operator]
+
+                def server(v: Any, now: dt.datetime) -> int:
+                    version = svc.service_version(v)
+                    return TRUE if version is not None and cmp(version.key(), key) else FALSE
+
+    if server is _NEVER:
+        problems.append("the service cannot parse it")
+
+    sdk_fn: ValueFn = _null_false_else_undecidable
+    try:
+        if isinstance(value, (list, dict, tuple, bool)) or value is None:
+            raise ValueError(value)
+        if operator in SEMVER_RANGE:
+            lower, upper = sdk._semver_bounds(operator, value)
+
+            def k_test(version: tuple[int, int, int]) -> bool:
                 return lower <= version < upper
         else:
-            wanted = parse_semver(value)
-            cmp = _SEMVER_COMPARE[operator]
+            k_wanted = sdk.parse_semver(value)
+            k_cmp = sdk._SEMVER_COMPARE[operator]
 
-            def test(version: tuple[int, int, int]) -> bool:
-                return cmp(version, wanted)
-    except ValueError as exc:
-        raise ValueError(f"the value of {operator} must be a version like '1.2.3': {exc}") from None
+            def k_test(version: tuple[int, int, int]) -> bool:
+                return k_cmp(version, k_wanted)
+    except ValueError:
+        problems.append("the SDK cannot parse it")
+    else:
 
-    def match(v: Any, server: bool, now: dt.datetime) -> int:
-        try:
-            version = parse_semver(v)
-        except (ValueError, TypeError):
-            return INCONCLUSIVE
-        return TRUE if test(version) else FALSE
+        def sdk_fn(v: Any, now: dt.datetime) -> int:
+            if v is None:
+                return FALSE
+            try:
+                version = sdk.parse_semver(v)
+            except (ValueError, TypeError):
+                return INCONCLUSIVE
+            return TRUE if k_test(version) else FALSE
 
-    return match
+    problem = None
+    if problems:
+        problem = (
+            f"the value of {operator} must be a version like '1.2.3', got {value!r} ({'; '.join(problems)})"
+        )
+    return _Built(server, sdk_fn, problem)

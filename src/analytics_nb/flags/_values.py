@@ -13,7 +13,7 @@ import pandas as pd
 
 
 class _Missing:
-    """Marker for an absent property (None, NaN, pd.NA, NaT, or no such key)."""
+    """Marker for an absent property (no such key; NaN, pd.NA or NaT in a cell; None in a frame cell)."""
 
     __slots__ = ()
 
@@ -30,20 +30,26 @@ class BadValueError(ValueError):
     """A cell holds something that is not a JSON-like property value (a set, bytes, an object...)."""
 
 
-def normalize(value: Any) -> Any:
+def normalize(value: Any, *, none_is_null: bool = False, nan_is_value: bool = False) -> Any:
     """Turn one cell or dict value into a plain Python value, or MISSING when it counts as absent.
 
-    numpy scalars become int/float/bool/str, Timestamps become datetimes, NaN/NA/NaT/None become MISSING,
-    tuples and arrays become lists. Raises BadValueError for values no flag operator can read.
+    numpy scalars become int/float/bool/str, Timestamps become datetimes, NaN/NA/NaT become MISSING,
+    tuples and arrays become lists. `None` is JSON null (a present property: both PostHog and its SDK
+    keep it) when `none_is_null`, else MISSING (a frame cell). A float NaN is a value (not a number: no
+    comparison matches it) when `nan_is_value`, as the SDK reads it in a property dict. Raises
+    BadValueError for values no flag operator can read.
     """
     if value is None:
-        return MISSING
+        return None if none_is_null else MISSING
     t = type(value)
     if t is str or t is bool or t is int:
         return value
     if t is float:
-        return MISSING if value != value else value
-    return _normalize_slow(value)
+        return MISSING if value != value and not nan_is_value else value
+    out = _normalize_slow(value)
+    if out is MISSING and nan_is_value and isinstance(value, (float, np.floating)):
+        return float(value)
+    return out
 
 
 def _normalize_slow(value: Any) -> Any:
@@ -89,7 +95,8 @@ def _inner(value: Any) -> Any:
 
 
 def json_float_text(value: float) -> str | None:
-    """A float as the flags service prints it (shortest repr, ``1e+16`` exponents), None if not finite."""
+    """A float as the official SDK 7.91.1 prints it (shortest repr, ``1e+16`` exponents), None if not
+    finite (the SDK cannot represent it)."""
     if not math.isfinite(value):
         return None
     text = repr(value)
@@ -100,6 +107,93 @@ def json_float_text(value: float) -> str | None:
     if -6 < exponent < 0:
         return format(Decimal(text), "f")
     return f"{mantissa}e{'+' if exponent >= 0 else ''}{exponent}"
+
+
+#: i64/u64 range: serde_json keeps integers inside it exact; outside, it reads them as f64.
+_I64_MIN, _U64_MAX = -(2**63), 2**64 - 1
+
+
+def ryu_float_text(value: float) -> str:
+    """A float as the flags service prints it: serde_json's shortest round-trip digits (the `ryu` crate),
+    ``5.0``, ``1e16``, ``1.5e-7``, ``0.00001``; non-finite values print as ``null`` (serde_json writes
+    NaN and infinities as null).
+
+    Source: serde_json `Value` Display (via `ryu::Buffer::format_finite`), used by
+    rust/feature-flags/src/properties/property_matching.rs `to_string_representation`.
+    """
+    if not math.isfinite(value):
+        return "null"
+    text = repr(abs(value))
+    sign = "-" if math.copysign(1.0, value) < 0 else ""
+    mantissa, _, exp_text = text.partition("e")
+    whole, _, frac = mantissa.partition(".")
+    digits = (whole + frac).lstrip("0") if whole == "0" else whole + frac
+    exponent10 = int(exp_text) if exp_text else 0
+    # position of the decimal point relative to the start of `digits`
+    if whole == "0":
+        lead_zeros = len(frac) - len(frac.lstrip("0"))
+        point = -lead_zeros + exponent10
+    else:
+        point = len(whole) + exponent10
+    digits = digits.rstrip("0") or "0"
+    if digits == "0":
+        return sign + "0.0"
+    length = len(digits)
+    k = point - length  # value = digits * 10**k
+    kk = point
+    if k >= 0 and kk <= 16:
+        return f"{sign}{digits}{'0' * k}.0"
+    if 0 < kk <= 16:
+        return f"{sign}{digits[:kk]}.{digits[kk:]}"
+    if -5 < kk <= 0:
+        return f"{sign}0.{'0' * -kk}{digits}"
+    exp = kk - 1
+    if length == 1:
+        return f"{sign}{digits}e{exp}"
+    return f"{sign}{digits[0]}.{digits[1:]}e{exp}"
+
+
+def service_text(value: Any) -> str:
+    """The string the flags service compares a property value as (`to_string_representation`): strings
+    as-is, everything else as serde_json prints the JSON value (datetimes as ISO text, as the wire sends
+    them)."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, (dt.date, dt.datetime)):
+        return value.isoformat()
+    return _service_json(value)
+
+
+def _service_json(value: Any) -> str:
+    if value is None:
+        return "null"
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)
+    if isinstance(value, int):
+        if _I64_MIN <= value <= _U64_MAX:
+            return str(value)
+        try:
+            return ryu_float_text(float(value))
+        except OverflowError:
+            return "null"
+    if isinstance(value, float):
+        return ryu_float_text(value)
+    if isinstance(value, Decimal):
+        return ryu_float_text(float(value))
+    if isinstance(value, list):
+        return "[" + ",".join(_service_json(v) for v in value) + "]"
+    if isinstance(value, dict):
+        # serde_json's default map is a BTreeMap: keys in sorted order
+        keys = sorted(value, key=str)
+        items = [f"{json.dumps(str(k), ensure_ascii=False)}:{_service_json(value[k])}" for k in keys]
+        return "{" + ",".join(items) + "}"
+    if isinstance(value, (dt.date, dt.datetime)):
+        return json.dumps(value.isoformat())
+    return json.dumps(str(value))
 
 
 def to_text(value: Any, *, datetimes_as_iso: bool = False) -> str | None:

@@ -116,7 +116,11 @@ def _subset(fs: _feature_flags.FlagSet, keys: frozenset[str]) -> Any:
                 if target is not None:
                     stack.append(target)
         sub = CompiledFlags(
-            [f for f in compiled.flags if f.key in need], compiled.cohorts, compiled.group_type_mapping
+            [f for f in compiled.flags if f.key in need],
+            compiled.cohorts,
+            compiled.group_type_mapping,
+            property_matching_version=compiled.property_matching_version,
+            timezone=compiled.timezone,
         )
         if len(cache) < 512:
             cache[keys] = sub

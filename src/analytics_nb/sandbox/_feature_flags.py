@@ -162,28 +162,17 @@ def write_hash_key_overrides(
 
 
 def compile_definitions(
-    definitions: list[dict[str, Any]], cohorts: dict[str, Any], mapping: dict[str, str]
+    definitions: list[dict[str, Any]], cohorts: dict[str, Any], mapping: dict[str, str], timezone: str = "UTC"
 ) -> tuple[Any, frozenset[str]]:
-    """The engine's compiled form of a project's flags; flags that cannot compile are left out and reported
-    as failing (`errorsWhileComputingFlags`), so one bad definition never breaks the whole answer."""
-    from analytics_nb.flags import FlagDefinitionError, compile_flags
+    """The engine's compiled form of a project's flags and the keys of those it cannot evaluate: the engine
+    isolates each bad definition to its own flag, answered as failing (`errorsWhileComputingFlags`)."""
+    from analytics_nb.flags import compile_flags
 
     try:
-        return compile_flags(definitions, cohorts=cohorts, group_type_mapping=mapping), frozenset()
-    except (FlagDefinitionError, ValueError):
-        pass
-    good: list[dict[str, Any]] = []
-    bad: set[str] = set()
-    for definition in definitions:
-        try:
-            compile_flags([*good, definition], cohorts=cohorts, group_type_mapping=mapping)
-            good.append(definition)
-        except (FlagDefinitionError, ValueError):
-            bad.add(definition["key"])
-    try:
-        return compile_flags(good, cohorts=cohorts, group_type_mapping=mapping), frozenset(bad)
-    except (FlagDefinitionError, ValueError):
-        return None, frozenset(d["key"] for d in definitions)
+        compiled = compile_flags(definitions, cohorts=cohorts, group_type_mapping=mapping, timezone=timezone)
+    except ValueError:  # e.g. a project time zone that is not an IANA name: fall back to UTC
+        compiled = compile_flags(definitions, cohorts=cohorts, group_type_mapping=mapping)
+    return compiled, frozenset(compiled.errors)
 
 
 def flag_set(store: Store, project_id: int) -> FlagSet:
@@ -218,7 +207,9 @@ def _build_flag_set(store: Store, project_id: int) -> FlagSet:
         for p in g.get("properties") or []
     )
     result = FlagSet(definitions, cohorts, mapping, has_group, definitions_body=raw, etag=etag)
-    result.compiled, result.bad_keys = compile_definitions(definitions, cohorts, mapping)
+    tz_rows = store.query("SELECT timezone FROM projects WHERE id=?", (project_id,))
+    timezone = str(tz_rows[0][0]) if tz_rows and tz_rows[0][0] else "UTC"
+    result.compiled, result.bad_keys = compile_definitions(definitions, cohorts, mapping, timezone)
     return result
 
 
@@ -331,8 +322,8 @@ def _engine_check(store: Store, project_id: int, flag: dict[str, Any]) -> None:
         if d["id"] != flag.get("id") and d["key"] != flag.get("key")
     ]
     try:
-        compile_flags([candidate])
-        compile_flags([*others, candidate])
+        compile_flags([candidate], strict=True)
+        compile_flags([*others, candidate], strict=True)
     except FlagDefinitionError as exc:
         raise validation_error(str(exc), attr="filters") from None
     except (ValueError, TypeError) as exc:

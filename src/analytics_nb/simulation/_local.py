@@ -48,6 +48,7 @@ def make_evaluator(
         mode=mode,
         cohorts=defs.cohorts or None,
         group_type_mapping=defs.group_type_mapping or None,
+        property_matching_version=getattr(defs, "property_matching_version", None),
     )
 
 

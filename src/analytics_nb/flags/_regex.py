@@ -1,0 +1,238 @@
+"""Regex filters in the flags service's dialect, always with bounded running time.
+
+The service compiles `regex` / `not_regex` patterns with `fancy_regex` and a backtrack limit of 10,000 steps
+(rust/feature-flags/src/properties/property_matching.rs, `REGEX_BACKTRACK_LIMIT` and the `Regex | NotRegex`
+arm of `match_property`). `fancy_regex` hands every pattern without look-around or back-references to the
+Rust `regex` crate, so we do the same:
+
+* patterns the Rust `regex` crate accepts run on `rurex`, a binding of that crate: the same dialect
+  (Unicode ``\\w``/``\\b``/``\\d``, ``\\pL``, POSIX classes, scoped inline flags, ``$`` = end of text) and
+  linear time, so ``^(a+)+$`` cannot backtrack at all;
+* patterns with look-around or back-references (the `fancy_regex` extensions) run on the `regex` module
+  with a time limit standing in for the step limit; running out of time counts as "no answer", which the
+  service turns into "no match" for `regex` and `not_regex` alike;
+* a pattern neither accepts is invalid: the service never matches it (`regex` and `not_regex` both false).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import lru_cache
+
+import regex as _mrab  # type: ignore[import-untyped]  # look-around/back-references with a timeout
+import rurex  # type: ignore[import-untyped]
+
+#: Wall-clock stand-in for fancy_regex's 10,000-step backtrack limit (about 1 ms in Rust): generous
+#: enough that a sane look-around pattern finishes, small enough that a catastrophic one is cut short.
+FANCY_TIMEOUT_S = 0.02
+
+_FANCY_HINT = re.compile(r"\(\?<?[=!]|\\[1-9]|\\k<|\(\?>|\(\?P=")
+
+
+@dataclass(frozen=True, slots=True)
+class Pattern:
+    """A compiled filter pattern: `search(text)` is True/False, or None when the bound was hit."""
+
+    source: str
+    engine: str  # "rust" (linear time), "fancy" (time-bounded backtracking)
+    search: Callable[[str], bool | None]
+
+
+def _strict_end(pattern: str) -> str:
+    """Unescaped ``$`` outside classes as ``\\Z`` for the `regex` module, whose ``$`` also matches before
+    a final newline (Rust's does not)."""
+    out: list[str] = []
+    i, in_class = 0, False
+    while i < len(pattern):
+        c = pattern[i]
+        if c == "\\" and i + 1 < len(pattern):
+            out.append(pattern[i : i + 2])
+            i += 2
+            continue
+        if in_class:
+            if c == "]":
+                in_class = False
+        elif c == "[":
+            in_class = True
+            j = i + 1
+            if pattern[j : j + 1] == "^":
+                j += 1
+            if pattern[j : j + 1] == "]":
+                j += 1
+            out.append(pattern[i:j])
+            i = j
+            continue
+        elif c == "$":
+            out.append(r"\Z")
+            i += 1
+            continue
+        out.append(c)
+        i += 1
+    return "".join(out)
+
+
+@lru_cache(maxsize=4096)
+def compile_pattern(pattern: str) -> Pattern | None:
+    """The pattern compiled in the service's dialect, or None when the service would reject it."""
+    try:
+        compiled = rurex.compile(pattern)
+    except Exception:  # rurex.PatternError: not in the Rust regex dialect
+        compiled = None
+    if compiled is not None:
+        rust_search = compiled.search
+
+        def search_rust(text: str) -> bool | None:
+            return rust_search(text) is not None
+
+        return Pattern(pattern, "rust", search_rust)
+    if _FANCY_HINT.search(pattern) is None:
+        return None
+    try:
+        fancy = _mrab.compile(_strict_end(pattern), _mrab.VERSION0)
+    except Exception:  # regex.error and friends: invalid in the fancy dialect too
+        return None
+    fancy_search = fancy.search
+
+    def search_fancy(text: str) -> bool | None:
+        try:
+            return fancy_search(text, timeout=FANCY_TIMEOUT_S) is not None
+        except TimeoutError:
+            return None
+
+    return Pattern(pattern, "fancy", search_fancy)
+
+
+# ---------------------------------------------------------------------------------------------- sdk mode
+
+
+@dataclass(frozen=True, slots=True)
+class SdkSupport:
+    """What posthog 7.91.1 needs to know about a pattern before running it on Python's `re`: whether it
+    sends the pattern to the server outright, and the traits that make some values go there too."""
+
+    defers: bool
+    word_class: bool
+    space_class: bool
+    end_anchor: bool
+    quantified: bool
+
+    def defers_value(self, text: str) -> bool:
+        """Whether the SDK sends this pattern with this value to the server ("Regex requires server
+        evaluation"): a final newline under `$` with a quantifier, non-word non-ASCII text under `\\w`,
+        surrogates, and the separators U+001C..U+001F under `\\s`."""
+        if self.defers:
+            return True
+        if self.end_anchor and self.quantified and text.endswith("\n"):
+            return True
+        if not text.isascii():
+            if any(0xD800 <= ord(c) <= 0xDFFF for c in text):
+                return True
+            if self.word_class and any(not c.isascii() and not (c.isalpha() or c.isdecimal()) for c in text):
+                return True
+        return self.space_class and any(c in text for c in "\x1c\x1d\x1e\x1f")
+
+
+_SDK_ESCAPES = set("dDsSwWbfnrt")
+_SDK_CLASS_ESCAPES = set("\\-[]^.$*+?(){}|")
+_REPEAT = re.compile(r"\{([0-9]+)(?:,([0-9]*))?\}")
+
+
+@lru_cache(maxsize=4096)
+def sdk_support(pattern: str) -> SdkSupport:
+    """Scan a pattern the way posthog 7.91.1 decides what its Python `re` may run (facts from its
+    `_RegexTranslator`, `_match_regex`, `_assert_regex_value_supported`; written independently)."""
+    word = space = end = quantified = False
+    defers = False
+    in_class: int | None = None
+    previous = ""
+    groups: list[bool] = []  # per open group: does it contain a quantifier?
+    closed_quantified = False
+    i, n = 0, len(pattern)
+    while i < n and not defers:
+        c = pattern[i]
+        if 0xD800 <= ord(c) <= 0xDFFF:
+            defers = True
+            break
+        if in_class is None:
+            end |= c == "$"
+            quantified |= c in "*+?{|"
+            if c == "(":
+                groups.append(False)
+            elif c == ")":
+                closed_quantified = groups.pop() if groups else False
+                if groups:
+                    groups[-1] |= closed_quantified
+            elif c in "*+?{":
+                if previous == ")" and closed_quantified:
+                    defers = True  # a quantified group that itself holds a quantifier: (a+)+
+                    break
+                if groups:
+                    groups[-1] = True
+        if c == "\\":
+            i += 1
+            if i == n:
+                break
+            e = pattern[i]
+            if e == "x":
+                digits = pattern[i + 1 : i + 3]
+                if len(digits) != 2 or any(d not in "0123456789abcdefABCDEF" for d in digits):
+                    defers = True
+                i += 3
+                previous = "literal"
+                continue
+            if (e in "bB<>" and in_class is None) or (
+                e not in _SDK_ESCAPES
+                and (
+                    not (0x20 <= ord(e) <= 0x7E and not e.isalnum())
+                    or (in_class is not None and e not in _SDK_CLASS_ESCAPES)
+                )
+            ):
+                defers = True
+            word |= e in "wW"
+            space |= e in "sS"
+            previous = "literal"
+        elif c == "[":
+            if in_class is not None:
+                defers = True
+            in_class = i
+        elif c == "]" and in_class is not None:
+            start = in_class + (2 if pattern[in_class + 1 : in_class + 2] == "^" else 1)
+            if i == start:
+                defers = True
+            in_class = None
+            previous = "literal"
+        elif in_class is not None:
+            if pattern[i : i + 2] in ("&&", "--", "~~"):
+                defers = True
+            elif c == "-" and i + 1 < n and pattern[i + 1] != "]":
+                around = pattern[i + 1 : i + 3]
+                if around in (r"\d", r"\D", r"\s", r"\S", r"\w", r"\W") or (
+                    i >= 2 and pattern[i - 2] == "\\" and pattern[i - 1] in "dDsSwW"
+                ):
+                    defers = True
+        elif c == "(" and pattern[i + 1 : i + 2] == "?":
+            if pattern[i + 2 : i + 3] != ":":
+                defers = True
+            i += 2
+            previous = "("
+        elif c == "{":
+            m = _REPEAT.match(pattern, i)
+            if m is None or previous in ("", "|", "(", "^", "$", "empty group", "quantifier"):
+                defers = True
+                break
+            if any(len(x) > 10 or int(x) > 0xFFFFFFFF for x in m.groups() if x):
+                defers = True
+            i = m.end() - 1
+            if pattern[i + 1 : i + 2] in ("+", "{"):
+                defers = True
+            previous = "quantifier"
+        elif c in "*+?":
+            if previous in ("^", "$", "empty group") or pattern[i + 1 : i + 2] in ("+", "{"):
+                defers = True
+            previous = "quantifier"
+        else:
+            previous = "empty group" if c == ")" and previous in ("(", "empty group") else c
+        i += 1
+    return SdkSupport(defers, word, space, end, quantified)

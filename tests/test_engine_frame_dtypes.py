@@ -1,0 +1,167 @@
+"""Frames: the vectorised engine agrees with the scalar one on every dtype; missing cells are absent (or null
+on request); a cell no operator can read is an error of its row; a float distinct_id column is refused."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from analytics_nb.flags import evaluate_flags, evaluate_frame
+
+N = 6
+NOW = dt.datetime.now(dt.UTC)
+
+DATES = ["2024-01-01", None, "2023-06-01 12:00", "2031-01-01", "2020-02-29", "2024-06-01"]
+COLUMNS: dict[str, Any] = {
+    "int64": pd.Series([1, 5, 30, -2, 0, 7], dtype="int64"),
+    "Int64": pd.array([1, None, 30, -2, 0, 7], dtype="Int64"),
+    "float64": pd.Series([1.5, np.nan, 30.0, 1e16, -0.0, np.inf]),
+    "float32": pd.Series([1.5, np.nan, 30.0, 2.5, 0.0, 7.0], dtype="float32"),
+    "bool": pd.Series([True, False, True, False, True, True]),
+    "boolean": pd.array([True, None, False, True, None, False], dtype="boolean"),
+    "string": pd.array(["pro", None, "free", "1.2.3", "2024-01-01", "naïve"], dtype="string"),
+    "str": pd.array(["pro", None, "free", "1.2.3", "2024-01-01", "naïve"], dtype="str"),
+    "category": pd.Series(["pro", "free", None, "pro", "x", "free"], dtype="category"),
+    "object": pd.Series(["pro", 5, None, 1.5, True, ["a", "b"]], dtype=object),
+    "datetime64": pd.Series(pd.to_datetime(DATES, format="ISO8601")),
+    "datetime64tz": pd.Series(pd.to_datetime(DATES, format="ISO8601").tz_localize("Europe/Berlin")),
+}
+ODD: dict[str, Any] = {
+    "timedelta": pd.Series(pd.to_timedelta([1, 2, None, 4, 5, 6], unit="s")),
+    "period": pd.Series(pd.period_range("2024-01", periods=N, freq="M")),
+    "interval": pd.Series(pd.interval_range(0, N)),
+    "complex": pd.Series([1 + 2j] * N),
+    "bytes": pd.Series([b"x", "ok", b"y", "ok", b"z", "ok"], dtype=object),
+    "sets": pd.Series([{1}, "ok", {2}, "ok", {3}, "ok"], dtype=object),
+}
+FILTERS = [
+    ("exact", "pro"),
+    ("exact", ["5", "true", "1.5"]),
+    ("is_not", "free"),
+    ("is_set", "is_set"),
+    ("is_not_set", "is_not_set"),
+    ("icontains", "R"),
+    ("regex", r"^\w+$"),
+    ("gt", 2),
+    ("is_date_before", "2024-03-01"),
+    ("semver_gt", "1.0.0"),
+]
+
+
+def flags() -> list[dict[str, Any]]:
+    return [
+        {
+            "key": f"f{i}",
+            "active": True,
+            "filters": {
+                "groups": [{"properties": [{"key": "p", "operator": op, "value": value, "type": "person"}]}]
+            },
+        }
+        for i, (op, value) in enumerate(FILTERS)
+    ]
+
+
+def _missing(value: Any) -> bool:
+    if value is None or value is pd.NA or value is pd.NaT:
+        return True
+    return isinstance(value, (float, np.floating)) and value != value
+
+
+def _scalar_value(value: Any) -> Any:
+    return pd.NA if value is None else value
+
+
+@pytest.mark.parametrize("mode", ["server", "sdk"])
+@pytest.mark.parametrize("nulls", ["absent", "null"])
+@pytest.mark.parametrize("dtype", sorted(COLUMNS))
+def test_frame_agrees_with_scalar_on_every_dtype(dtype: str, mode: str, nulls: str) -> None:
+    frame = pd.DataFrame({"distinct_id": [f"u{i}" for i in range(N)], "p": COLUMNS[dtype]})
+    out = evaluate_frame(frame, flags(), mode=mode, nulls=nulls, reasons=True)
+    assert out["error"].isna().all()
+    for i in range(N):
+        cell = frame["p"].iloc[i]
+        missing_as: dict[str, Any] = {} if nulls == "absent" else {"p": None}
+        person = missing_as if _missing(cell) else {"p": cell}
+        expected = evaluate_flags(flags(), f"u{i}", person_properties=person, mode=mode, now=NOW)
+        for key, res in expected.items():
+            got = out[key].iloc[i]
+            want = _scalar_value(res.value)
+            assert (got is pd.NA and want is pd.NA) or got == want, (dtype, i, key, cell, got, res)
+            assert out[f"{key}:reason"].iloc[i] == res.reason, (dtype, i, key, cell, res)
+
+
+@pytest.mark.parametrize("dtype", sorted(ODD))
+def test_unreadable_cells_are_row_errors(dtype: str) -> None:
+    frame = pd.DataFrame({"distinct_id": [f"u{i}" for i in range(N)], "p": ODD[dtype], "q": ["pro"] * N})
+    qflag = {
+        "key": "q",
+        "active": True,
+        "filters": {
+            "groups": [{"properties": [{"key": "q", "operator": "exact", "value": "pro", "type": "person"}]}]
+        },
+    }
+    out = evaluate_frame(frame, [*flags(), qflag])
+    for i in range(N):
+        cell = frame["p"].iloc[i]
+        try:
+            evaluate_flags(flags(), f"u{i}", person_properties={} if _missing(cell) else {"p": cell})
+        except ValueError as exc:
+            assert isinstance(out["error"].iloc[i], str) and "'p'" in out["error"].iloc[i], (dtype, i, exc)
+            assert out["f0"].iloc[i] is pd.NA
+        else:
+            assert out["error"].iloc[i] is pd.NA, (dtype, i, out["error"].iloc[i])
+            assert out["q"].iloc[i] == True  # noqa: E712 - a readable row computes every flag
+
+
+def test_float_distinct_id_column_is_refused_with_the_fix() -> None:
+    frame = pd.DataFrame({"distinct_id": [3.0, 4.0, np.nan]})
+    with pytest.raises(ValueError, match=r"float dtype.*astype\('Int64'\)"):
+        evaluate_frame(frame, flags())
+    frame["distinct_id"] = frame["distinct_id"].astype("Int64").astype("string")
+    out = evaluate_frame(frame, flags())
+    assert out["error"].iloc[2] is not pd.NA and out["error"].iloc[0] is pd.NA
+
+
+def test_missing_cells_are_absent_by_default_and_null_on_request() -> None:
+    frame = pd.DataFrame({"distinct_id": ["a", "b"], "p": pd.Series([None, "x"], dtype=object)})
+    is_set = [
+        {
+            "key": "s",
+            "active": True,
+            "filters": {
+                "groups": [
+                    {"properties": [{"key": "p", "operator": "is_set", "value": "is_set", "type": "person"}]}
+                ]
+            },
+        }
+    ]
+    assert evaluate_frame(frame, is_set)["s"].tolist() == [False, True]
+    assert evaluate_frame(frame, is_set, nulls="null")["s"].tolist() == [True, True]
+    # a None inside a person_properties dict cell is JSON null, as in evaluate_flags
+    dicts = pd.DataFrame({"distinct_id": ["a", "b"], "person_properties": [{"p": None}, {}]})
+    assert evaluate_frame(dicts, is_set)["s"].tolist() == [True, False]
+    with pytest.raises(ValueError, match="nulls"):
+        evaluate_frame(frame, is_set, nulls="nan")
+
+
+def test_sdk_mode_group_flag_needs_only_the_group_key_like_the_client() -> None:
+    """The SDK's client adds `$group_key` to every passed group's properties, so the group is enough."""
+    flag = {
+        "key": "g",
+        "active": True,
+        "filters": {
+            "aggregation_group_type_index": 0,
+            "groups": [{"properties": [], "rollout_percentage": 100}],
+        },
+    }
+    frame = pd.DataFrame({"distinct_id": ["a", "b"], "group:company": ["acme", None]})
+    out = evaluate_frame(frame, [flag], mode="sdk", group_type_mapping={"0": "company"})
+    assert out["g"].tolist() == [True, False]
+    res = evaluate_flags(
+        [flag], "a", groups={"company": "acme"}, group_type_mapping={"0": "company"}, mode="sdk"
+    )
+    assert res["g"].value is True
