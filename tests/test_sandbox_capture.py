@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from analytics_nb.sandbox import Sandbox, start
-from analytics_nb.sandbox._capture import BATCH_LIMIT, EVENT_LIMIT
+from analytics_nb.sandbox._resources.capture import BATCH_LIMIT, EVENT_LIMIT
 
 
 def ev(name: str = "page_viewed", distinct_id: str = "cap-user", **extra: Any) -> dict[str, Any]:
@@ -221,8 +221,10 @@ def test_events_list_endpoint(filled: Sandbox) -> None:
     assert only_a["count"] > 0 and all(
         e["event"] == "a" and e["distinct_id"] == "p1" for e in only_a["results"]
     )
-    beyond = httpx.get(url, params={"offset": 10**30}, headers=headers)
+    beyond = httpx.get(url, params={"offset": 2**62}, headers=headers)
     assert beyond.status_code == 200 and beyond.json()["results"] == []
+    past_sqlite = httpx.get(url, params={"offset": 10**30}, headers=headers)  # issue 12 finding 10
+    assert past_sqlite.status_code == 400 and past_sqlite.json()["attr"] == "offset"
     assert httpx.get(url).status_code == 401
     no_scope = sb.create_personal_key(scopes=["feature_flag:read"])
     denied = httpx.get(url, headers={"Authorization": f"Bearer {no_scope}"})

@@ -15,7 +15,7 @@ posthog = pytest.importorskip("posthog")
 
 from analytics_nb.flags import evaluate_flags  # noqa: E402
 from analytics_nb.sandbox import Sandbox  # noqa: E402
-from analytics_nb.sandbox._feature_flags import local_evaluation_body  # noqa: E402
+from analytics_nb.sandbox._resources.feature_flags import local_evaluation_body  # noqa: E402
 
 PERSONS = [f"user-{i:05d}" for i in range(0, 3000, 10)]  # 300 seeded persons
 

@@ -14,6 +14,7 @@ from urllib.parse import parse_qs
 from starlette.requests import Request
 
 from ._errors import authentication_failed, not_authenticated, permission_denied
+from ._http import parse_json_body
 from ._store import Store, dumps, loads, now_iso
 
 #: Scope objects the sandbox knows (a subset of PostHog's `posthog/scopes.py` list, enough to validate keys).
@@ -210,19 +211,21 @@ def create_personal_key(
 
 
 def _body_key(request: Request) -> str | None:
-    """`personal_api_key` from a body that the app has already read (JSON or form), else None."""
-    body = getattr(request, "_body", None)
-    if not body:
+    """`personal_api_key` from a body the app has already read (JSON or form), else None. A JSON body is
+    parsed with the API's checks, so a malformed one is the DRF 400 (as PostHog's authentication, which
+    reads `request.data`, answers) and never a 500."""
+    body: bytes | None = getattr(request, "_body", None)
+    if not body or not body.strip():
         return None
-    try:
-        import json
-
-        data = json.loads(body)
-        if isinstance(data, dict) and isinstance(data.get("personal_api_key"), str):
-            return data["personal_api_key"]
-    except (ValueError, UnicodeDecodeError):
+    ctype = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if ctype == "application/x-www-form-urlencoded":
         values = parse_qs(body.decode("latin-1")).get("personal_api_key")
         return values[0] if values else None
+    if ctype and ctype != "application/json" and not ctype.endswith("+json"):
+        return None
+    data = parse_json_body(request, body)
+    if isinstance(data, dict) and isinstance(data.get("personal_api_key"), str):
+        return str(data["personal_api_key"])
     return None
 
 

@@ -17,9 +17,10 @@ import uvicorn
 
 from . import _auth
 from ._app import SandboxApp, create_app
+from ._resources import decide, events, playlists
 
 if TYPE_CHECKING:
-    import pandas as pd
+    import pandas as pd  # type: ignore[import-untyped]
 
     from ._context import SandboxContext
     from ._faults import Faults
@@ -91,7 +92,7 @@ class Sandbox:
         scoped_organizations: list[str] | None = None,
     ) -> str:
         """Issue another personal key (default scopes `["*"]`) for the owner or for `user` (id or email)."""
-        user_id = self.ctx.extra["owner_user_id"]
+        user_id = self.ctx.owner_user_id
         if isinstance(user, int):
             user_id = user
         elif isinstance(user, str):
@@ -139,9 +140,7 @@ class Sandbox:
         `distinct_id` merged with `person_properties`. `playlist` (a collection's short_id) also adds it
         there, as `POST .../recordings/<id>/` would. A new uuid4 is used when `session_id` is None.
         """
-        from ._playlists import insert_recording
-
-        return insert_recording(
+        return playlists.insert_recording(
             self.ctx.store,
             self.project_id,
             session_id=session_id,
@@ -160,26 +159,17 @@ class Sandbox:
     def set_flags_quota_limited(self, limited: bool = True) -> None:
         """Make `/decide` and `/flags` answer as a billing-limited project (`quotaLimited: ["feature_flags"]`,
         no flags) until called with False."""
-        from ._decide import set_flags_quota_limited
-
-        set_flags_quota_limited(self, limited)
+        decide.set_flags_quota_limited(self.ctx, limited)
 
     def set_flag_failures(self, keys: Iterable[str] | str = ()) -> None:
         """Make these flag keys fail to compute in `/decide` and `/flags` (`errorsWhileComputingFlags: true`,
         `failed: true` in detailed answers); the other flags are still answered. `()` clears it."""
-        from ._decide import set_flag_failures
-
-        set_flag_failures(self, keys)
+        decide.set_flag_failures(self.ctx, keys)
 
     # -- read-back
     def events(self) -> pd.DataFrame:
-        """Captured events as a DataFrame (implemented by the capture module's `events_frame(store,
-        project_id)`)."""
-        try:
-            from . import _capture
-        except ImportError as exc:  # pragma: no cover - the capture module ships with the package
-            raise RuntimeError("this sandbox build has no capture module") from exc
-        return _capture.events_frame(self.ctx.store, self.project_id)
+        """Captured events as a DataFrame: uuid, event, distinct_id, timestamp, properties (dict), ..."""
+        return events.events_frame(self.ctx.store, self.project_id)
 
     def requests(self) -> pd.DataFrame:
         """The request log: method, path, query, status, body (text), at; no headers, keys redacted."""
@@ -256,9 +246,7 @@ def launch(
         admin=admin,
         fault_seed=fault_seed,
     )
-    key = _auth.create_personal_key(
-        app.ctx.store, app.ctx.extra["owner_user_id"], ["*"], label="sandbox owner"
-    )
+    key = _auth.create_personal_key(app.ctx.store, app.ctx.owner_user_id, ["*"], label="sandbox owner")
     # proto=IPPROTO_TCP so that asyncio sets TCP_NODELAY on accepted connections (no 40 ms Nagle stalls)
     sock = socket.socket(
         socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP

@@ -1,10 +1,7 @@
 """SQLite storage of the sandbox: one connection (a file or in memory), one transaction per write.
 
-Extending the schema (for the modules that plug into the app, such as `_capture`, `_feature_flags`): a
-module may define a module-level ``SCHEMA: str`` of ``CREATE TABLE IF NOT EXISTS ...`` statements; the app
-runs it through :meth:`Store.executescript` when the sandbox starts, after :data:`CORE_SCHEMA`. Code may
-also call ``store.executescript(sql)`` at any time. Tables of the core schema that other modules may read
-and write:
+Each resource module (`_resources/*`) declares its tables in ``SCHEMA`` (``CREATE TABLE IF NOT EXISTS``),
+run when the sandbox starts, after :data:`CORE_SCHEMA`. The core tables, shared by every resource:
 
 * ``organizations(id TEXT uuid, name, slug, created_at, plugins_access_level)``
 * ``projects(id INTEGER, organization_id, name, api_token, created_at, timezone)``
@@ -14,6 +11,7 @@ and write:
   :meth:`Store.set_person`, :meth:`Store.get_person_properties`, :meth:`Store.set_group`,
   :meth:`Store.get_group_properties`, :meth:`Store.group_type_mapping`.
 * ``activity_log``: use :meth:`Store.log_activity`.
+* ``sandbox_meta(name, value)``: the seed state and the owner key (:meth:`Store.get_meta` / `set_meta`).
 
 Every read/write goes through the store's lock, so handlers may call it from any thread.
 """
@@ -88,6 +86,10 @@ CREATE TABLE IF NOT EXISTS groups (
     properties TEXT NOT NULL DEFAULT '{}',
     PRIMARY KEY (project_id, group_type_index, group_key)
 );
+CREATE TABLE IF NOT EXISTS sandbox_meta (
+    name TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
 CREATE TABLE IF NOT EXISTS activity_log (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
     organization_id TEXT,
@@ -108,8 +110,9 @@ def now_iso() -> str:
 
 
 def dumps(value: Any) -> str:
-    """JSON text for a stored JSON column."""
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    """JSON text for a stored JSON column (strict: a non-finite number raises ValueError, so it is never
+    stored)."""
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
 
 
 def loads(text: str | None) -> Any:
@@ -181,6 +184,20 @@ class Store:
         """Close the connection (the in-memory database is gone afterwards)."""
         with self.lock:
             self._conn.close()
+
+    # -- sandbox metadata (seed state, owner key)
+    def get_meta(self, name: str) -> str | None:
+        """A value of the `sandbox_meta` table, None when unset."""
+        row = self.query_one("SELECT value FROM sandbox_meta WHERE name=?", (name,))
+        return None if row is None else str(row["value"])
+
+    def set_meta(self, name: str, value: str) -> None:
+        """Set a `sandbox_meta` value (inside the caller's transaction when there is one)."""
+        self.execute(
+            "INSERT INTO sandbox_meta(name, value) VALUES (?,?) "
+            "ON CONFLICT(name) DO UPDATE SET value=excluded.value",
+            (name, value),
+        )
 
     # -- persons and groups (read by decide, written by the handle and the seeds)
     def set_person(self, project_id: int, distinct_id: str, properties: dict[str, Any]) -> None:

@@ -9,17 +9,26 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
-from starlette.routing import BaseRoute, Route
+from starlette.responses import Response
 
-from ._errors import validation_error
-from ._http import int_param, page_links
-from ._store import Store
+from .._context import SandboxContext, context_of
+from .._endpoints import Endpoint, Query
+from .._errors import validation_error
+from .._http import int_param, page_response
+from .._store import Store
 
 if TYPE_CHECKING:
-    import pandas as pd
+    import pandas as pd  # type: ignore[import-untyped]
 
-__all__ = ["EVENT_COLUMNS", "SCHEMA", "event_records", "events_frame", "insert_events", "routes"]
+__all__ = [
+    "ENDPOINTS",
+    "EVENT_COLUMNS",
+    "SCHEMA",
+    "event_records",
+    "events_frame",
+    "insert_events",
+    "seed",
+]
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS events (
@@ -208,17 +217,17 @@ def _api_event(rec: dict[str, Any]) -> dict[str, Any]:
 
 async def events_list(request: Request) -> Response:
     """`GET /api/projects/:id/events/`: newest first, `event` / `distinct_id` / `after` / `before` filters,
-    limit/offset pagination (default 100, max 1000); scope `query:read` as on the real service."""
-    ctx = request.app.state.sandbox
+    limit/offset pagination (default 100, max 1000) in SQL; scope `query:read` as on the real service."""
+    ctx = context_of(request)
     ctx.authenticate_personal(request, "query:read")
     project_id = ctx.project_id_of(request)
     q = request.query_params
-    limit = int_param(q.get("limit"), 100) or 100
+    limit = int_param(q.get("limit"), 100, name="limit") or 100
     if limit > 1000:
         raise validation_error(
             "Ensure this value is less than or equal to 1000.", attr="limit", code="max_value"
         )
-    offset = min(int_param(q.get("offset"), 0), 2**62)  # past any row; keeps SQLite's INTEGER range
+    offset = int_param(q.get("offset"), 0, name="offset")
     filters: dict[str, Any] = {
         "project_id": project_id,
         "event": q.get("event") or None,
@@ -228,15 +237,29 @@ async def events_list(request: Request) -> Response:
     }
     total = count_events(ctx.store, **filters)
     records = event_records(ctx.store, limit=limit, offset=offset, newest_first=True, **filters)
-    nxt, prev = page_links(request, count=total, limit=limit, offset=offset)
-    return JSONResponse(
-        {"count": total, "next": nxt, "previous": prev, "results": [_api_event(r) for r in records]}
+    return page_response(request, [_api_event(r) for r in records], count=total, limit=limit, offset=offset)
+
+
+ENDPOINTS = [
+    Endpoint(
+        "GET",
+        "/api/projects/{project_id}/events/",
+        events_list,
+        "events_list",
+        "Captured events, newest first",
+        query=(
+            Query("event"),
+            Query("distinct_id"),
+            Query("after"),
+            Query("before"),
+            Query("limit", "integer", minimum=0),
+            Query("offset", "integer", minimum=0),
+        ),
+        returns="page",
+        aliases=("/api/environments/{project_id}/events/",),
     )
+]
 
 
-def routes() -> list[BaseRoute]:
-    """The events list route (mounted through `_capture.routes()`)."""
-    return [
-        Route("/api/projects/{project_id}/events", events_list, methods=["GET"]),
-        Route("/api/environments/{project_id}/events", events_list, methods=["GET"]),
-    ]
+def seed(store: Store, ctx: SandboxContext) -> None:
+    """No demo events: the events table fills from capture."""

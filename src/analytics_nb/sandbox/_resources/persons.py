@@ -1,7 +1,8 @@
 """Persons and groups of the sandbox: fast reads for decide, bulk writes for the seed, and the person/group
 updates that captured events carry (``$set``, ``$set_once``, ``$unset``, ``$groupidentify``).
 
-The tables themselves (``persons``, ``group_types``, ``groups``) belong to the core store schema.
+The tables themselves (``persons``, ``group_types``, ``groups``) belong to the core store schema (decide,
+capture and the handle all use them). No HTTP endpoints of its own.
 """
 
 from __future__ import annotations
@@ -10,16 +11,25 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from ._store import Store, dumps
+from .._context import SandboxContext
+from .._store import Store, dumps
+from . import demo_flags
 
 __all__ = [
+    "ENDPOINTS",
+    "SCHEMA",
     "apply_event_updates",
     "bulk_set_groups",
     "bulk_set_persons",
     "group_properties_for",
     "group_type_mapping",
     "person_properties",
+    "seed",
 ]
+
+
+SCHEMA = ""  # persons / group_types / groups are core tables (`_store.CORE_SCHEMA`)
+ENDPOINTS: list[Any] = []
 
 
 def person_properties(store: Store, project_id: int, distinct_id: str) -> dict[str, Any]:
@@ -152,3 +162,13 @@ def apply_event_updates(
         _apply_person(conn, project_id, str(event["distinct_id"]), merged)
         if event.get("event") == "$groupidentify":
             _apply_group(store, conn, project_id, props)
+
+
+def seed(store: Store, ctx: SandboxContext) -> None:
+    """Demo seed: the `company` group type at index 0 with its companies, and the demo persons."""
+    store.execute(
+        "INSERT OR IGNORE INTO group_types(project_id, group_type_index, group_type) VALUES (?,?,?)",
+        (ctx.project_id, 0, "company"),
+    )
+    bulk_set_groups(store, ctx.project_id, "company", demo_flags.demo_companies())
+    bulk_set_persons(store, ctx.project_id, demo_flags.demo_persons())

@@ -22,13 +22,17 @@ from urllib.parse import parse_qs, unquote_to_bytes
 
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
-from starlette.routing import BaseRoute, Route
 
-from . import _events, _persons
-from ._events import events_frame
+from .._context import SandboxContext, context_of
+from .._endpoints import Endpoint, Query
+from .._http import BodyTooLarge, read_limited
+from .._store import Store
+from . import persons
+from .events import events_frame, insert_events
 
 __all__ = [
     "BATCH_LIMIT",
+    "ENDPOINTS",
     "EVENT_LIMIT",
     "SCHEMA",
     "BodyError",
@@ -37,11 +41,11 @@ __all__ = [
     "decode_body",
     "events_frame",
     "read_limited",
-    "routes",
+    "seed",
     "uuid7",
 ]
 
-SCHEMA = _events.SCHEMA
+SCHEMA = ""  # the events table is `events.SCHEMA`
 
 #: Largest request body on `/capture`, `/e`, `/i/v0/e` and largest decoded event (bytes).
 EVENT_LIMIT = 2 * 1024 * 1024
@@ -63,10 +67,6 @@ class BodyError(Exception):
         super().__init__(message)
         self.kind = kind
         self.message = message
-
-
-class BodyTooLarge(Exception):
-    """The request body is over the endpoint's limit (answered 413)."""
 
 
 def uuid7() -> str:
@@ -125,7 +125,7 @@ def decode_body(
     content_type: str = "",
     content_encoding: str = "",
     compression: str | None = None,
-    form_data: str | None = None,
+    form_data: bytes | None = None,
     limit: int = BATCH_LIMIT,
     allow_base64: bool = True,
 ) -> Any:
@@ -141,9 +141,9 @@ def decode_body(
             raise BodyError("decode", "unsupported compression: lz64")
         if "data" not in fields:
             raise BodyError("decode", "form body without a data field")
-        form_data = fields["data"][0]
+        form_data = fields["data"][0].encode("latin-1")  # the body bytes back
     if form_data is not None:
-        data = form_data.encode("latin-1")
+        data = form_data
         stripped = data.lstrip()
         if not stripped.startswith((b"{", b"[")):
             data = _b64(data)
@@ -168,26 +168,6 @@ def decode_body(
         if decoded.startswith(_GZIP_MAGIC):
             decoded = _gunzip(decoded, limit)
         return _json(decoded)
-
-
-async def read_limited(request: Request, limit: int) -> bytes:
-    """The request body, refused (`BodyTooLarge`) as soon as it exceeds `limit` bytes."""
-    declared = request.headers.get("content-length")
-    if declared and declared.isdigit():
-        if int(declared) > limit:
-            raise BodyTooLarge
-        body = await request.body()  # the server enforces the declared length
-        if len(body) > limit:
-            raise BodyTooLarge
-        return body
-    chunks: list[bytes] = []
-    size = 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:
-            raise BodyTooLarge
-        chunks.append(chunk)
-    return b"".join(chunks)
 
 
 def _text(status: int, message: str) -> Response:
@@ -335,7 +315,7 @@ def _normalise(
 
 
 def capture(
-    store: Any,
+    store: Store,
     payload: Any,
     *,
     endpoint: str = "/batch",
@@ -413,10 +393,10 @@ def capture(
             return 400, "maximum event size exceeded"
         rows.append(normalised)
     with store.transaction() as conn:
-        fresh = _events.insert_events(conn, rows)
+        fresh = insert_events(conn, rows)
         new_rows = [r for r, is_new in zip(rows, fresh, strict=True) if is_new]
         if new_rows:
-            _persons.apply_event_updates(store, project_id, [{**r["extra"], **r} for r in new_rows], conn)
+            persons.apply_event_updates(store, project_id, [{**r["extra"], **r} for r in new_rows], conn)
     return 200, {"status": "Ok"}
 
 
@@ -427,10 +407,11 @@ async def capture_endpoint(request: Request) -> Response:
     path = request.url.path.rstrip("/") or "/"
     limit = BATCH_LIMIT if path == "/batch" else EVENT_LIMIT
     query = request.query_params
-    form_data: str | None = None
+    form_data: bytes | None = None
     if request.method == "GET":
         raw = b""
-        form_data = query.get("data")
+        text = query.get("data")
+        form_data = None if text is None else text.encode("utf-8")  # the query string is decoded as UTF-8
         if form_data is None:
             return _text(400, "failed to decode request: no data")
     else:
@@ -453,7 +434,7 @@ async def capture_endpoint(request: Request) -> Response:
         if exc.kind == "parse":
             return _text(400, f"failed to parse request: {exc.message}")
         return _text(400, f"failed to decode request: {exc.message}")
-    store = request.app.state.sandbox.store
+    store = context_of(request).store
     status, body = capture(store, payload, endpoint=path, sent_at_ms=query.get("_"))
     if isinstance(body, str):
         return _text(status, body)
@@ -465,79 +446,71 @@ async def capture_endpoint(request: Request) -> Response:
     )
 
 
-def routes() -> list[BaseRoute]:
-    """Capture routes (with and without trailing slash) plus the events list endpoint."""
-    out: list[BaseRoute] = []
-    for path in ("/capture", "/batch", "/e", "/i/v0/e"):
-        out.append(Route(path, capture_endpoint, methods=["GET", "POST", "OPTIONS"]))
-    return out + _events.routes()
-
-
-def _openapi_op(op_id: str, summary: str, limit: str) -> dict[str, Any]:
-    text = {"text/plain": {"schema": {"type": "string"}}}
-    return {
-        "operationId": op_id,
-        "summary": summary,
-        "security": [],
-        "requestBody": {
-            "content": {"application/json": {"schema": {"$ref": "#/components/schemas/CaptureBody"}}}
-        },
-        "responses": {
-            "200": {
-                "description": '{"status": "Ok"}',
-                "content": {"application/json": {"schema": {"type": "object"}}},
-            },
-            "400": {"description": "Malformed or invalid events", "content": text},
-            "401": {"description": "Missing or invalid project token", "content": text},
-            "413": {"description": f"Body over {limit}", "content": text},
-        },
-    }
-
-
-#: OpenAPI path items of this module (for the sandbox's `/api/schema/` document).
-OPENAPI_PATHS: dict[str, Any] = {
-    "/capture/": {"post": _openapi_op("capture", "Capture one event, an array or a batch", "2 MB")},
-    "/batch/": {"post": _openapi_op("batch", "Capture a batch of events", "20 MB")},
-    "/api/projects/{project_id}/events/": {
-        "get": {
-            "operationId": "events_list",
-            "summary": "Captured events, newest first",
-            "parameters": [
-                {"name": "project_id", "in": "path", "required": True, "schema": {"type": "string"}},
-                *(
-                    {"name": n, "in": "query", "required": False, "schema": {"type": t}}
-                    for n, t in (
-                        ("event", "string"),
-                        ("distinct_id", "string"),
-                        ("after", "string"),
-                        ("before", "string"),
-                        ("limit", "integer"),
-                        ("offset", "integer"),
-                    )
-                ),
-            ],
-            "responses": {
-                "200": {
-                    "description": "Page of events",
-                    "content": {"application/json": {"schema": {"type": "object"}}},
-                },
-                **{code: {"$ref": "#/components/responses/Error"} for code in ("400", "401", "403", "404")},
-            },
-        }
+_TEXT_ERRORS = (400, 401, 413)
+#: The body every capture path takes (one event, an array, or `{batch: [...]}`), as documented.
+CAPTURE_BODY: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "api_key": {"type": "string"},
+        "event": {"type": "string"},
+        "distinct_id": {"type": "string"},
+        "properties": {"type": "object"},
+        "uuid": {"type": "string"},
+        "timestamp": {"type": "string"},
+        "batch": {"type": "array", "items": {"type": "object"}},
     },
 }
-#: OpenAPI component schemas of this module.
-OPENAPI_SCHEMAS: dict[str, Any] = {
-    "CaptureBody": {
-        "type": "object",
-        "properties": {
-            "api_key": {"type": "string"},
-            "event": {"type": "string"},
-            "distinct_id": {"type": "string"},
-            "properties": {"type": "object"},
-            "uuid": {"type": "string"},
-            "timestamp": {"type": "string"},
-            "batch": {"type": "array", "items": {"type": "object"}},
-        },
+
+
+def _capture_endpoints(path: str, summary: str, limit: str) -> list[Endpoint]:
+    common: dict[str, Any] = {
+        "auth": "token",
+        "errors": _TEXT_ERRORS,
+        "text_errors": True,
+        "body_limit": None,  # read by the handler with its own limit and plain-text 413
     }
-}
+    name = path.strip("/").replace("/", "_") or "capture"
+    return [
+        Endpoint(
+            "POST",
+            path,
+            capture_endpoint,
+            name,
+            f"{summary} (body up to {limit})",
+            body_schema=CAPTURE_BODY,
+            **common,
+        ),
+        Endpoint(
+            "GET",
+            path,
+            capture_endpoint,
+            f"{name}_get",
+            "The same with the body in `?data=` (base64 or JSON)",
+            query=(Query("data"), Query("compression")),
+            **common,
+        ),
+        Endpoint(
+            "OPTIONS",
+            path,
+            capture_endpoint,
+            f"{name}_options",
+            "CORS preflight",
+            returns="empty",
+            errors=(),
+            auth="none",
+            body_limit=None,
+            documented=False,
+        ),
+    ]
+
+
+ENDPOINTS = [
+    *_capture_endpoints("/capture/", "Capture one event, an array or a batch", "2 MB"),
+    *_capture_endpoints("/batch/", "Capture a batch of events", "20 MB"),
+    *_capture_endpoints("/e/", "Capture (the JS SDK's path)", "2 MB"),
+    *_capture_endpoints("/i/v0/e/", "Capture (the newest SDKs' path)", "2 MB"),
+]
+
+
+def seed(store: Store, ctx: SandboxContext) -> None:
+    """Nothing to seed: capture only writes `events` (see `events.seed`)."""
