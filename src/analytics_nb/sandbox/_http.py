@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from typing import Any
 
 from starlette.datastructures import URL
@@ -19,7 +20,8 @@ from ._errors import APIError, parse_error, validation_error
 #: Largest JSON body the private API accepts (Django's DATA_UPLOAD_MAX_MEMORY_SIZE, 2.5 MB).
 MAX_API_BODY = 2_621_440
 #: Deepest JSON nesting any endpoint accepts (objects and arrays); deeper bodies get a 400 naming the limit.
-MAX_JSON_DEPTH = 100
+#: 128 is serde_json's default recursion limit, what PostHog's Rust capture and flags services parse with.
+MAX_JSON_DEPTH = 128
 #: Largest `offset` / `limit` / `page` a listing accepts: SQLite's INTEGER range ends at 2**63 - 1.
 MAX_INT_PARAM = 2**63 - 1
 
@@ -88,19 +90,24 @@ def _refuse_constant(name: str) -> Any:
     raise BadJSON(None, f"{name} is not valid JSON; send a finite number, or a string")
 
 
-def loads(data: bytes | str) -> Any:
+def loads(data: bytes | str, *, fix_surrogates: bool = False) -> Any:
     """Parse JSON and check every value (see :func:`check_json`); raises ``ValueError`` subclasses:
     `json.JSONDecodeError` / `UnicodeDecodeError` for malformed text, :class:`BadJSON` for refused values."""
     try:
         value = json.loads(data, parse_constant=_refuse_constant)
     except RecursionError:
         raise BadJSON(None, _depth_reason()) from None
-    check_json(value)
-    return value
+    return check_json(value, fix_surrogates=fix_surrogates)
 
 
 def _depth_reason() -> str:
     return f"JSON nested deeper than {MAX_JSON_DEPTH} levels; the sandbox accepts at most {MAX_JSON_DEPTH}"
+
+
+_SURROGATE = "text holds a lone surrogate (invalid Unicode); send valid UTF-8"
+_NOT_FINITE = (
+    "number is not finite (a value such as 1e400 overflows to infinity); send a finite number, or a string"
+)
 
 
 def _bad_string(text: str) -> bool:
@@ -113,34 +120,63 @@ def _bad_string(text: str) -> bool:
     return False
 
 
-def check_json(value: Any, root: str | None = None) -> None:
-    """Refuse non-finite numbers (``1e400`` parses to infinity, ``NaN``), strings or keys holding a lone
-    surrogate (``"\\ud800"``), and nesting deeper than :data:`MAX_JSON_DEPTH`. Iterative, so any depth is
-    safe. Raises :class:`BadJSON` whose `path` joins keys and indexes with ``__`` (DRF's nested `attr`)."""
-    stack: list[tuple[Any, tuple[str, ...], int]] = [(value, (root,) if root else (), 0)]
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")  # json.loads joins valid pairs, so any left is lone
+
+
+def repaired(text: str) -> str:
+    """`text` with each lone surrogate replaced by U+FFFD."""
+    return _LONE_SURROGATE.sub("\ufffd", text)
+
+
+def check_json(value: Any, *, fix_surrogates: bool = False) -> Any:
+    """Refuse non-finite numbers (``1e400`` parses to infinity, ``NaN``), nesting deeper than
+    :data:`MAX_JSON_DEPTH`, and strings or keys holding a lone surrogate (``"\\ud800"``) -- or, with
+    `fix_surrogates`, replace those by U+FFFD in place, as PostHog's capture does. Iterative, so any depth
+    is safe. Returns `value` (repaired); raises :class:`BadJSON` whose `path` joins keys and indexes with
+    ``__`` (DRF's nested `attr`)."""
+    if isinstance(value, str):
+        if _bad_string(value):
+            if not fix_surrogates:
+                raise BadJSON(None, _SURROGATE)
+            return repaired(value)
+        return value
+    if isinstance(value, float) and not math.isfinite(value):
+        raise BadJSON(None, _NOT_FINITE)
+    if not isinstance(value, dict | list):
+        return value
+    stack: list[tuple[Any, tuple[str, ...]]] = [(value, ())]
     while stack:
-        item, path, depth = stack.pop()
-        if isinstance(item, str):
-            if _bad_string(item):
-                raise BadJSON(_join(path), "text holds a lone surrogate (invalid Unicode); send valid UTF-8")
-        elif isinstance(item, float):
-            if not math.isfinite(item):
-                raise BadJSON(
-                    _join(path),
-                    "number is not finite (a value such as 1e400 overflows to infinity); send a finite "
-                    "number, or a string",
-                )
-        elif isinstance(item, dict):
-            if depth >= MAX_JSON_DEPTH:
-                raise BadJSON(_join(path), _depth_reason())
-            for key, child in item.items():
-                if isinstance(key, str) and _bad_string(key):
-                    raise BadJSON(_join(path), "a key holds a lone surrogate (invalid Unicode)")
-                stack.append((child, (*path, str(key)), depth + 1))
-        elif isinstance(item, list):
-            if depth >= MAX_JSON_DEPTH:
-                raise BadJSON(_join(path), _depth_reason())
-            stack.extend((child, (*path, str(i)), depth + 1) for i, child in enumerate(item))
+        container, path = stack.pop()
+        if len(path) >= MAX_JSON_DEPTH:
+            raise BadJSON(None, _depth_reason())  # the whole body is refused (no field to name)
+        items = container.items() if isinstance(container, dict) else enumerate(container)
+        fixes: list[tuple[Any, Any, Any]] = []  # (key, new key, new value), applied after the loop
+        for key, child in items:
+            new_key = key
+            if isinstance(key, str) and _bad_string(key):
+                if not fix_surrogates:
+                    raise BadJSON(
+                        _join((*path, repaired(key))), "a key holds a lone surrogate (invalid Unicode)"
+                    )
+                new_key = repaired(key)
+            new_child = child
+            if isinstance(child, str):
+                if _bad_string(child):
+                    if not fix_surrogates:
+                        raise BadJSON(_join((*path, str(key))), _SURROGATE)
+                    new_child = repaired(child)
+            elif isinstance(child, float):
+                if not math.isfinite(child):
+                    raise BadJSON(_join((*path, str(key))), _NOT_FINITE)
+            elif isinstance(child, dict | list):
+                stack.append((child, (*path, str(new_key))))
+            if new_key is not key or new_child is not child:
+                fixes.append((key, new_key, new_child))
+        for key, new_key, new_child in fixes:
+            if new_key != key:
+                del container[key]
+            container[new_key] = new_child
+    return value
 
 
 def _join(path: tuple[str, ...]) -> str | None:

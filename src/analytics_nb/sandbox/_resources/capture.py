@@ -25,7 +25,7 @@ from starlette.responses import PlainTextResponse, Response
 
 from .._context import SandboxContext, context_of
 from .._endpoints import Endpoint, Query
-from .._http import BodyTooLarge, read_limited
+from .._http import BadJSON, BodyTooLarge, loads, read_limited
 from .._store import Store
 from . import persons
 from .events import events_frame, insert_events
@@ -106,16 +106,15 @@ def _b64(data: bytes) -> bytes:
         raise BodyError("decode", f"invalid base64: {exc}") from None
 
 
-def _no_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not valid JSON")
-
-
-def _json(data: bytes) -> Any:
+def _json(data: bytes, fix_surrogates: bool) -> Any:
     try:
-        return json.loads(data, parse_constant=_no_constant)
+        return loads(data, fix_surrogates=fix_surrogates)
     except UnicodeDecodeError as exc:
         raise BodyError("decode", f"invalid UTF-8: {exc}") from None
-    except ValueError as exc:  # JSONDecodeError, or NaN / Infinity, which strict JSON parsers refuse
+    except BadJSON as exc:  # non-finite number, too deep, or (decide) a lone surrogate
+        where = f"{exc.path}: " if exc.path else ""
+        raise BodyError("parse", f"invalid JSON: {where}{exc.reason}") from None
+    except ValueError as exc:  # JSONDecodeError
         raise BodyError("parse", f"invalid JSON: {exc}") from None
 
 
@@ -128,9 +127,14 @@ def decode_body(
     form_data: bytes | None = None,
     limit: int = BATCH_LIMIT,
     allow_base64: bool = True,
+    fix_surrogates: bool = False,
 ) -> Any:
     """Decode an ingestion body into JSON: form `data=` (base64, maybe gzip), gzip (magic bytes, header or
-    `compression` hint), plain JSON, then base64 of JSON. `lz64` is refused, as the Rust services do."""
+    `compression` hint), plain JSON, then base64 of JSON. `lz64` is refused, as the Rust services do.
+    Every value is checked (`_http.check_json`): non-finite numbers and nesting past 128 levels are a parse
+    error; lone surrogates are too, unless `fix_surrogates` (capture), which replaces them by U+FFFD as
+    PostHog's capture does before parsing (`rust/capture/src/passes/invalid_surrogates.rs`,
+    `InvalidSurrogatesPass`)."""
     ctype = content_type.split(";", 1)[0].strip().lower()
     comp = (compression or "").lower()
     if comp == "lz64":
@@ -149,12 +153,12 @@ def decode_body(
             data = _b64(data)
         if data.startswith(_GZIP_MAGIC):
             data = _gunzip(data, limit)
-        return _json(data)
+        return _json(data, fix_surrogates)
     data = raw
     if data.startswith(_GZIP_MAGIC) or "gzip" in content_encoding.lower() or comp in ("gzip", "gzip-js"):
         data = _gunzip(data, limit)
     try:
-        return _json(data)
+        return _json(data, fix_surrogates)
     except BodyError:
         if not allow_base64:
             raise
@@ -167,7 +171,7 @@ def decode_body(
             raise BodyError("parse", "invalid JSON: the body is neither JSON nor base64 of JSON") from None
         if decoded.startswith(_GZIP_MAGIC):
             decoded = _gunzip(decoded, limit)
-        return _json(decoded)
+        return _json(decoded, fix_surrogates)
 
 
 def _text(status: int, message: str) -> Response:
@@ -427,6 +431,7 @@ async def capture_endpoint(request: Request) -> Response:
             compression=query.get("compression"),
             form_data=form_data,
             limit=BATCH_LIMIT,
+            fix_surrogates=True,  # as PostHog's capture: rust/capture/src/passes/invalid_surrogates.rs
         )
     except BodyError as exc:
         if exc.kind == "size":
