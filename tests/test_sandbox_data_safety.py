@@ -24,7 +24,7 @@ def _raw(http: httpx.Client, method: str, path: str, text: str) -> httpx.Respons
     )
 
 
-# -- finding 1: poisoned rows ---------------------------------------------------------------------------------
+# -- finding 1: poisoned rows ---------------------------------------------------------------------------
 def test_non_finite_playlist_filters_are_refused_and_nothing_is_stored(sb: Sandbox) -> None:
     with api(sb) as http:
         before = http.get(playlists_path(sb)).json()["count"]
