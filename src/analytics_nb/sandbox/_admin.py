@@ -1,6 +1,7 @@
 """The sandbox's own admin endpoints under ``/_sandbox/``: fault rules (`GET/POST/DELETE /_sandbox/faults/`,
-`DELETE /_sandbox/faults/:id/`) and a health check. Served only when the sandbox was started with
-``admin=True`` (the CLI's ``--admin``, which `start(mode="process")` uses); otherwise 404.
+`DELETE /_sandbox/faults/:id/`) and a health check. The fault endpoints are served only when the sandbox
+was started with ``admin=True`` (the CLI's ``--admin``, which `start(mode="process")` uses; otherwise 404)
+and only to the owner's key (``Authorization: Bearer <owner key>``; 401 without a key, 403 with another).
 """
 
 from __future__ import annotations
@@ -9,9 +10,10 @@ from pydantic import ConfigDict
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
+from . import _auth
 from ._context import SandboxContext, context_of
 from ._endpoints import Endpoint
-from ._errors import APIError, not_found
+from ._errors import APIError, not_authenticated, not_found, permission_denied
 from ._http import parse_json_body, read_body
 from ._validation import JSONValue, RequestModel, validate
 
@@ -34,9 +36,15 @@ class FaultWrite(RequestModel):
 
 
 def _admin(request: Request) -> SandboxContext:
+    """The context, once the request is known to come from the owner (404 when admin is off)."""
     ctx = context_of(request)
     if not ctx.admin:
         raise not_found()
+    key, _ = _auth.extract_key(request)
+    if key is None:
+        raise not_authenticated()
+    if not _auth.is_key(key, ctx.owner_key_hash):
+        raise permission_denied("The /_sandbox/ admin endpoints take only the sandbox owner's key.")
     return ctx
 
 
@@ -48,8 +56,9 @@ async def list_faults(request: Request) -> Response:
 
 async def add_fault(request: Request) -> Response:
     """POST: add a rule -> 201 `{"id": n}`; bad arguments -> 400 naming the problem."""
+    body = await read_body(request)
     ctx = _admin(request)
-    data = validate(FaultWrite, parse_json_body(request, await read_body(request))).sent()
+    data = validate(FaultWrite, parse_json_body(request, body)).sent()
     try:
         fault_id = ctx.faults.add(**{k: v for k, v in data.items() if v is not None or k == "status"})
     except (TypeError, ValueError) as exc:

@@ -18,7 +18,7 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from . import _admin, _uvicorn
+from . import _admin, _auth, _uvicorn
 from ._context import PROFILES, SandboxContext
 from ._endpoints import Endpoint, build_routes, fast_routes, openapi_document
 from ._errors import APIError, error_body, method_not_allowed, not_found, server_error, throttled
@@ -93,8 +93,10 @@ def build_context(
     geoip: bool = True,
     fault_seed: int = 0,
     admin: bool = False,
+    rotate_key: bool = False,
 ) -> SandboxContext:
-    """Open the store, create every schema, seed it (once per database) and return the sandbox context.
+    """Open the store, create every schema, seed it (once per database), get the owner's key (the stored
+    one, or a new one with `rotate_key`) and return the sandbox context.
 
     `rate_limits`: None -> on in the cloud profile only; False -> off; True -> the real rates; a dict such
     as `{"default": 480, "playlists": 240}` (requests per minute) -> on with those rates.
@@ -108,6 +110,11 @@ def build_context(
         limiter = RateLimiter(parse_rates(rate_limits if isinstance(rate_limits, dict) else None))
     opened = open_store(db, seed=seed, profile=profile)
     core = opened.core
+    try:
+        key = _auth.owner_key(opened.store, core.owner_user_id, rotate=rotate_key)
+    except BaseException:
+        opened.store.close()
+        raise
     return SandboxContext(
         store=opened.store,
         profile=profile,
@@ -119,6 +126,8 @@ def build_context(
         limiter=limiter,
         geoip=geoip,
         admin=admin,
+        owner_key_hash=_auth.hash_key(key),
+        owner_key=key,
     )
 
 
@@ -284,6 +293,7 @@ def create_app(
     geoip: bool = True,
     admin: bool = False,
     fault_seed: int = 0,
+    rotate_key: bool = False,
 ) -> SandboxApp:
     """A ready sandbox ASGI app (store opened and seeded), to run under any ASGI server."""
     ctx = build_context(
@@ -294,5 +304,6 @@ def create_app(
         geoip=geoip,
         fault_seed=fault_seed,
         admin=admin,
+        rotate_key=rotate_key,
     )
     return SandboxApp(ctx)

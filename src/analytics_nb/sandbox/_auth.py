@@ -4,6 +4,7 @@ service (posthog-notes §2.4)."""
 from __future__ import annotations
 
 import hashlib
+import hmac
 import secrets
 import string
 import uuid
@@ -208,6 +209,33 @@ def create_personal_key(
         ),
     )
     return plain
+
+
+OWNER_KEY_LABEL = "sandbox owner"
+
+
+def owner_key(store: Store, owner_user_id: int, *, rotate: bool = False) -> str:
+    """The owner's all-scopes key of this database: the stored one (a restart on the same file reuses it),
+    or a new one when there is none yet, its key row is gone, or `rotate` is asked; a new key revokes every
+    earlier owner key (so restarts never pile up valid all-scopes keys). Kept in `sandbox_meta` in plain
+    text, next to its hash in `personal_api_keys` -- a local sandbox file, never a real PostHog key."""
+    with store.transaction():
+        current = store.get_meta("owner_key")
+        if current and not rotate:
+            live = store.query_one(
+                "SELECT 1 FROM personal_api_keys WHERE secure_value=?", (hash_key(current),)
+            )
+            if live is not None:
+                return current
+        store.execute("DELETE FROM personal_api_keys WHERE label=?", (OWNER_KEY_LABEL,))
+        plain = create_personal_key(store, owner_user_id, ["*"], label=OWNER_KEY_LABEL)
+        store.set_meta("owner_key", plain)
+        return plain
+
+
+def is_key(presented: str | None, key_hash: str) -> bool:
+    """Whether `presented` is the key whose stored hash is `key_hash` (constant-time comparison)."""
+    return bool(presented) and bool(key_hash) and hmac.compare_digest(hash_key(presented or ""), key_hash)
 
 
 def _body_key(request: Request) -> str | None:

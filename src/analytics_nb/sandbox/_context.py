@@ -56,6 +56,8 @@ class SandboxContext:
     admin: bool = False
     #: Hash of the owner's key: the admin endpoints (`/_sandbox/...`) accept only this key.
     owner_key_hash: str = ""
+    #: The owner's key itself (for the handle; never in a repr).
+    owner_key: str = field(default="", repr=False)
     decide: DecideControls = field(default_factory=lambda: DecideControls())
     #: project API token -> project id, filled by decide/capture lookups (tokens never change).
     token_projects: dict[str, int] = field(default_factory=dict)

@@ -17,7 +17,7 @@ import uvicorn
 
 from . import _auth
 from ._app import SandboxApp, create_app
-from ._resources import decide, events, playlists
+from ._resources import decide, events, playlists, projects
 
 if TYPE_CHECKING:
     import pandas as pd  # type: ignore[import-untyped]
@@ -115,6 +115,19 @@ class Sandbox:
     def set_group(self, type_name: str, key: str, properties: dict[str, Any]) -> None:
         """Merge stored group properties (the group type gets the next free index when new)."""
         self.ctx.store.set_group(self.project_id, str(type_name), str(key), dict(properties))
+
+    def add_organization(self, name: str = "Second organization") -> str:
+        """Create another organization (no projects, no users) and return its id; the owner's keys do not
+        belong to it, so it tests isolation (`scoped_organizations`, 404s)."""
+        return projects.add_organization(self.ctx.store, name, profile=self.profile)
+
+    def add_project(
+        self, name: str = "Second project", *, organization_id: str | None = None
+    ) -> projects.SandboxProject:
+        """Create another project (with its own `phc_` token) in the sandbox's organization, or in
+        `organization_id`; returns its id, token and organization. For isolation tests: a key with
+        `scoped_teams=[sb.project_id]` must not see it."""
+        return projects.add_project(self.ctx.store, name, organization_id or self.organization_id)
 
     # -- recordings and decide controls
     def add_recording(
@@ -235,8 +248,12 @@ def launch(
     geoip: bool = True,
     admin: bool = False,
     fault_seed: int = 0,
+    rotate_key: bool = False,
 ) -> Sandbox:
-    """Start a sandbox server in a background thread and return its handle (call `stop()` when done)."""
+    """Start a sandbox server in a background thread and return its handle (call `stop()` when done).
+
+    The owner's key is stored in the database: a restart on the same `db` file has the same key;
+    `rotate_key=True` makes a new one and revokes the old one."""
     app = create_app(
         db=db,
         seed=seed,
@@ -245,8 +262,9 @@ def launch(
         geoip=geoip,
         admin=admin,
         fault_seed=fault_seed,
+        rotate_key=rotate_key,
     )
-    key = _auth.create_personal_key(app.ctx.store, app.ctx.owner_user_id, ["*"], label="sandbox owner")
+    key = app.ctx.owner_key
     # proto=IPPROTO_TCP so that asyncio sets TCP_NODELAY on accepted connections (no 40 ms Nagle stalls)
     sock = socket.socket(
         socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP
@@ -298,6 +316,7 @@ def start(
     admin: bool = False,
     fault_seed: int = 0,
     mode: str = "thread",
+    rotate_key: bool = False,
 ) -> Iterator[Sandbox]:
     """`with start(seed="demo") as sb:` a sandbox on a free port of 127.0.0.1, stopped on exit.
 
@@ -317,6 +336,7 @@ def start(
             host=host,
             rate_limits=rate_limits,
             fault_seed=fault_seed,
+            rotate_key=rotate_key,
         ) as psb:
             yield psb  # type: ignore[misc]
         return
@@ -332,6 +352,7 @@ def start(
         geoip=geoip,
         admin=admin,
         fault_seed=fault_seed,
+        rotate_key=rotate_key,
     )
     try:
         yield sb
@@ -340,16 +361,26 @@ def start(
 
 
 class RemoteFaults:
-    """Fault controls of a sandbox in another process, through its `/_sandbox/faults` admin endpoint."""
+    """Fault controls of a sandbox in another process, through its `/_sandbox/faults` admin endpoint (which
+    takes the owner's key)."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, owner_key: str) -> None:
         self._url = url + "/_sandbox/faults"
+        self._headers = {"Authorization": f"Bearer {owner_key}"}
+
+    def __repr__(self) -> str:
+        return f"RemoteFaults(url={self._url!r})"
 
     def add(self, path: str = "*", status: int | None = None, rate: float = 1.0, **kw: Any) -> int:
         """Same arguments as :meth:`Faults.add`; returns the rule id."""
         import httpx
 
-        resp = httpx.post(self._url, json={"path": path, "status": status, "rate": rate, **kw}, timeout=10)
+        resp = httpx.post(
+            self._url,
+            json={"path": path, "status": status, "rate": rate, **kw},
+            headers=self._headers,
+            timeout=10,
+        )
         if resp.status_code != 201:
             raise ValueError(resp.json().get("detail", resp.text))
         return int(resp.json()["id"])
@@ -358,19 +389,21 @@ class RemoteFaults:
         """Remove one rule; False when no rule has that id."""
         import httpx
 
-        return httpx.delete(f"{self._url}/{int(fault_id)}", timeout=10).status_code == 204
+        return (
+            httpx.delete(f"{self._url}/{int(fault_id)}", headers=self._headers, timeout=10).status_code == 204
+        )
 
     def clear(self) -> None:
         """Remove every rule."""
         import httpx
 
-        httpx.delete(self._url, timeout=10).raise_for_status()
+        httpx.delete(self._url, headers=self._headers, timeout=10).raise_for_status()
 
     def list(self) -> list[dict[str, Any]]:
         """The rules as dicts."""
         import httpx
 
-        return list(httpx.get(self._url, timeout=10).json()["results"])
+        return list(httpx.get(self._url, headers=self._headers, timeout=10).json()["results"])
 
 
 class ProcessSandbox:
@@ -385,7 +418,7 @@ class ProcessSandbox:
         self.project_id = int(info["project_id"])
         self.organization_id = info["organization_id"]
         self.profile = info["profile"]
-        self.faults = RemoteFaults(self.url)
+        self.faults = RemoteFaults(self.url, self._personal_api_key)
 
     def __repr__(self) -> str:
         return f"ProcessSandbox(url={self.url!r}, profile={self.profile!r}, pid={self._proc.pid})"
@@ -423,6 +456,7 @@ def launch_process(
     host: str = "127.0.0.1",
     rate_limits: bool | None = None,
     fault_seed: int = 0,
+    rotate_key: bool = False,
 ) -> ProcessSandbox:
     """Start `analytics-nb sandbox` in a child process (admin endpoint on) and return its handle."""
     if isinstance(rate_limits, dict):
@@ -437,6 +471,8 @@ def launch_process(
     ]  # fmt: skip
     if db:
         cmd += ["--db", db]
+    if rotate_key:
+        cmd.append("--rotate-key")
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=None, text=True)
     info: dict[str, str] = {"profile": profile}
     assert proc.stdout is not None
