@@ -58,7 +58,7 @@ def test_definitions_without_a_token_respect_the_scope_of_the_current_project(
 
 @pytest.mark.parametrize("path", DEFINITIONS)
 def test_scoped_organizations_hold_on_the_definitions(two: tuple[Sandbox, SandboxProject], path: str) -> None:
-    sb, second = two
+    sb, _second = two
     elsewhere = sb.add_organization("Elsewhere")
     key = sb.create_personal_key(["feature_flag:read"], scoped_organizations=[elsewhere])
     assert _get(sb, key, path, token=sb.project_api_key).status_code == 403
