@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from ._context import SandboxContext
 from ._faults import Faults
-from ._resources import RESOURCES, SEED_ORDER, projects
+from ._resources import RESOURCES, SEED_ORDER, events, projects
 from ._store import Store
 
 SEEDS = ("demo", "empty")
@@ -54,6 +54,7 @@ def open_store(db: str | None, *, seed: str, profile: str) -> Opened:
         raise ValueError(f"seed must be 'demo' or 'empty', got {seed!r}")
     store = Store(db)
     try:
+        events.upgrade_schema(store)
         for module in RESOURCES:
             if module.SCHEMA:
                 store.executescript(module.SCHEMA)

@@ -4,7 +4,8 @@ optional; GET, POST, OPTIONS).
 Single, array and ``{batch: [...]}`` shapes on every path; gzip (magic bytes, ``Content-Encoding`` or
 ``?compression=gzip``), base64 and form ``data=`` bodies; 2 MB (20 MB on ``/batch``) request limits -> 413,
 events over 2 MB -> 400; ``{"status": "Ok"}``; plain-text 400/401 bodies with the real texts. Events are
-stored durably and de-duplicated by ``uuid`` (a UUIDv7 is generated when absent).
+stored durably and de-duplicated on PostHog's key (project, day, event, distinct id, ``uuid``; see
+``events``); a UUIDv7 is generated when the uuid is absent.
 """
 
 from __future__ import annotations

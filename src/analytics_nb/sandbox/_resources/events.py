@@ -1,5 +1,11 @@
-"""Captured events of the sandbox: the durable ``events`` table (unique ``uuid``: retried batches never double
-an event), the DataFrame reader behind ``sb.events()`` and ``GET /api/projects/:id/events/`` (newest first).
+"""Captured events of the sandbox: the durable ``events`` table, the DataFrame reader behind ``sb.events()``
+and ``GET /api/projects/:id/events/`` (newest first).
+
+De-duplication follows PostHog's key, the sort key of its ReplacingMergeTree events table
+(`posthog/models/event/sql.py`, ``EVENTS_TABLE_SQL``: ``ORDER BY (team_id, toDate(timestamp), event,
+cityHash64(distinct_id), cityHash64(uuid))``): an event is a retry of a stored one only when project, UTC day
+of its timestamp, event name, distinct id and uuid all match. The same uuid in another project, or with
+another event or distinct id, is a different event and is stored.
 """
 
 from __future__ import annotations
@@ -28,12 +34,13 @@ __all__ = [
     "events_frame",
     "insert_events",
     "seed",
+    "upgrade_schema",
 ]
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS events (
     seq INTEGER PRIMARY KEY AUTOINCREMENT,
-    uuid TEXT NOT NULL UNIQUE,
+    uuid TEXT NOT NULL,
     project_id INTEGER NOT NULL,
     event TEXT NOT NULL,
     distinct_id TEXT NOT NULL,
@@ -46,6 +53,8 @@ CREATE TABLE IF NOT EXISTS events (
     endpoint TEXT NOT NULL,
     extra TEXT NOT NULL DEFAULT '{}'
 );
+CREATE UNIQUE INDEX IF NOT EXISTS events_dedupe
+    ON events(project_id, substr(timestamp, 1, 10), event, distinct_id, uuid);
 CREATE INDEX IF NOT EXISTS events_project_seq ON events(project_id, seq);
 CREATE INDEX IF NOT EXISTS events_project_event ON events(project_id, event);
 CREATE INDEX IF NOT EXISTS events_project_distinct ON events(project_id, distinct_id);
@@ -73,8 +82,24 @@ _INSERT = (
 )
 
 
+def upgrade_schema(store: Store) -> None:
+    """Rebuild an `events` table of an older build (unique on `uuid` alone) with the dedupe key above; run
+    before `SCHEMA`. Rows are kept."""
+    row = store.query_one("SELECT sql FROM sqlite_master WHERE type='table' AND name='events'")
+    if row is None or "uuid TEXT NOT NULL UNIQUE" not in str(row["sql"]):
+        return
+    with store.transaction() as conn:
+        conn.execute("ALTER TABLE events RENAME TO events_before_upgrade")
+        for statement in SCHEMA.split(";"):
+            if "CREATE TABLE" in statement:
+                conn.execute(statement)
+        conn.execute("INSERT INTO events SELECT * FROM events_before_upgrade")
+        conn.execute("DROP TABLE events_before_upgrade")  # and its indexes; `SCHEMA` recreates them
+
+
 def insert_events(conn: Any, rows: Sequence[dict[str, Any]]) -> list[bool]:
-    """Insert normalised events inside the caller's transaction; True for each new event (dedup by uuid)."""
+    """Insert normalised events inside the caller's transaction; True for each new event, False for a retry
+    of a stored one (PostHog's dedupe key: project, day, event, distinct id, uuid)."""
     inserted: list[bool] = []
     dumps = json.dumps
     for r in rows:
