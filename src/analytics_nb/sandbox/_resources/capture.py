@@ -10,8 +10,10 @@ stored durably and de-duplicated on PostHog's key (project, day, event, distinct
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import binascii
+import functools
 import json
 import os
 import time
@@ -50,8 +52,15 @@ SCHEMA = ""  # the events table is `events.SCHEMA`
 
 #: Largest request body on `/capture`, `/e`, `/i/v0/e` and largest decoded event (bytes).
 EVENT_LIMIT = 2 * 1024 * 1024
-#: Largest request body on `/batch`.
+#: Largest request body on `/batch`, and largest decompressed body on every capture path.
 BATCH_LIMIT = 20 * 1024 * 1024
+#: Most events one request may hold (the sandbox's own bound, far above any SDK's batch size; it keeps a
+#: tiny-event gzip bomb from becoming hundreds of thousands of rows in one request).
+MAX_EVENTS = 10_000
+#: Events written per transaction: other requests (decide, listings) get the store between chunks.
+WRITE_CHUNK = 200
+#: Bodies larger than this (or compressed) are decoded and stored on a worker thread, off the event loop.
+OFFLOAD_BYTES = 32 * 1024
 _GZIP_MAGIC = b"\x1f\x8b"
 _MAX_DISTINCT_ID = 200
 _CORS = {
@@ -350,6 +359,11 @@ def capture(
         return 400, "failed to parse request: expected an event, a list of events or {batch: [...]}"
     if not events:
         return 400, "request holds no event"
+    if len(events) > MAX_EVENTS:
+        return 413, (
+            f"request holds {len(events)} events; the sandbox accepts at most {MAX_EVENTS} per request: "
+            "send smaller batches"
+        )
     if sent_at is None and sent_at_ms and sent_at_ms.isdigit():
         try:
             sent_at = _iso(datetime.fromtimestamp(int(sent_at_ms) / 1000, UTC))
@@ -397,12 +411,49 @@ def capture(
         if size > EVENT_LIMIT:
             return 400, "maximum event size exceeded"
         rows.append(normalised)
-    with store.transaction() as conn:
-        fresh = insert_events(conn, rows)
-        new_rows = [r for r, is_new in zip(rows, fresh, strict=True) if is_new]
-        if new_rows:
-            persons.apply_event_updates(store, project_id, [{**r["extra"], **r} for r in new_rows], conn)
+    # every event is valid: write them, WRITE_CHUNK per transaction (a retry of a request cut short by a
+    # storage failure never doubles anything: the dedupe key drops what was already written)
+    for start in range(0, len(rows), WRITE_CHUNK):
+        chunk = rows[start : start + WRITE_CHUNK]
+        with store.transaction() as conn:
+            fresh = insert_events(conn, chunk)
+            new_rows = [r for r, is_new in zip(chunk, fresh, strict=True) if is_new]
+            if new_rows:
+                persons.apply_event_updates(store, project_id, [{**r["extra"], **r} for r in new_rows], conn)
+        if start + WRITE_CHUNK < len(rows):
+            time.sleep(0.001)  # let a request waiting for the store take it (locks are not fair)
     return 200, {"status": "Ok"}
+
+
+def _decode_and_capture(
+    store: Store,
+    raw: bytes,
+    *,
+    content_type: str,
+    content_encoding: str,
+    compression: str | None,
+    form_data: bytes | None,
+    endpoint: str,
+    sent_at_ms: str | None,
+) -> tuple[int, str | dict[str, Any]]:
+    """Decode a capture body and store its events: `(status, plain-text error | JSON body)`."""
+    try:
+        payload = decode_body(
+            raw,
+            content_type=content_type,
+            content_encoding=content_encoding,
+            compression=compression,
+            form_data=form_data,
+            limit=BATCH_LIMIT,
+            fix_surrogates=True,  # as PostHog's capture: rust/capture/src/passes/invalid_surrogates.rs
+        )
+    except BodyError as exc:
+        if exc.kind == "size":
+            return 400, "maximum event size exceeded"
+        if exc.kind == "parse":
+            return 400, f"failed to parse request: {exc.message}"
+        return 400, f"failed to decode request: {exc.message}"
+    return capture(store, payload, endpoint=endpoint, sent_at_ms=sent_at_ms)
 
 
 async def capture_endpoint(request: Request) -> Response:
@@ -424,24 +475,25 @@ async def capture_endpoint(request: Request) -> Response:
             raw = await read_limited(request, limit)
         except BodyTooLarge:
             return _text(413, "Failed to buffer the request body: length limit exceeded")
-    try:
-        payload = decode_body(
-            raw,
-            content_type=request.headers.get("content-type", ""),
-            content_encoding=request.headers.get("content-encoding", ""),
-            compression=query.get("compression"),
-            form_data=form_data,
-            limit=BATCH_LIMIT,
-            fix_surrogates=True,  # as PostHog's capture: rust/capture/src/passes/invalid_surrogates.rs
-        )
-    except BodyError as exc:
-        if exc.kind == "size":
-            return _text(400, "maximum event size exceeded")
-        if exc.kind == "parse":
-            return _text(400, f"failed to parse request: {exc.message}")
-        return _text(400, f"failed to decode request: {exc.message}")
     store = context_of(request).store
-    status, body = capture(store, payload, endpoint=path, sent_at_ms=query.get("_"))
+    work = functools.partial(
+        _decode_and_capture,
+        store,
+        raw,
+        content_type=request.headers.get("content-type", ""),
+        content_encoding=request.headers.get("content-encoding", ""),
+        compression=query.get("compression"),
+        form_data=form_data,
+        endpoint=path,
+        sent_at_ms=query.get("_"),
+    )
+    compressed = (
+        raw[:2] == _GZIP_MAGIC or bool(query.get("compression")) or "content-encoding" in request.headers
+    )
+    if len(raw) > OFFLOAD_BYTES or compressed:
+        status, body = await asyncio.to_thread(work)  # a large batch never holds the event loop
+    else:
+        status, body = work()
     if isinstance(body, str):
         return _text(status, body)
     return Response(
