@@ -78,6 +78,11 @@ class Endpoint:
     extra_responses: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
+def documented_path(path: str) -> str:
+    """The path as the OpenAPI document writes it: `{id:int}` (Starlette's convertor) -> `{id}`."""
+    return _PARAM_RE.sub(r"{\1}", path)
+
+
 def route_path(path: str) -> str:
     """The path the router matches: without its trailing slash."""
     return path.rstrip("/") or "/"
@@ -238,7 +243,7 @@ def openapi_document(endpoints: Iterable[Endpoint]) -> dict[str, Any]:
     paths: dict[str, dict[str, Any]] = {}
     for ep in endpoints:
         if ep.documented:
-            paths.setdefault(ep.path, {})[ep.method.lower()] = _operation(ep, schemas)
+            paths.setdefault(documented_path(ep.path), {})[ep.method.lower()] = _operation(ep, schemas)
     return {
         "openapi": "3.0.3",
         "info": {"title": "analytics-nb sandbox", "version": "1.0.0"},

@@ -829,10 +829,10 @@ ENDPOINTS = [
         body=FeatureFlagWrite,
         status=201,
     ),
-    _ep("GET", "{flag_id}/", get_flag_endpoint, "feature_flags_retrieve", "Retrieve a feature flag"),
+    _ep("GET", "{flag_id:int}/", get_flag_endpoint, "feature_flags_retrieve", "Retrieve a feature flag"),
     _ep(
         "PATCH",
-        "{flag_id}/",
+        "{flag_id:int}/",
         update_flag_endpoint,
         "feature_flags_partial_update",
         "Update a feature flag",
@@ -840,7 +840,7 @@ ENDPOINTS = [
     ),
     _ep(
         "PUT",
-        "{flag_id}/",
+        "{flag_id:int}/",
         update_flag_endpoint,
         "feature_flags_update",
         "Update a feature flag",
@@ -848,7 +848,7 @@ ENDPOINTS = [
     ),
     _ep(
         "DELETE",
-        "{flag_id}/",
+        "{flag_id:int}/",
         delete_flag_endpoint,
         "feature_flags_destroy",
         "Refused: flags are soft-deleted with PATCH deleted=true",

@@ -839,10 +839,12 @@ ENDPOINTS = [  # named actions before `{id}`
         body=TransformationWrite,
         status=201,
     ),
-    Endpoint("GET", _BASE + "{id}/", get_transformation, "transformations_retrieve", "Get a transformation"),
+    Endpoint(
+        "GET", _BASE + "{id:int}/", get_transformation, "transformations_retrieve", "Get a transformation"
+    ),
     Endpoint(
         "PATCH",
-        _BASE + "{id}/",
+        _BASE + "{id:int}/",
         update_transformation,
         "transformations_partial_update",
         "Update",
@@ -850,7 +852,7 @@ ENDPOINTS = [  # named actions before `{id}`
     ),
     Endpoint(
         "PUT",
-        _BASE + "{id}/",
+        _BASE + "{id:int}/",
         update_transformation,
         "transformations_update",
         "Update",
@@ -858,7 +860,7 @@ ENDPOINTS = [  # named actions before `{id}`
     ),
     Endpoint(
         "DELETE",
-        _BASE + "{id}/",
+        _BASE + "{id:int}/",
         delete_transformation,
         "transformations_destroy",
         "Uninstall",
@@ -867,21 +869,21 @@ ENDPOINTS = [  # named actions before `{id}`
     ),
     Endpoint(
         "GET",
-        _BASE + "{id}/check_for_updates/",
+        _BASE + "{id:int}/check_for_updates/",
         check_for_updates,
         "transformations_check_for_updates",
         "Check for updates",
     ),
-    Endpoint("GET", _BASE + "{id}/source/", get_source, "transformations_source", "Source files"),
+    Endpoint("GET", _BASE + "{id:int}/source/", get_source, "transformations_source", "Source files"),
     Endpoint(
         "PATCH",
-        _BASE + "{id}/update_source/",
+        _BASE + "{id:int}/update_source/",
         update_source,
         "transformations_update_source",
         "Update source files",
         body_schema=SOURCE_MAP_SCHEMA,
     ),
-    Endpoint("POST", _BASE + "{id}/upgrade/", upgrade, "transformations_upgrade", "Upgrade"),
+    Endpoint("POST", _BASE + "{id:int}/upgrade/", upgrade, "transformations_upgrade", "Upgrade"),
 ]
 
 
