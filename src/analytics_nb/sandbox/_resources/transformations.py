@@ -577,7 +577,7 @@ def _require_install(ctx: SandboxContext, row: sqlite3.Row, org_id: str) -> None
 
 # -- handlers ------------------------------------------------------------------------------------------------
 async def list_transformations(request: Request) -> Response:
-    """GET: paginated transformations of the organization (and global ones), by id."""
+    """GET: one page of the organization's (and global) transformations, by id, paged in SQL."""
     ctx, _, org_id = _auth(request, SCOPE_READ, write=False)
     limit, offset = limit_offset(request)
     name = org_name(ctx.store, org_id)
