@@ -298,10 +298,8 @@ def _cohorts_map(store: Store, project_id: int) -> dict[str, Any]:
 def _engine_check(store: Store, project_id: int, flag: dict[str, Any]) -> None:
     """Run the flag engine's definition checks on the flag together with the project's other flags (so that
     a dependency cycle is caught too); raise 400 validation_error (attr `filters`) naming the problem."""
-    try:
-        from analytics_nb.flags import FlagDefinitionError, compile_flags
-    except ImportError:  # the engine is part of the package; this only guards partial installs
-        return
+    from analytics_nb.flags import FlagDefinitionError, compile_flags
+
     candidate = _local_shape(
         {**flag, "id": flag.get("id") or 0, "version": flag.get("version", 1)}, project_id
     )
@@ -674,6 +672,12 @@ def project_by_token(store: Store, token: str) -> tuple[int, str] | None:
     return None if row is None else (int(row["id"]), str(row["organization_id"]))
 
 
+def project_organization(store: Store, project_id: int) -> str | None:
+    """The organization of a project, None when the project is unknown."""
+    row = store.query_one("SELECT organization_id FROM projects WHERE id=?", (project_id,))
+    return None if row is None else str(row["organization_id"])
+
+
 # -- handlers ------------------------------------------------------------------------------------------------
 async def list_flags_endpoint(request: Request) -> Response:
     """GET: one page of flags (newest first, paged in SQL), `search` on key/name, `active=true|false`."""
@@ -754,10 +758,10 @@ def _project_for_token(ctx: SandboxContext, request: Request, user: User) -> int
     if user.current_project_id is None:
         raise not_found("Project not found.")
     current = int(user.current_project_id)
-    row = ctx.store.query_one("SELECT organization_id FROM projects WHERE id=?", (current,))
-    if row is None:
+    organization_id = project_organization(ctx.store, current)
+    if organization_id is None:
         raise not_found("Project not found.")
-    ctx.check_project_access(user, current, str(row["organization_id"]))
+    ctx.check_project_access(user, current, organization_id)
     return current
 
 
