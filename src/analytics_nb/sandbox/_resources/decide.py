@@ -73,7 +73,7 @@ def _subset(fs: _feature_flags.FlagSet, keys: frozenset[str]) -> Any:
     asking for one flag (`flag_keys_to_evaluate=[key]`) does not pay for every flag."""
     from analytics_nb.flags import CompiledFlags
 
-    cache: dict[frozenset[str], Any] = fs.extra.setdefault("subsets", {})
+    cache = fs.subsets
     sub = cache.get(keys)
     if sub is None:
         compiled = fs.compiled
@@ -124,11 +124,11 @@ def _evaluate(
 
 def _continuity_keys(fs: _feature_flags.FlagSet) -> frozenset[str]:
     """Keys of the compiled flags with `ensure_experience_continuity` (cached per flag set)."""
-    keys: frozenset[str] | None = fs.extra.get("continuity")
+    keys = fs.continuity
     if keys is None:
         flags = fs.compiled.flags if fs.compiled is not None else []
         keys = frozenset(f.key for f in flags if f.continuity)
-        fs.extra["continuity"] = keys
+        fs.continuity = keys
     return keys
 
 
@@ -471,10 +471,10 @@ def _answer(
     if keep is not None:
         results = {k: v for k, v in results.items() if k in keep}
         failed &= keep
-    meta = fs.extra.get("meta")
+    meta = fs.meta
     if meta is None:
         meta = {d["key"]: {"id": d["id"], "version": d["version"]} for d in fs.definitions}
-        fs.extra["meta"] = meta
+        fs.meta = meta
     return _build(
         endpoint=endpoint,
         version=version,

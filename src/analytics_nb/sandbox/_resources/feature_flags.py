@@ -90,7 +90,10 @@ class FlagSet:
     bad_keys: frozenset[str] = frozenset()  # flags the engine could not compile (answered as failed)
     definitions_body: bytes = b""  # `{flags, group_type_mapping, cohorts}` JSON, served as is
     etag: str = ""
-    extra: dict[str, Any] = field(default_factory=dict)
+    #: Decide's caches of this flag set (dropped with it on the next write):
+    subsets: dict[frozenset[str], Any] = field(default_factory=dict)  # compiled flags per requested keys
+    continuity: frozenset[str] | None = None  # keys of flags with ensure_experience_continuity
+    meta: dict[str, dict[str, Any]] | None = None  # key -> {id, version}
 
 
 _cache_lock = threading.Lock()
