@@ -10,12 +10,17 @@ import pytest
 
 from _sandbox_helpers import api, error, playlists_path
 from analytics_nb.sandbox import Sandbox, start
+from analytics_nb.sandbox._resources.feature_flags import invalidate_flags
 
 
 @pytest.fixture
 def sb() -> Sandbox:
     with start(seed="demo") as sandbox:
         yield sandbox
+
+
+def _not_json(name: str) -> None:
+    raise AssertionError(f"{name} is not JSON")
 
 
 def _raw(http: httpx.Client, method: str, path: str, text: str) -> httpx.Response:
@@ -69,6 +74,20 @@ def test_a_poisoned_row_from_an_older_build_never_makes_a_read_fail(sb: Sandbox)
         found = [p for p in listing.json()["results"] if p["short_id"] == created["short_id"]]
         assert found[0]["filters"] == {"duration": None}
         assert http.get(playlists_path(sb, created["short_id"] + "/")).status_code == 200
+
+
+def test_a_poisoned_flag_row_from_an_older_build_never_breaks_the_definitions(sb: Sandbox) -> None:
+    flag_id = sb.ctx.store.query_one("SELECT id FROM feature_flags ORDER BY id LIMIT 1")["id"]
+    body = sb.ctx.store.query_one("SELECT body FROM feature_flags WHERE id=?", (flag_id,))["body"]
+    poisoned = body.replace('"filters":{', '"filters":{"x":Infinity,"y":"\\ud800",', 1)
+    assert poisoned != body
+    sb.ctx.store.execute("UPDATE feature_flags SET body=? WHERE id=?", (poisoned, flag_id))
+    invalidate_flags(sb.ctx.store, sb.project_id)
+    with api(sb) as http:
+        for path in ("/api/feature_flag/local_evaluation/", f"/api/projects/{sb.project_id}/feature_flags/"):
+            resp = http.get(path)
+            assert resp.status_code == 200, path
+            json.loads(resp.content.decode("utf-8"), parse_constant=_not_json)  # strict JSON, valid UTF-8
 
 
 # -- finding 4: lone surrogates ----------------------------------------------------------------------

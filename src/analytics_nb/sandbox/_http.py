@@ -227,7 +227,18 @@ def dumps(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
 
 
-def _sanitised(value: Any) -> Any:
+def safe_dumps(value: Any) -> str:
+    """:func:`dumps` of text that encodes as UTF-8, repairing what older builds may have stored (see
+    :func:`sanitised`) instead of failing."""
+    try:
+        text = dumps(value)
+        text.encode("utf-8")
+        return text
+    except (ValueError, RecursionError):  # UnicodeEncodeError is a ValueError
+        return dumps(sanitised(value))
+
+
+def sanitised(value: Any) -> Any:
     """`value` with non-finite numbers as null and lone surrogates replaced (only for rows written by older
     builds: the API refuses such values, but a read must never fail on what is stored)."""
     if isinstance(value, float) and not math.isfinite(value):
@@ -235,9 +246,9 @@ def _sanitised(value: Any) -> Any:
     if isinstance(value, str) and _bad_string(value):
         return value.encode("utf-8", "replace").decode("utf-8")
     if isinstance(value, dict):
-        return {_sanitised(k): _sanitised(v) for k, v in value.items()}
+        return {sanitised(k): sanitised(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
-        return [_sanitised(v) for v in value]
+        return [sanitised(v) for v in value]
     return value
 
 
@@ -245,10 +256,7 @@ class SafeJSONResponse(JSONResponse):
     """A JSON response that renders whatever is stored: strict JSON first, repaired values if that fails."""
 
     def render(self, content: Any) -> bytes:
-        try:
-            return dumps(content).encode("utf-8")
-        except (ValueError, UnicodeEncodeError, RecursionError):
-            return dumps(_sanitised(content)).encode("utf-8")
+        return safe_dumps(content).encode("utf-8")
 
 
 # -- paging --------------------------------------------------------------------------------------------------

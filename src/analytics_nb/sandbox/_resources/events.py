@@ -111,13 +111,13 @@ def insert_events(conn: Any, rows: Sequence[dict[str, Any]]) -> list[bool]:
                 r["event"],
                 r["distinct_id"],
                 r["timestamp"],
-                dumps(r["properties"], separators=(",", ":"), ensure_ascii=False),
+                dumps(r["properties"], separators=(",", ":"), ensure_ascii=False, allow_nan=False),
                 r["received_at"],
                 r.get("sent_at"),
                 r["token"],
                 int(bool(r.get("historical_migration"))),
                 r["endpoint"],
-                dumps(r.get("extra") or {}, separators=(",", ":"), ensure_ascii=False),
+                dumps(r.get("extra") or {}, separators=(",", ":"), ensure_ascii=False, allow_nan=False),
             ),
         )
         inserted.append(cur.rowcount == 1)
