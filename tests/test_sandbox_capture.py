@@ -17,6 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from analytics_nb.sandbox import Sandbox, start
+from analytics_nb.sandbox._resources import persons
 from analytics_nb.sandbox._resources.capture import BATCH_LIMIT, EVENT_LIMIT
 
 
@@ -94,7 +95,7 @@ def test_events_frame_columns_and_dtypes(empty_sandbox: Sandbox) -> None:
     assert bool(row["historical_migration"]) is True
     assert row["token"] == sb.project_api_key
     # $set updated the stored person, which decide now reads
-    assert sb.ctx.store.get_person_properties(sb.project_id, "42") == {"plan": "pro"}
+    assert persons.person_properties(sb.ctx.store, sb.project_id, "42") == {"plan": "pro"}
 
 
 def test_retried_batches_never_double_events(empty_sandbox: Sandbox) -> None:
@@ -293,12 +294,12 @@ def test_groupidentify_and_identify_update_what_decide_reads(empty_sandbox: Sand
     ]
     assert httpx.post(f"{sb.url}/batch/", json={"api_key": token, "batch": batch}).status_code == 200
     store = sb.ctx.store
-    assert store.get_group_properties(sb.project_id, "company", "c1") == {"plan": "enterprise"}
-    assert store.get_person_properties(sb.project_id, "u1") == {
+    assert persons.group_properties(store, sb.project_id, "company", "c1") == {"plan": "enterprise"}
+    assert persons.person_properties(store, sb.project_id, "u1") == {
         "email": "u1@example.com",
         "first_seen": "2024-01-01",
     }
-    assert store.group_type_mapping(sb.project_id) == {"0": "company"}
+    assert persons.group_type_mapping(store, sb.project_id) == {"0": "company"}
 
 
 def test_get_without_data_is_refused(empty_sandbox: Sandbox) -> None:

@@ -17,7 +17,7 @@ import uvicorn
 
 from . import _auth
 from ._app import SandboxApp, create_app
-from ._resources import decide, events, playlists, projects
+from ._resources import decide, events, persons, playlists, projects
 
 if TYPE_CHECKING:
     import pandas as pd  # type: ignore[import-untyped]
@@ -110,11 +110,11 @@ class Sandbox:
 
     def set_person(self, distinct_id: str, properties: dict[str, Any]) -> None:
         """Merge stored person properties (decide uses them unless the request overrides them)."""
-        self.ctx.store.set_person(self.project_id, str(distinct_id), dict(properties))
+        persons.set_person(self.ctx.store, self.project_id, str(distinct_id), dict(properties))
 
     def set_group(self, type_name: str, key: str, properties: dict[str, Any]) -> None:
         """Merge stored group properties (the group type gets the next free index when new)."""
-        self.ctx.store.set_group(self.project_id, str(type_name), str(key), dict(properties))
+        persons.set_group(self.ctx.store, self.project_id, str(type_name), str(key), dict(properties))
 
     def add_organization(self, name: str = "Second organization") -> str:
         """Create another organization (no projects, no users) and return its id; the owner's keys do not

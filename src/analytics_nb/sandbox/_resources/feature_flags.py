@@ -26,7 +26,7 @@ from .._errors import APIError, method_not_allowed, not_found, validation_error
 from .._http import SafeJSONResponse, limit_offset, page_response, parse_json_body, read_body, safe_dumps
 from .._store import Store, dumps, loads, now_iso
 from .._validation import JSONObject, JSONValue, RequestModel, StrictBool, Text, validate
-from . import demo_flags
+from . import demo_flags, persons
 
 __all__ = [
     "ENDPOINTS",
@@ -192,7 +192,7 @@ def _build_flag_set(store: Store, project_id: int) -> FlagSet:
     definitions = [_local_shape(f, project_id) for f in stored]
     _add_dependency_chains(definitions)
     cohorts = _cohorts_map(store, project_id)
-    mapping = store.group_type_mapping(project_id)
+    mapping = persons.group_type_mapping(store, project_id)
     body = {"flags": definitions, "group_type_mapping": mapping, "cohorts": cohorts}
     raw = safe_dumps(body).encode("utf-8")  # a row of an older build never breaks the SDKs' poll
     etag = '"' + hashlib.sha256(raw).hexdigest()[:32] + '"'
@@ -770,7 +770,7 @@ def _project_for_token(ctx: SandboxContext, request: Request, user: User) -> int
 
 def _definitions_response(ctx: SandboxContext, request: Request, project_id: int) -> Response:
     fs = flag_set(ctx.store, project_id)
-    if fs.group_type_mapping != ctx.store.group_type_mapping(project_id):  # a group type was added meanwhile
+    if fs.group_type_mapping != persons.group_type_mapping(ctx.store, project_id):  # a type was added since
         invalidate_flags(ctx.store, project_id)
         fs = flag_set(ctx.store, project_id)
     headers = {"ETag": fs.etag, "Cache-Control": "no-cache"}
