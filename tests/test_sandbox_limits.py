@@ -67,7 +67,8 @@ def _chunked_upload(sb: Sandbox, path: str, *, total: int = 64 * 1024 * 1024) ->
 def test_a_chunked_body_is_refused_while_it_streams_and_before_authentication(sb: Sandbox, path: str) -> None:
     status, sent = _chunked_upload(sb, path)
     assert status == 413
-    assert sent < 24 * 1024 * 1024  # stopped near the endpoint's limit (20 MB at most), not at 64 MB
+    # stopped near the endpoint's limit (20 MB at most, plus what socket buffers hold), not after all 64 MB
+    assert sent < 40 * 1024 * 1024
     assert httpx.get(f"{sb.url}/_sandbox/health").status_code == 200
 
 
