@@ -29,7 +29,7 @@ BASELINE_P99_MS = 100.0
 _SERVER = r"""
 import json, sys, uvicorn
 from analytics_nb.sandbox import create_app
-from analytics_nb.sandbox._feature_flags import list_flags, update_flag
+from analytics_nb.sandbox._resources.feature_flags import list_flags, update_flag
 app = create_app(seed="demo", geoip=True)
 ctx = app.ctx
 drop = {"gradual-rollout", "sunset-banner", "legacy-accounts", "early-access-ai"}

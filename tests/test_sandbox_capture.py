@@ -17,7 +17,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from analytics_nb.sandbox import Sandbox, start
-from analytics_nb.sandbox._capture import BATCH_LIMIT, EVENT_LIMIT
+from analytics_nb.sandbox._resources import persons
+from analytics_nb.sandbox._resources.capture import BATCH_LIMIT, EVENT_LIMIT
 
 
 def ev(name: str = "page_viewed", distinct_id: str = "cap-user", **extra: Any) -> dict[str, Any]:
@@ -94,7 +95,7 @@ def test_events_frame_columns_and_dtypes(empty_sandbox: Sandbox) -> None:
     assert bool(row["historical_migration"]) is True
     assert row["token"] == sb.project_api_key
     # $set updated the stored person, which decide now reads
-    assert sb.ctx.store.get_person_properties(sb.project_id, "42") == {"plan": "pro"}
+    assert persons.person_properties(sb.ctx.store, sb.project_id, "42") == {"plan": "pro"}
 
 
 def test_retried_batches_never_double_events(empty_sandbox: Sandbox) -> None:
@@ -221,8 +222,10 @@ def test_events_list_endpoint(filled: Sandbox) -> None:
     assert only_a["count"] > 0 and all(
         e["event"] == "a" and e["distinct_id"] == "p1" for e in only_a["results"]
     )
-    beyond = httpx.get(url, params={"offset": 10**30}, headers=headers)
+    beyond = httpx.get(url, params={"offset": 2**62}, headers=headers)
     assert beyond.status_code == 200 and beyond.json()["results"] == []
+    past_sqlite = httpx.get(url, params={"offset": 10**30}, headers=headers)  # issue 12 finding 10
+    assert past_sqlite.status_code == 400 and past_sqlite.json()["attr"] == "offset"
     assert httpx.get(url).status_code == 401
     no_scope = sb.create_personal_key(scopes=["feature_flag:read"])
     denied = httpx.get(url, headers={"Authorization": f"Bearer {no_scope}"})
@@ -291,12 +294,12 @@ def test_groupidentify_and_identify_update_what_decide_reads(empty_sandbox: Sand
     ]
     assert httpx.post(f"{sb.url}/batch/", json={"api_key": token, "batch": batch}).status_code == 200
     store = sb.ctx.store
-    assert store.get_group_properties(sb.project_id, "company", "c1") == {"plan": "enterprise"}
-    assert store.get_person_properties(sb.project_id, "u1") == {
+    assert persons.group_properties(store, sb.project_id, "company", "c1") == {"plan": "enterprise"}
+    assert persons.person_properties(store, sb.project_id, "u1") == {
         "email": "u1@example.com",
         "first_seen": "2024-01-01",
     }
-    assert store.group_type_mapping(sb.project_id) == {"0": "company"}
+    assert persons.group_type_mapping(store, sb.project_id) == {"0": "company"}
 
 
 def test_get_without_data_is_refused(empty_sandbox: Sandbox) -> None:

@@ -79,18 +79,16 @@ def test_fault_arguments_are_checked(sandbox: Sandbox) -> None:
 def test_admin_endpoint_off_by_default_and_on_when_asked(sandbox: Sandbox) -> None:
     assert httpx.get(f"{sandbox.url}/_sandbox/faults").status_code == 404
     with start(seed="empty", admin=True) as sb:
-        added = httpx.post(f"{sb.url}/_sandbox/faults", json={"path": "/api/projects*", "status": 502})
+        owner = {"Authorization": f"Bearer {sb.personal_api_key}"}
+        added = httpx.post(
+            f"{sb.url}/_sandbox/faults", json={"path": "/api/projects*", "status": 502}, headers=owner
+        )
         assert added.status_code == 201
         assert httpx.get(f"{sb.url}/api/projects/").status_code == 502
-        assert httpx.get(f"{sb.url}/_sandbox/faults").json()["results"][0]["status"] == 502
-        assert httpx.post(f"{sb.url}/_sandbox/faults", json={"status": 777}).status_code == 400
-        assert httpx.delete(f"{sb.url}/_sandbox/faults").status_code == 204
-        assert (
-            httpx.get(
-                f"{sb.url}/api/projects/", headers={"Authorization": f"Bearer {sb.personal_api_key}"}
-            ).status_code
-            == 200
-        )
+        assert httpx.get(f"{sb.url}/_sandbox/faults", headers=owner).json()["results"][0]["status"] == 502
+        assert httpx.post(f"{sb.url}/_sandbox/faults", json={"status": 777}, headers=owner).status_code == 400
+        assert httpx.delete(f"{sb.url}/_sandbox/faults", headers=owner).status_code == 204
+        assert httpx.get(f"{sb.url}/api/projects/", headers=owner).status_code == 200
 
 
 def test_rate_limit_in_cloud_profile() -> None:

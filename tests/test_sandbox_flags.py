@@ -14,14 +14,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from analytics_nb.sandbox import Sandbox
-from analytics_nb.sandbox._decide import (
+from analytics_nb.sandbox._geoip import geoip_available
+from analytics_nb.sandbox._resources.decide import (
     MSG_BAD_TOKEN,
     MSG_NO_DISTINCT_ID,
     MSG_NO_TOKEN,
     set_flag_failures,
     set_flags_quota_limited,
 )
-from analytics_nb.sandbox._geoip import geoip_available
 
 CONFIG_KEYS = {
     "config",
@@ -343,13 +343,13 @@ def test_methods(http: httpx.Client) -> None:
 def test_quota_limited(empty_sandbox: Sandbox) -> None:
     sb = empty_sandbox
     with httpx.Client(base_url=sb.url, timeout=10) as http:
-        set_flags_quota_limited(sb, True)
+        set_flags_quota_limited(sb.ctx, True)
         v4 = decide(http, sb, "/flags/?v=2")
         assert v4["flags"] == {} and v4["quotaLimited"] == ["feature_flags"]
         assert v4["errorsWhileComputingFlags"] is False
         v3 = decide(http, sb, "/decide/?v=3")
         assert v3["featureFlags"] == {} and v3["quotaLimited"] == ["feature_flags"]
-        set_flags_quota_limited(sb, False)
+        set_flags_quota_limited(sb.ctx, False)
         assert "quotaLimited" not in decide(http, sb, "/flags/?v=2")
         fault = sb.faults.add(path="/flags*", kind="quota_limited")
         assert decide(http, sb, "/flags/?v=2")["quotaLimited"] == ["feature_flags"]
@@ -359,7 +359,7 @@ def test_quota_limited(empty_sandbox: Sandbox) -> None:
 
 def test_partial_failures_keep_computed_flags(http: httpx.Client, sandbox: Sandbox) -> None:
     full = decide(http, sandbox, "/decide/?v=3")["featureFlags"]
-    set_flag_failures(sandbox, {"beta-feature", "new-checkout"})
+    set_flag_failures(sandbox.ctx, {"beta-feature", "new-checkout"})
     try:
         v3 = decide(http, sandbox, "/decide/?v=3")
         assert v3["errorsWhileComputingFlags"] is True
@@ -375,7 +375,7 @@ def test_partial_failures_keep_computed_flags(http: httpx.Client, sandbox: Sandb
         typed = decide(http, sandbox, "/flags/?v=4")["flags"]["new-checkout"]
         assert typed["failed"] is True and typed["value"] is None
     finally:
-        set_flag_failures(sandbox, ())
+        set_flag_failures(sandbox.ctx, ())
     fault = sandbox.faults.add(path="/decide*", kind="flag_failure:power-users")
     try:
         data = decide(http, sandbox, "/decide/?v=3")
@@ -433,7 +433,7 @@ def test_any_json_body_gets_a_real_answer_never_a_5xx(
 
 
 def test_a_stored_definition_the_engine_rejects_fails_alone(empty_sandbox: Sandbox) -> None:
-    from analytics_nb.sandbox._feature_flags import invalidate_flags
+    from analytics_nb.sandbox._resources.feature_flags import invalidate_flags
 
     sb = empty_sandbox
     with httpx.Client(base_url=sb.url, timeout=10) as http:

@@ -17,6 +17,7 @@ import pytest
 from _sandbox_helpers import api, playlists_path
 from analytics_nb import cli
 from analytics_nb.sandbox import Sandbox, create_app, start
+from analytics_nb.sandbox._resources import persons
 
 
 def _port_is_closed(url: str) -> bool:
@@ -89,13 +90,13 @@ def test_handle_surface(sandbox: Sandbox) -> None:
     assert isinstance(sandbox.project_id, int) and len(sandbox.organization_id) == 36
     sandbox.set_person("person-1", {"plan": "pro"})
     sandbox.set_person("person-1", {"seats": 3})
-    assert sandbox.ctx.store.get_person_properties(sandbox.project_id, "person-1") == {
+    assert persons.person_properties(sandbox.ctx.store, sandbox.project_id, "person-1") == {
         "plan": "pro",
         "seats": 3,
     }
     sandbox.set_group("company", "acme", {"size": 10})
-    assert sandbox.ctx.store.get_group_properties(sandbox.project_id, "company", "acme") == {"size": 10}
-    assert sandbox.ctx.store.group_type_mapping(sandbox.project_id)["0"] == "company"
+    assert persons.group_properties(sandbox.ctx.store, sandbox.project_id, "company", "acme") == {"size": 10}
+    assert persons.group_type_mapping(sandbox.ctx.store, sandbox.project_id)["0"] == "company"
     assert sandbox.create_app() is sandbox.app
 
 

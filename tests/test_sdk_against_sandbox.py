@@ -15,7 +15,8 @@ posthog = pytest.importorskip("posthog")
 
 from analytics_nb.flags import evaluate_flags  # noqa: E402
 from analytics_nb.sandbox import Sandbox  # noqa: E402
-from analytics_nb.sandbox._feature_flags import local_evaluation_body  # noqa: E402
+from analytics_nb.sandbox._resources import persons  # noqa: E402
+from analytics_nb.sandbox._resources.feature_flags import local_evaluation_body  # noqa: E402
 
 PERSONS = [f"user-{i:05d}" for i in range(0, 3000, 10)]  # 300 seeded persons
 
@@ -62,11 +63,13 @@ def local(sandbox: Sandbox) -> Iterator[Any]:
 def _inputs(
     sb: Sandbox, distinct_id: str
 ) -> tuple[dict[str, Any], dict[str, str], dict[str, dict[str, Any]]]:
-    person = sb.ctx.store.get_person_properties(sb.project_id, distinct_id)
+    person = persons.person_properties(sb.ctx.store, sb.project_id, distinct_id)
     company = person.get("company")
     groups = {"company": company} if company else {}
     group_props = (
-        {"company": sb.ctx.store.get_group_properties(sb.project_id, "company", company)} if company else {}
+        {"company": persons.group_properties(sb.ctx.store, sb.project_id, "company", company)}
+        if company
+        else {}
     )
     return person, groups, group_props
 
@@ -97,7 +100,7 @@ def test_capture_through_batch(sandbox: Sandbox) -> None:
     assert set(mine["endpoint"]) == {"/batch"}
     assert sorted(p["n"] for p in mine["properties"]) == list(range(25))
     assert all(p.get("$lib") == "posthog-python" for p in mine["properties"])
-    assert sandbox.ctx.store.get_person_properties(sandbox.project_id, "sdk-3") == {"via": "sdk"}
+    assert persons.person_properties(sandbox.ctx.store, sandbox.project_id, "sdk-3") == {"via": "sdk"}
 
 
 def test_remote_flags_equal_the_engine(sandbox: Sandbox, remote: Any, definitions: dict[str, Any]) -> None:

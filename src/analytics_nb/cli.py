@@ -32,7 +32,14 @@ def _build_parser() -> argparse.ArgumentParser:
         default="spec",
         help="spec: follow the API spec; cloud: add PostHog Cloud's refusals and rate limits",
     )
-    sb.add_argument("--admin", action="store_true", help="enable the /_sandbox/faults admin endpoint")
+    sb.add_argument(
+        "--admin", action="store_true", help="enable the /_sandbox/faults admin endpoint (owner key only)"
+    )
+    sb.add_argument(
+        "--rotate-key",
+        action="store_true",
+        help="make a new owner key and revoke the stored one (a restart on the same --db reuses the key)",
+    )
     sb.add_argument(
         "--rate-limits",
         choices=("auto", "on", "off"),
@@ -66,6 +73,7 @@ def _run_sandbox(args: argparse.Namespace) -> int:
             port=args.port,
             host=args.host,
             admin=args.admin,
+            rotate_key=args.rotate_key,
             rate_limits={"auto": None, "on": True, "off": False}[args.rate_limits],
             fault_seed=args.fault_seed,
         )

@@ -1,161 +1,64 @@
-"""The sandbox ASGI application: routing (trailing slash optional), error handling that answers every bad
-input with the real error body, fault injection, and the request log.
+"""The sandbox ASGI application: the endpoint table of every resource turned into Starlette routes, error
+handling that answers every bad input with the real error body, fault injection, the request log, and the
+one place where a trailing slash is dropped from the request path.
 
-Plug-in modules (written separately: `_capture`, `_decide`, `_feature_flags`) are mounted when present.
-Each exposes ``routes() -> list[starlette.routing.BaseRoute]`` and optionally ``SCHEMA: str`` (SQL run at
-start-up) and ``seed(store, ctx)`` (called by the demo seed; `_flag_seed` provides only ``seed``). Route
-paths may be written with or without a trailing slash: both forms are served.
+Building a sandbox: :func:`build_context` opens and seeds the store (`_seeding`), :class:`SandboxApp` serves
+it; :func:`create_app` does both.
 """
 
 from __future__ import annotations
 
 import asyncio
-import importlib
-import re
-import socket
-import struct
-import threading
-from collections import deque
 from collections.abc import Awaitable, Callable, MutableMapping
-from dataclasses import dataclass
 from datetime import UTC, datetime
-from types import ModuleType
 from typing import Any
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
-from starlette.routing import BaseRoute, Route
 
-from . import _openapi, _playlists, _projects, _seed, _transformations
+from . import _admin, _auth, _uvicorn
 from ._context import PROFILES, SandboxContext
+from ._endpoints import Endpoint, build_routes, fast_routes, openapi_document
 from ._errors import APIError, error_body, method_not_allowed, not_found, server_error, throttled
 from ._faults import Faults
-from ._http import parse_json_body, read_body, require_object
 from ._ratelimit import RateLimiter, parse_rates
-from ._store import Store
+from ._requestlog import LOG_BODY_LIMIT, LoggedRequest, RequestLog, redact
+from ._resources import RESOURCES
+from ._seeding import open_store
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 
-#: Modules of the flags/capture part, mounted when importable.
-PLUGIN_MODULES = ("_capture", "_decide", "_feature_flags")
-#: Module whose `seed(store, ctx)` the demo seed also runs.
-SEED_MODULES = ("_flag_seed",)
+__all__ = [
+    "LoggedRequest",
+    "RequestLog",
+    "SandboxApp",
+    "all_endpoints",
+    "build_context",
+    "create_app",
+    "redact",
+]
 
-_LOG_BODY_LIMIT = 65_536
 _DELAY_POLL = 0.05  # seconds between checks, during a delay fault, for a gone client or a stopping sandbox
-_SECRET_RE = re.compile(r"(phx_|pha_|phs_)[A-Za-z0-9_\-]+")
-_SECRET_FIELDS_RE = re.compile(r'("(?:personal_api_key|api_key|token|secret_api_key)"\s*:\s*)"[^"]*"')
-_SECRET_QUERY_RE = re.compile(r"((?:^|&)(?:personal_api_key|api_key|token)=)[^&]*")
 
 
-def _import_plugin(name: str) -> ModuleType | None:
-    try:
-        return importlib.import_module(f"{__package__}.{name}")
-    except ModuleNotFoundError as exc:
-        if exc.name == f"{__package__}.{name}":
-            return None
-        raise
+async def _schema(request: Request) -> Response:
+    """GET /api/schema/: the OpenAPI document, built from the same table as the routes."""
+    return JSONResponse(openapi_document(all_endpoints()))
 
 
-def plugin_modules() -> list[ModuleType]:
-    """The flags/capture modules that exist in this installation."""
-    return [m for m in (_import_plugin(n) for n in PLUGIN_MODULES) if m is not None]
+_SCHEMA_ENDPOINT = Endpoint(
+    "GET", "/api/schema/", _schema, "schema", "This OpenAPI document", auth="none", documented=False
+)
 
 
-def redact(text: str) -> str:
-    """Replace personal/project keys and secret fields in logged text."""
-    text = _SECRET_RE.sub(lambda m: m.group(1) + "***", text)
-    return _SECRET_FIELDS_RE.sub(lambda m: m.group(1) + '"***"', text)
-
-
-@dataclass(frozen=True)
-class LoggedRequest:
-    """One entry of the request log (no headers, secrets redacted)."""
-
-    method: str
-    path: str
-    query: str
-    status: int | None
-    body: str
-    at: datetime
-
-
-class RequestLog:
-    """The in-memory request log behind `Sandbox.requests()` (the newest `maxlen` requests).
-
-    The hot path only appends the raw fields; the secrets are redacted when an entry is first read (once per
-    entry), so the decide/flags path pays no regex per request and nothing unredacted ever leaves the log."""
-
-    def __init__(self, maxlen: int = 20_000) -> None:
-        self._entries: deque[LoggedRequest | _RawEntry] = deque(maxlen=maxlen)
-        self._lock = threading.Lock()
-
-    def append(self, entry: LoggedRequest) -> None:
-        """Record a finished request."""
-        with self._lock:
-            self._entries.append(entry)
-
-    def append_raw(
-        self, method: str, path: str, query: str, status: int | None, body: bytes, at: datetime
-    ) -> None:
-        """Record a finished request whose query and body are still to be redacted."""
-        with self._lock:
-            self._entries.append((method, path, query, status, body, at))
-
-    def entries(self) -> list[LoggedRequest]:
-        """A snapshot of the log, oldest first."""
-        with self._lock:
-            raw = list(self._entries)  # appends wait for the lock, so nothing is lost below
-            out: list[LoggedRequest] = []
-            changed = False
-            for item in raw:
-                if isinstance(item, tuple):
-                    item = _redacted(*item)
-                    changed = True
-                out.append(item)
-            if changed:  # keep the redacted entries: each is redacted once
-                self._entries.clear()
-                self._entries.extend(out)
-            return out
-
-    def clear(self) -> None:
-        """Forget every entry."""
-        with self._lock:
-            self._entries.clear()
-
-
-_RawEntry = tuple[str, str, str, "int | None", bytes, datetime]
-
-
-def _redacted(
-    method: str, path: str, query: str, status: int | None, body: bytes, at: datetime
-) -> LoggedRequest:
-    return LoggedRequest(
-        method=method,
-        path=path,
-        query=_SECRET_QUERY_RE.sub(r"\1***", redact(query)),
-        status=status,
-        body=redact(body.decode("utf-8", errors="replace")),
-        at=at,
-    )
-
-
-def _normalise(routes: list[BaseRoute]) -> list[BaseRoute]:
-    """Routes rewritten without trailing slash (the app strips it from every request path)."""
-    out: list[BaseRoute] = []
-    for r in routes:
-        if isinstance(r, Route) and r.path != "/" and r.path.endswith("/"):
-            out.append(
-                Route(r.path.rstrip("/"), r.endpoint, methods=list(r.methods or []) or None, name=r.name)
-            )
-        else:
-            out.append(r)
-    return out
+def all_endpoints() -> list[Endpoint]:
+    """The endpoint table: every resource's rows (in route order), the schema and the admin endpoints."""
+    return [*(ep for module in RESOURCES for ep in module.ENDPOINTS), _SCHEMA_ENDPOINT, *_admin.ENDPOINTS]
 
 
 async def _api_error(request: Request, exc: Exception) -> Response:
@@ -166,7 +69,8 @@ async def _api_error(request: Request, exc: Exception) -> Response:
 async def _http_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, HTTPException)
     if exc.status_code == 405:
-        return method_not_allowed(request.method).response()
+        allow = (exc.headers or {}).get("Allow")
+        return method_not_allowed(request.method, allow).response()
     if exc.status_code == 404:
         return not_found().response()
     return JSONResponse(
@@ -188,77 +92,81 @@ def build_context(
     rate_limits: dict[str, Any] | bool | None = None,
     geoip: bool = True,
     fault_seed: int = 0,
+    admin: bool = False,
+    rotate_key: bool = False,
 ) -> SandboxContext:
-    """Open the store, create every schema, seed it (once per database) and return the sandbox context.
+    """Open the store, create every schema, seed it (once per database), get the owner's key (the stored
+    one, or a new one with `rotate_key`) and return the sandbox context.
 
     `rate_limits`: None -> on in the cloud profile only; False -> off; True -> the real rates; a dict such
     as `{"default": 480, "playlists": 240}` (requests per minute) -> on with those rates.
     """
     if profile not in PROFILES:
         raise ValueError(f"profile must be one of {PROFILES}, got {profile!r}")
-    if seed not in ("demo", "empty"):
-        raise ValueError(f"seed must be 'demo' or 'empty', got {seed!r}")
-    store = Store(db)
-    modules = plugin_modules()
-    for module in (_projects, _playlists, _transformations, *modules):
-        schema = getattr(module, "SCHEMA", None)
-        if schema:
-            store.executescript(schema)
     if rate_limits is None:
         rate_limits = profile == "cloud"
     limiter = None
     if rate_limits is not False:
         limiter = RateLimiter(parse_rates(rate_limits if isinstance(rate_limits, dict) else None))
-    core = _seed.seed_core(store, profile=profile)
-    ctx = SandboxContext(
-        store=store,
+    opened = open_store(db, seed=seed, profile=profile)
+    core = opened.core
+    try:
+        key = _auth.owner_key(opened.store, core.owner_user_id, rotate=rotate_key)
+    except BaseException:
+        opened.store.close()
+        raise
+    return SandboxContext(
+        store=opened.store,
         profile=profile,
         project_id=core.project_id,
         organization_id=core.organization_id,
         project_api_key=core.project_api_key,
         faults=Faults(seed=fault_seed),
+        owner_user_id=core.owner_user_id,
         limiter=limiter,
         geoip=geoip,
+        admin=admin,
+        owner_key_hash=_auth.hash_key(key),
+        owner_key=key,
     )
-    ctx.extra["owner_user_id"] = core.owner_user_id
-    if seed == "demo" and core.fresh:
-        _seed.seed_demo(store, ctx)
-        for module in [*modules, *(m for m in map(_import_plugin, SEED_MODULES) if m is not None)]:
-            seeder = getattr(module, "seed", None)
-            if callable(seeder):
-                seeder(store, ctx)
-    return ctx
+
+
+def _strip_slash(scope: Scope) -> Scope:
+    """The request scope with the trailing slash dropped from the path (the one place it is handled: every
+    route is registered without it, so `/x` and `/x/` are the same endpoint); the path the client sent is
+    kept as ``sandbox.original_path`` for the `next` / `previous` links."""
+    path: str = scope["path"]
+    inner = dict(scope)
+    inner["sandbox.original_path"] = path
+    if path != "/" and path.endswith("/"):
+        inner["path"] = path.rstrip("/") or "/"
+        raw = scope.get("raw_path")
+        if isinstance(raw, bytes | bytearray):
+            inner["raw_path"] = bytes(raw).split(b"?", 1)[0].rstrip(b"/") or b"/"
+    return inner
 
 
 class SandboxApp:
     """The ASGI callable: fault layer and request log around the Starlette app (`.starlette`)."""
 
-    def __init__(self, ctx: SandboxContext, *, admin: bool = False) -> None:
+    def __init__(self, ctx: SandboxContext) -> None:
         self.ctx = ctx
-        self.admin = admin
         self.log = RequestLog()
         #: Set by `Sandbox.stop()`: requests held by a delay fault are then cut instead of waiting it out.
         self.closing = False
-        routes: list[BaseRoute] = [
-            # decide/flags/capture first: they are the hot paths, matched before the private API's routes
-            *[r for m in plugin_modules() for r in m.routes()],
-            *_projects.routes(),
-            *_playlists.routes(),
-            *_transformations.routes(),
-            Route("/api/schema", _openapi.schema_endpoint, methods=["GET"]),
-            Route("/_sandbox/faults", self._faults_endpoint, methods=["GET", "POST", "DELETE"]),
-            Route("/_sandbox/faults/{fault_id:int}", self._fault_endpoint, methods=["DELETE"]),
-            Route("/_sandbox/health", self._health, methods=["GET"]),
-        ]
+        endpoints = all_endpoints()
         self.starlette = Starlette(
-            routes=_normalise(routes),
+            routes=list(build_routes(endpoints)),
             exception_handlers={APIError: _api_error, HTTPException: _http_error, Exception: _unhandled},
         )
         self.starlette.state.sandbox = ctx
         #: The hot endpoints (POST decide/flags), called directly: no routing walk, no middleware stack.
-        self._fast: dict[str, Callable[[Request], Awaitable[Response]]] = {}
-        for module in plugin_modules():
-            self._fast.update(getattr(module, "FAST_ROUTES", {}))
+        self._fast = fast_routes(endpoints)
+
+    @property
+    def admin(self) -> bool:
+        """Whether the `/_sandbox/` admin endpoints are served."""
+        return self.ctx.admin
 
     async def _direct(
         self,
@@ -266,7 +174,7 @@ class SandboxApp:
         scope: Scope,
         receive: Receive,
         send: Send,
-        sock: Any,
+        raw_send: Send,
     ) -> None:
         """Serve one request with ``endpoint`` as its Starlette route would, answering `APIError` and
         `HTTPException` with the same bodies; anything else propagates to the caller's 500 handling."""
@@ -278,50 +186,7 @@ class SandboxApp:
             response = exc.response()
         except HTTPException as exc:
             response = await _http_error(request, exc)
-        if sock is None:
-            await response(scope, receive, send)
-            return
-        # uvicorn writes the status line + headers and the body in two sends: corked, they leave as one
-        # segment, so the client wakes once per answer instead of twice
-        _set_cork(sock, 1)
-        try:
-            await response(scope, receive, send)
-        finally:
-            _set_cork(sock, 0)
-
-    @property
-    def state(self) -> Any:
-        """The Starlette app state (`state.sandbox` is the context)."""
-        return self.starlette.state
-
-    async def _health(self, request: Request) -> Response:
-        return JSONResponse({"status": "ok", "profile": self.ctx.profile})
-
-    async def _fault_endpoint(self, request: Request) -> Response:
-        if not self.admin or not self.ctx.faults.remove(int(request.path_params["fault_id"])):
-            raise not_found()
-        return Response(status_code=204)
-
-    async def _faults_endpoint(self, request: Request) -> Response:
-        if not self.admin:
-            raise not_found()
-        if request.method == "DELETE":
-            self.ctx.faults.clear()
-            return Response(status_code=204)
-        if request.method == "POST":
-            data = require_object(parse_json_body(request, await read_body(request)))
-            allowed = {"path", "status", "rate", "retry_after", "delay", "reset", "methods", "kind"}
-            unknown = sorted(set(data) - allowed)
-            if unknown:
-                raise APIError(
-                    400, "validation_error", "invalid_input", f"Unknown field {unknown[0]!r}.", unknown[0]
-                )
-            try:
-                fid = self.ctx.faults.add(**data)
-            except (TypeError, ValueError) as exc:
-                raise APIError(400, "validation_error", "invalid_input", str(exc)) from None
-            return JSONResponse({"id": fid}, status_code=201)
-        return JSONResponse({"results": self.ctx.faults.list()})
+        await _uvicorn.send_corked(response, scope, receive, send, raw_send)
 
     async def _delay_abandoned(self, delay: float, send: Send) -> bool:
         """Wait out a delay fault; True as soon as the client leaves or the sandbox starts stopping (so an
@@ -329,7 +194,7 @@ class SandboxApp:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + delay
         while True:
-            if self.closing or _client_gone(send):
+            if self.closing or _uvicorn.client_gone(send):
                 return True
             left = deadline - loop.time()
             if left <= 0:
@@ -359,8 +224,8 @@ class SandboxApp:
             message = await receive()
             if message["type"] == "http.request":
                 body = message.get("body", b"")
-                if size < _LOG_BODY_LIMIT:
-                    chunks.append(body[: _LOG_BODY_LIMIT - size])
+                if size < LOG_BODY_LIMIT:
+                    chunks.append(body[: LOG_BODY_LIMIT - size])
                 size += len(body)
             return message
 
@@ -375,26 +240,20 @@ class SandboxApp:
                 for fault in self.ctx.faults.pick(method, raw_path):
                     if fault.delay and await self._delay_abandoned(fault.delay, send):
                         # the client gave up (or the sandbox is stopping): drop the request quietly
-                        if not _client_gone(send):
-                            await _cut(send)
+                        if not _uvicorn.client_gone(send):
+                            await _uvicorn.cut(send)
                         raise _ConnectionCut
                     if fault.reset:
-                        await _cut(send)
+                        await _uvicorn.cut(send)
                         raise _ConnectionCut
                     if fault.status is not None:
                         response = _fault_response(fault.status, fault.retry_after)
                         await response(scope, logging_receive, logging_send)
                         return
-            inner = dict(scope)
-            inner["sandbox.original_path"] = raw_path
-            if raw_path != "/" and raw_path.endswith("/"):
-                inner["path"] = raw_path.rstrip("/") or "/"
-                raw = scope.get("raw_path")
-                if isinstance(raw, bytes | bytearray):
-                    inner["raw_path"] = bytes(raw).split(b"?", 1)[0].rstrip(b"/") or b"/"
+            inner = _strip_slash(scope)
             fast = self._fast.get(inner["path"]) if method == "POST" else None
             if fast is not None:
-                await self._direct(fast, inner, logging_receive, logging_send, _raw_socket(send))
+                await self._direct(fast, inner, logging_receive, logging_send, send)
                 return
             await self.starlette(inner, logging_receive, logging_send)
         except _ConnectionCut:
@@ -402,7 +261,7 @@ class SandboxApp:
         except Exception:
             # Starlette re-raises after sending its 500 body; answer only if nothing was sent yet and the
             # client is still there (a request abandoned by its client ends quietly: ClientDisconnect)
-            if status[0] is None and not _client_gone(send):
+            if status[0] is None and not _uvicorn.client_gone(send):
                 await server_error().response()(scope, logging_receive, logging_send)
         finally:
             record()
@@ -425,57 +284,6 @@ def _fault_response(status: int, retry_after: float | None) -> Response:
     return JSONResponse(error_body("server_error", "error", text), status_code=status, headers=headers)
 
 
-def _raw_socket(send: Send) -> Any:
-    """The TCP socket under uvicorn's per-request cycle, when there is one and it can be corked."""
-    if not hasattr(socket, "TCP_CORK"):
-        return None
-    transport = getattr(getattr(send, "__self__", None), "transport", None)
-    return transport.get_extra_info("socket") if transport is not None else None
-
-
-def _set_cork(sock: Any, on: int) -> None:
-    try:
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_CORK, on)
-    except (OSError, AttributeError):
-        pass
-
-
-def _client_gone(send: Send) -> bool:
-    """Whether uvicorn already knows the client of this request went away (False on other servers)."""
-    cycle = getattr(send, "__self__", None)
-    if cycle is None:
-        return False
-    if getattr(cycle, "disconnected", False):
-        return True
-    transport = getattr(cycle, "transport", None)
-    return bool(transport is not None and transport.is_closing())
-
-
-async def _cut(send: Send) -> None:
-    """Reset the connection and tell uvicorn at once that this request's client is gone, so it neither
-    logs "ASGI callable returned without starting response" nor tries to send its own 500."""
-    _reset_connection(send)
-    cycle = getattr(send, "__self__", None)
-    if cycle is not None and hasattr(cycle, "disconnected"):
-        cycle.disconnected = True
-    await asyncio.sleep(0)  # let the transport report the loss (connection_lost) before returning
-
-
-def _reset_connection(send: Send) -> None:
-    """Abort the TCP connection with an RST (uvicorn's per-request cycle holds the transport)."""
-    cycle = getattr(send, "__self__", None)
-    transport = getattr(cycle, "transport", None)
-    if transport is None:
-        raise ConnectionResetError("fault injection: connection reset")
-    sock = transport.get_extra_info("socket")
-    if sock is not None:
-        try:
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-        except OSError:
-            pass
-    transport.abort()
-
-
 def create_app(
     *,
     db: str | None = None,
@@ -485,12 +293,17 @@ def create_app(
     geoip: bool = True,
     admin: bool = False,
     fault_seed: int = 0,
+    rotate_key: bool = False,
 ) -> SandboxApp:
     """A ready sandbox ASGI app (store opened and seeded), to run under any ASGI server."""
     ctx = build_context(
-        db=db, seed=seed, profile=profile, rate_limits=rate_limits, geoip=geoip, fault_seed=fault_seed
+        db=db,
+        seed=seed,
+        profile=profile,
+        rate_limits=rate_limits,
+        geoip=geoip,
+        fault_seed=fault_seed,
+        admin=admin,
+        rotate_key=rotate_key,
     )
-    return SandboxApp(ctx, admin=admin)
-
-
-__all__ = ["LoggedRequest", "RequestLog", "SandboxApp", "build_context", "create_app", "redact"]
+    return SandboxApp(ctx)

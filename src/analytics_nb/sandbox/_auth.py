@@ -4,6 +4,7 @@ service (posthog-notes §2.4)."""
 from __future__ import annotations
 
 import hashlib
+import hmac
 import secrets
 import string
 import uuid
@@ -14,6 +15,7 @@ from urllib.parse import parse_qs
 from starlette.requests import Request
 
 from ._errors import authentication_failed, not_authenticated, permission_denied
+from ._http import parse_json_body
 from ._store import Store, dumps, loads, now_iso
 
 #: Scope objects the sandbox knows (a subset of PostHog's `posthog/scopes.py` list, enough to validate keys).
@@ -209,20 +211,49 @@ def create_personal_key(
     return plain
 
 
-def _body_key(request: Request) -> str | None:
-    """`personal_api_key` from a body that the app has already read (JSON or form), else None."""
-    body = getattr(request, "_body", None)
-    if not body:
-        return None
-    try:
-        import json
+OWNER_KEY_LABEL = "sandbox owner"
 
-        data = json.loads(body)
-        if isinstance(data, dict) and isinstance(data.get("personal_api_key"), str):
-            return data["personal_api_key"]
-    except (ValueError, UnicodeDecodeError):
+
+def owner_key(store: Store, owner_user_id: int, *, rotate: bool = False) -> str:
+    """The owner's all-scopes key of this database: the stored one (a restart on the same file reuses it),
+    or a new one when there is none yet, its key row is gone, or `rotate` is asked; a new key revokes every
+    earlier owner key (so restarts never pile up valid all-scopes keys). Kept in `sandbox_meta` in plain
+    text, next to its hash in `personal_api_keys` -- a local sandbox file, never a real PostHog key."""
+    with store.transaction():
+        current = store.get_meta("owner_key")
+        if current and not rotate:
+            live = store.query_one(
+                "SELECT 1 FROM personal_api_keys WHERE secure_value=?", (hash_key(current),)
+            )
+            if live is not None:
+                return current
+        store.execute("DELETE FROM personal_api_keys WHERE label=?", (OWNER_KEY_LABEL,))
+        plain = create_personal_key(store, owner_user_id, ["*"], label=OWNER_KEY_LABEL)
+        store.set_meta("owner_key", plain)
+        return plain
+
+
+def is_key(presented: str | None, key_hash: str) -> bool:
+    """Whether `presented` is the key whose stored hash is `key_hash` (constant-time comparison)."""
+    return bool(presented) and bool(key_hash) and hmac.compare_digest(hash_key(presented or ""), key_hash)
+
+
+def _body_key(request: Request) -> str | None:
+    """`personal_api_key` from a body the app has already read (JSON or form), else None. A JSON body is
+    parsed with the API's checks, so a malformed one is the DRF 400 (as PostHog's authentication, which
+    reads `request.data`, answers) and never a 500."""
+    body: bytes | None = getattr(request, "_body", None)
+    if not body or not body.strip():
+        return None
+    ctype = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if ctype == "application/x-www-form-urlencoded":
         values = parse_qs(body.decode("latin-1")).get("personal_api_key")
         return values[0] if values else None
+    if ctype and ctype != "application/json" and not ctype.endswith("+json"):
+        return None
+    data = parse_json_body(request, body)
+    if isinstance(data, dict) and isinstance(data.get("personal_api_key"), str):
+        return str(data["personal_api_key"])
     return None
 
 

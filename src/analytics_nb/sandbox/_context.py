@@ -1,13 +1,9 @@
-"""The per-sandbox state reachable from any request as `request.app.state.sandbox` (a
-:class:`SandboxContext`).
+"""The typed per-sandbox state every handler reaches as `context_of(request)`: the store, the profile, the
+seeded ids, the owner, fault rules, the rate limiter and the decide controls.
 
-Modules that plug routes into the app (see `_app.py`) use it to reach the store, the profile and the
-project, to authenticate personal API keys with the real scope rules, and to build error responses::
-
-    ctx: SandboxContext = request.app.state.sandbox
+    ctx = context_of(request)
     user = ctx.authenticate_personal(request, "feature_flag:read")   # raises APIError -> real 401/403/404/429
     project_id = ctx.project_id_of(request)                           # the URL's project, `@current` resolved
-    return ctx.error_response(400, "validation_error", "invalid_input", "Bad thing.", "key")
 
 Raise :class:`APIError` (or the helpers in `_errors`) anywhere in a handler; the app turns it into the
 response.
@@ -17,23 +13,30 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from starlette.requests import Request
-from starlette.responses import Response
 
 from . import _auth
 from ._auth import UNSUPPORTED, User
-from ._errors import APIError, error_response, not_found, permission_denied, throttled
+from ._errors import APIError, not_found, permission_denied, throttled
 from ._ratelimit import RateLimiter
 from ._store import Store
 
 if TYPE_CHECKING:
     from ._faults import Faults
 
-__all__ = ["UNSUPPORTED", "APIError", "SandboxContext", "User"]
+__all__ = ["UNSUPPORTED", "APIError", "DecideControls", "SandboxContext", "User", "context_of"]
 
 PROFILES = ("spec", "cloud")
+
+
+@dataclass
+class DecideControls:
+    """Test controls of /decide and /flags (`Sandbox.set_flags_quota_limited` / `set_flag_failures`)."""
+
+    quota_limited: bool = False
+    failing: frozenset[str] = frozenset()
 
 
 @dataclass(repr=False)
@@ -46,9 +49,18 @@ class SandboxContext:
     organization_id: str
     project_api_key: str
     faults: Faults
+    owner_user_id: int
     limiter: RateLimiter | None = None
     geoip: bool = True
-    extra: dict[str, Any] = field(default_factory=dict)
+    #: Whether the `/_sandbox/` admin endpoints are served.
+    admin: bool = False
+    #: Hash of the owner's key: the admin endpoints (`/_sandbox/...`) accept only this key.
+    owner_key_hash: str = ""
+    #: The owner's key itself (for the handle; never in a repr).
+    owner_key: str = field(default="", repr=False)
+    decide: DecideControls = field(default_factory=lambda: DecideControls())
+    #: project API token -> project id, filled by decide/capture lookups (tokens never change).
+    token_projects: dict[str, int] = field(default_factory=dict)
 
     def __repr__(self) -> str:
         return f"SandboxContext(profile={self.profile!r}, project_id={self.project_id})"
@@ -110,12 +122,34 @@ class SandboxContext:
         row = self.store.query_one("SELECT organization_id FROM projects WHERE id=?", (project_id,))
         if row is None:
             raise not_found("Project not found.")
-        if row["organization_id"] != user.organization_id:
+        self.check_project_access(user, project_id, str(row["organization_id"]))
+        return project_id
+
+    @staticmethod
+    def check_project_access(user: User, project_id: int, organization_id: str) -> None:
+        """403 unless the key's user belongs to the project's organization and the key's `scoped_teams` /
+        `scoped_organizations` (when set) include it. Every path that can reveal a project's data calls
+        this (the URL's project, and the project a `token=` names on the definitions endpoints)."""
+        if organization_id != user.organization_id:
             raise permission_denied("You don't have access to the project.")
-        if user.scoped_organizations is not None and row["organization_id"] not in user.scoped_organizations:
+        if user.scoped_teams is not None and project_id not in user.scoped_teams:
             raise permission_denied(
-                f"API key does not have access to the requested organization: ID {row['organization_id']}."
+                f"API key does not have access to the requested project: ID {project_id}."
             )
+        if user.scoped_organizations is not None and organization_id not in user.scoped_organizations:
+            raise permission_denied(
+                f"API key does not have access to the requested organization: ID {organization_id}."
+            )
+
+    def token_project(self, token: str) -> int | None:
+        """The project id behind a project API token (`phc_...`), cached; None when unknown."""
+        project_id = self.token_projects.get(token)
+        if project_id is None:
+            row = self.store.query_one("SELECT id FROM projects WHERE api_token=?", (token,))
+            if row is None:
+                return None
+            project_id = int(row[0])
+            self.token_projects[token] = project_id
         return project_id
 
     def _resolve_organization(self, user: User, raw: str) -> str:
@@ -136,20 +170,9 @@ class SandboxContext:
             raise not_found("Organization not found.")
         return org_id
 
-    # -- responses
-    @staticmethod
-    def error_response(
-        status: int,
-        type: str,
-        code: str,
-        detail: str,
-        attr: str | None = None,
-        headers: dict[str, str] | None = None,
-    ) -> Response:
-        """A `{type, code, detail, attr}` JSON error response."""
-        return error_response(status, type, code, detail, attr, headers)
 
-    @staticmethod
-    def error(status: int, type: str, code: str, detail: str, attr: str | None = None) -> APIError:
-        """The exception form of `error_response`, to `raise` from deep inside a handler."""
-        return APIError(status, type, code, detail, attr)
+def context_of(request: Request) -> SandboxContext:
+    """The sandbox context of the app serving `request`."""
+    ctx = request.app.state.sandbox
+    assert isinstance(ctx, SandboxContext)
+    return ctx

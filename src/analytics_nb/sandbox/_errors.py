@@ -93,9 +93,12 @@ def permission_denied(detail: str) -> APIError:
     return APIError(403, "authentication_error", "permission_denied", detail)
 
 
-def method_not_allowed(method: str) -> APIError:
-    """405 with the DRF body naming the method."""
-    return APIError(405, "invalid_request", "method_not_allowed", f'Method "{method}" not allowed.')
+def method_not_allowed(method: str, allow: str | None = None) -> APIError:
+    """405 with the DRF body naming the method (and the `Allow` header when the methods are known)."""
+    headers = {"Allow": allow} if allow else None
+    return APIError(
+        405, "invalid_request", "method_not_allowed", f'Method "{method}" not allowed.', None, headers
+    )
 
 
 def throttled(wait_seconds: float) -> APIError:

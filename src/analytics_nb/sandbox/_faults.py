@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import builtins
 import fnmatch
 import random
 import threading
@@ -71,14 +72,14 @@ class Faults:
         retry_after: float | None = None,
         delay: float | None = None,
         reset: bool = False,
-        methods: list[str] | None = None,
+        methods: builtins.list[str] | None = None,
         kind: str | None = None,
     ) -> int:
         """Add a rule: a `rate` fraction of requests whose path matches the glob `path` (e.g. "/batch*").
 
         `status` answers 408/429/500/502/503/504 (429 carries `Retry-After: retry_after`, default 1 s);
         `delay` seconds of latency (alone: the request then proceeds normally); `reset=True` cuts the
-        connection with a TCP reset. `kind` is a free tag that plug-in modules may read through
+        connection with a TCP reset. `kind` is a tag decide reads through
         :meth:`active` (e.g. "quota_limited").
         """
         if not 0.0 <= float(rate) <= 1.0:
@@ -127,16 +128,16 @@ class Faults:
             self.seed = seed
             self._random = random.Random(seed)
 
-    def list(self) -> list[dict[str, Any]]:
+    def list(self) -> builtins.list[dict[str, Any]]:
         """The rules as dicts."""
         with self._lock:
             return [r.as_dict() for r in self._rules]
 
-    def pick(self, method: str, path: str, *, with_kind: bool = False) -> list[Fault]:
+    def pick(self, method: str, path: str, *, with_kind: bool = False) -> builtins.list[Fault]:
         """The rules that fire for this request (each drawn with its rate). Used by the app's fault layer;
         rules with a `kind` are only drawn when `with_kind` (by the module that understands them)."""
         with self._lock:
-            fired = []
+            fired: builtins.list[Fault] = []
             for rule in self._rules:
                 if (rule.kind is not None) != with_kind or not rule.matches(method, path):
                     continue
@@ -145,5 +146,5 @@ class Faults:
             return fired
 
     def active(self, kind: str, method: str, path: str) -> bool:
-        """Whether a rule tagged `kind` fires for this request (for plug-in modules, e.g. decide's quota)."""
+        """Whether a rule tagged `kind` fires for this request (decide reads its quota / failure kinds)."""
         return any(r.kind == kind for r in self.pick(method, path, with_kind=True))

@@ -7,13 +7,14 @@ for loopback / private / unknown addresses, the lookup returns no properties (as
 
 from __future__ import annotations
 
+import importlib.util
 import ipaddress
 import threading
 from collections.abc import Mapping
 from functools import lru_cache
 from typing import Any, Protocol
 
-__all__ = ["GEOIP_KEYS", "client_ip", "geoip_available", "geoip_properties"]
+__all__ = ["GEOIP_INSTALLED", "GEOIP_KEYS", "client_ip", "geoip_available", "geoip_properties"]
 
 GEOIP_KEYS: tuple[str, ...] = (
     "$geoip_city_name",
@@ -30,24 +31,29 @@ class _Reader(Protocol):
     def get(self, ip: str) -> Any: ...
 
 
+#: The one check for the optional dependency: is the `maxminddb-geolite2` package installed?
+GEOIP_INSTALLED = importlib.util.find_spec("geolite2") is not None
+
 _lock = threading.Lock()
 _reader: _Reader | None = None
-_loaded = False
+_opened = False
 
 
 def _get_reader() -> _Reader | None:
-    global _reader, _loaded
-    if _loaded:
-        return _reader
+    """The GeoLite2 reader, opened on first use; None without the package (or when its database cannot be
+    read: a broken install means no geo, never a 500)."""
+    global _reader, _opened
+    if not GEOIP_INSTALLED:
+        return None
     with _lock:
-        if not _loaded:
-            try:
-                from geolite2 import geolite2  # type: ignore[import-not-found,import-untyped]
+        if not _opened:
+            _opened = True
+            from geolite2 import geolite2  # type: ignore[import-not-found,import-untyped]
 
+            try:
                 _reader = geolite2.reader()
-            except Exception:  # the package is an optional extra; any failure means "no geo"
+            except OSError:
                 _reader = None
-            _loaded = True
     return _reader
 
 
@@ -86,6 +92,11 @@ def _name(record: Any, section: str) -> str | None:
     return None
 
 
+def _section(record: dict[str, Any], name: str) -> dict[str, Any]:
+    part = record.get(name)
+    return part if isinstance(part, dict) else {}
+
+
 @lru_cache(maxsize=4096)
 def _lookup(ip: str) -> tuple[tuple[str, str], ...]:
     try:
@@ -103,10 +114,9 @@ def _lookup(ip: str) -> tuple[tuple[str, str], ...]:
         return ()
     if not isinstance(record, dict):
         return ()
-    country = record.get("country") if isinstance(record.get("country"), dict) else {}
-    continent = record.get("continent") if isinstance(record.get("continent"), dict) else {}
-    postal = record.get("postal") if isinstance(record.get("postal"), dict) else {}
-    location = record.get("location") if isinstance(record.get("location"), dict) else {}
+    country, continent, postal, location = (
+        _section(record, name) for name in ("country", "continent", "postal", "location")
+    )
     values = {
         "$geoip_city_name": _name(record, "city"),
         "$geoip_country_name": _name(record, "country"),

@@ -17,9 +17,10 @@ import uvicorn
 
 from . import _auth
 from ._app import SandboxApp, create_app
+from ._resources import decide, events, persons, playlists, projects
 
 if TYPE_CHECKING:
-    import pandas as pd
+    import pandas as pd  # type: ignore[import-untyped]
 
     from ._context import SandboxContext
     from ._faults import Faults
@@ -91,7 +92,7 @@ class Sandbox:
         scoped_organizations: list[str] | None = None,
     ) -> str:
         """Issue another personal key (default scopes `["*"]`) for the owner or for `user` (id or email)."""
-        user_id = self.ctx.extra["owner_user_id"]
+        user_id = self.ctx.owner_user_id
         if isinstance(user, int):
             user_id = user
         elif isinstance(user, str):
@@ -109,11 +110,24 @@ class Sandbox:
 
     def set_person(self, distinct_id: str, properties: dict[str, Any]) -> None:
         """Merge stored person properties (decide uses them unless the request overrides them)."""
-        self.ctx.store.set_person(self.project_id, str(distinct_id), dict(properties))
+        persons.set_person(self.ctx.store, self.project_id, str(distinct_id), dict(properties))
 
     def set_group(self, type_name: str, key: str, properties: dict[str, Any]) -> None:
         """Merge stored group properties (the group type gets the next free index when new)."""
-        self.ctx.store.set_group(self.project_id, str(type_name), str(key), dict(properties))
+        persons.set_group(self.ctx.store, self.project_id, str(type_name), str(key), dict(properties))
+
+    def add_organization(self, name: str = "Second organization") -> str:
+        """Create another organization (no projects, no users) and return its id; the owner's keys do not
+        belong to it, so it tests isolation (`scoped_organizations`, 404s)."""
+        return projects.add_organization(self.ctx.store, name, profile=self.profile)
+
+    def add_project(
+        self, name: str = "Second project", *, organization_id: str | None = None
+    ) -> projects.SandboxProject:
+        """Create another project (with its own `phc_` token) in the sandbox's organization, or in
+        `organization_id`; returns its id, token and organization. For isolation tests: a key with
+        `scoped_teams=[sb.project_id]` must not see it."""
+        return projects.add_project(self.ctx.store, name, organization_id or self.organization_id)
 
     # -- recordings and decide controls
     def add_recording(
@@ -139,9 +153,7 @@ class Sandbox:
         `distinct_id` merged with `person_properties`. `playlist` (a collection's short_id) also adds it
         there, as `POST .../recordings/<id>/` would. A new uuid4 is used when `session_id` is None.
         """
-        from ._playlists import insert_recording
-
-        return insert_recording(
+        return playlists.insert_recording(
             self.ctx.store,
             self.project_id,
             session_id=session_id,
@@ -160,26 +172,17 @@ class Sandbox:
     def set_flags_quota_limited(self, limited: bool = True) -> None:
         """Make `/decide` and `/flags` answer as a billing-limited project (`quotaLimited: ["feature_flags"]`,
         no flags) until called with False."""
-        from ._decide import set_flags_quota_limited
-
-        set_flags_quota_limited(self, limited)
+        decide.set_flags_quota_limited(self.ctx, limited)
 
     def set_flag_failures(self, keys: Iterable[str] | str = ()) -> None:
         """Make these flag keys fail to compute in `/decide` and `/flags` (`errorsWhileComputingFlags: true`,
         `failed: true` in detailed answers); the other flags are still answered. `()` clears it."""
-        from ._decide import set_flag_failures
-
-        set_flag_failures(self, keys)
+        decide.set_flag_failures(self.ctx, keys)
 
     # -- read-back
     def events(self) -> pd.DataFrame:
-        """Captured events as a DataFrame (implemented by the capture module's `events_frame(store,
-        project_id)`)."""
-        try:
-            from . import _capture
-        except ImportError as exc:  # pragma: no cover - the capture module ships with the package
-            raise RuntimeError("this sandbox build has no capture module") from exc
-        return _capture.events_frame(self.ctx.store, self.project_id)
+        """Captured events as a DataFrame: uuid, event, distinct_id, timestamp, properties (dict), ..."""
+        return events.events_frame(self.ctx.store, self.project_id)
 
     def requests(self) -> pd.DataFrame:
         """The request log: method, path, query, status, body (text), at; no headers, keys redacted."""
@@ -245,8 +248,12 @@ def launch(
     geoip: bool = True,
     admin: bool = False,
     fault_seed: int = 0,
+    rotate_key: bool = False,
 ) -> Sandbox:
-    """Start a sandbox server in a background thread and return its handle (call `stop()` when done)."""
+    """Start a sandbox server in a background thread and return its handle (call `stop()` when done).
+
+    The owner's key is stored in the database: a restart on the same `db` file has the same key;
+    `rotate_key=True` makes a new one and revokes the old one."""
     app = create_app(
         db=db,
         seed=seed,
@@ -255,10 +262,9 @@ def launch(
         geoip=geoip,
         admin=admin,
         fault_seed=fault_seed,
+        rotate_key=rotate_key,
     )
-    key = _auth.create_personal_key(
-        app.ctx.store, app.ctx.extra["owner_user_id"], ["*"], label="sandbox owner"
-    )
+    key = app.ctx.owner_key
     # proto=IPPROTO_TCP so that asyncio sets TCP_NODELAY on accepted connections (no 40 ms Nagle stalls)
     sock = socket.socket(
         socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP
@@ -310,6 +316,7 @@ def start(
     admin: bool = False,
     fault_seed: int = 0,
     mode: str = "thread",
+    rotate_key: bool = False,
 ) -> Iterator[Sandbox]:
     """`with start(seed="demo") as sb:` a sandbox on a free port of 127.0.0.1, stopped on exit.
 
@@ -329,6 +336,7 @@ def start(
             host=host,
             rate_limits=rate_limits,
             fault_seed=fault_seed,
+            rotate_key=rotate_key,
         ) as psb:
             yield psb  # type: ignore[misc]
         return
@@ -344,6 +352,7 @@ def start(
         geoip=geoip,
         admin=admin,
         fault_seed=fault_seed,
+        rotate_key=rotate_key,
     )
     try:
         yield sb
@@ -352,16 +361,26 @@ def start(
 
 
 class RemoteFaults:
-    """Fault controls of a sandbox in another process, through its `/_sandbox/faults` admin endpoint."""
+    """Fault controls of a sandbox in another process, through its `/_sandbox/faults` admin endpoint (which
+    takes the owner's key)."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, owner_key: str) -> None:
         self._url = url + "/_sandbox/faults"
+        self._headers = {"Authorization": f"Bearer {owner_key}"}
+
+    def __repr__(self) -> str:
+        return f"RemoteFaults(url={self._url!r})"
 
     def add(self, path: str = "*", status: int | None = None, rate: float = 1.0, **kw: Any) -> int:
         """Same arguments as :meth:`Faults.add`; returns the rule id."""
         import httpx
 
-        resp = httpx.post(self._url, json={"path": path, "status": status, "rate": rate, **kw}, timeout=10)
+        resp = httpx.post(
+            self._url,
+            json={"path": path, "status": status, "rate": rate, **kw},
+            headers=self._headers,
+            timeout=10,
+        )
         if resp.status_code != 201:
             raise ValueError(resp.json().get("detail", resp.text))
         return int(resp.json()["id"])
@@ -370,19 +389,21 @@ class RemoteFaults:
         """Remove one rule; False when no rule has that id."""
         import httpx
 
-        return httpx.delete(f"{self._url}/{int(fault_id)}", timeout=10).status_code == 204
+        return (
+            httpx.delete(f"{self._url}/{int(fault_id)}", headers=self._headers, timeout=10).status_code == 204
+        )
 
     def clear(self) -> None:
         """Remove every rule."""
         import httpx
 
-        httpx.delete(self._url, timeout=10).raise_for_status()
+        httpx.delete(self._url, headers=self._headers, timeout=10).raise_for_status()
 
     def list(self) -> list[dict[str, Any]]:
         """The rules as dicts."""
         import httpx
 
-        return list(httpx.get(self._url, timeout=10).json()["results"])
+        return list(httpx.get(self._url, headers=self._headers, timeout=10).json()["results"])
 
 
 class ProcessSandbox:
@@ -397,7 +418,7 @@ class ProcessSandbox:
         self.project_id = int(info["project_id"])
         self.organization_id = info["organization_id"]
         self.profile = info["profile"]
-        self.faults = RemoteFaults(self.url)
+        self.faults = RemoteFaults(self.url, self._personal_api_key)
 
     def __repr__(self) -> str:
         return f"ProcessSandbox(url={self.url!r}, profile={self.profile!r}, pid={self._proc.pid})"
@@ -435,6 +456,7 @@ def launch_process(
     host: str = "127.0.0.1",
     rate_limits: bool | None = None,
     fault_seed: int = 0,
+    rotate_key: bool = False,
 ) -> ProcessSandbox:
     """Start `analytics-nb sandbox` in a child process (admin endpoint on) and return its handle."""
     if isinstance(rate_limits, dict):
@@ -449,6 +471,8 @@ def launch_process(
     ]  # fmt: skip
     if db:
         cmd += ["--db", db]
+    if rotate_key:
+        cmd.append("--rotate-key")
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=None, text=True)
     info: dict[str, str] = {"profile": profile}
     assert proc.stdout is not None

@@ -1,19 +1,13 @@
 """SQLite storage of the sandbox: one connection (a file or in memory), one transaction per write.
 
-Extending the schema (for the modules that plug into the app, such as `_capture`, `_feature_flags`): a
-module may define a module-level ``SCHEMA: str`` of ``CREATE TABLE IF NOT EXISTS ...`` statements; the app
-runs it through :meth:`Store.executescript` when the sandbox starts, after :data:`CORE_SCHEMA`. Code may
-also call ``store.executescript(sql)`` at any time. Tables of the core schema that other modules may read
-and write:
+Each resource module (`_resources/*`) declares its tables in ``SCHEMA`` (``CREATE TABLE IF NOT EXISTS``),
+run when the sandbox starts, after :data:`CORE_SCHEMA`. The core tables, shared by every resource:
 
 * ``organizations(id TEXT uuid, name, slug, created_at, plugins_access_level)``
 * ``projects(id INTEGER, organization_id, name, api_token, created_at, timezone)``
 * ``users(id, uuid, distinct_id, first_name, last_name, email, ...)``
-* ``persons(project_id, distinct_id, properties JSON)`` and ``group_types(project_id, group_type_index,
-  group_type)`` / ``groups(project_id, group_type_index, group_key, properties JSON)``: use
-  :meth:`Store.set_person`, :meth:`Store.get_person_properties`, :meth:`Store.set_group`,
-  :meth:`Store.get_group_properties`, :meth:`Store.group_type_mapping`.
 * ``activity_log``: use :meth:`Store.log_activity`.
+* ``sandbox_meta(name, value)``: the seed state and the owner key (:meth:`Store.get_meta` / `set_meta`).
 
 Every read/write goes through the store's lock, so handlers may call it from any thread.
 """
@@ -68,25 +62,9 @@ CREATE TABLE IF NOT EXISTS personal_api_keys (
     scoped_organizations TEXT,
     created_at TEXT NOT NULL
 );
-CREATE TABLE IF NOT EXISTS persons (
-    project_id INTEGER NOT NULL,
-    distinct_id TEXT NOT NULL,
-    properties TEXT NOT NULL DEFAULT '{}',
-    PRIMARY KEY (project_id, distinct_id)
-);
-CREATE TABLE IF NOT EXISTS group_types (
-    project_id INTEGER NOT NULL,
-    group_type_index INTEGER NOT NULL,
-    group_type TEXT NOT NULL,
-    PRIMARY KEY (project_id, group_type_index),
-    UNIQUE (project_id, group_type)
-);
-CREATE TABLE IF NOT EXISTS groups (
-    project_id INTEGER NOT NULL,
-    group_type_index INTEGER NOT NULL,
-    group_key TEXT NOT NULL,
-    properties TEXT NOT NULL DEFAULT '{}',
-    PRIMARY KEY (project_id, group_type_index, group_key)
+CREATE TABLE IF NOT EXISTS sandbox_meta (
+    name TEXT PRIMARY KEY,
+    value TEXT NOT NULL
 );
 CREATE TABLE IF NOT EXISTS activity_log (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -108,8 +86,9 @@ def now_iso() -> str:
 
 
 def dumps(value: Any) -> str:
-    """JSON text for a stored JSON column."""
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    """JSON text for a stored JSON column (strict: a non-finite number raises ValueError, so it is never
+    stored)."""
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
 
 
 def loads(text: str | None) -> Any:
@@ -182,83 +161,19 @@ class Store:
         with self.lock:
             self._conn.close()
 
-    # -- persons and groups (read by decide, written by the handle and the seeds)
-    def set_person(self, project_id: int, distinct_id: str, properties: dict[str, Any]) -> None:
-        """Merge `properties` into the stored person (created when missing), like a `$set`."""
-        with self.transaction() as conn:
-            row = conn.execute(
-                "SELECT properties FROM persons WHERE project_id=? AND distinct_id=?",
-                (project_id, distinct_id),
-            ).fetchone()
-            merged = {**(loads(row["properties"]) if row else {}), **properties}
-            conn.execute(
-                "INSERT INTO persons(project_id, distinct_id, properties) VALUES (?,?,?) "
-                "ON CONFLICT(project_id, distinct_id) DO UPDATE SET properties=excluded.properties",
-                (project_id, distinct_id, dumps(merged)),
-            )
+    # -- sandbox metadata (seed state, owner key)
+    def get_meta(self, name: str) -> str | None:
+        """A value of the `sandbox_meta` table, None when unset."""
+        row = self.query_one("SELECT value FROM sandbox_meta WHERE name=?", (name,))
+        return None if row is None else str(row["value"])
 
-    def get_person_properties(self, project_id: int, distinct_id: str) -> dict[str, Any]:
-        """Stored properties of a person, `{}` when unknown."""
-        row = self.query_one(
-            "SELECT properties FROM persons WHERE project_id=? AND distinct_id=?", (project_id, distinct_id)
+    def set_meta(self, name: str, value: str) -> None:
+        """Set a `sandbox_meta` value (inside the caller's transaction when there is one)."""
+        self.execute(
+            "INSERT INTO sandbox_meta(name, value) VALUES (?,?) "
+            "ON CONFLICT(name) DO UPDATE SET value=excluded.value",
+            (name, value),
         )
-        return loads(row["properties"]) if row else {}
-
-    def group_type_index(self, project_id: int, group_type: str, *, create: bool = False) -> int | None:
-        """Index of a group type name (created at the next free index when `create`), None when unknown."""
-        with self.transaction() as conn:
-            row = conn.execute(
-                "SELECT group_type_index FROM group_types WHERE project_id=? AND group_type=?",
-                (project_id, group_type),
-            ).fetchone()
-            if row is not None:
-                return int(row["group_type_index"])
-            if not create:
-                return None
-            nxt = conn.execute(
-                "SELECT COALESCE(MAX(group_type_index)+1, 0) AS n FROM group_types WHERE project_id=?",
-                (project_id,),
-            ).fetchone()["n"]
-            conn.execute(
-                "INSERT INTO group_types(project_id, group_type_index, group_type) VALUES (?,?,?)",
-                (project_id, nxt, group_type),
-            )
-            return int(nxt)
-
-    def group_type_mapping(self, project_id: int) -> dict[str, str]:
-        """`{"0": "company", ...}`: group type index (as str) -> name, as local evaluation sends it."""
-        rows = self.query(
-            "SELECT group_type_index, group_type FROM group_types WHERE project_id=? ORDER BY "
-            "group_type_index",
-            (project_id,),
-        )
-        return {str(r["group_type_index"]): r["group_type"] for r in rows}
-
-    def set_group(self, project_id: int, group_type: str, group_key: str, properties: dict[str, Any]) -> None:
-        """Merge `properties` into a stored group (the group type is registered when new)."""
-        with self.transaction() as conn:
-            index = self.group_type_index(project_id, group_type, create=True)
-            row = conn.execute(
-                "SELECT properties FROM groups WHERE project_id=? AND group_type_index=? AND group_key=?",
-                (project_id, index, group_key),
-            ).fetchone()
-            merged = {**(loads(row["properties"]) if row else {}), **properties}
-            conn.execute(
-                "INSERT INTO groups(project_id, group_type_index, group_key, properties) VALUES (?,?,?,?) "
-                "ON CONFLICT(project_id, group_type_index, group_key) DO UPDATE SET "
-                "properties=excluded.properties",
-                (project_id, index, group_key, dumps(merged)),
-            )
-
-    def get_group_properties(self, project_id: int, group_type: str, group_key: str) -> dict[str, Any]:
-        """Stored properties of a group, `{}` when unknown."""
-        row = self.query_one(
-            "SELECT g.properties FROM groups g JOIN group_types t ON t.project_id=g.project_id "
-            "AND t.group_type_index=g.group_type_index WHERE g.project_id=? AND t.group_type=? AND "
-            "g.group_key=?",
-            (project_id, group_type, group_key),
-        )
-        return loads(row["properties"]) if row else {}
 
     # -- activity log
     def log_activity(

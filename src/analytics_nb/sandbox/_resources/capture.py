@@ -4,15 +4,17 @@ optional; GET, POST, OPTIONS).
 Single, array and ``{batch: [...]}`` shapes on every path; gzip (magic bytes, ``Content-Encoding`` or
 ``?compression=gzip``), base64 and form ``data=`` bodies; 2 MB (20 MB on ``/batch``) request limits -> 413,
 events over 2 MB -> 400; ``{"status": "Ok"}``; plain-text 400/401 bodies with the real texts. Events are
-stored durably and de-duplicated by ``uuid`` (a UUIDv7 is generated when absent).
+stored durably and de-duplicated on PostHog's key (project, day, event, distinct id, ``uuid``; see
+``events``); a UUIDv7 is generated when the uuid is absent.
 """
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import binascii
+import functools
 import json
-import os
 import time
 import uuid as uuid_mod
 import zlib
@@ -22,13 +24,19 @@ from urllib.parse import parse_qs, unquote_to_bytes
 
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
-from starlette.routing import BaseRoute, Route
 
-from . import _events, _persons
-from ._events import events_frame
+from analytics_nb.wire import uuid7
+
+from .._context import SandboxContext, context_of
+from .._endpoints import Endpoint, Query
+from .._http import BadJSON, BodyTooLarge, loads, read_limited
+from .._store import Store
+from . import persons
+from .events import events_frame, insert_events
 
 __all__ = [
     "BATCH_LIMIT",
+    "ENDPOINTS",
     "EVENT_LIMIT",
     "SCHEMA",
     "BodyError",
@@ -37,16 +45,22 @@ __all__ = [
     "decode_body",
     "events_frame",
     "read_limited",
-    "routes",
-    "uuid7",
+    "seed",
 ]
 
-SCHEMA = _events.SCHEMA
+SCHEMA = ""  # the events table is `events.SCHEMA`
 
 #: Largest request body on `/capture`, `/e`, `/i/v0/e` and largest decoded event (bytes).
 EVENT_LIMIT = 2 * 1024 * 1024
-#: Largest request body on `/batch`.
+#: Largest request body on `/batch`, and largest decompressed body on every capture path.
 BATCH_LIMIT = 20 * 1024 * 1024
+#: Most events one request may hold (the sandbox's own bound, far above any SDK's batch size; it keeps a
+#: tiny-event gzip bomb from becoming hundreds of thousands of rows in one request).
+MAX_EVENTS = 10_000
+#: Events written per transaction: other requests (decide, listings) get the store between chunks.
+WRITE_CHUNK = 200
+#: Bodies larger than this (or compressed) are decoded and stored on a worker thread, off the event loop.
+OFFLOAD_BYTES = 32 * 1024
 _GZIP_MAGIC = b"\x1f\x8b"
 _MAX_DISTINCT_ID = 200
 _CORS = {
@@ -63,22 +77,6 @@ class BodyError(Exception):
         super().__init__(message)
         self.kind = kind
         self.message = message
-
-
-class BodyTooLarge(Exception):
-    """The request body is over the endpoint's limit (answered 413)."""
-
-
-def uuid7() -> str:
-    """A time-ordered UUIDv7 string (48-bit ms timestamp, version 7, variant 10, random rest)."""
-    ms = time.time_ns() // 1_000_000
-    rand = int.from_bytes(os.urandom(10), "big")
-    value = (ms & ((1 << 48) - 1)) << 80
-    value |= 0x7 << 76
-    value |= ((rand >> 62) & 0xFFF) << 64
-    value |= 0b10 << 62
-    value |= rand & ((1 << 62) - 1)
-    return str(uuid_mod.UUID(int=value))
 
 
 def _gunzip(data: bytes, limit: int) -> bytes:
@@ -106,16 +104,15 @@ def _b64(data: bytes) -> bytes:
         raise BodyError("decode", f"invalid base64: {exc}") from None
 
 
-def _no_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not valid JSON")
-
-
-def _json(data: bytes) -> Any:
+def _json(data: bytes, fix_surrogates: bool) -> Any:
     try:
-        return json.loads(data, parse_constant=_no_constant)
+        return loads(data, fix_surrogates=fix_surrogates)
     except UnicodeDecodeError as exc:
         raise BodyError("decode", f"invalid UTF-8: {exc}") from None
-    except ValueError as exc:  # JSONDecodeError, or NaN / Infinity, which strict JSON parsers refuse
+    except BadJSON as exc:  # non-finite number, too deep, or (decide) a lone surrogate
+        where = f"{exc.path}: " if exc.path else ""
+        raise BodyError("parse", f"invalid JSON: {where}{exc.reason}") from None
+    except ValueError as exc:  # JSONDecodeError
         raise BodyError("parse", f"invalid JSON: {exc}") from None
 
 
@@ -125,12 +122,17 @@ def decode_body(
     content_type: str = "",
     content_encoding: str = "",
     compression: str | None = None,
-    form_data: str | None = None,
+    form_data: bytes | None = None,
     limit: int = BATCH_LIMIT,
     allow_base64: bool = True,
+    fix_surrogates: bool = False,
 ) -> Any:
     """Decode an ingestion body into JSON: form `data=` (base64, maybe gzip), gzip (magic bytes, header or
-    `compression` hint), plain JSON, then base64 of JSON. `lz64` is refused, as the Rust services do."""
+    `compression` hint), plain JSON, then base64 of JSON. `lz64` is refused, as the Rust services do.
+    Every value is checked (`_http.check_json`): non-finite numbers and nesting past 128 levels are a parse
+    error; lone surrogates are too, unless `fix_surrogates` (capture), which replaces them by U+FFFD as
+    PostHog's capture does before parsing (`rust/capture/src/passes/invalid_surrogates.rs`,
+    `InvalidSurrogatesPass`)."""
     ctype = content_type.split(";", 1)[0].strip().lower()
     comp = (compression or "").lower()
     if comp == "lz64":
@@ -141,20 +143,20 @@ def decode_body(
             raise BodyError("decode", "unsupported compression: lz64")
         if "data" not in fields:
             raise BodyError("decode", "form body without a data field")
-        form_data = fields["data"][0]
+        form_data = fields["data"][0].encode("latin-1")  # the body bytes back
     if form_data is not None:
-        data = form_data.encode("latin-1")
+        data = form_data
         stripped = data.lstrip()
         if not stripped.startswith((b"{", b"[")):
             data = _b64(data)
         if data.startswith(_GZIP_MAGIC):
             data = _gunzip(data, limit)
-        return _json(data)
+        return _json(data, fix_surrogates)
     data = raw
     if data.startswith(_GZIP_MAGIC) or "gzip" in content_encoding.lower() or comp in ("gzip", "gzip-js"):
         data = _gunzip(data, limit)
     try:
-        return _json(data)
+        return _json(data, fix_surrogates)
     except BodyError:
         if not allow_base64:
             raise
@@ -167,27 +169,7 @@ def decode_body(
             raise BodyError("parse", "invalid JSON: the body is neither JSON nor base64 of JSON") from None
         if decoded.startswith(_GZIP_MAGIC):
             decoded = _gunzip(decoded, limit)
-        return _json(decoded)
-
-
-async def read_limited(request: Request, limit: int) -> bytes:
-    """The request body, refused (`BodyTooLarge`) as soon as it exceeds `limit` bytes."""
-    declared = request.headers.get("content-length")
-    if declared and declared.isdigit():
-        if int(declared) > limit:
-            raise BodyTooLarge
-        body = await request.body()  # the server enforces the declared length
-        if len(body) > limit:
-            raise BodyTooLarge
-        return body
-    chunks: list[bytes] = []
-    size = 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:
-            raise BodyTooLarge
-        chunks.append(chunk)
-    return b"".join(chunks)
+        return _json(decoded, fix_surrogates)
 
 
 def _text(status: int, message: str) -> Response:
@@ -335,7 +317,7 @@ def _normalise(
 
 
 def capture(
-    store: Any,
+    store: Store,
     payload: Any,
     *,
     endpoint: str = "/batch",
@@ -365,6 +347,11 @@ def capture(
         return 400, "failed to parse request: expected an event, a list of events or {batch: [...]}"
     if not events:
         return 400, "request holds no event"
+    if len(events) > MAX_EVENTS:
+        return 413, (
+            f"request holds {len(events)} events; the sandbox accepts at most {MAX_EVENTS} per request: "
+            "send smaller batches"
+        )
     if sent_at is None and sent_at_ms and sent_at_ms.isdigit():
         try:
             sent_at = _iso(datetime.fromtimestamp(int(sent_at_ms) / 1000, UTC))
@@ -412,12 +399,49 @@ def capture(
         if size > EVENT_LIMIT:
             return 400, "maximum event size exceeded"
         rows.append(normalised)
-    with store.transaction() as conn:
-        fresh = _events.insert_events(conn, rows)
-        new_rows = [r for r, is_new in zip(rows, fresh, strict=True) if is_new]
-        if new_rows:
-            _persons.apply_event_updates(store, project_id, [{**r["extra"], **r} for r in new_rows], conn)
+    # every event is valid: write them, WRITE_CHUNK per transaction (a retry of a request cut short by a
+    # storage failure never doubles anything: the dedupe key drops what was already written)
+    for start in range(0, len(rows), WRITE_CHUNK):
+        chunk = rows[start : start + WRITE_CHUNK]
+        with store.transaction() as conn:
+            fresh = insert_events(conn, chunk)
+            new_rows = [r for r, is_new in zip(chunk, fresh, strict=True) if is_new]
+            if new_rows:
+                persons.apply_event_updates(store, project_id, [{**r["extra"], **r} for r in new_rows], conn)
+        if start + WRITE_CHUNK < len(rows):
+            time.sleep(0.001)  # let a request waiting for the store take it (locks are not fair)
     return 200, {"status": "Ok"}
+
+
+def _decode_and_capture(
+    store: Store,
+    raw: bytes,
+    *,
+    content_type: str,
+    content_encoding: str,
+    compression: str | None,
+    form_data: bytes | None,
+    endpoint: str,
+    sent_at_ms: str | None,
+) -> tuple[int, str | dict[str, Any]]:
+    """Decode a capture body and store its events: `(status, plain-text error | JSON body)`."""
+    try:
+        payload = decode_body(
+            raw,
+            content_type=content_type,
+            content_encoding=content_encoding,
+            compression=compression,
+            form_data=form_data,
+            limit=BATCH_LIMIT,
+            fix_surrogates=True,  # as PostHog's capture: rust/capture/src/passes/invalid_surrogates.rs
+        )
+    except BodyError as exc:
+        if exc.kind == "size":
+            return 400, "maximum event size exceeded"
+        if exc.kind == "parse":
+            return 400, f"failed to parse request: {exc.message}"
+        return 400, f"failed to decode request: {exc.message}"
+    return capture(store, payload, endpoint=endpoint, sent_at_ms=sent_at_ms)
 
 
 async def capture_endpoint(request: Request) -> Response:
@@ -427,10 +451,11 @@ async def capture_endpoint(request: Request) -> Response:
     path = request.url.path.rstrip("/") or "/"
     limit = BATCH_LIMIT if path == "/batch" else EVENT_LIMIT
     query = request.query_params
-    form_data: str | None = None
+    form_data: bytes | None = None
     if request.method == "GET":
         raw = b""
-        form_data = query.get("data")
+        text = query.get("data")
+        form_data = None if text is None else text.encode("utf-8")  # the query string is decoded as UTF-8
         if form_data is None:
             return _text(400, "failed to decode request: no data")
     else:
@@ -438,23 +463,25 @@ async def capture_endpoint(request: Request) -> Response:
             raw = await read_limited(request, limit)
         except BodyTooLarge:
             return _text(413, "Failed to buffer the request body: length limit exceeded")
-    try:
-        payload = decode_body(
-            raw,
-            content_type=request.headers.get("content-type", ""),
-            content_encoding=request.headers.get("content-encoding", ""),
-            compression=query.get("compression"),
-            form_data=form_data,
-            limit=BATCH_LIMIT,
-        )
-    except BodyError as exc:
-        if exc.kind == "size":
-            return _text(400, "maximum event size exceeded")
-        if exc.kind == "parse":
-            return _text(400, f"failed to parse request: {exc.message}")
-        return _text(400, f"failed to decode request: {exc.message}")
-    store = request.app.state.sandbox.store
-    status, body = capture(store, payload, endpoint=path, sent_at_ms=query.get("_"))
+    store = context_of(request).store
+    work = functools.partial(
+        _decode_and_capture,
+        store,
+        raw,
+        content_type=request.headers.get("content-type", ""),
+        content_encoding=request.headers.get("content-encoding", ""),
+        compression=query.get("compression"),
+        form_data=form_data,
+        endpoint=path,
+        sent_at_ms=query.get("_"),
+    )
+    compressed = (
+        raw[:2] == _GZIP_MAGIC or bool(query.get("compression")) or "content-encoding" in request.headers
+    )
+    if len(raw) > OFFLOAD_BYTES or compressed:
+        status, body = await asyncio.to_thread(work)  # a large batch never holds the event loop
+    else:
+        status, body = work()
     if isinstance(body, str):
         return _text(status, body)
     return Response(
@@ -465,79 +492,71 @@ async def capture_endpoint(request: Request) -> Response:
     )
 
 
-def routes() -> list[BaseRoute]:
-    """Capture routes (with and without trailing slash) plus the events list endpoint."""
-    out: list[BaseRoute] = []
-    for path in ("/capture", "/batch", "/e", "/i/v0/e"):
-        out.append(Route(path, capture_endpoint, methods=["GET", "POST", "OPTIONS"]))
-    return out + _events.routes()
-
-
-def _openapi_op(op_id: str, summary: str, limit: str) -> dict[str, Any]:
-    text = {"text/plain": {"schema": {"type": "string"}}}
-    return {
-        "operationId": op_id,
-        "summary": summary,
-        "security": [],
-        "requestBody": {
-            "content": {"application/json": {"schema": {"$ref": "#/components/schemas/CaptureBody"}}}
-        },
-        "responses": {
-            "200": {
-                "description": '{"status": "Ok"}',
-                "content": {"application/json": {"schema": {"type": "object"}}},
-            },
-            "400": {"description": "Malformed or invalid events", "content": text},
-            "401": {"description": "Missing or invalid project token", "content": text},
-            "413": {"description": f"Body over {limit}", "content": text},
-        },
-    }
-
-
-#: OpenAPI path items of this module (for the sandbox's `/api/schema/` document).
-OPENAPI_PATHS: dict[str, Any] = {
-    "/capture/": {"post": _openapi_op("capture", "Capture one event, an array or a batch", "2 MB")},
-    "/batch/": {"post": _openapi_op("batch", "Capture a batch of events", "20 MB")},
-    "/api/projects/{project_id}/events/": {
-        "get": {
-            "operationId": "events_list",
-            "summary": "Captured events, newest first",
-            "parameters": [
-                {"name": "project_id", "in": "path", "required": True, "schema": {"type": "string"}},
-                *(
-                    {"name": n, "in": "query", "required": False, "schema": {"type": t}}
-                    for n, t in (
-                        ("event", "string"),
-                        ("distinct_id", "string"),
-                        ("after", "string"),
-                        ("before", "string"),
-                        ("limit", "integer"),
-                        ("offset", "integer"),
-                    )
-                ),
-            ],
-            "responses": {
-                "200": {
-                    "description": "Page of events",
-                    "content": {"application/json": {"schema": {"type": "object"}}},
-                },
-                **{code: {"$ref": "#/components/responses/Error"} for code in ("400", "401", "403", "404")},
-            },
-        }
+_TEXT_ERRORS = (400, 401, 413)
+#: The body every capture path takes (one event, an array, or `{batch: [...]}`), as documented.
+CAPTURE_BODY: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "api_key": {"type": "string"},
+        "event": {"type": "string"},
+        "distinct_id": {"type": "string"},
+        "properties": {"type": "object"},
+        "uuid": {"type": "string"},
+        "timestamp": {"type": "string"},
+        "batch": {"type": "array", "items": {"type": "object"}},
     },
 }
-#: OpenAPI component schemas of this module.
-OPENAPI_SCHEMAS: dict[str, Any] = {
-    "CaptureBody": {
-        "type": "object",
-        "properties": {
-            "api_key": {"type": "string"},
-            "event": {"type": "string"},
-            "distinct_id": {"type": "string"},
-            "properties": {"type": "object"},
-            "uuid": {"type": "string"},
-            "timestamp": {"type": "string"},
-            "batch": {"type": "array", "items": {"type": "object"}},
-        },
+
+
+def _capture_endpoints(path: str, summary: str, limit: str) -> list[Endpoint]:
+    common: dict[str, Any] = {
+        "auth": "token",
+        "errors": _TEXT_ERRORS,
+        "text_errors": True,
+        "body_limit": None,  # read by the handler with its own limit and plain-text 413
     }
-}
+    name = path.strip("/").replace("/", "_") or "capture"
+    return [
+        Endpoint(
+            "POST",
+            path,
+            capture_endpoint,
+            name,
+            f"{summary} (body up to {limit})",
+            body_schema=CAPTURE_BODY,
+            **common,
+        ),
+        Endpoint(
+            "GET",
+            path,
+            capture_endpoint,
+            f"{name}_get",
+            "The same with the body in `?data=` (base64 or JSON)",
+            query=(Query("data"), Query("compression")),
+            **common,
+        ),
+        Endpoint(
+            "OPTIONS",
+            path,
+            capture_endpoint,
+            f"{name}_options",
+            "CORS preflight",
+            returns="empty",
+            errors=(),
+            auth="none",
+            body_limit=None,
+            documented=False,
+        ),
+    ]
+
+
+ENDPOINTS = [
+    *_capture_endpoints("/capture/", "Capture one event, an array or a batch", "2 MB"),
+    *_capture_endpoints("/batch/", "Capture a batch of events", "20 MB"),
+    *_capture_endpoints("/e/", "Capture (the JS SDK's path)", "2 MB"),
+    *_capture_endpoints("/i/v0/e/", "Capture (the newest SDKs' path)", "2 MB"),
+]
+
+
+def seed(store: Store, ctx: SandboxContext) -> None:
+    """Nothing to seed: capture only writes `events` (see `events.seed`)."""

@@ -1,5 +1,11 @@
-"""Captured events of the sandbox: the durable ``events`` table (unique ``uuid``: retried batches never double
-an event), the DataFrame reader behind ``sb.events()`` and ``GET /api/projects/:id/events/`` (newest first).
+"""Captured events of the sandbox: the durable ``events`` table, the DataFrame reader behind ``sb.events()``
+and ``GET /api/projects/:id/events/`` (newest first).
+
+De-duplication follows PostHog's key, the sort key of its ReplacingMergeTree events table
+(`posthog/models/event/sql.py`, ``EVENTS_TABLE_SQL``: ``ORDER BY (team_id, toDate(timestamp), event,
+cityHash64(distinct_id), cityHash64(uuid))``): an event is a retry of a stored one only when project, UTC day
+of its timestamp, event name, distinct id and uuid all match. The same uuid in another project, or with
+another event or distinct id, is a different event and is stored.
 """
 
 from __future__ import annotations
@@ -9,22 +15,32 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
-from starlette.routing import BaseRoute, Route
+from starlette.responses import Response
 
-from ._errors import validation_error
-from ._http import int_param, page_links
-from ._store import Store
+from .._context import SandboxContext, context_of
+from .._endpoints import Endpoint, Query
+from .._errors import validation_error
+from .._http import int_param, page_response
+from .._store import Store
 
 if TYPE_CHECKING:
-    import pandas as pd
+    import pandas as pd  # type: ignore[import-untyped]
 
-__all__ = ["EVENT_COLUMNS", "SCHEMA", "event_records", "events_frame", "insert_events", "routes"]
+__all__ = [
+    "ENDPOINTS",
+    "EVENT_COLUMNS",
+    "SCHEMA",
+    "event_records",
+    "events_frame",
+    "insert_events",
+    "seed",
+    "upgrade_schema",
+]
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS events (
     seq INTEGER PRIMARY KEY AUTOINCREMENT,
-    uuid TEXT NOT NULL UNIQUE,
+    uuid TEXT NOT NULL,
     project_id INTEGER NOT NULL,
     event TEXT NOT NULL,
     distinct_id TEXT NOT NULL,
@@ -37,6 +53,8 @@ CREATE TABLE IF NOT EXISTS events (
     endpoint TEXT NOT NULL,
     extra TEXT NOT NULL DEFAULT '{}'
 );
+CREATE UNIQUE INDEX IF NOT EXISTS events_dedupe
+    ON events(project_id, substr(timestamp, 1, 10), event, distinct_id, uuid);
 CREATE INDEX IF NOT EXISTS events_project_seq ON events(project_id, seq);
 CREATE INDEX IF NOT EXISTS events_project_event ON events(project_id, event);
 CREATE INDEX IF NOT EXISTS events_project_distinct ON events(project_id, distinct_id);
@@ -64,8 +82,24 @@ _INSERT = (
 )
 
 
+def upgrade_schema(store: Store) -> None:
+    """Rebuild an `events` table of an older build (unique on `uuid` alone) with the dedupe key above; run
+    before `SCHEMA`. Rows are kept."""
+    row = store.query_one("SELECT sql FROM sqlite_master WHERE type='table' AND name='events'")
+    if row is None or "uuid TEXT NOT NULL UNIQUE" not in str(row["sql"]):
+        return
+    with store.transaction() as conn:
+        conn.execute("ALTER TABLE events RENAME TO events_before_upgrade")
+        for statement in SCHEMA.split(";"):
+            if "CREATE TABLE" in statement:
+                conn.execute(statement)
+        conn.execute("INSERT INTO events SELECT * FROM events_before_upgrade")
+        conn.execute("DROP TABLE events_before_upgrade")  # and its indexes; `SCHEMA` recreates them
+
+
 def insert_events(conn: Any, rows: Sequence[dict[str, Any]]) -> list[bool]:
-    """Insert normalised events inside the caller's transaction; True for each new event (dedup by uuid)."""
+    """Insert normalised events inside the caller's transaction; True for each new event, False for a retry
+    of a stored one (PostHog's dedupe key: project, day, event, distinct id, uuid)."""
     inserted: list[bool] = []
     dumps = json.dumps
     for r in rows:
@@ -77,13 +111,13 @@ def insert_events(conn: Any, rows: Sequence[dict[str, Any]]) -> list[bool]:
                 r["event"],
                 r["distinct_id"],
                 r["timestamp"],
-                dumps(r["properties"], separators=(",", ":"), ensure_ascii=False),
+                dumps(r["properties"], separators=(",", ":"), ensure_ascii=False, allow_nan=False),
                 r["received_at"],
                 r.get("sent_at"),
                 r["token"],
                 int(bool(r.get("historical_migration"))),
                 r["endpoint"],
-                dumps(r.get("extra") or {}, separators=(",", ":"), ensure_ascii=False),
+                dumps(r.get("extra") or {}, separators=(",", ":"), ensure_ascii=False, allow_nan=False),
             ),
         )
         inserted.append(cur.rowcount == 1)
@@ -208,17 +242,17 @@ def _api_event(rec: dict[str, Any]) -> dict[str, Any]:
 
 async def events_list(request: Request) -> Response:
     """`GET /api/projects/:id/events/`: newest first, `event` / `distinct_id` / `after` / `before` filters,
-    limit/offset pagination (default 100, max 1000); scope `query:read` as on the real service."""
-    ctx = request.app.state.sandbox
+    limit/offset pagination (default 100, max 1000) in SQL; scope `query:read` as on the real service."""
+    ctx = context_of(request)
     ctx.authenticate_personal(request, "query:read")
     project_id = ctx.project_id_of(request)
     q = request.query_params
-    limit = int_param(q.get("limit"), 100) or 100
+    limit = int_param(q.get("limit"), 100, name="limit") or 100
     if limit > 1000:
         raise validation_error(
             "Ensure this value is less than or equal to 1000.", attr="limit", code="max_value"
         )
-    offset = min(int_param(q.get("offset"), 0), 2**62)  # past any row; keeps SQLite's INTEGER range
+    offset = int_param(q.get("offset"), 0, name="offset")
     filters: dict[str, Any] = {
         "project_id": project_id,
         "event": q.get("event") or None,
@@ -228,15 +262,29 @@ async def events_list(request: Request) -> Response:
     }
     total = count_events(ctx.store, **filters)
     records = event_records(ctx.store, limit=limit, offset=offset, newest_first=True, **filters)
-    nxt, prev = page_links(request, count=total, limit=limit, offset=offset)
-    return JSONResponse(
-        {"count": total, "next": nxt, "previous": prev, "results": [_api_event(r) for r in records]}
+    return page_response(request, [_api_event(r) for r in records], count=total, limit=limit, offset=offset)
+
+
+ENDPOINTS = [
+    Endpoint(
+        "GET",
+        "/api/projects/{project_id}/events/",
+        events_list,
+        "events_list",
+        "Captured events, newest first",
+        query=(
+            Query("event"),
+            Query("distinct_id"),
+            Query("after"),
+            Query("before"),
+            Query("limit", "integer", minimum=0),
+            Query("offset", "integer", minimum=0),
+        ),
+        returns="page",
+        aliases=("/api/environments/{project_id}/events/",),
     )
+]
 
 
-def routes() -> list[BaseRoute]:
-    """The events list route (mounted through `_capture.routes()`)."""
-    return [
-        Route("/api/projects/{project_id}/events", events_list, methods=["GET"]),
-        Route("/api/environments/{project_id}/events", events_list, methods=["GET"]),
-    ]
+def seed(store: Store, ctx: SandboxContext) -> None:
+    """No demo events: the events table fills from capture."""

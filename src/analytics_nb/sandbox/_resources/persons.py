@@ -1,7 +1,8 @@
 """Persons and groups of the sandbox: fast reads for decide, bulk writes for the seed, and the person/group
 updates that captured events carry (``$set``, ``$set_once``, ``$unset``, ``$groupidentify``).
 
-The tables themselves (``persons``, ``group_types``, ``groups``) belong to the core store schema.
+The one place persons and groups are stored and read (decide, capture, the handle and the seeds all come
+here). No HTTP endpoints of its own.
 """
 
 from __future__ import annotations
@@ -10,16 +11,50 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from ._store import Store, dumps
+from .._context import SandboxContext
+from .._store import Store, dumps
+from . import demo_flags
 
 __all__ = [
+    "ENDPOINTS",
+    "SCHEMA",
     "apply_event_updates",
     "bulk_set_groups",
     "bulk_set_persons",
+    "group_properties",
     "group_properties_for",
+    "group_type_index",
     "group_type_mapping",
     "person_properties",
+    "seed",
+    "set_group",
+    "set_person",
 ]
+
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS persons (
+    project_id INTEGER NOT NULL,
+    distinct_id TEXT NOT NULL,
+    properties TEXT NOT NULL DEFAULT '{}',
+    PRIMARY KEY (project_id, distinct_id)
+);
+CREATE TABLE IF NOT EXISTS group_types (
+    project_id INTEGER NOT NULL,
+    group_type_index INTEGER NOT NULL,
+    group_type TEXT NOT NULL,
+    PRIMARY KEY (project_id, group_type_index),
+    UNIQUE (project_id, group_type)
+);
+CREATE TABLE IF NOT EXISTS groups (
+    project_id INTEGER NOT NULL,
+    group_type_index INTEGER NOT NULL,
+    group_key TEXT NOT NULL,
+    properties TEXT NOT NULL DEFAULT '{}',
+    PRIMARY KEY (project_id, group_type_index, group_key)
+);
+"""
+ENDPOINTS: list[Any] = []
 
 
 def person_properties(store: Store, project_id: int, distinct_id: str) -> dict[str, Any]:
@@ -33,9 +68,66 @@ def person_properties(store: Store, project_id: int, distinct_id: str) -> dict[s
     return value if isinstance(value, dict) else {}
 
 
+def set_person(store: Store, project_id: int, distinct_id: str, properties: Mapping[str, Any]) -> None:
+    """Merge `properties` into the stored person (created when missing), like a `$set`."""
+    with store.transaction() as conn:
+        _apply_person(conn, project_id, distinct_id, {"$set": dict(properties)})
+
+
+def group_type_index(store: Store, project_id: int, group_type: str, *, create: bool = False) -> int | None:
+    """Index of a group type name (registered at the next free index when `create`), None when unknown."""
+    with store.transaction() as conn:
+        row = conn.execute(
+            "SELECT group_type_index FROM group_types WHERE project_id=? AND group_type=?",
+            (project_id, group_type),
+        ).fetchone()
+        if row is not None:
+            return int(row[0])
+        if not create:
+            return None
+        nxt = conn.execute(
+            "SELECT COALESCE(MAX(group_type_index)+1, 0) FROM group_types WHERE project_id=?", (project_id,)
+        ).fetchone()[0]
+        conn.execute(
+            "INSERT INTO group_types(project_id, group_type_index, group_type) VALUES (?,?,?)",
+            (project_id, nxt, group_type),
+        )
+        return int(nxt)
+
+
 def group_type_mapping(store: Store, project_id: int) -> dict[str, str]:
-    """`{"0": "company"}`: group type index (as str) -> name."""
-    return store.group_type_mapping(project_id)
+    """`{"0": "company"}`: group type index (as str) -> name, as local evaluation sends it."""
+    rows = store.query(
+        "SELECT group_type_index, group_type FROM group_types WHERE project_id=? ORDER BY group_type_index",
+        (project_id,),
+    )
+    return {str(r[0]): str(r[1]) for r in rows}
+
+
+def set_group(
+    store: Store, project_id: int, group_type: str, group_key: str, properties: Mapping[str, Any]
+) -> None:
+    """Merge `properties` into a stored group (the group type is registered when new)."""
+    with store.transaction() as conn:
+        _apply_group(
+            store,
+            conn,
+            project_id,
+            {"$group_type": group_type, "$group_key": group_key, "$group_set": dict(properties)},
+        )
+
+
+def group_properties(store: Store, project_id: int, group_type: str, group_key: str) -> dict[str, Any]:
+    """Stored properties of one group, `{}` when unknown."""
+    row = store.query_one(
+        "SELECT g.properties FROM groups g JOIN group_types t ON t.project_id=g.project_id "
+        "AND t.group_type_index=g.group_type_index WHERE g.project_id=? AND t.group_type=? AND g.group_key=?",
+        (project_id, group_type, group_key),
+    )
+    if row is None:
+        return {}
+    value = json.loads(row[0])
+    return value if isinstance(value, dict) else {}
 
 
 def group_properties_for(
@@ -77,7 +169,7 @@ def bulk_set_groups(
     store: Store, project_id: int, group_type: str, groups: Iterable[tuple[str, dict[str, Any]]]
 ) -> int:
     """Register `group_type` (next free index) and insert or replace its groups; returns the type's index."""
-    index = store.group_type_index(project_id, group_type, create=True)
+    index = group_type_index(store, project_id, group_type, create=True)
     assert index is not None
     store.executemany(
         "INSERT INTO groups(project_id, group_type_index, group_key, properties) VALUES (?,?,?,?) "
@@ -118,7 +210,7 @@ def _apply_group(store: Store, conn: Any, project_id: int, props: Mapping[str, A
     group_set = props.get("$group_set")
     if not isinstance(group_type, str) or group_key is None:
         return
-    index = store.group_type_index(project_id, group_type, create=True)
+    index = group_type_index(store, project_id, group_type, create=True)
     row = conn.execute(
         "SELECT properties FROM groups WHERE project_id=? AND group_type_index=? AND group_key=?",
         (project_id, index, str(group_key)),
@@ -152,3 +244,13 @@ def apply_event_updates(
         _apply_person(conn, project_id, str(event["distinct_id"]), merged)
         if event.get("event") == "$groupidentify":
             _apply_group(store, conn, project_id, props)
+
+
+def seed(store: Store, ctx: SandboxContext) -> None:
+    """Demo seed: the `company` group type at index 0 with its companies, and the demo persons."""
+    store.execute(
+        "INSERT OR IGNORE INTO group_types(project_id, group_type_index, group_type) VALUES (?,?,?)",
+        (ctx.project_id, 0, "company"),
+    )
+    bulk_set_groups(store, ctx.project_id, "company", demo_flags.demo_companies())
+    bulk_set_persons(store, ctx.project_id, demo_flags.demo_persons())

@@ -23,19 +23,25 @@ from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
-from starlette.routing import BaseRoute, Route
 
-from . import _feature_flags, _persons
-from ._capture import BodyError, BodyTooLarge, decode_body, read_limited
-from ._geoip import client_ip, geoip_properties
+from .._context import SandboxContext, context_of
+from .._endpoints import Endpoint, Query
+from .._geoip import client_ip, geoip_properties
+from .._http import BodyTooLarge, read_limited
+from .._store import Store
+from . import feature_flags as _feature_flags
+from . import persons as _persons
+from .capture import BodyError, decode_body
 
 __all__ = [
+    "ENDPOINTS",
     "decide",
-    "routes",
+    "seed",
     "set_flag_failures",
     "set_flags_quota_limited",
 ]
 
+SCHEMA = ""  # decide only reads: flags, cohorts, persons, groups, hash-key overrides
 _ALLOW = "GET, POST, OPTIONS, HEAD"
 _CORS = {"Access-Control-Allow-Origin": "*"}
 _MAX_BODY = 2 * 1024 * 1024
@@ -48,50 +54,17 @@ _ACCEPTED_TYPES = ("", "application/json", "text/plain", "application/x-www-form
 
 
 # -- controls ------------------------------------------------------------------------------------------------
-def _context_of(target: Any) -> Any:
-    """The SandboxContext behind a context, a Starlette/Sandbox app or a sandbox handle."""
-    seen = 0
-    obj = target
-    while seen < 5:
-        seen += 1
-        if hasattr(obj, "faults") and hasattr(obj, "extra") and hasattr(obj, "store"):
-            return obj
-        for attr in ("ctx", "context"):
-            inner = getattr(obj, attr, None)
-            if inner is not None and hasattr(inner, "extra"):
-                return inner
-        state = getattr(obj, "state", None)
-        if state is not None and getattr(state, "sandbox", None) is not None:
-            return state.sandbox
-        app = getattr(obj, "app", None)
-        if app is None:
-            break
-        obj = app
-    raise TypeError(
-        f"expected a sandbox handle, app or context, got {type(target).__name__}; "
-        "pass `sb` from sandbox.start()"
-    )
-
-
-def _controls(ctx: Any) -> dict[str, Any]:
-    controls: dict[str, Any] | None = ctx.extra.get("decide_controls")
-    if controls is None:
-        controls = {"quota_limited": False, "failing": frozenset()}
-        ctx.extra["decide_controls"] = controls
-    return controls
-
-
-def set_flags_quota_limited(target: Any, limited: bool = True) -> None:
+def set_flags_quota_limited(ctx: SandboxContext, limited: bool = True) -> None:
     """Make decide/flags answer as a billing-limited project (`quotaLimited: ["feature_flags"]`, no flags)."""
-    _controls(_context_of(target))["quota_limited"] = bool(limited)
+    ctx.decide.quota_limited = bool(limited)
 
 
-def set_flag_failures(target: Any, keys: Iterable[str] = ()) -> None:
+def set_flag_failures(ctx: SandboxContext, keys: Iterable[str] | str = ()) -> None:
     """Make these flags fail to compute: omitted in v1-v3 and legacy maps, `failed: true` in detailed maps,
     with `errorsWhileComputingFlags: true`; the other flags are still answered. Empty clears it."""
     if isinstance(keys, str):
         keys = [keys]
-    _controls(_context_of(target))["failing"] = frozenset(str(k) for k in keys)
+    ctx.decide.failing = frozenset(str(k) for k in keys)
 
 
 # -- engine glue ---------------------------------------------------------------------------------------------
@@ -100,7 +73,7 @@ def _subset(fs: _feature_flags.FlagSet, keys: frozenset[str]) -> Any:
     asking for one flag (`flag_keys_to_evaluate=[key]`) does not pay for every flag."""
     from analytics_nb.flags import CompiledFlags
 
-    cache: dict[frozenset[str], Any] = fs.extra.setdefault("subsets", {})
+    cache = fs.subsets
     sub = cache.get(keys)
     if sub is None:
         compiled = fs.compiled
@@ -155,16 +128,20 @@ def _evaluate(
 
 def _continuity_keys(fs: _feature_flags.FlagSet) -> frozenset[str]:
     """Keys of the compiled flags with `ensure_experience_continuity` (cached per flag set)."""
-    keys: frozenset[str] | None = fs.extra.get("continuity")
+    keys = fs.continuity
     if keys is None:
         flags = fs.compiled.flags if fs.compiled is not None else []
         keys = frozenset(f.key for f in flags if f.continuity)
-        fs.extra["continuity"] = keys
+        fs.continuity = keys
     return keys
 
 
 def _hash_keys(
-    ctx: Any, fs: _feature_flags.FlagSet, project_id: int, distinct_id: str, payload: dict[str, Any]
+    ctx: SandboxContext,
+    fs: _feature_flags.FlagSet,
+    project_id: int,
+    distinct_id: str,
+    payload: dict[str, Any],
 ) -> dict[str, str] | None:
     """Experience continuity (posthog-notes §6.2): with `$anon_distinct_id`, store it as the hash key of
     `distinct_id` for each continuity flag without one; then the stored hash keys of those flags."""
@@ -202,18 +179,6 @@ def parse_version(raw: str | None) -> int | None:
         return int(raw.strip())
     except ValueError:
         return None
-
-
-def _token_project(ctx: Any, token: str) -> int | None:
-    tokens: dict[str, int] = ctx.extra.setdefault("decide_tokens", {})
-    project_id = tokens.get(token)
-    if project_id is None:
-        row = ctx.store.query_one("SELECT id FROM projects WHERE api_token=?", (token,))
-        if row is None:
-            return None
-        project_id = int(row[0])
-        tokens[token] = project_id
-    return project_id
 
 
 def _as_key(value: Any) -> str | None:
@@ -378,7 +343,7 @@ def _text(status: int, text: str) -> Response:
 
 # -- evaluation ----------------------------------------------------------------------------------------------
 def decide(
-    ctx: Any,
+    ctx: SandboxContext,
     payload: Any,
     *,
     endpoint: str = "flags",
@@ -397,7 +362,7 @@ def decide(
 
 
 def _answer(
-    ctx: Any,
+    ctx: SandboxContext,
     payload: Any,
     *,
     endpoint: str = "flags",
@@ -418,7 +383,7 @@ def _answer(
         raise _Reject(401, MSG_NO_TOKEN)
     if not isinstance(token, str):
         raise _Reject(401, MSG_BAD_TOKEN)
-    project_id = _token_project(ctx, token)
+    project_id = ctx.token_project(token)
     if project_id is None:
         raise _Reject(401, MSG_BAD_TOKEN)
     raw_id = payload.get("distinct_id")
@@ -452,10 +417,10 @@ def _answer(
     ):
         raise _decode_failure("group_properties must be a JSON object of group type -> properties object")
 
-    controls = _controls(ctx)
+    controls = ctx.decide
     kinds = set(kinds)
     request_id = str(uuid.uuid4())
-    quota = bool(controls["quota_limited"]) or "quota_limited" in kinds
+    quota = bool(controls.quota_limited) or "quota_limited" in kinds
     if quota or payload.get("disable_flags") is True:
         return _build(
             endpoint=endpoint,
@@ -475,7 +440,7 @@ def _answer(
     device_id = payload.get("$device_id", payload.get("device_id"))
     if isinstance(device_id, str) and device_id:
         person["$device_id"] = device_id  # bucketing of flags with bucketing_identifier="device_id"
-    if ip and getattr(ctx, "geoip", True) and payload.get("geoip_disable") is not True:
+    if ip and ctx.geoip and payload.get("geoip_disable") is not True:
         person.update(geoip_properties(ip))
     person.update(overrides)
     groups = {str(name): key for name, value in raw_groups.items() if (key := _as_key(value)) is not None}
@@ -489,7 +454,7 @@ def _answer(
     elif fs.has_group_flags:
         mapping = _persons.group_type_mapping(store, project_id)
 
-    failing = set(controls["failing"])
+    failing = set(controls.failing)
     if "flag_failure" in kinds:
         failing |= {d["key"] for d in fs.definitions}
     failing |= {k.split(":", 1)[1] for k in kinds if k.startswith("flag_failure:")}
@@ -510,10 +475,10 @@ def _answer(
     if keep is not None:
         results = {k: v for k, v in results.items() if k in keep}
         failed &= keep
-    meta = fs.extra.get("meta")
+    meta = fs.meta
     if meta is None:
         meta = {d["key"]: {"id": d["id"], "version": d["version"]} for d in fs.definitions}
-        fs.extra["meta"] = meta
+        fs.meta = meta
     return _build(
         endpoint=endpoint,
         version=version,
@@ -540,7 +505,7 @@ async def _handle(request: Request, endpoint: str) -> Response:
         )
     if method == "HEAD":
         return Response(status_code=200, headers=_CORS)
-    ctx = request.app.state.sandbox
+    ctx = context_of(request)
     query = request.query_params
     version = parse_version(query.get("v"))
     config = (query.get("config") or "").lower() in ("true", "1")
@@ -608,60 +573,81 @@ async def flags_endpoint(request: Request) -> Response:
     return await _handle(request, "flags")
 
 
-def routes() -> list[BaseRoute]:
-    """Routes of this module (trailing slash optional)."""
-    methods = ["GET", "POST", "HEAD", "OPTIONS", "PUT", "PATCH", "DELETE"]
+_METHODS = ("GET", "POST", "HEAD", "OPTIONS")
+_TEXT_ERRORS = (400, 401, 413)
+#: The decide/flags body, as documented (the sandbox reads more spellings, as the Rust service does).
+DECIDE_BODY: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "api_key": {"type": "string"},
+        "token": {"type": "string"},
+        "distinct_id": {"type": "string"},
+        "groups": {"type": "object", "additionalProperties": {"type": "string"}},
+        "person_properties": {"type": "object"},
+        "group_properties": {"type": "object", "additionalProperties": {"type": "object"}},
+        "geoip_disable": {"type": "boolean"},
+        "flag_keys_to_evaluate": {"type": "array", "items": {"type": "string"}},
+        "$anon_distinct_id": {"type": "string"},
+    },
+}
+_QUERY = (Query("v", "integer"), Query("config"), Query("compression"))
+
+
+def _endpoints(path: str, handler: Any, name: str, summary: str) -> list[Endpoint]:
+    common: dict[str, Any] = {"auth": "token", "text_errors": True, "body_limit": None}
     return [
-        Route("/decide", decide_endpoint, methods=methods),
-        Route("/flags", flags_endpoint, methods=methods),
+        Endpoint(
+            "POST",
+            path,
+            handler,
+            name,
+            summary,
+            query=_QUERY,
+            body_schema=DECIDE_BODY,
+            errors=_TEXT_ERRORS,
+            fast=True,
+            **common,
+        ),
+        Endpoint(
+            "GET",
+            path,
+            handler,
+            f"{name}_get",
+            "The config keys without flags",
+            query=_QUERY,
+            errors=(),
+            **common,
+        ),
+        Endpoint(
+            "HEAD",
+            path,
+            handler,
+            f"{name}_head",
+            "Liveness",
+            returns="empty",
+            errors=(),
+            documented=False,
+            **common,
+        ),
+        Endpoint(
+            "OPTIONS",
+            path,
+            handler,
+            f"{name}_options",
+            "CORS preflight",
+            status=204,
+            returns="empty",
+            errors=(),
+            **common,
+        ),
     ]
 
 
-#: POST endpoints the app may call directly, by path without trailing slash (skipping routing/middleware).
-FAST_ROUTES = {"/decide": decide_endpoint, "/flags": flags_endpoint}
+ENDPOINTS = [
+    *_endpoints("/decide/", decide_endpoint, "decide", "Evaluate feature flags (v=1..4)"),
+    *_endpoints("/flags/", flags_endpoint, "flags", "Evaluate feature flags (v=2, v=4)"),
+]
 
 
-def _openapi_op(op_id: str, summary: str) -> dict[str, Any]:
-    text = {"text/plain": {"schema": {"type": "string"}}}
-    return {
-        "operationId": op_id,
-        "summary": summary,
-        "security": [],
-        "parameters": [
-            {"name": "v", "in": "query", "required": False, "schema": {"type": "integer"}},
-            {"name": "compression", "in": "query", "required": False, "schema": {"type": "string"}},
-        ],
-        "requestBody": {
-            "content": {"application/json": {"schema": {"$ref": "#/components/schemas/DecideRequest"}}}
-        },
-        "responses": {
-            "200": {"description": "Flags", "content": {"application/json": {"schema": {"type": "object"}}}},
-            "400": {"description": "Malformed body or missing distinct_id", "content": text},
-            "401": {"description": "Missing or unknown project token", "content": text},
-            "413": {"description": "Body over 2 MB", "content": text},
-        },
-    }
-
-
-#: OpenAPI path items of this module (for the sandbox's `/api/schema/` document).
-OPENAPI_PATHS: dict[str, Any] = {
-    "/decide/": {"post": _openapi_op("decide", "Evaluate feature flags (v=1..4)")},
-    "/flags/": {"post": _openapi_op("flags", "Evaluate feature flags (v=2, v=4)")},
-}
-#: OpenAPI component schemas of this module.
-OPENAPI_SCHEMAS: dict[str, Any] = {
-    "DecideRequest": {
-        "type": "object",
-        "properties": {
-            "api_key": {"type": "string"},
-            "token": {"type": "string"},
-            "distinct_id": {"type": "string"},
-            "groups": {"type": "object", "additionalProperties": {"type": "string"}},
-            "person_properties": {"type": "object"},
-            "group_properties": {"type": "object", "additionalProperties": {"type": "object"}},
-            "geoip_disable": {"type": "boolean"},
-            "flag_keys_to_evaluate": {"type": "array", "items": {"type": "string"}},
-            "$anon_distinct_id": {"type": "string"},
-        },
-    }
-}
+def seed(store: Store, ctx: SandboxContext) -> None:
+    """Nothing to seed: decide reads the flags, persons and groups the other resources seed."""

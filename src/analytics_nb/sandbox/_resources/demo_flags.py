@@ -1,5 +1,6 @@
-"""Demo seed of the flags part: feature flags covering every operator family, a cohort, a `company` group type
-(index 0) with a few dozen companies, and a few thousand persons with stored properties. Deterministic."""
+"""Demo data of the flags part (data only; `feature_flags.seed` and `persons.seed` store it): feature flags
+covering every operator family, a cohort, a few dozen `company` groups and a few thousand persons with
+stored properties. Deterministic."""
 
 from __future__ import annotations
 
@@ -8,10 +9,14 @@ import random
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from . import _feature_flags, _persons
-from ._store import Store
-
-__all__ = ["DEMO_COMPANIES", "DEMO_PERSONS", "demo_flag_definitions", "demo_persons", "seed"]
+__all__ = [
+    "DEMO_COMPANIES",
+    "DEMO_PERSONS",
+    "EU_COHORT",
+    "demo_companies",
+    "demo_flag_definitions",
+    "demo_persons",
+]
 
 DEMO_PERSONS = 3000
 DEMO_COMPANIES = 40
@@ -300,7 +305,7 @@ def demo_persons(
     return out
 
 
-def _companies(count: int) -> list[tuple[str, dict[str, Any]]]:
+def demo_companies(count: int = DEMO_COMPANIES) -> list[tuple[str, dict[str, Any]]]:
     rng = random.Random(_SEED + 1)
     return [
         (
@@ -316,40 +321,13 @@ def _companies(count: int) -> list[tuple[str, dict[str, Any]]]:
     ]
 
 
-def seed(store: Store, ctx: Any) -> None:
-    """Seed flags, a cohort, the `company` group type (index 0) with its companies, and the demo persons."""
-    project_id = int(ctx.project_id)
-    existing = store.query_one(
-        "SELECT group_type FROM group_types WHERE project_id=? AND group_type_index=0", (project_id,)
-    )
-    if existing is None:
-        store.execute(
-            "INSERT OR IGNORE INTO group_types(project_id, group_type_index, group_type) VALUES (?,?,?)",
-            (project_id, 0, "company"),
-        )
-    _persons.bulk_set_groups(store, project_id, "company", _companies(DEMO_COMPANIES))
-    _persons.bulk_set_persons(store, project_id, demo_persons())
-    cohort_id = _feature_flags.create_cohort(
-        store,
-        project_id,
-        "EU customers",
+#: The demo cohort's property group (`cohorts.filters.properties`).
+EU_COHORT: dict[str, Any] = {
+    "type": "OR",
+    "values": [
         {
-            "type": "OR",
-            "values": [
-                {
-                    "type": "AND",
-                    "values": [
-                        {"key": "country", "value": ["DE", "FR"], "operator": "exact", "type": "person"},
-                    ],
-                }
-            ],
-        },
-    )
-    owner = None
-    owner_id = getattr(ctx, "extra", {}).get("owner_user_id")
-    if owner_id is not None:
-        from ._auth import users_by_id
-
-        owner = users_by_id(store).get(int(owner_id))
-    for definition in demo_flag_definitions(cohort_id):
-        _feature_flags.create_flag(store, project_id, definition, user=owner)
+            "type": "AND",
+            "values": [{"key": "country", "value": ["DE", "FR"], "operator": "exact", "type": "person"}],
+        }
+    ],
+}

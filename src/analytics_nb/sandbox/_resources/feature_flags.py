@@ -17,14 +17,19 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
-from starlette.routing import BaseRoute, Route
+from starlette.responses import Response
 
-from ._errors import APIError, method_not_allowed, not_found, validation_error
-from ._http import int_param, page_links, parse_json_body, read_body, require_object
-from ._store import Store, dumps, loads, now_iso
+from .._auth import User, users_by_id
+from .._context import SandboxContext, context_of
+from .._endpoints import Endpoint, Query
+from .._errors import APIError, method_not_allowed, not_found, validation_error
+from .._http import SafeJSONResponse, limit_offset, page_response, parse_json_body, read_body, safe_dumps
+from .._store import Store, dumps, loads, now_iso
+from .._validation import JSONObject, JSONValue, RequestModel, StrictBool, Text, validate
+from . import demo_flags, persons
 
 __all__ = [
+    "ENDPOINTS",
     "SCHEMA",
     "FlagSet",
     "compile_definitions",
@@ -36,7 +41,7 @@ __all__ = [
     "invalidate_flags",
     "list_flags",
     "local_evaluation_body",
-    "routes",
+    "seed",
     "update_flag",
     "write_hash_key_overrides",
 ]
@@ -70,29 +75,6 @@ CREATE TABLE IF NOT EXISTS flag_hash_key_overrides (
 """
 
 _KEY_RE = re.compile(r"^[a-zA-Z0-9_-]+$")
-_WRITABLE = (
-    "name",
-    "key",
-    "filters",
-    "active",
-    "deleted",
-    "ensure_experience_continuity",
-    "tags",
-    "evaluation_tags",
-    "evaluation_runtime",
-    "rollback_conditions",
-    "is_remote_configuration",
-    "has_encrypted_payloads",
-    "bucketing_identifier",
-    "creation_context",
-)
-_BOOL_FIELDS = (
-    "active",
-    "deleted",
-    "ensure_experience_continuity",
-    "is_remote_configuration",
-    "has_encrypted_payloads",
-)
 
 
 # -- the per-project cache -----------------------------------------------------------------------------------
@@ -108,7 +90,10 @@ class FlagSet:
     bad_keys: frozenset[str] = frozenset()  # flags the engine could not compile (answered as failed)
     definitions_body: bytes = b""  # `{flags, group_type_mapping, cohorts}` JSON, served as is
     etag: str = ""
-    extra: dict[str, Any] = field(default_factory=dict)
+    #: Decide's caches of this flag set (dropped with it on the next write):
+    subsets: dict[frozenset[str], Any] = field(default_factory=dict)  # compiled flags per requested keys
+    continuity: frozenset[str] | None = None  # keys of flags with ensure_experience_continuity
+    meta: dict[str, dict[str, Any]] | None = None  # key -> {id, version}
 
 
 _cache_lock = threading.Lock()
@@ -196,9 +181,9 @@ def _build_flag_set(store: Store, project_id: int) -> FlagSet:
     definitions = [_local_shape(f, project_id) for f in stored]
     _add_dependency_chains(definitions)
     cohorts = _cohorts_map(store, project_id)
-    mapping = store.group_type_mapping(project_id)
+    mapping = persons.group_type_mapping(store, project_id)
     body = {"flags": definitions, "group_type_mapping": mapping, "cohorts": cohorts}
-    raw = json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+    raw = safe_dumps(body).encode("utf-8")  # a row of an older build never breaks the SDKs' poll
     etag = '"' + hashlib.sha256(raw).hexdigest()[:32] + '"'
     has_group = any(d["filters"].get("aggregation_group_type_index") is not None for d in definitions) or any(
         p.get("type") == "group"
@@ -307,10 +292,8 @@ def _cohorts_map(store: Store, project_id: int) -> dict[str, Any]:
 def _engine_check(store: Store, project_id: int, flag: dict[str, Any]) -> None:
     """Run the flag engine's definition checks on the flag together with the project's other flags (so that
     a dependency cycle is caught too); raise 400 validation_error (attr `filters`) naming the problem."""
-    try:
-        from analytics_nb.flags import FlagDefinitionError, compile_flags
-    except ImportError:  # the engine is part of the package; this only guards partial installs
-        return
+    from analytics_nb.flags import FlagDefinitionError, compile_flags
+
     candidate = _local_shape(
         {**flag, "id": flag.get("id") or 0, "version": flag.get("version", 1)}, project_id
     )
@@ -399,26 +382,27 @@ def _normalise_payloads(filters: dict[str, Any]) -> None:
         }
 
 
+class FeatureFlagWrite(RequestModel):
+    """Body of POST (create; `key` required) and PATCH/PUT (partial update) of a feature flag."""
+
+    key: Text() = None  # type: ignore[valid-type]
+    name: Text() = None  # type: ignore[valid-type]
+    filters: JSONObject(code="not_a_dict") = None  # type: ignore[valid-type]
+    active: StrictBool() = None  # type: ignore[valid-type]
+    deleted: StrictBool() = None  # type: ignore[valid-type]
+    ensure_experience_continuity: StrictBool(null_as=False) = None  # type: ignore[valid-type]
+    is_remote_configuration: StrictBool() = None  # type: ignore[valid-type]
+    has_encrypted_payloads: StrictBool() = None  # type: ignore[valid-type]
+    tags: JSONValue(schema={"type": "array", "items": {}}) = None  # type: ignore[valid-type]
+    evaluation_tags: JSONValue(schema={"type": "array", "items": {}}) = None  # type: ignore[valid-type]
+    evaluation_runtime: JSONValue() = None  # type: ignore[valid-type]
+    rollback_conditions: JSONValue() = None  # type: ignore[valid-type]
+    bucketing_identifier: JSONValue() = None  # type: ignore[valid-type]
+    creation_context: JSONValue() = None  # type: ignore[valid-type]
+
+
 def _clean_input(data: Any, *, partial: bool) -> dict[str, Any]:
-    if not isinstance(data, dict):
-        raise validation_error(
-            f"Invalid data. Expected a dictionary, but got {type(data).__name__}.",
-            attr="non_field_errors",
-            code="invalid_input",
-        )
-    out: dict[str, Any] = {}
-    for name in _WRITABLE:
-        if name not in data:
-            continue
-        value = data[name]
-        if name in _BOOL_FIELDS and not isinstance(value, bool):
-            if value is None and name == "ensure_experience_continuity":
-                value = False
-            else:
-                raise validation_error("Must be a valid boolean.", attr=name, code="invalid")
-        if name in ("name", "key") and value is not None and not isinstance(value, str):
-            raise validation_error("Not a valid string.", attr=name, code="invalid")
-        out[name] = value
+    out = validate(FeatureFlagWrite, data).sent()
     if not partial and not out.get("key"):
         raise validation_error("This field is required.", attr="key", code="required")
     if "key" in out:
@@ -613,15 +597,50 @@ def get_flag(store: Store, project_id: int, flag_id: int, *, include_deleted: bo
     return _api_shape(_row_flag(row), project_id)
 
 
-def list_flags(store: Store, project_id: int, *, include_deleted: bool = False) -> list[dict[str, Any]]:
-    """All flags of a project in the API shape, newest first (as the real list orders by -created_at)."""
-    rows = store.query(
-        "SELECT id, body, version, deleted FROM feature_flags WHERE project_id=?"
-        + ("" if include_deleted else " AND deleted=0")
-        + " ORDER BY id DESC",
-        (project_id,),
-    )
-    return [_api_shape(_row_flag(r), project_id) for r in rows]
+def _list_where(
+    project_id: int, *, include_deleted: bool, search: str | None, active: bool | None
+) -> tuple[str, list[Any]]:
+    where = "project_id=?" + ("" if include_deleted else " AND deleted=0")
+    params: list[Any] = [project_id]
+    if search:
+        where += (
+            " AND (INSTR(LOWER(key), ?) > 0"
+            " OR INSTR(LOWER(COALESCE(json_extract(body, '$.name'), '')), ?) > 0)"
+        )
+        params += [search.lower(), search.lower()]
+    if active is not None:
+        where += " AND COALESCE(json_extract(body, '$.active'), 1) = ?"
+        params.append(int(active))
+    return where, params
+
+
+def count_flags(
+    store: Store, project_id: int, *, search: str | None = None, active: bool | None = None
+) -> int:
+    """How many live flags match the listing's filters."""
+    where, params = _list_where(project_id, include_deleted=False, search=search, active=active)
+    row = store.query_one(f"SELECT COUNT(*) AS n FROM feature_flags WHERE {where}", params)
+    return int(row["n"]) if row else 0
+
+
+def list_flags(
+    store: Store,
+    project_id: int,
+    *,
+    include_deleted: bool = False,
+    search: str | None = None,
+    active: bool | None = None,
+    limit: int | None = None,
+    offset: int = 0,
+) -> list[dict[str, Any]]:
+    """Flags of a project in the API shape, newest first (by id: the real list orders by -created_at, and
+    ids grow with creation, so updates never move a flag); one page when `limit` is given."""
+    where, params = _list_where(project_id, include_deleted=include_deleted, search=search, active=active)
+    sql = f"SELECT id, body, version, deleted FROM feature_flags WHERE {where} ORDER BY id DESC"
+    if limit is not None:
+        sql += " LIMIT ? OFFSET ?"
+        params += [limit, offset]
+    return [_api_shape(_row_flag(r), project_id) for r in store.query(sql, params)]
 
 
 def create_cohort(
@@ -641,42 +660,41 @@ def local_evaluation_body(store: Store, project_id: int) -> dict[str, Any]:
     return json.loads(flag_set(store, project_id).definitions_body)
 
 
-# -- HTTP ----------------------------------------------------------------------------------------------------
-def _ctx(request: Request) -> Any:
-    return request.app.state.sandbox
+def project_by_token(store: Store, token: str) -> tuple[int, str] | None:
+    """`(project id, organization id)` of a project API token, None when unknown."""
+    row = store.query_one("SELECT id, organization_id FROM projects WHERE api_token=?", (token,))
+    return None if row is None else (int(row["id"]), str(row["organization_id"]))
 
 
-async def _json_body(request: Request) -> Any:
-    return require_object(parse_json_body(request, await read_body(request)))
+def project_organization(store: Store, project_id: int) -> str | None:
+    """The organization of a project, None when the project is unknown."""
+    row = store.query_one("SELECT organization_id FROM projects WHERE id=?", (project_id,))
+    return None if row is None else str(row["organization_id"])
 
 
-async def flags_collection(request: Request) -> Response:
-    """GET list (paginated, `search`, `active`) / POST create under `/api/projects/:id/feature_flags/`."""
-    ctx = _ctx(request)
-    if request.method == "POST":
-        user = ctx.authenticate_personal(request, "feature_flag:write")
-        project_id = ctx.project_id_of(request)
-        data = await _json_body(request)
-        flag = create_flag(ctx.store, project_id, data, user=user.basic())
-        return JSONResponse(flag, status_code=201)
-    if request.method != "GET":
-        raise method_not_allowed(request.method)
+# -- handlers ------------------------------------------------------------------------------------------------
+async def list_flags_endpoint(request: Request) -> Response:
+    """GET: one page of flags (newest first, paged in SQL), `search` on key/name, `active=true|false`."""
+    ctx = context_of(request)
     ctx.authenticate_personal(request, "feature_flag:read")
     project_id = ctx.project_id_of(request)
-    flags = list_flags(ctx.store, project_id)
-    search = request.query_params.get("search")
-    if search:
-        needle = search.lower()
-        flags = [f for f in flags if needle in f["key"].lower() or needle in (f["name"] or "").lower()]
-    active = request.query_params.get("active")
-    if active in ("true", "false"):
-        flags = [f for f in flags if f["active"] == (active == "true")]
-    limit = int_param(request.query_params.get("limit"), 100) or 100
-    offset = int_param(request.query_params.get("offset"), 0)
-    nxt, prev = page_links(request, count=len(flags), limit=limit, offset=offset)
-    return JSONResponse(
-        {"count": len(flags), "next": nxt, "previous": prev, "results": flags[offset : offset + limit]}
-    )
+    q = request.query_params
+    search = q.get("search") or None
+    active = {"true": True, "false": False}.get(q.get("active") or "")
+    limit, offset = limit_offset(request)
+    count = count_flags(ctx.store, project_id, search=search, active=active)
+    flags = list_flags(ctx.store, project_id, search=search, active=active, limit=limit, offset=offset)
+    return page_response(request, flags, count=count, limit=limit, offset=offset)
+
+
+async def create_flag_endpoint(request: Request) -> Response:
+    """POST: create a flag (400 naming the field on bad input)."""
+    ctx = context_of(request)
+    body = await read_body(request)
+    user = ctx.authenticate_personal(request, "feature_flag:write")
+    project_id = ctx.project_id_of(request)
+    flag = create_flag(ctx.store, project_id, parse_json_body(request, body), user=user.basic())
+    return SafeJSONResponse(flag, status_code=201)
 
 
 def _flag_id(request: Request) -> int:
@@ -690,45 +708,60 @@ def _flag_id(request: Request) -> int:
     return value
 
 
-async def flag_detail(request: Request) -> Response:
-    """GET retrieve / PATCH / PUT update (bumps `version`); DELETE is refused (soft delete with `deleted`)."""
-    ctx = _ctx(request)
-    if request.method == "GET":
-        ctx.authenticate_personal(request, "feature_flag:read")
-        return JSONResponse(get_flag(ctx.store, ctx.project_id_of(request), _flag_id(request)))
-    if request.method in ("PATCH", "PUT"):
-        user = ctx.authenticate_personal(request, "feature_flag:write")
-        data = await _json_body(request)
-        flag = update_flag(ctx.store, ctx.project_id_of(request), _flag_id(request), data, user=user.basic())
-        return JSONResponse(flag)
-    if request.method == "DELETE":
-        ctx.authenticate_personal(request, "feature_flag:write")
-        raise method_not_allowed("DELETE")
-    raise method_not_allowed(request.method)
+async def get_flag_endpoint(request: Request) -> Response:
+    """GET one flag."""
+    ctx = context_of(request)
+    ctx.authenticate_personal(request, "feature_flag:read")
+    return SafeJSONResponse(get_flag(ctx.store, ctx.project_id_of(request), _flag_id(request)))
 
 
-def _project_for_token(ctx: Any, request: Request, user: Any) -> int:
+async def update_flag_endpoint(request: Request) -> Response:
+    """PATCH / PUT: partial update (bumps `version`)."""
+    ctx = context_of(request)
+    body = await read_body(request)
+    user = ctx.authenticate_personal(request, "feature_flag:write")
+    data = parse_json_body(request, body)
+    flag = update_flag(ctx.store, ctx.project_id_of(request), _flag_id(request), data, user=user.basic())
+    return SafeJSONResponse(flag)
+
+
+async def delete_flag_endpoint(request: Request) -> Response:
+    """DELETE: refused with 405 after auth (flags are soft-deleted with `deleted: true`)."""
+    ctx = context_of(request)
+    ctx.authenticate_personal(request, "feature_flag:write")
+    raise method_not_allowed("DELETE", allow="GET, PATCH, PUT, HEAD")
+
+
+def _project_for_token(ctx: SandboxContext, request: Request, user: User) -> int:
+    """The project whose definitions are asked for: `?token=` (checked against the key's user and its
+    `scoped_teams` / `scoped_organizations`, as the URL's project is), else the URL's or current project."""
     token = request.query_params.get("token")
     if token:
-        row = ctx.store.query_one("SELECT id, organization_id FROM projects WHERE api_token=?", (token,))
-        if row is None or row["organization_id"] != user.organization_id:
+        found = project_by_token(ctx.store, token)
+        if found is None or found[1] != user.organization_id:
             raise APIError(
                 401,
                 "authentication_error",
                 "invalid_api_key",
                 "Project API key invalid. You can find your project API key in PostHog project settings.",
             )
-        return int(row["id"])
+        ctx.check_project_access(user, *found)
+        return found[0]
     if "project_id" in request.path_params:
-        return int(ctx.project_id_of(request))
+        return ctx.project_id_of(request)
     if user.current_project_id is None:
         raise not_found("Project not found.")
-    return int(user.current_project_id)
+    current = int(user.current_project_id)
+    organization_id = project_organization(ctx.store, current)
+    if organization_id is None:
+        raise not_found("Project not found.")
+    ctx.check_project_access(user, current, organization_id)
+    return current
 
 
-def _definitions_response(ctx: Any, request: Request, project_id: int) -> Response:
+def _definitions_response(ctx: SandboxContext, request: Request, project_id: int) -> Response:
     fs = flag_set(ctx.store, project_id)
-    if fs.group_type_mapping != ctx.store.group_type_mapping(project_id):  # a group type was added meanwhile
+    if fs.group_type_mapping != persons.group_type_mapping(ctx.store, project_id):  # a type was added since
         invalidate_flags(ctx.store, project_id)
         fs = flag_set(ctx.store, project_id)
     headers = {"ETag": fs.etag, "Cache-Control": "no-cache"}
@@ -739,87 +772,112 @@ def _definitions_response(ctx: Any, request: Request, project_id: int) -> Respon
 
 async def local_evaluation(request: Request) -> Response:
     """`GET /api/feature_flag/local_evaluation/?token=` (or under a project): definitions for local eval."""
-    ctx = _ctx(request)
+    ctx = context_of(request)
     user = ctx.authenticate_personal(request, "feature_flag:read", throttle="local_evaluation")
     return _definitions_response(ctx, request, _project_for_token(ctx, request, user))
 
 
 async def flags_definitions(request: Request) -> Response:
     """`GET /flags/definitions?token=` (what posthog-python polls), personal key as Bearer; ETag / 304."""
-    ctx = _ctx(request)
+    ctx = context_of(request)
     user = ctx.authenticate_personal(request, "feature_flag:read", throttle="local_evaluation")
     return _definitions_response(ctx, request, _project_for_token(ctx, request, user))
 
 
-def routes() -> list[BaseRoute]:
-    """Routes of this module (trailing slash optional), mounted by the sandbox app."""
-    out: list[BaseRoute] = []
-    for base in ("/api/projects/{project_id}/feature_flags", "/api/environments/{project_id}/feature_flags"):
-        out += [
-            Route(base + "/local_evaluation", local_evaluation, methods=["GET"]),
-            Route(base + "/local_evaluation/", local_evaluation, methods=["GET"]),
-            Route(base, flags_collection, methods=["GET", "POST"]),
-            Route(base + "/", flags_collection, methods=["GET", "POST"]),
-            Route(base + "/{flag_id}", flag_detail, methods=["GET", "PATCH", "PUT", "DELETE"]),
-            Route(base + "/{flag_id}/", flag_detail, methods=["GET", "PATCH", "PUT", "DELETE"]),
-        ]
-    out += [
-        Route("/api/feature_flag/local_evaluation", local_evaluation, methods=["GET"]),
-        Route("/api/feature_flag/local_evaluation/", local_evaluation, methods=["GET"]),
-        Route("/flags/definitions", flags_definitions, methods=["GET"]),
-        Route("/flags/definitions/", flags_definitions, methods=["GET"]),
-    ]
-    return out
+_BASE = "/api/projects/{project_id}/feature_flags/"
+_ENV = "/api/environments/{project_id}/feature_flags/"
+_TOKEN = Query("token")
+_NOT_MODIFIED = {"304": {"description": "Not modified (If-None-Match matched the ETag)"}}
 
 
-_ERR = {code: {"$ref": "#/components/responses/Error"} for code in ("400", "401", "403", "404")}
-_OBJ = {"content": {"application/json": {"schema": {"type": "object"}}}}
-_PROJECT = {"name": "project_id", "in": "path", "required": True, "schema": {"type": "string"}}
-_FLAG_ID = {"name": "flag_id", "in": "path", "required": True, "schema": {"type": "integer"}}
-_BODY = {"content": {"application/json": {"schema": {"$ref": "#/components/schemas/FeatureFlagWrite"}}}}
-_TOKEN = {"name": "token", "in": "query", "required": False, "schema": {"type": "string"}}
+def _ep(method: str, suffix: str, handler: Any, op: str, summary: str, **kw: Any) -> Endpoint:
+    return Endpoint(method, _BASE + suffix, handler, op, summary, aliases=(_ENV + suffix,), **kw)
 
 
-def _op(
-    op_id: str, summary: str, params: list[dict[str, Any]], *, body: bool = False, status: str = "200"
-) -> dict[str, Any]:
-    op: dict[str, Any] = {
-        "operationId": op_id,
-        "summary": summary,
-        "parameters": params,
-        "responses": {status: {"description": "OK", **_OBJ}, **_ERR},
-    }
-    if body:
-        op["requestBody"] = _BODY
-    return op
+ENDPOINTS = [
+    _ep(
+        "GET",
+        "local_evaluation/",
+        local_evaluation,
+        "feature_flags_project_local_evaluation",
+        "Definitions for local evaluation (a project's)",
+        query=(_TOKEN,),
+        extra_responses=_NOT_MODIFIED,
+    ),
+    _ep(
+        "GET",
+        "",
+        list_flags_endpoint,
+        "feature_flags_list",
+        "List feature flags, newest first",
+        query=(
+            Query("limit", "integer", minimum=0),
+            Query("offset", "integer", minimum=0),
+            Query("search"),
+            Query("active"),
+        ),
+        returns="page",
+    ),
+    _ep(
+        "POST",
+        "",
+        create_flag_endpoint,
+        "feature_flags_create",
+        "Create a feature flag",
+        body=FeatureFlagWrite,
+        status=201,
+    ),
+    _ep("GET", "{flag_id:int}/", get_flag_endpoint, "feature_flags_retrieve", "Retrieve a feature flag"),
+    _ep(
+        "PATCH",
+        "{flag_id:int}/",
+        update_flag_endpoint,
+        "feature_flags_partial_update",
+        "Update a feature flag",
+        body=FeatureFlagWrite,
+    ),
+    _ep(
+        "PUT",
+        "{flag_id:int}/",
+        update_flag_endpoint,
+        "feature_flags_update",
+        "Update a feature flag",
+        body=FeatureFlagWrite,
+    ),
+    _ep(
+        "DELETE",
+        "{flag_id:int}/",
+        delete_flag_endpoint,
+        "feature_flags_destroy",
+        "Refused: flags are soft-deleted with PATCH deleted=true",
+        status=405,
+        errors=(401, 403, 404),
+    ),
+    Endpoint(
+        "GET",
+        "/api/feature_flag/local_evaluation/",
+        local_evaluation,
+        "feature_flags_local_evaluation",
+        "Definitions for local evaluation",
+        query=(_TOKEN,),
+        extra_responses=_NOT_MODIFIED,
+    ),
+    Endpoint(
+        "GET",
+        "/flags/definitions/",
+        flags_definitions,
+        "flags_definitions",
+        "Definitions for the SDKs",
+        query=(_TOKEN,),
+        extra_responses=_NOT_MODIFIED,
+    ),
+]
 
 
-#: OpenAPI path items of this module (for the sandbox's `/api/schema/` document).
-OPENAPI_PATHS: dict[str, Any] = {
-    "/api/projects/{project_id}/feature_flags/": {
-        "get": _op("feature_flags_list", "List feature flags", [_PROJECT]),
-        "post": _op("feature_flags_create", "Create a feature flag", [_PROJECT], body=True, status="201"),
-    },
-    "/api/projects/{project_id}/feature_flags/{flag_id}/": {
-        "get": _op("feature_flags_retrieve", "Retrieve a feature flag", [_PROJECT, _FLAG_ID]),
-        "patch": _op("feature_flags_update", "Update a feature flag", [_PROJECT, _FLAG_ID], body=True),
-    },
-    "/api/feature_flag/local_evaluation/": {
-        "get": _op("feature_flags_local_evaluation", "Definitions for local evaluation", [_TOKEN]),
-    },
-    "/flags/definitions": {"get": _op("flags_definitions", "Definitions for the SDKs", [_TOKEN])},
-}
-#: OpenAPI component schemas of this module.
-OPENAPI_SCHEMAS: dict[str, Any] = {
-    "FeatureFlagWrite": {
-        "type": "object",
-        "properties": {
-            "key": {"type": "string"},
-            "name": {"type": "string"},
-            "active": {"type": "boolean"},
-            "deleted": {"type": "boolean"},
-            "ensure_experience_continuity": {"type": "boolean"},
-            "filters": {"type": "object"},
-        },
-    }
-}
+# -- seed ----------------------------------------------------------------------------------------------------
+def seed(store: Store, ctx: SandboxContext) -> None:
+    """Demo seed: a cohort and the demo flags (every operator family; see `demo_flags`)."""
+    cohort_id = create_cohort(store, ctx.project_id, "EU customers", demo_flags.EU_COHORT)
+    owner = users_by_id(store).get(ctx.owner_user_id)
+    for definition in demo_flags.demo_flag_definitions(cohort_id):
+        create_flag(store, ctx.project_id, definition, user=owner)

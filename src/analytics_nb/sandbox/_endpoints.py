@@ -1,0 +1,262 @@
+"""The endpoint table: each resource module lists its :class:`Endpoint` rows in ``ENDPOINTS``; from the same
+rows this module builds the Starlette routes (:func:`build_routes`) and the OpenAPI document served at
+``/api/schema/`` (:func:`openapi_document`), so the document cannot drift from what the server serves.
+
+Paths are written as documented, with the trailing slash; the app strips a trailing slash from every request
+(`_app.SandboxApp`), so each path is served with and without it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from pydantic import BaseModel
+from starlette.requests import Request
+from starlette.responses import PlainTextResponse, Response
+from starlette.routing import Route
+
+from ._http import MAX_API_BODY, BodyTooLarge, read_limited, too_large
+
+Handler = Callable[[Request], Awaitable[Response]]
+Returns = Literal["object", "list", "page", "empty", "text"]
+Auth = Literal["personal", "token", "none", "owner"]
+
+#: Types of the path parameters used across the API (OpenAPI schema of each).
+PATH_PARAMS: dict[str, dict[str, Any]] = {
+    "project_id": {"type": "string", "example": "@current"},
+    "organization_id": {"type": "string", "example": "@current"},
+    "short_id": {"type": "string"},
+    "session_recording_id": {"type": "string"},
+    "id": {"type": "integer"},
+    "flag_id": {"type": "integer"},
+    "fault_id": {"type": "integer"},
+}
+_PARAM_RE = re.compile(r"{(\w+)(?::\w+)?}")
+
+
+@dataclass(frozen=True)
+class Query:
+    """One documented query parameter."""
+
+    name: str
+    type: Literal["string", "integer", "boolean"] = "string"
+    minimum: int | None = None
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """One operation: method + path -> handler, with what the OpenAPI document says about it.
+
+    `body`: the pydantic request model (validated by the handler with `_validation.validate`, documented
+    from its JSON schema) or `body_schema`, a raw schema for bodies that are not a model (capture, decide).
+    `returns`: the 2xx body's shape. `aliases`: other paths served by the same handler (not documented).
+    `body_limit`: bytes accepted, enforced while the body streams in and before authentication (None:
+    the handler reads the body itself, as capture and decide do, with their own limits and error texts).
+    `fast`: a POST the app calls directly, past routing (the decide/flags hot path).
+    """
+
+    method: str
+    path: str
+    handler: Handler
+    operation_id: str
+    summary: str
+    query: tuple[Query, ...] = ()
+    body: type[BaseModel] | None = None
+    body_schema: dict[str, Any] | None = None
+    status: int = 200
+    returns: Returns = "object"
+    auth: Auth = "personal"
+    errors: tuple[int, ...] = (400, 401, 403, 404)
+    text_errors: bool = False
+    aliases: tuple[str, ...] = ()
+    body_limit: int | None = MAX_API_BODY
+    fast: bool = False
+    documented: bool = True
+    extra_responses: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+
+def documented_path(path: str) -> str:
+    """The path as the OpenAPI document writes it: `{id:int}` (Starlette's convertor) -> `{id}`."""
+    return _PARAM_RE.sub(r"{\1}", path)
+
+
+def route_path(path: str) -> str:
+    """The path the router matches: without its trailing slash."""
+    return path.rstrip("/") or "/"
+
+
+def _with_body_limit(endpoint: Endpoint) -> Handler:
+    handler = endpoint.handler
+    limit = endpoint.body_limit
+    if limit is None:
+        return handler
+
+    async def limited(request: Request) -> Response:
+        if request.headers.get("content-length", "0") != "0" or "transfer-encoding" in request.headers:
+            try:
+                await read_limited(request, limit)  # cached on the request for the handler
+            except BodyTooLarge:
+                if endpoint.text_errors:
+                    return PlainTextResponse(
+                        "Failed to buffer the request body: length limit exceeded", status_code=413
+                    )
+                return too_large(limit).response()
+        return await handler(request)
+
+    return limited
+
+
+def build_routes(endpoints: Iterable[Endpoint]) -> list[Route]:
+    """One Starlette route per path (table order kept, so named actions come before `{id}`), dispatching by
+    method; a method the path does not serve is a 405 with `Allow` (Starlette's own check)."""
+    by_path: dict[str, dict[str, Handler]] = {}
+    for ep in endpoints:
+        for path in (ep.path, *ep.aliases):
+            methods = by_path.setdefault(route_path(path), {})
+            methods[ep.method] = _with_body_limit(ep)
+    routes: list[Route] = []
+    for path, methods in by_path.items():
+        routes.append(Route(path, _dispatcher(methods), methods=list(methods), name=path))
+    return routes
+
+
+def _dispatcher(methods: dict[str, Handler]) -> Handler:
+    if len(methods) == 1:
+        only = next(iter(methods.values()))
+        return only
+    get = methods.get("GET")
+
+    async def dispatch(request: Request) -> Response:
+        handler = methods.get(request.method) or (get if request.method == "HEAD" else None)
+        assert handler is not None  # the route's method list was checked by Starlette
+        return await handler(request)
+
+    return dispatch
+
+
+def fast_routes(endpoints: Iterable[Endpoint]) -> dict[str, Handler]:
+    """POST handlers the app calls directly by path (no routing walk): `{path without slash: handler}`."""
+    out: dict[str, Handler] = {}
+    for ep in endpoints:
+        if ep.fast and ep.method == "POST":
+            for path in (ep.path, *ep.aliases):
+                out[route_path(path)] = ep.handler
+    return out
+
+
+# -- OpenAPI -------------------------------------------------------------------------------------------------
+_ERROR_SCHEMA = {
+    "type": "object",
+    "required": ["type", "code", "detail", "attr"],
+    "properties": {
+        "type": {"type": "string"},
+        "code": {"type": "string"},
+        "detail": {"type": "string"},
+        "attr": {"type": "string", "nullable": True},
+    },
+}
+_TEXT = {"text/plain": {"schema": {"type": "string"}}}
+
+
+def _ok_schema(returns: Returns) -> dict[str, Any] | None:
+    if returns == "object":
+        return {"type": "object"}
+    if returns == "list":
+        return {"type": "array", "items": {}}
+    if returns == "page":
+        return {
+            "type": "object",
+            "required": ["count", "next", "previous", "results"],
+            "properties": {
+                "count": {"type": "integer"},
+                "next": {"type": "string", "nullable": True},
+                "previous": {"type": "string", "nullable": True},
+                "results": {"type": "array", "items": {"type": "object"}},
+            },
+        }
+    return None
+
+
+def _operation(ep: Endpoint, schemas: dict[str, Any]) -> dict[str, Any]:
+    params: list[dict[str, Any]] = [
+        {"name": name, "in": "path", "required": True, "schema": PATH_PARAMS.get(name, {"type": "string"})}
+        for name in _PARAM_RE.findall(ep.path)
+    ]
+    for q in ep.query:
+        schema: dict[str, Any] = {"type": q.type}
+        if q.minimum is not None:
+            schema["minimum"] = q.minimum
+        params.append({"name": q.name, "in": "query", "required": False, "schema": schema})
+    responses: dict[str, Any] = {}
+    if ep.returns == "text":
+        responses[str(ep.status)] = {"description": "OK", "content": _TEXT}
+    else:
+        ok = _ok_schema(ep.returns)
+        responses[str(ep.status)] = (
+            {"description": "OK", "content": {"application/json": {"schema": ok}}}
+            if ok is not None
+            else {"description": "No content"}
+        )
+    for code in ep.errors:
+        responses[str(code)] = (
+            {"description": "Error", "content": _TEXT}
+            if ep.text_errors
+            else {"$ref": "#/components/responses/Error"}
+        )
+    responses.update(ep.extra_responses)
+    op: dict[str, Any] = {
+        "operationId": ep.operation_id,
+        "summary": ep.summary,
+        "parameters": params,
+        "responses": responses,
+    }
+    if ep.auth != "personal":
+        op["security"] = []
+    if ep.body is not None:
+        name = ep.body.__name__
+        schemas[name] = _model_schema(ep.body)
+        op["requestBody"] = {
+            "content": {"application/json": {"schema": {"$ref": f"#/components/schemas/{name}"}}}
+        }
+    elif ep.body_schema is not None:
+        op["requestBody"] = {"content": {"application/json": {"schema": ep.body_schema}}}
+    return op
+
+
+def _model_schema(model: type[BaseModel]) -> dict[str, Any]:
+    schema = model.model_json_schema(by_alias=True, ref_template="#/components/schemas/{model}")
+    schema.pop("title", None)
+    for prop in schema.get("properties", {}).values():
+        if isinstance(prop, dict):
+            prop.pop("title", None)
+            if prop.get("default", 0) is None:
+                prop.pop("default")
+    return schema
+
+
+def openapi_document(endpoints: Iterable[Endpoint]) -> dict[str, Any]:
+    """The OpenAPI 3.0 document of the documented endpoints."""
+    schemas: dict[str, Any] = {"Error": _ERROR_SCHEMA}
+    paths: dict[str, dict[str, Any]] = {}
+    for ep in endpoints:
+        if ep.documented:
+            paths.setdefault(documented_path(ep.path), {})[ep.method.lower()] = _operation(ep, schemas)
+    return {
+        "openapi": "3.0.3",
+        "info": {"title": "analytics-nb sandbox", "version": "1.0.0"},
+        "components": {
+            "securitySchemes": {"PersonalAPIKey": {"type": "http", "scheme": "bearer"}},
+            "responses": {
+                "Error": {
+                    "description": "Error",
+                    "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}},
+                }
+            },
+            "schemas": schemas,
+        },
+        "security": [{"PersonalAPIKey": []}],
+        "paths": paths,
+    }
