@@ -13,15 +13,16 @@ import json
 import re
 import sys
 from pathlib import Path
+from typing import Any
 
 _CLOSES = re.compile(r"^[^#\n]*\b\w+\.a?close\(\s*\)", re.MULTILINE)
 _PRINTS_TEXT = re.compile(r"^[^#\n]*\.to_string\(", re.MULTILINE)
 
 
-def _code_cells(path: Path) -> list[tuple[int, dict[str, object], str]]:
+def _code_cells(path: Path) -> list[tuple[int, dict[str, Any], str]]:
     nb = json.loads(path.read_text(encoding="utf-8"))
     return [
-        (i, cell, "".join(cell.get("source", [])))  # type: ignore[arg-type]
+        (i, cell, "".join(cell.get("source", [])))
         for i, cell in enumerate(nb.get("cells", []))
         if cell.get("cell_type") == "code"
     ]

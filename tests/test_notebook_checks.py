@@ -28,7 +28,7 @@ check = _load()
 
 
 def _notebook(path: Path, *sources: str, executed: bool = True) -> Path:
-    cells = [
+    cells: list[dict[str, object]] = [
         {
             "cell_type": "code",
             "id": f"c{i}",

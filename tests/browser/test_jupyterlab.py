@@ -375,6 +375,7 @@ def test_playlist_editor_edits_saves_archives_and_restores(playlists_notebook: A
     match = re.search(r"(\w+)\s*$", first.inner_text())
     assert match, first.inner_text()
     target = api.playlists.get(match.group(1))
+    short_id = match.group(1)
     picker.select_option(value=first.get_attribute("value"))
     form = _labelled(page, cell, ".widget-textarea", "Description").locator("textarea")
     expect(form).to_have_value(target.description or "")
@@ -382,7 +383,7 @@ def test_playlist_editor_edits_saves_archives_and_restores(playlists_notebook: A
     form.fill(new_text)
     form.press("Tab")  # commits the value to the kernel
     button(cell, "Save").click()
-    wait_until(lambda: api.playlists.get(target.short_id).description == new_text, what="the saved text")
+    wait_until(lambda: api.playlists.get(short_id).description == new_text, what="the saved text")
 
     button(cell, "Archive").click()
     confirm = button(cell, "Yes, archive")
@@ -392,21 +393,21 @@ def test_playlist_editor_edits_saves_archives_and_restores(playlists_notebook: A
 
     def archived() -> bool:
         try:
-            api.playlists.get(target.short_id)
+            api.playlists.get(short_id)
         except NotFoundError:
             return True
         return False
 
-    wait_until(archived, what=f"{target.short_id} archived")
+    wait_until(archived, what=f"{short_id} archived")
 
     restore_box = _labelled(page, cell, ".widget-text", "Short id").locator("input")
     if not restore_box.is_visible():  # folded away in an accordion (or tab) titled "Restore"
         cell.locator(_SECTION_TITLES, has_text=re.compile(r"^\W*Restore\s*$")).first.click()
-    restore_box.fill(target.short_id)
+    restore_box.fill(short_id)
     restore_box.press("Tab")
     button(cell, "Restore").click()
-    wait_until(lambda: not archived(), what=f"{target.short_id} restored")
-    assert api.playlists.get(target.short_id).name == target.name
+    wait_until(lambda: not archived(), what=f"{short_id} restored")
+    assert api.playlists.get(short_id).name == target.name
     cell.screenshot(path=str(ARTIFACTS / "jupyterlab-playlist-editor.png"))
 
 
