@@ -4,11 +4,16 @@ and runs nothing."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shlex
+import socket
 import subprocess
+import sys
+import time
 from pathlib import Path
 
+import httpx
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -113,3 +118,55 @@ def test_help_lists_the_options() -> None:
     assert done.returncode == 0
     for option in ("--port", "--voila", "--dry-run"):
         assert option in done.stdout
+
+
+@pytest.mark.slow
+def test_it_really_serves_the_notebooks_on_localhost_behind_the_token(tmp_path: Path) -> None:
+    """The command itself (no --dry-run) in this venv: JupyterLab answers on 127.0.0.1 with the token only."""
+    venv = Path(sys.prefix)
+    if not (venv / "bin" / "jupyter").exists():
+        pytest.skip("jupyterlab is not installed in this venv")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = int(s.getsockname()[1])
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANALYTICS_NB_", "JUPYTER_"))}
+    env.update(
+        ANALYTICS_NB_VENV=str(venv),
+        ANALYTICS_NB_LAB_TOKEN="real-run-token",
+        JUPYTER_CONFIG_DIR=str(tmp_path / "config"),
+        JUPYTER_RUNTIME_DIR=str(tmp_path / "runtime"),
+        JUPYTER_PLATFORM_DIRS="1",
+    )
+    log = (tmp_path / "lab.log").open("w")
+    proc = subprocess.Popen(
+        ["bash", str(SCRIPT), "--no-install", "--port", str(port), "--", "--no-browser"],
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            assert proc.poll() is None, (tmp_path / "lab.log").read_text()[-2000:]
+            with contextlib.suppress(httpx.HTTPError):
+                if (
+                    httpx.get(f"{base}/api/status", params={"token": "real-run-token"}, timeout=1).status_code
+                    == 200
+                ):
+                    break
+            assert time.monotonic() < deadline, "JupyterLab did not answer within 60 s"
+            time.sleep(0.25)
+        listing = httpx.get(f"{base}/api/contents", params={"token": "real-run-token"}, timeout=5).json()
+        assert {"01_quickstart.ipynb", "04_flag_simulation.ipynb"} <= {f["name"] for f in listing["content"]}
+        assert httpx.get(f"{base}/api/contents", timeout=5).status_code == 403  # no token, no access
+        assert httpx.get(f"{base}/lab", params={"token": "real-run-token"}, timeout=5).status_code == 200
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(5)
+        log.close()
+    assert f"Open the notebooks at: {base}/lab?token=real-run-token" in (tmp_path / "lab.log").read_text()
