@@ -28,7 +28,7 @@ from typing import Any
 import httpx
 import pytest
 
-from analytics_nb.client import Client
+from analytics_nb import Client
 from analytics_nb.errors import NotFoundError
 from analytics_nb.sandbox import start
 
@@ -68,6 +68,9 @@ KERNEL_IDLE = """() => {
 
 
 def _lab_missing() -> str | None:
+    """Why these tests cannot run here (conftest skips them first when chromium or Playwright is missing)."""
+    if not os.path.exists(CHROMIUM):
+        return f"{CHROMIUM} is absent (install Debian's chromium: apt-get install -y chromium)"
     exe = Path(sys.executable).parent / "jupyter-lab"
     if not exe.exists() and shutil.which("jupyter-lab") is None:
         return "jupyterlab is not installed (pip install -e '.[test]')"
