@@ -128,7 +128,7 @@ class SandboxHandle:
 
 
 def property_sets(n: int, seed: int = 1) -> pd.DataFrame:
-    from analytics_nb.simulate import random_property_sets
+    from analytics_nb.simulation import random_property_sets
 
     return random_property_sets(n, SCHEMA, seed=seed, id_prefix="bench")
 
@@ -196,9 +196,9 @@ def sdk_loop(h: SandboxHandle, rows: list[dict[str, Any]]) -> int:
 
 
 def part_a(h: SandboxHandle, n: int, delayed_rows: int) -> None:
-    from analytics_nb.client import Client
-    from analytics_nb.simulate import DEFAULT_CONCURRENCY, simulate
-    from analytics_nb.simulate._remote import LOOPBACK_CONCURRENCY
+    from analytics_nb import Client
+    from analytics_nb.simulation import DEFAULT_CONCURRENCY, simulate
+    from analytics_nb.simulation._remote import LOOPBACK_CONCURRENCY
 
     df = property_sets(n)
     rows = bodies(df)
@@ -289,7 +289,7 @@ def part_a(h: SandboxHandle, n: int, delayed_rows: int) -> None:
 
 
 def part_b_child(n: int, defs_path: str) -> None:
-    from analytics_nb.simulate import simulate
+    from analytics_nb.simulation import simulate
 
     with open(defs_path) as fh:
         defs = json.load(fh)
@@ -308,7 +308,7 @@ def part_b_child(n: int, defs_path: str) -> None:
 def part_b(h: SandboxHandle, n: int) -> None:
     import tempfile
 
-    from analytics_nb.client import Client
+    from analytics_nb import Client
 
     with Client(
         h.url,
@@ -327,8 +327,8 @@ def part_b(h: SandboxHandle, n: int) -> None:
 
 
 def part_c(h: SandboxHandle, n: int) -> None:
-    from analytics_nb.client import Client
-    from analytics_nb.simulate import WhatIf, with_rollout, with_variant_weights
+    from analytics_nb import Client
+    from analytics_nb.simulation import WhatIf, with_rollout, with_variant_weights
 
     with Client(
         h.url,

@@ -197,7 +197,7 @@ def test_a_batch_the_service_refuses_is_split_to_find_the_bad_event(empty_sandbo
     prepared = prepare_frame(events(9))
     prepared.names[3] = ""  # slips past the local checks: the service itself answers 400 for this batch
     with make_client(empty_sandbox) as client:
-        run = client._run(
+        run = client.run(
             _send_prepared(
                 client,
                 prepared,

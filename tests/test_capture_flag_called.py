@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from analytics_nb import AsyncClient, Client
-from analytics_nb.capture import FlagCalledCache, aflag_called, flag_called, flag_called_frame
+from analytics_nb.capture import aflag_called, flag_called, flag_called_cache, flag_called_frame
 from analytics_nb.models import DecideResponse
 
 
@@ -66,7 +66,7 @@ def test_dedup_per_distinct_id_key_response_groups(empty_sandbox: Any) -> None:
         assert flag_called(client, "u1", "beta", True, groups={"company": "acme"}) is True  # different groups
         assert flag_called(client, "u1", "beta", True, groups={"company": "acme"}) is False
         assert flag_called(client, "u1", "beta", "1") is True  # a variant "1" is not True
-        assert len(client._flag_called_seen) == 5
+        assert len(flag_called_cache(client)) == 5
         with make_client(empty_sandbox) as other:  # dedup is per client
             assert flag_called(other, "u1", "beta", True) is True
     assert len(flag_events(empty_sandbox)) == 6
@@ -74,10 +74,10 @@ def test_dedup_per_distinct_id_key_response_groups(empty_sandbox: Any) -> None:
 
 def test_lru_bound_is_respected(empty_sandbox: Any) -> None:
     with make_client(empty_sandbox) as client:
-        client._flag_called_seen = FlagCalledCache(maxsize=3)
+        flag_called_cache(client).maxsize = 3
         for i in range(5):
             assert flag_called(client, f"u{i}", "beta", True) is True
-        assert len(client._flag_called_seen) == 3
+        assert len(flag_called_cache(client)) == 3
         assert flag_called(client, "u4", "beta", True) is False  # still remembered
         assert flag_called(client, "u0", "beta", True) is True  # evicted, so sent again
     assert len(flag_events(empty_sandbox)) == 6

@@ -117,23 +117,3 @@ def test_bad_list_filters_are_refused_before_any_request(kwargs: dict[str, objec
         pytest.raises(ValueError, match=field),
     ):
         client.playlists.list(**kwargs)  # type: ignore[arg-type]
-
-
-def test_type_stub_of_the_sync_facades_is_current_and_valid() -> None:
-    import ast
-
-    from analytics_nb.client import _facades
-
-    text = _facades.stub_text()
-    current = _facades.STUB_PATH.read_text(encoding="utf-8")
-    assert current == text, "run analytics_nb.client._facades.write_stub()"
-    tree = ast.parse(text)
-    classes = {node.name: node for node in tree.body if isinstance(node, ast.ClassDef)}
-    assert set(classes) == {f"Sync{cls.__name__}" for cls in _facades.RESOURCES}
-    for cls in _facades.RESOURCES:
-        stubbed = {n.name for n in classes[f"Sync{cls.__name__}"].body if isinstance(n, ast.FunctionDef)}
-        facade = getattr(_facades, f"Sync{cls.__name__}")
-        public = {name for name in dir(facade) if not name.startswith("_")}
-        assert public <= stubbed  # every sync method has a typed signature
-    exec(compile(ast.Module(body=[n for n in tree.body if isinstance(n, ast.Import | ast.ImportFrom)],
-                            type_ignores=[]), "<stub imports>", "exec"), {})

@@ -159,7 +159,7 @@ def test_calls_carry_the_callers_context_onto_the_loop_thread(client: Client) ->
         return cell.get(None), threading.current_thread().name
 
     cell.set("cell 7")  # like ipykernel's parent header: output must go to the calling cell
-    value, thread = client._run(where())
+    value, thread = client.run(where())
     assert value == "cell 7" and thread != threading.current_thread().name
 
 

@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from analytics_nb.models import FeatureFlag, LocalEvaluationResponse
-from analytics_nb.simulate import (
+from analytics_nb.simulation import (
     SimulationInputError,
     grid,
     load_definitions,
@@ -25,10 +25,10 @@ from analytics_nb.simulate import (
     with_variant_weights,
     without_condition,
 )
-from analytics_nb.simulate._output import build_frame
-from analytics_nb.simulate._remote import PARTIAL_ERROR, parse_response
-from analytics_nb.simulate._result import SimulationResult
-from analytics_nb.simulate._whatif import diff_frames
+from analytics_nb.simulation._output import build_frame
+from analytics_nb.simulation._remote import PARTIAL_ERROR, parse_response
+from analytics_nb.simulation._result import SimulationResult
+from analytics_nb.simulation._whatif import diff_frames
 
 FLAGS = [
     {

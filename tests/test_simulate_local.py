@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from analytics_nb.flags import FrameEvaluator, evaluate_flags
-from analytics_nb.simulate import (
+from analytics_nb.simulation import (
     WhatIf,
     grid,
     simulate,
@@ -171,7 +171,7 @@ def test_whatif_session_reuses_the_evaluator(sets: pd.DataFrame) -> None:
 
 
 def test_group_flags_need_a_group_type_mapping() -> None:
-    from analytics_nb.simulate import SimulationInputError
+    from analytics_nb.simulation import SimulationInputError
 
     group_flag = {
         "key": "company-flag",

@@ -8,10 +8,10 @@ from collections.abc import Iterator
 import pandas as pd
 import pytest
 
-from analytics_nb.client import AsyncClient, Client
+from analytics_nb import AsyncClient, Client
 from analytics_nb.sandbox import Sandbox
-from analytics_nb.simulate import SimulationInputError, asimulate, grid, simulate
-from analytics_nb.simulate._output import flag_columns
+from analytics_nb.simulation import SimulationInputError, asimulate, grid, simulate
+from analytics_nb.simulation._output import flag_columns
 
 
 @pytest.fixture(scope="module")

@@ -106,7 +106,7 @@ def test_frame_html_escapes_cells() -> None:
 
 
 def test_panels_refuse_an_async_client_with_a_clear_message() -> None:
-    from analytics_nb.client import AsyncClient
+    from analytics_nb import AsyncClient
     from analytics_nb.widgets import PlaylistEditor
 
     client = AsyncClient("http://127.0.0.1:9", personal_api_key="phx_" + "x" * 20, project_id=1)

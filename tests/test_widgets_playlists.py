@@ -9,7 +9,7 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from analytics_nb.client import Client
+from analytics_nb import Client
 from analytics_nb.widgets import PlaylistEditor
 
 WRITE_SCOPE = "session_recording_playlist:write"

@@ -11,7 +11,7 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from analytics_nb.client import Client
+from analytics_nb import Client
 from analytics_nb.widgets import FlagSimulator, FormError
 from analytics_nb.widgets._simulator import parse_grid_text, parse_property_text, property_text
 

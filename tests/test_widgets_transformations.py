@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from analytics_nb.client import Client
+from analytics_nb import Client
 from analytics_nb.widgets import TransformationsBrowser
 
 

@@ -87,9 +87,9 @@ def _transformations(client: Any, summary: DemoSummary) -> None:
     checked = transformations_frame([client.transformations.check_for_updates(int(i)) for i in plugins["id"]])
     outdated = checked[checked["latest_tag"].notna() & (checked["tag"] != checked["latest_tag"])]
     upgrades = []
-    for row in outdated.itertuples():
-        upgraded = client.transformations.upgrade(int(row.id))
-        upgrades.append(f"{row.name} {row.tag} -> {upgraded.tag}")
+    for ident, name, tag in zip(outdated["id"], outdated["name"], outdated["tag"], strict=True):
+        upgraded = client.transformations.upgrade(int(ident))
+        upgrades.append(f"{name} {tag} -> {upgraded.tag}")
     _write_csv(summary, client.transformations.frame(), "transformations.csv")
     text = f"{len(plugins)} plugins, {len(sources)} source files; "
     text += f"upgraded {len(upgrades)}: {', '.join(upgrades)}" if upgrades else "all up to date"
@@ -100,7 +100,7 @@ def _chart(result: Any, summary: DemoSummary) -> None:
     try:
         from matplotlib.figure import Figure
     except ImportError:
-        from analytics_nb.simulate import PLOT_HINT
+        from analytics_nb.simulation import PLOT_HINT
 
         summary.notes.append(f"the chart was skipped: {PLOT_HINT}")
         return
@@ -114,7 +114,7 @@ def _chart(result: Any, summary: DemoSummary) -> None:
 
 
 def _flags(client: Any, summary: DemoSummary) -> Any:
-    from analytics_nb.simulate import WhatIf, grid, with_rollout
+    from analytics_nb.simulation import WhatIf, grid, with_rollout
 
     sets = grid({"country": ["US", "DE", "FR"], "plan": ["free", "pro"]}, ids_per_cell=50, seed=0)
     result = client.simulate(sets, SIMULATED_FLAGS, engine="both", progress=False)
@@ -184,7 +184,7 @@ def run(out: str | Path = DEFAULT_OUT, *, echo: Callable[[str], Any] | None = No
 
     ``echo`` receives a line as each step starts (progress for the command line). Raises on failure.
     """
-    from analytics_nb.embedded import connect_sandbox
+    from analytics_nb.session import Client
 
     out_dir = Path(out)
     if out_dir.exists() and not out_dir.is_dir():
@@ -193,7 +193,7 @@ def run(out: str | Path = DEFAULT_OUT, *, echo: Callable[[str], Any] | None = No
     summary = DemoSummary(out=out_dir)
     say = echo or (lambda _text: None)
     say("starting the embedded sandbox ...")
-    client = connect_sandbox(seed="demo", progress=False)
+    client = Client.sandbox(seed="demo", progress=False)
     try:
         say("playlists ...")
         _playlists(client, summary)

@@ -13,6 +13,8 @@ from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from typing import Any
 
+from analytics_nb.wire import redact
+
 __all__ = [
     "AuthenticationError",
     "MethodNotAllowedError",
@@ -28,16 +30,7 @@ __all__ = [
     "redact",
 ]
 
-_KEY_PATTERN = re.compile(r"\b(ph[xca]_)[A-Za-z0-9_\-]{6,}")
 _SCOPE_PATTERN = re.compile(r"missing required scope '([^']+)'", re.IGNORECASE)
-
-
-def redact(text: str, secrets: tuple[str, ...] | list[str] = ()) -> str:
-    """Replace each given secret, and anything shaped like a PostHog key (``phx_``/``phc_``), by ``***``."""
-    for secret in secrets:
-        if secret:
-            text = text.replace(secret, "***")
-    return _KEY_PATTERN.sub(r"\1***", text)
 
 
 class PostHogError(Exception):

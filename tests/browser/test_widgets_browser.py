@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from analytics_nb.client import Client
+from analytics_nb import Client
 from analytics_nb.sandbox import start
 
 pytestmark = pytest.mark.browser

@@ -1,7 +1,7 @@
 """Capture helpers: flag attribution on events, ``$feature_flag_called`` with dedup, and bulk capture.
 
-Functions that talk to the service take the client first. With the sync ``Client`` they block and return
-the result; with ``AsyncClient`` they return a coroutine to ``await`` (the ``a``-prefixed twins always do).
+Functions that talk to the service take the client first. The plain ones take a sync ``Client``, block and
+return the result; the ``a``-prefixed twins are coroutines for ``AsyncClient``.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from analytics_nb.capture._flag_called import (
     aflag_called,
     aflag_called_frame,
     flag_called,
+    flag_called_cache,
     flag_called_frame,
     flag_called_properties,
 )
@@ -50,6 +51,7 @@ __all__ = [
     "capture_frame",
     "feature_properties",
     "flag_called",
+    "flag_called_cache",
     "flag_called_frame",
     "flag_called_properties",
     "flag_values",

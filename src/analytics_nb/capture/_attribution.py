@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from analytics_nb.capture._values import is_missing
+from analytics_nb.models import DecideResponse, FeatureFlag
 
 __all__ = ["attribute", "feature_properties", "flag_columns", "flag_values", "outcome_frame"]
 
@@ -47,42 +48,46 @@ def _is_flag_name(name: Any) -> bool:
     )
 
 
-def _flag_keys(flags: Any) -> list[str] | None:
-    """Keys from ``flags=``: None, a key, keys, or flag definitions (models or dicts with ``key``)."""
+def flag_items(flags: Any) -> list[str | dict[str, Any]] | None:
+    """``flags=`` at the edge: None, or a list of keys and flag definitions in the one canonical shape, the
+    wire dict (``FeatureFlag`` models are dumped to it here, so nothing further in reads model attributes)."""
     if flags is None:
         return None
     if isinstance(flags, str):
         return [flags]
-    keys = []
+    items: list[str | dict[str, Any]] = []
     for item in flags:
         if isinstance(item, str):
-            keys.append(item)
+            items.append(item)
+        elif isinstance(item, FeatureFlag):
+            items.append(item.model_dump(by_alias=True, mode="json"))
         elif isinstance(item, Mapping) and "key" in item:
-            keys.append(str(item["key"]))
-        elif hasattr(item, "key"):
-            keys.append(str(item.key))
+            items.append(dict(item))
         else:
             raise TypeError(f"flags= must hold flag keys or flag definitions, not {type(item).__name__}")
-    return keys
+    return items
+
+
+def _flag_keys(flags: Any) -> list[str] | None:
+    """Keys from ``flags=``: None, a key, keys, or flag definitions (models or dicts with ``key``)."""
+    items = flag_items(flags)
+    if items is None:
+        return None
+    return [item if isinstance(item, str) else str(item["key"]) for item in items]
 
 
 def _group_flags(flags: Any) -> set[str] | None:
     """Group flag keys (``aggregation_group_type_index`` set) from definitions in ``flags=``, else None."""
-    if flags is None or isinstance(flags, str):
+    items = flag_items(flags)
+    if items is None or isinstance(flags, str):
         return None
     found: set[str] = set()
-    for item in flags:
+    for item in items:
         if isinstance(item, str):
             return None  # bare keys: which flags aggregate by group is unknown
-        filters = item.get("filters") if isinstance(item, Mapping) else getattr(item, "filters", None)
-        index = (
-            filters.get("aggregation_group_type_index")
-            if isinstance(filters, Mapping)
-            else getattr(filters, "aggregation_group_type_index", None)
-        )
-        key = item["key"] if isinstance(item, Mapping) else item.key
-        if index is not None:
-            found.add(str(key))
+        filters = item.get("filters")
+        if isinstance(filters, Mapping) and filters.get("aggregation_group_type_index") is not None:
+            found.add(str(item["key"]))
     return found
 
 
@@ -92,15 +97,12 @@ def flag_values(flags: Any, *, keys: Iterable[str] | None = None) -> dict[str, b
     Unknown values (NA) are left out; simulation extras (``<key>:payload`` ...), ``distinct_id``, ``error``
     and ``group:<type>`` entries are ignored.
     """
-    feature_flags = getattr(flags, "feature_flags", None)
-    if isinstance(feature_flags, Mapping):  # DecideResponse
-        items: Iterable[tuple[Any, Any]] = feature_flags.items()
+    if isinstance(flags, DecideResponse):
+        items: Iterable[tuple[Any, Any]] = flags.feature_flags.items()
     elif isinstance(flags, pd.Series):
         items = flags.items()
     elif isinstance(flags, Mapping):
         if "featureFlags" in flags or "flags" in flags:
-            from analytics_nb.models import DecideResponse
-
             return flag_values(DecideResponse.model_validate(flags), keys=keys)
         items = flags.items()
     else:
@@ -289,10 +291,7 @@ def attribute(events: pd.DataFrame, outcomes: Any, *, flags: Any = None) -> pd.D
         and outcomes
         and "featureFlags" not in outcomes
         and "flags" not in outcomes
-        and all(
-            not isinstance(v, str | bool) and (hasattr(v, "feature_flags") or isinstance(v, Mapping))
-            for v in outcomes.values()
-        )
+        and all(isinstance(v, DecideResponse | Mapping) for v in outcomes.values())
     ):
         by_person = {str(k): flag_values(v, keys=wanted) for k, v in outcomes.items()}
         per_event = [by_person.get(did) if did is not None else None for did in event_dids]
@@ -381,11 +380,11 @@ def attribute(events: pd.DataFrame, outcomes: Any, *, flags: Any = None) -> pd.D
         fresh = [p.get(name) for p in new_props]
         if name in col_cache:
             old = col_cache[name]
-            values = [f if f is not None else old[j] for j, f in enumerate(fresh)]
+            column = [f if f is not None else old[j] for j, f in enumerate(fresh)]
         else:
-            values = fresh
+            column = fresh
         out[name] = pd.Series(
-            [pd.NA if (v is None or (not isinstance(v, list) and is_missing(v))) else v for v in values],
+            [pd.NA if (v is None or (not isinstance(v, list) and is_missing(v))) else v for v in column],
             index=events.index,
             dtype=object,
         )

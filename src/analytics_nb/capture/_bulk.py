@@ -24,8 +24,16 @@ from analytics_nb.capture._events import (
     build_event,
     prepare_frame,
 )
-from analytics_nb.capture._send import dispatch, is_retryable, post_batch, post_event, project_key
+from analytics_nb.capture._send import (
+    core_of,
+    is_retryable,
+    post_batch,
+    post_event,
+    project_key,
+    run_blocking,
+)
 from analytics_nb.capture._values import NaivePolicy, is_missing
+from analytics_nb.client import AnyApiClient, ApiClient
 from analytics_nb.client._progress import progress_enabled
 from analytics_nb.errors import (
     AuthenticationError,
@@ -54,11 +62,10 @@ MAX_WAIT = 120.0
 REPORT_COLUMNS = ("uuid", "event", "distinct_id", "status", "reason", "batch")
 
 
-def _progress(setting: bool | None, client: Any, total: int, batches: int) -> Any:
+def _progress(setting: bool | None, client: AnyApiClient, total: int, batches: int) -> Any:
     """A ``tqdm.auto`` bar or None; ``None`` follows the client's ``progress``, showing a bar for >1 batch."""
     if setting is None:
-        config = getattr(getattr(client, "_core", None), "config", None)
-        setting = getattr(config, "progress", None)
+        setting = core_of(client).config.progress
     if (setting is None and batches <= 1) or not progress_enabled(setting):
         return None
     from tqdm.auto import tqdm
@@ -94,7 +101,7 @@ class _Run:
 
 
 async def _deliver(
-    client: Any,
+    client: AnyApiClient,
     run: _Run,
     key: str,
     batch_no: int,
@@ -162,7 +169,7 @@ def _too_big(n_bytes: int) -> str:
 
 
 async def _send_prepared(
-    client: Any,
+    client: AnyApiClient,
     prepared: PreparedFrame,
     *,
     batch_size: int,
@@ -292,7 +299,7 @@ def _options(
 
 
 async def _acapture_prepared(
-    client: Any,
+    client: AnyApiClient,
     df: pd.DataFrame,
     prepared: PreparedFrame,
     *,
@@ -324,7 +331,7 @@ async def _acapture_prepared(
 
 
 async def acapture_frame(
-    client: Any,
+    client: AnyApiClient,
     df: pd.DataFrame,
     *,
     batch_size: int | None = None,
@@ -354,7 +361,7 @@ async def acapture_frame(
 
 
 def capture_frame(
-    client: Any,
+    client: ApiClient,
     df: pd.DataFrame,
     *,
     batch_size: int | None = None,
@@ -365,7 +372,7 @@ def capture_frame(
     progress: bool | None = None,
     on_naive_timestamp: NaivePolicy = "utc",
     batch_attempts: int = 2,
-) -> Any:
+) -> pd.DataFrame:
     """Send a DataFrame of events through ``/batch/`` and return a report with one row per event (same index).
 
     Columns: ``event`` and ``distinct_id`` (required), optional ``timestamp`` and ``uuid``, a ``properties``
@@ -375,11 +382,11 @@ def capture_frame(
     Batches hold at most ``batch_size`` (1000) events and ``max_batch_bytes`` (5 MB) of JSON, ``concurrency``
     are in flight at once. ``historical_migration=None`` sets the flag when every event is over 48 h old.
     Report columns: uuid, event, distinct_id, status (sent/refused/failed), reason, batch. With an
-    ``AsyncClient`` this returns a coroutine (or use ``acapture_frame``).
+    ``AsyncClient`` use ``await acapture_frame(...)``.
     """
     size = _options(batch_size, max_batch_bytes, concurrency, on_naive_timestamp, batch_attempts)
     prepared = prepare_frame(df, on_naive_timestamp=on_naive_timestamp)  # in the caller's thread
-    return dispatch(
+    return run_blocking(
         client,
         _acapture_prepared(
             client,
@@ -393,6 +400,7 @@ def capture_frame(
             progress=progress,
             attempts=batch_attempts,
         ),
+        "acapture_frame",
     )
 
 
@@ -414,7 +422,7 @@ def _event_with_flags(
 
 
 async def acapture_event(
-    client: Any,
+    client: AnyApiClient,
     event: str,
     distinct_id: Any,
     properties: Mapping[str, Any] | None = None,
@@ -433,7 +441,7 @@ async def acapture_event(
 
 
 def capture_event(
-    client: Any,
+    client: ApiClient,
     event: str,
     distinct_id: Any,
     properties: Mapping[str, Any] | None = None,
@@ -442,12 +450,12 @@ def capture_event(
     timestamp: Any = None,
     uuid: Any = None,
     groups: Mapping[str, Any] | None = None,
-) -> Any:
+) -> str:
     """Send one event through ``/capture/`` and return its uuid (generated when not given).
 
     ``flags`` (a decide result, a simulation-frame row or ``{key: value}``) adds ``$feature/<key>`` and
     ``$active_feature_flags`` unless ``properties`` already has them; ``groups`` becomes ``$groups``. Bad
-    input raises ``EventError`` before anything is sent. With an ``AsyncClient`` this returns a coroutine.
+    input raises ``EventError`` before anything is sent. With an ``AsyncClient`` use ``acapture_event``.
     """
     body = _event_with_flags(
         event, distinct_id, properties, flags=flags, timestamp=timestamp, uuid=uuid, groups=groups
@@ -457,4 +465,4 @@ def capture_event(
         await post_event(client, body)
         return str(body["uuid"])
 
-    return dispatch(client, send())
+    return run_blocking(client, send(), "acapture_event")

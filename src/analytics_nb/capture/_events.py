@@ -195,8 +195,9 @@ class PreparedFrame:
 
     def all_older_than(self, age: dt.timedelta) -> bool:
         """True when every event to send is at least ``age`` old (drives ``historical_migration=None``)."""
-        stamps = [t for i, t in enumerate(self.timestamps) if i not in self.refused]
-        if not stamps or any(t is None for t in stamps):
+        kept = [t for i, t in enumerate(self.timestamps) if i not in self.refused]
+        stamps = [t for t in kept if t is not None]
+        if not stamps or len(stamps) < len(kept):
             return False
         cutoff = (dt.datetime.now(dt.UTC) - age).replace(tzinfo=None).isoformat()
         return max(stamps) < cutoff  # all are UTC 'YYYY-MM-DDTHH:MM:SS...Z', so text order is time order
@@ -288,9 +289,12 @@ def prepare_frame(df: pd.DataFrame, *, on_naive_timestamp: NaivePolicy = "utc") 
 
     timestamps: list[str | None] = [None] * n
     if "timestamp" in df.columns:
-        ts = df["timestamp"]
-        if getattr(ts.dtype, "kind", "O") != "M":
-            ts = _parse_text_timestamps(ts, on_naive_timestamp)
+        column: pd.Series = df["timestamp"]
+        ts = (
+            column
+            if getattr(column.dtype, "kind", "O") == "M"
+            else _parse_text_timestamps(column, on_naive_timestamp)
+        )
         if ts is not None:
             col = convert_column(ts, name="timestamp", on_naive=on_naive_timestamp)
             for i, reason in col.errors.items():

@@ -1,8 +1,8 @@
 """``$feature_flag_called`` events, de-duplicated per client like the official SDKs do.
 
 A flag check is reported once per (distinct_id, flag key, response, groups) for the life of a client; the set
-of reported keys is an LRU bounded to ``FLAG_CALLED_CACHE_SIZE`` entries and stored on the client object
-(``client._flag_called_seen``), so a long notebook session cannot grow it without limit.
+of reported keys is an LRU bounded to ``FLAG_CALLED_CACHE_SIZE`` entries, kept here per client transport
+(``flag_called_cache(client)``), so a long notebook session cannot grow it without limit.
 """
 
 from __future__ import annotations
@@ -15,11 +15,13 @@ from typing import Any
 
 import pandas as pd
 
-from analytics_nb.capture._attribution import _plain, flag_columns, outcome_frame
+from analytics_nb.capture._attribution import _plain, flag_columns, flag_items, outcome_frame
 from analytics_nb.capture._bulk import acapture_frame
 from analytics_nb.capture._events import build_event
-from analytics_nb.capture._send import dispatch, post_event
+from analytics_nb.capture._send import core_of, post_event, run_blocking
 from analytics_nb.capture._values import is_missing
+from analytics_nb.client import AnyApiClient, ApiClient, Core
+from analytics_nb.models import DecideResponse
 
 __all__ = [
     "FLAG_CALLED_CACHE_SIZE",
@@ -77,24 +79,18 @@ class FlagCalledCache:
             self._keys.clear()
 
 
-_fallback: weakref.WeakKeyDictionary[Any, FlagCalledCache] = weakref.WeakKeyDictionary()
-_fallback_lock = threading.Lock()
+_caches: weakref.WeakKeyDictionary[Core, FlagCalledCache] = weakref.WeakKeyDictionary()
+_caches_lock = threading.Lock()
 
 
-def cache_of(client: Any) -> FlagCalledCache:
-    """The client's ``_flag_called_seen`` cache, created on first use."""
-    cache = getattr(client, "_flag_called_seen", None)
-    if isinstance(cache, FlagCalledCache):
-        return cache
-    with _fallback_lock:
-        cache = getattr(client, "_flag_called_seen", None)
-        if isinstance(cache, FlagCalledCache):
-            return cache
-        cache = FlagCalledCache()
-        try:
-            client._flag_called_seen = cache
-        except AttributeError:  # a client class with __slots__: keep the cache beside it
-            return _fallback.setdefault(client, cache)
+def flag_called_cache(client: AnyApiClient) -> FlagCalledCache:
+    """The client's reported-keys cache, created on first use (kept here, keyed by the client's transport, so
+    a sync ``Client`` and the ``AsyncClient`` it wraps share one)."""
+    core = core_of(client)
+    with _caches_lock:
+        cache = _caches.get(core)
+        if cache is None:
+            cache = _caches[core] = FlagCalledCache()
         return cache
 
 
@@ -163,7 +159,7 @@ def _from_decide(decide: Any, key: str, kw: dict[str, Any]) -> Any:
 
 
 async def aflag_called(
-    client: Any,
+    client: AnyApiClient,
     distinct_id: Any,
     key: str,
     response: Any,
@@ -182,14 +178,14 @@ async def aflag_called(
     }
     kw["payload"] = payload
     kw["request_id"] = request_id
-    if hasattr(response, "feature_flags") and hasattr(response, "get_value"):
+    if isinstance(response, DecideResponse):
         response = _from_decide(response, key, kw)
     response = _plain(response)
     props = flag_called_properties(key, response, locally_evaluated=locally_evaluated, **kw)
     event = build_event(EVENT, distinct_id, props, groups=groups)  # validates before the key is reserved
     if response is None:  # a missing flag is reported as null, as the SDKs do (build_event drops None)
         event["properties"].update({"$feature_flag_response": None, f"$feature/{key}": None})
-    cache = cache_of(client)
+    cache = flag_called_cache(client)
     dedup = _dedup_key(distinct_id, key, response, groups)
     if not cache.reserve(dedup):
         return False
@@ -202,7 +198,7 @@ async def aflag_called(
 
 
 def flag_called(
-    client: Any,
+    client: ApiClient,
     distinct_id: Any,
     key: str,
     response: Any,
@@ -214,14 +210,14 @@ def flag_called(
     request_id: str | None = None,
     locally_evaluated: bool = False,
     groups: Mapping[str, Any] | None = None,
-) -> Any:
+) -> bool:
     """Report a flag check as ``$feature_flag_called``, once per (distinct_id, key, response, groups).
 
     ``response`` is the value the code saw (True/False/variant/None), or a decide result (value, payload, id,
     version, reason and request id are then read from it). Returns True when sent, False when already
-    reported; a failed send raises and is not remembered. With an ``AsyncClient`` this returns a coroutine.
+    reported; a failed send raises and is not remembered. With an ``AsyncClient`` use ``aflag_called``.
     """
-    return dispatch(
+    return run_blocking(
         client,
         aflag_called(
             client,
@@ -236,24 +232,21 @@ def flag_called(
             locally_evaluated=locally_evaluated,
             groups=groups,
         ),
+        "aflag_called",
     )
 
 
 def _definitions(flags: Any) -> dict[str, tuple[int | None, int | None]]:
     """key -> (id, version) from flag definitions given as ``flags=`` (keys alone carry neither)."""
     out: dict[str, tuple[int | None, int | None]] = {}
-    if flags is None or isinstance(flags, str):
-        return out
-    for item in flags:
-        if isinstance(item, Mapping) and "key" in item:
+    for item in flag_items(flags) or []:
+        if not isinstance(item, str):
             out[str(item["key"])] = (item.get("id"), item.get("version"))
-        elif hasattr(item, "key"):
-            out[str(item.key)] = (getattr(item, "id", None), getattr(item, "version", None))
     return out
 
 
 async def aflag_called_frame(
-    client: Any,
+    client: AnyApiClient,
     outcomes: Any,
     flags: Any = None,
     *,
@@ -270,7 +263,7 @@ async def aflag_called_frame(
         )
     keys = flag_columns(frame, flags)
     defs = _definitions(flags)
-    cache = cache_of(client)
+    cache = flag_called_cache(client)
     labels = list(frame.index)
     dids = frame["distinct_id"].to_numpy(dtype=object).tolist()
     group_cols = [c for c in frame.columns if str(c).startswith("group:") and str(c).count(":") == 1]
@@ -331,28 +324,30 @@ async def aflag_called_frame(
         rows, columns=["row", "distinct_id", "key", "response", "uuid", "status", "reason", "batch"]
     )
     for col in ("distinct_id", "key", "uuid", "status", "reason"):
-        out[col] = out[col].astype("str").where(out[col].notna(), pd.NA)
+        out[col] = out[col].astype("str").where(out[col].notna(), pd.NA)  # type: ignore[call-overload]
     out["batch"] = out["batch"].astype("Int64")
     return out
 
 
 def flag_called_frame(
-    client: Any,
+    client: ApiClient,
     outcomes: Any,
     flags: Any = None,
     *,
     locally_evaluated: bool | None = None,
     **capture_kw: Any,
-) -> Any:
+) -> pd.DataFrame:
     """Send ``$feature_flag_called`` for every (row, flag) of a simulation frame in one bulk call, with dedup.
 
     ``flags`` picks the flags (keys or definitions; definitions add ``$feature_flag_id``/``_version``);
     ``<key>:payload`` and ``<key>:reason`` columns fill the payload and reason; ``group:<type>`` columns fill
     ``$groups``. Returns a report: row, distinct_id, key, response, uuid, status
     (sent/refused/failed/skipped), reason, batch. ``locally_evaluated`` defaults to True except for results
-    of the remote engine. ``capture_kw`` goes to ``capture_frame``. With an ``AsyncClient`` this returns a
-    coroutine.
+    of the remote engine. ``capture_kw`` goes to ``capture_frame``. With an ``AsyncClient`` use
+    ``aflag_called_frame``.
     """
-    return dispatch(
-        client, aflag_called_frame(client, outcomes, flags, locally_evaluated=locally_evaluated, **capture_kw)
+    return run_blocking(
+        client,
+        aflag_called_frame(client, outcomes, flags, locally_evaluated=locally_evaluated, **capture_kw),
+        "aflag_called_frame",
     )

@@ -20,6 +20,9 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
+from analytics_nb.wire import is_missing
+from analytics_nb.wire import uuid7 as new_uuid7
+
 __all__ = [
     "MISSING",
     "ColumnValues",
@@ -64,17 +67,6 @@ class NaiveTimestampError(ValueConversionError):
     """A datetime without a time zone while ``on_naive_timestamp="raise"``."""
 
 
-def is_missing(value: Any) -> bool:
-    """True for None, pd.NA, NaT and float/numpy NaN (not for empty strings or containers)."""
-    if value is None or value is pd.NA or value is pd.NaT:
-        return True
-    if isinstance(value, float | np.floating):
-        return math.isnan(value)
-    if isinstance(value, np.datetime64 | np.timedelta64):
-        return bool(np.isnat(value))
-    return False
-
-
 def iso_timestamp(value: Any, *, on_naive: NaivePolicy = "utc") -> str:
     """ISO 8601 text in UTC (``Z`` zone) for a datetime-like value (str, datetime, Timestamp, datetime64).
 
@@ -95,7 +87,7 @@ def iso_timestamp(value: Any, *, on_naive: NaivePolicy = "utc") -> str:
         raise ValueConversionError(
             f"a timestamp must be a datetime, pandas Timestamp or ISO 8601 text, not {type(value).__name__}"
         )
-    if ts is pd.NaT:
+    if pd.isna(ts):
         raise ValueConversionError("the timestamp is NaT (missing)")
     if ts.tzinfo is None:
         if on_naive == "raise":
@@ -234,7 +226,7 @@ def convert_column(series: pd.Series, *, name: str = "", on_naive: NaivePolicy =
     elif kind in "biuf" and not isinstance(dtype, np.dtype):
         # pandas masked dtypes (Int64, boolean, Float64): NA -> None, values already Python scalars
         missing = series.isna().to_numpy()
-        vals = series.to_numpy(dtype=object, na_value=None).tolist()
+        vals = series.to_numpy(dtype=object, na_value=None).tolist()  # type: ignore[call-overload]  # na_value=None
         if kind == "f":
             for i, v in enumerate(vals):
                 if v is not None and not math.isfinite(v):
@@ -242,7 +234,7 @@ def convert_column(series: pd.Series, *, name: str = "", on_naive: NaivePolicy =
         return ColumnValues(vals, ~missing if missing.any() else None)
     elif isinstance(dtype, pd.StringDtype):
         missing = series.isna().to_numpy()
-        vals = series.to_numpy(dtype=object, na_value=None).tolist()
+        vals = series.to_numpy(dtype=object, na_value=None).tolist()  # type: ignore[call-overload]  # na_value=None
         return ColumnValues(vals, ~missing if missing.any() else None)
     # object (or anything else): one step per cell, with a fast path for plain Python scalars.
     values = series.to_numpy(dtype=object).tolist()
@@ -263,24 +255,6 @@ def convert_column(series: pd.Series, *, name: str = "", on_naive: NaivePolicy =
         else:
             values[i] = out
     return ColumnValues(values, None if present.all() else present, errors)
-
-
-_UUID_VERSION_7 = 0x7000
-_VARIANT = 0x8000000000000000
-
-
-def new_uuid7(ms: int | None = None, rand: bytes | None = None) -> str:
-    """A UUIDv7 (RFC 9562): 48-bit Unix milliseconds then random bits, so ids sort by creation time."""
-    if ms is None:
-        ms = time.time_ns() // 1_000_000
-    if rand is None:
-        rand = os.urandom(10)
-    r = int.from_bytes(rand, "big")
-    rand_a = (r >> 64) & 0xFFF
-    rand_b = r & 0x3FFFFFFFFFFFFFFF
-    value = (ms & 0xFFFFFFFFFFFF) << 80 | (_UUID_VERSION_7 | rand_a) << 64 | _VARIANT | rand_b
-    h = f"{value:032x}"
-    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 
 def new_uuids(n: int) -> list[str]:

@@ -1,14 +1,34 @@
-"""The data-access client: ``Client`` (sync, notebook-safe) and ``AsyncClient`` for a PostHog-style service.
+"""The data-access client: ``ApiClient`` (sync, notebook-safe) and ``AsyncApiClient`` for a PostHog-style
+service.
 
 Playlists, pipeline transformations, feature flags, projects/organizations and decide, with concurrent
-pagination, retries with jittered backoff, an optional rate limiter and
-typed errors (``analytics_nb.errors``).
+pagination, retries with jittered backoff, an optional rate limiter and typed errors
+(``analytics_nb.errors``).
+Analysts use ``analytics_nb.Client`` / ``AsyncClient`` (``analytics_nb.session``), which add capture,
+simulation and the embedded sandbox to these.
 """
 
 from __future__ import annotations
 
-from analytics_nb.client._client import AsyncClient, Client
+from analytics_nb.client._client import AnyApiClient, ApiClient, AsyncApiClient
 from analytics_nb.client._config import REGIONS, ClientConfig
+from analytics_nb.client._core import Core
+from analytics_nb.client._decide import decide_body
 from analytics_nb.client._pagination import MAX_PAGE_SIZE
+from analytics_nb.client._resources import FeatureFlags, Organizations, Playlists, Projects, Transformations
 
-__all__ = ["MAX_PAGE_SIZE", "REGIONS", "AsyncClient", "Client", "ClientConfig"]
+__all__ = [
+    "MAX_PAGE_SIZE",
+    "REGIONS",
+    "AnyApiClient",
+    "ApiClient",
+    "AsyncApiClient",
+    "ClientConfig",
+    "Core",
+    "FeatureFlags",
+    "Organizations",
+    "Playlists",
+    "Projects",
+    "Transformations",
+    "decide_body",
+]

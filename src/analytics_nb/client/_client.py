@@ -1,4 +1,10 @@
-"""``AsyncClient`` (the async API, written once) and ``Client`` (its sync facade on a private loop thread)."""
+"""``AsyncApiClient`` (the async data-access API, the one source) and ``ApiClient`` (its sync twin).
+
+``ApiClient``'s methods and resource classes are generated from the async source by
+``scripts/generate_sync.py`` (``_sync_api.py``); what is written here by hand is construction, closing and
+the loop thread the sync calls run on. The analyst-facing ``analytics_nb.Client`` / ``AsyncClient``
+(``analytics_nb.session``) add capture, simulation and the embedded sandbox on top.
+"""
 
 from __future__ import annotations
 
@@ -6,31 +12,28 @@ import asyncio
 import inspect
 import weakref
 from collections.abc import Callable, Coroutine, Mapping
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import Any, ClassVar, Literal, Self, TypeVar
 
 import httpx
 
 from analytics_nb.client._config import ClientConfig, config_from_env, mask, resolve_hosts
 from analytics_nb.client._core import Core
 from analytics_nb.client._decide import decide as _decide
-from analytics_nb.client._facades import (
+from analytics_nb.client._loop import LoopThread
+from analytics_nb.client._resources import FeatureFlags, Organizations, Playlists, Projects, Transformations
+from analytics_nb.client._sync_api import (
+    ApiClientMethods,
     SyncFeatureFlags,
     SyncOrganizations,
     SyncPlaylists,
     SyncProjects,
     SyncTransformations,
 )
-from analytics_nb.client._resources import FeatureFlags, Organizations, Playlists, Projects, Transformations
-from analytics_nb.client._sync import LoopThread, _wrap
 from analytics_nb.models import DecideResponse
 
-if TYPE_CHECKING:
-    import pandas as pd
-
-__all__ = ["AsyncClient", "Client"]
+__all__ = ["AnyApiClient", "ApiClient", "AsyncApiClient"]
 
 T = TypeVar("T")
-C = TypeVar("C", bound="_Common")
 
 
 def _config(
@@ -69,60 +72,20 @@ def _config(
     )
 
 
-class _Api:
-    """The top-level async methods, written once: ``AsyncClient`` inherits them, ``Client`` wraps them."""
-
-    _core: Core
-
-    async def decide(
-        self,
-        distinct_id: str,
-        *,
-        groups: Mapping[str, Any] | None = None,
-        person_properties: Mapping[str, Any] | None = None,
-        group_properties: Mapping[str, Mapping[str, Any]] | None = None,
-        ip: str | None = None,
-        endpoint: Literal["decide", "flags"] = "decide",
-        version: int | None = None,
-    ) -> DecideResponse:
-        """Evaluate every flag for one user remotely: ``POST /decide/?v=3``, or ``/flags/?v=2``
-        with ``endpoint="flags"``.
-
-        ``person_properties`` / ``groups`` / ``group_properties`` override the stored ones; ``ip`` is sent as
-        ``X-Forwarded-For`` so the service derives the ``$geoip_*`` properties from it.
-        """
-        return await _decide(
-            self._core,
-            distinct_id,
-            groups=groups,
-            person_properties=person_properties,
-            group_properties=group_properties,
-            ip=ip,
-            endpoint=endpoint,
-            version=version,
-        )
-
-    async def organization_id(self) -> str:
-        """The organization id the client uses (given, or resolved once from the service)."""
-        return await self._core.organization_id()
-
-    async def project_api_key(self) -> str:
-        """The project API key (given, or read once from the project)."""
-        return await self._core.project_api_key()
-
-
 class _Common:
-    """What both clients share: construction helpers, delegates to capture/simulate, repr."""
+    """What both clients share: configuration, ``from_env``, the repr, close callbacks."""
 
     _config: ClientConfig
     _on_close: list[Callable[[], Any]]
+    sandbox_server: Any = None
+    """The embedded sandbox this client owns (``Client.sandbox()``), else None."""
 
     @classmethod
-    def from_env(cls: type[C], **overrides: Any) -> C:
+    def from_env(cls, **overrides: Any) -> Self:
         """A client from ``POSTHOG_HOST``, ``POSTHOG_PERSONAL_API_KEY``, ``POSTHOG_PROJECT_API_KEY``,
         ``POSTHOG_PROJECT_ID`` and ``POSTHOG_ORGANIZATION_ID`` (keyword ``overrides`` win;
         host defaults to "us")."""
-        return cls(**config_from_env(**overrides))  # type: ignore[arg-type]
+        return cls(**config_from_env(**overrides))
 
     @property
     def config(self) -> ClientConfig:
@@ -147,61 +110,24 @@ class _Common:
             f"personal_api_key={mask(c.personal_api_key)!r}, project_api_key={mask(c.project_api_key)!r})"
         )
 
-    # Thin delegates to the parts above the client (lazy imports keep the layering one-way).
-    def capture(
-        self,
-        event: str,
-        distinct_id: str,
-        properties: Mapping[str, Any] | None = None,
-        *,
-        flags: Any = None,
-        timestamp: Any = None,
-        uuid: Any = None,
-        groups: Mapping[str, Any] | None = None,
-    ) -> Any:
-        """Capture one event (``analytics_nb.capture.capture_event``; ``groups`` becomes ``$groups``) and
-        return its uuid; awaitable on ``AsyncClient``."""
-        from analytics_nb.capture import capture_event
+    @property
+    def core(self) -> Core:
+        """The transport every call goes through (``request``, retries, typed errors, the project key).
 
-        return capture_event(
-            self,
-            event,
-            distinct_id,
-            properties,
-            flags=flags,
-            timestamp=timestamp,
-            uuid=uuid,
-            groups=groups,
-        )
+        The seam the parts above the client use (capture, simulation): ``await core.request(...)``.
+        """
+        return self._core
 
-    def capture_frame(self, df: pd.DataFrame, **kw: Any) -> Any:
-        """Capture one event per row of ``df`` via ``/batch/`` (``analytics_nb.capture.capture_frame``)."""
-        from analytics_nb.capture import capture_frame
+    def on_close(self, callback: Callable[[], Any]) -> None:
+        """Run ``callback`` (in a worker thread) when the client is closed, e.g. to stop a sandbox it owns."""
+        self._on_close.append(callback)
 
-        return capture_frame(self, df, **kw)
-
-    def flag_called(self, distinct_id: str, key: str, response: Any, **kw: Any) -> Any:
-        """Send a ``$feature_flag_called`` event (``analytics_nb.capture.flag_called``)."""
-        from analytics_nb.capture import flag_called
-
-        return flag_called(self, distinct_id, key, response, **kw)
-
-    def flag_called_frame(self, outcomes: Any, flags: Any = None, **kw: Any) -> Any:
-        """Send ``$feature_flag_called`` for every (row, flag) of a simulation frame, deduplicated
-        (``analytics_nb.capture.flag_called_frame``); returns its report, awaitable on ``AsyncClient``."""
-        from analytics_nb.capture import flag_called_frame
-
-        return flag_called_frame(self, outcomes, flags, **kw)
-
-    def simulate(self, property_sets: Any, flags: Any = None, engine: str = "remote", **kw: Any) -> Any:
-        """Evaluate flags across property sets (``analytics_nb.simulate.simulate`` with this client)."""
-        from analytics_nb.simulate import simulate
-
-        return simulate(property_sets, flags, engine=engine, client=self, **kw)
+    _core: Core
 
 
-class AsyncClient(_Api, _Common):
-    """Async client for a PostHog-style service: ``await client.playlists.list()``; use ``async with``.
+class AsyncApiClient(_Common):
+    """Async data-access client for a PostHog-style service: ``await client.playlists.list()``; use
+    ``async with``.
 
     ``host``: "us", "eu" (app host for ``/api``, ingestion host for decide/capture) or a self-hosted base URL.
     Keys: ``personal_api_key`` (``phx_...``, for ``/api``) and ``project_api_key`` (``phc_...``, for decide
@@ -248,12 +174,41 @@ class AsyncClient(_Api, _Common):
         self.projects = Projects(self._core)
         self.organizations = Organizations(self._core)
 
-    @classmethod
-    def sandbox(cls, seed: str = "demo", **kw: Any) -> AsyncClient:
-        """Start the embedded sandbox and return an AsyncClient on it; closing the client stops it."""
-        from analytics_nb.embedded import connect_sandbox_async
+    async def decide(
+        self,
+        distinct_id: str,
+        *,
+        groups: Mapping[str, Any] | None = None,
+        person_properties: Mapping[str, Any] | None = None,
+        group_properties: Mapping[str, Mapping[str, Any]] | None = None,
+        ip: str | None = None,
+        endpoint: Literal["decide", "flags"] = "decide",
+        version: int | None = None,
+    ) -> DecideResponse:
+        """Evaluate every flag for one user remotely: ``POST /decide/?v=3``, or ``/flags/?v=2``
+        with ``endpoint="flags"``.
 
-        return connect_sandbox_async(seed=seed, **kw)
+        ``person_properties`` / ``groups`` / ``group_properties`` override the stored ones; ``ip`` is sent as
+        ``X-Forwarded-For`` so the service derives the ``$geoip_*`` properties from it.
+        """
+        return await _decide(
+            self._core,
+            distinct_id,
+            groups=groups,
+            person_properties=person_properties,
+            group_properties=group_properties,
+            ip=ip,
+            endpoint=endpoint,
+            version=version,
+        )
+
+    async def organization_id(self) -> str:
+        """The organization id the client uses (given, or resolved once from the service)."""
+        return await self._core.organization_id()
+
+    async def project_api_key(self) -> str:
+        """The project API key (given, or read once from the project)."""
+        return await self._core.project_api_key()
 
     async def close(self) -> None:
         """Close connections (and stop an owned sandbox)."""
@@ -266,7 +221,7 @@ class AsyncClient(_Api, _Common):
 
     aclose = close
 
-    async def __aenter__(self) -> AsyncClient:
+    async def __aenter__(self) -> Self:
         return self
 
     async def __aexit__(self, *exc: object) -> None:
@@ -289,13 +244,17 @@ def _shutdown(loop: LoopThread, core: Core, callbacks: list[Callable[[], Any]]) 
             pass
 
 
-class Client(_Common):
-    """Sync client for a PostHog-style service: ``client.playlists.frame()``; works in scripts and Jupyter.
+class ApiClient(ApiClientMethods, _Common):
+    """Sync data-access client for a PostHog-style service: ``client.playlists.frame()``; works in scripts
+    and Jupyter.
 
-    Same arguments and methods as ``AsyncClient``; each call runs on the client's private event loop in a
+    Same arguments and methods as ``AsyncApiClient``; each call runs on the client's private event loop in a
     daemon thread (never ``asyncio.run``), so it is safe inside a running Jupyter kernel. Use ``with`` or
     ``close()``.
     """
+
+    async_class: ClassVar[type[AsyncApiClient]] = AsyncApiClient
+    """The async client this class wraps (``analytics_nb.Client`` wraps ``analytics_nb.AsyncClient``)."""
 
     def __init__(
         self,
@@ -314,7 +273,7 @@ class Client(_Common):
         max_retry_wait: float = 60.0,
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
-        self._async = AsyncClient(
+        self._async = self.async_class(
             host,
             personal_api_key=personal_api_key,
             project_api_key=project_api_key,
@@ -333,31 +292,17 @@ class Client(_Common):
         self._core = self._async._core
         self._on_close = []
         self._loop = LoopThread()
-        self._target = self._async
-        self._runner = self._run
-        self.playlists: SyncPlaylists = SyncPlaylists(self._async.playlists, self._run)
-        self.transformations: SyncTransformations = SyncTransformations(
-            self._async.transformations, self._run
-        )
-        self.feature_flags: SyncFeatureFlags = SyncFeatureFlags(self._async.feature_flags, self._run)
-        self.projects: SyncProjects = SyncProjects(self._async.projects, self._run)
-        self.organizations: SyncOrganizations = SyncOrganizations(self._async.organizations, self._run)
+        self.playlists = SyncPlaylists(self._async.playlists, self._loop)
+        self.transformations = SyncTransformations(self._async.transformations, self._loop)
+        self.feature_flags = SyncFeatureFlags(self._async.feature_flags, self._loop)
+        self.projects = SyncProjects(self._async.projects, self._loop)
+        self.organizations = SyncOrganizations(self._async.organizations, self._loop)
         self._finalizer = weakref.finalize(self, _shutdown, self._loop, self._core, self._on_close)
 
-    def _run(self, coro: Coroutine[Any, Any, T]) -> T:
-        """Run a coroutine on this client's loop and return its result (used by capture and simulate)."""
+    def run(self, coro: Coroutine[Any, Any, T]) -> T:
+        """Run a coroutine on this client's loop and return its result (how capture and simulation run their
+        async flow for a sync client); the package's errors come back with a short traceback."""
         return self._loop.run(coro)
-
-    @classmethod
-    def sandbox(cls, seed: str = "demo", **kw: Any) -> Client:
-        """Start the embedded sandbox and return a Client on it; ``close()`` also stops the sandbox.
-
-        Keyword arguments of ``Client`` (e.g. ``max_retries``) configure the client; the rest go to
-        ``analytics_nb.sandbox.start`` (e.g. ``profile="cloud"``).
-        """
-        from analytics_nb.embedded import connect_sandbox
-
-        return connect_sandbox(seed=seed, **kw)
 
     @property
     def closed(self) -> bool:
@@ -368,13 +313,12 @@ class Client(_Common):
         """Close connections, stop the loop thread (and an owned sandbox). Safe to call twice."""
         self._finalizer()
 
-    def __enter__(self) -> Client:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    # The top-level API, generated from the async methods (same signatures and docs, sync results).
-    decide = _wrap("decide", _Api.decide)
-    organization_id = _wrap("organization_id", _Api.organization_id)
-    project_api_key = _wrap("project_api_key", _Api.project_api_key)
+
+AnyApiClient = ApiClient | AsyncApiClient
+"""Either client: what capture and simulation accept (``isinstance(client, ApiClient)`` tells them apart)."""

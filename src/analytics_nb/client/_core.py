@@ -28,6 +28,7 @@ from analytics_nb.errors import (
     parse_retry_after,
     redact,
 )
+from analytics_nb.wire import json_default
 
 __all__ = ["Core", "RateLimiter", "encode_json"]
 
@@ -93,44 +94,23 @@ class RateLimiter:
             waited += wait
 
 
-def _json_default(value: Any) -> Any:
-    """Encode what pandas/numpy put in records: timestamps as ISO 8601, numpy scalars as Python values."""
-    if isinstance(value, _dt.datetime | _dt.date):
-        return value.isoformat()
-    if isinstance(value, set | frozenset | tuple):
-        return list(value)
-    item = getattr(value, "item", None)
-    if callable(item):  # numpy scalar
-        return item()
-    isoformat = getattr(value, "isoformat", None)
-    if callable(isoformat):
-        return isoformat()
-    try:
-        import pandas as pd
-
-        if value is pd.NA or value is pd.NaT:
-            return None
-    except ImportError:  # pragma: no cover
-        pass
-    raise TypeError(f"value {value!r} of type {type(value).__name__} cannot be sent as JSON")
-
-
-def _clean_nan(value: Any) -> Any:
+def _finite(value: Any) -> Any:
+    """``value`` with non-finite floats (NaN, inf) replaced by null, in dicts and lists too."""
     if isinstance(value, float) and not math.isfinite(value):
         return None
     if isinstance(value, dict):
-        return {k: _clean_nan(v) for k, v in value.items()}
+        return {k: _finite(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
-        return [_clean_nan(v) for v in value]
+        return [_finite(v) for v in value]
     return value
 
 
 def encode_json(body: Any) -> bytes:
     """JSON-encode a request body; NaN/NA become null, timestamps ISO 8601, numpy scalars plain numbers."""
     try:
-        text = json.dumps(body, default=_json_default, allow_nan=False, separators=(",", ":"))
+        text = json.dumps(body, default=json_default, allow_nan=False, separators=(",", ":"))
     except ValueError:
-        text = json.dumps(_clean_nan(body), default=_json_default, allow_nan=False, separators=(",", ":"))
+        text = json.dumps(_finite(body), default=json_default, allow_nan=False, separators=(",", ":"))
     return text.encode()
 
 
@@ -206,7 +186,7 @@ class Core:
 
     def _backoff(self, attempt: int) -> float:
         base = self.config.retry_backoff * (2**attempt)
-        return min(self.config.max_retry_wait, base) * (0.5 + random.random() / 2)
+        return float(min(self.config.max_retry_wait, base) * (0.5 + random.random() / 2))
 
     # -- the primitive ----------------------------------------------------------------------------------
     async def request(

@@ -9,7 +9,7 @@ from typing import Any, Literal
 from analytics_nb.client._core import Core
 from analytics_nb.models import DecideResponse
 
-__all__ = ["DEFAULT_VERSIONS", "decide"]
+__all__ = ["DEFAULT_VERSIONS", "decide", "decide_body"]
 
 DEFAULT_VERSIONS = {"decide": 3, "flags": 2}
 
@@ -20,6 +20,36 @@ def _mapping(name: str, value: Any) -> dict[str, Any] | None:
     if not isinstance(value, Mapping):
         raise ValueError(f"{name} must be a dict, got {type(value).__name__}.")
     return {str(k): v for k, v in value.items()}
+
+
+def decide_body(
+    token: str,
+    distinct_id: str,
+    *,
+    groups: Mapping[str, Any] | None = None,
+    person_properties: Mapping[str, Any] | None = None,
+    group_properties: Mapping[str, Any] | None = None,
+    flag_keys: list[str] | None = None,
+    geoip_disable: bool = False,
+) -> dict[str, Any]:
+    """The one ``/decide`` / ``/flags`` request body (overrides given as None are left out).
+
+    ``flag_keys`` asks the service for those flags only (``flag_keys_to_evaluate``); ``geoip_disable``
+    stops it from geolocating the caller's own address into the person's properties.
+    """
+    body: dict[str, Any] = {"api_key": token, "distinct_id": distinct_id}
+    if flag_keys:
+        body["flag_keys_to_evaluate"] = flag_keys
+    for name, value in (
+        ("person_properties", person_properties),
+        ("groups", groups),
+        ("group_properties", group_properties),
+    ):
+        if value is not None:
+            body[name] = value
+    if geoip_disable:
+        body["geoip_disable"] = True
+    return body
 
 
 async def decide(
@@ -44,14 +74,13 @@ async def decide(
         raise ValueError(f"endpoint={endpoint!r} is not allowed; use 'decide' or 'flags'.")
     if version is not None and (isinstance(version, bool) or not isinstance(version, int) or version < 1):
         raise ValueError(f"version={version!r} must be a positive integer (decide: 1-4, flags: 1-2).")
-    body: dict[str, Any] = {"api_key": await core.project_api_key(), "distinct_id": str(distinct_id)}
-    for name, value in (
-        ("groups", _mapping("groups", groups)),
-        ("person_properties", _mapping("person_properties", person_properties)),
-        ("group_properties", _mapping("group_properties", group_properties)),
-    ):
-        if value is not None:
-            body[name] = value
+    body = decide_body(
+        await core.project_api_key(),
+        str(distinct_id),
+        groups=_mapping("groups", groups),
+        person_properties=_mapping("person_properties", person_properties),
+        group_properties=_mapping("group_properties", group_properties),
+    )
     headers: dict[str, str] = {}
     if ip is not None:
         try:

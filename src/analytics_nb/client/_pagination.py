@@ -7,7 +7,7 @@ added meanwhile), and a page that comes back short is completed before moving on
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
@@ -62,7 +62,7 @@ async def iter_pages(
     offset: int = 0,
     max_items: int | None = None,
     desc: str = "records",
-) -> AsyncIterator[list[dict[str, Any]]]:
+) -> AsyncGenerator[list[dict[str, Any]], None]:
     """Yield the pages of a list endpoint in order; after the first, up to ``max_concurrency`` in flight."""
     check_page_size(page_size)
     if max_items is not None and 0 < max_items < page_size:
@@ -147,7 +147,7 @@ async def iter_records(
         return
     seen: set[Any] = set()
     n = 0
-    pages = iter_pages(
+    pages: AsyncGenerator[list[dict[str, Any]], None] = iter_pages(
         core, path, params=params, page_size=page_size, offset=offset, max_items=max_items, desc=desc
     )
     try:

@@ -7,7 +7,6 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 import pandas as pd
-from pydantic import BaseModel
 
 from analytics_nb.frames._schema import (
     Kind,
@@ -17,7 +16,7 @@ from analytics_nb.frames._schema import (
     register_known,
     user_columns,
 )
-from analytics_nb.models import DecideResponse, FeatureFlag
+from analytics_nb.models import CaptureBatch, DecideResponse, FeatureFlag, LocalEvaluationResponse
 
 __all__ = [
     "activity_frame",
@@ -169,6 +168,7 @@ ACTIVITY_COLUMNS: list[tuple[str, Kind]] = [
     ("unread", "bool"),
 ]
 ACTIVITY_TAIL: list[tuple[str, Kind]] = [("detail", "json")]
+_DISTINCT_ID: list[tuple[str, Kind]] = [("distinct_id", "str")]
 
 for _cols in (
     PLAYLIST_COLUMNS,
@@ -184,7 +184,7 @@ for _cols in (
     ACTIVITY_COLUMNS,
     user_columns("user"),
     ACTIVITY_TAIL,
-    [("distinct_id", "str")],
+    _DISTINCT_ID,
 ):
     register_known(_cols)
 
@@ -308,7 +308,7 @@ def feature_flags_frame(records: Any) -> pd.DataFrame:
     """One row per flag: key, id, active, a readable rollout summary, variant keys, dependencies and the raw
     ``filters`` / ``payloads`` as Python objects (also accepts a local-evaluation response with ``flags``).
     """
-    if isinstance(records, BaseModel) and isinstance(getattr(records, "flags", None), list):
+    if isinstance(records, LocalEvaluationResponse):
         records = records.flags
     elif isinstance(records, Mapping) and isinstance(records.get("flags"), list):
         records = records["flags"]
@@ -384,7 +384,7 @@ def events_frame(events: Any) -> pd.DataFrame:
 
     Accepts event dicts, ``CaptureEvent`` models or a ``{"batch": [...]}`` body; key fields are left out.
     """
-    if isinstance(events, BaseModel) and isinstance(getattr(events, "batch", None), list):
+    if isinstance(events, CaptureBatch):
         events = events.batch
     elif isinstance(events, Mapping) and isinstance(events.get("batch"), list):
         events = events["batch"]

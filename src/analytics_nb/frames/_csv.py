@@ -8,13 +8,13 @@ import json
 import math
 import os
 import re
-from datetime import date, datetime
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from analytics_nb.frames._schema import KNOWN_COLUMNS, column, object_column
+from analytics_nb.wire import is_missing, json_default
 
 __all__ = ["HEADER_PREFIX", "read_csv", "to_csv"]
 
@@ -40,25 +40,7 @@ _NAT_MARK = "<NaT>"
 _JSON_MISSING = {_NA_MARK: pd.NA, _NAT_MARK: pd.NaT}
 
 
-def _missing(value: Any) -> bool:
-    return (
-        value is None or value is pd.NA or value is pd.NaT or (isinstance(value, float) and math.isnan(value))
-    )
-
-
-def _json_default(value: Any) -> Any:
-    if isinstance(value, pd.Timestamp | datetime | date):
-        return value.isoformat()
-    if isinstance(value, np.generic):
-        return value.item()
-    if isinstance(value, set | frozenset | tuple):
-        return list(value)
-    if isinstance(value, np.ndarray):
-        return value.tolist()
-    raise TypeError(f"{type(value).__name__} is not JSON serialisable")
-
-
-_JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=_json_default)
+_JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=json_default)
 
 
 def _encode_json(values: list[Any], name: str) -> list[str | None]:
@@ -98,14 +80,14 @@ def _encode(series: pd.Series, name: str) -> tuple[str, list[str | None]]:
         return str(dtype), [None if m else t for t, m in zip(texts.tolist(), mask, strict=True)]
     if isinstance(dtype, np.dtype) and dtype.kind == "O":
         return "json", _encode_json(series.tolist(), name)
-    values = series.to_numpy(dtype=object, na_value=None).tolist()
+    values = series.to_numpy(dtype=object, na_value=None).tolist()  # type: ignore[call-overload]  # na_value=None
     if pd.api.types.is_bool_dtype(dtype):
         return str(dtype), [None if v is None else ("True" if v else "False") for v in values]
     if pd.api.types.is_float_dtype(dtype):
-        return str(dtype), [None if _missing(v) else repr(float(v)) for v in values]
+        return str(dtype), [None if is_missing(v) else repr(float(v)) for v in values]
     if isinstance(dtype, pd.StringDtype):
         return str(dtype), values
-    return str(dtype), [None if _missing(v) else str(v) for v in values]
+    return str(dtype), [None if is_missing(v) else str(v) for v in values]
 
 
 def _na_token(texts: list[str | None]) -> str:
@@ -183,7 +165,7 @@ def to_csv(df: pd.DataFrame, path_or_buf: Any = None, **kw: Any) -> str | None:
     writer.writerow(list(columns))
     writer.writerows(zip(*text.values(), strict=True))
     body = out.getvalue()
-    content = HEADER_PREFIX + json.dumps(meta, ensure_ascii=False) + lineterminator + body
+    content: str = HEADER_PREFIX + json.dumps(meta, ensure_ascii=False) + lineterminator + body
     if path_or_buf is None:
         return content
     if hasattr(path_or_buf, "write"):
@@ -217,14 +199,14 @@ def _decode(texts: np.ndarray, label: str, token: str, name: str) -> Any:
                     for v, m in zip(vals, mask, strict=True)
                 ]
             )
-        dtype = pd.api.types.pandas_dtype(label)
-        raw = [None if m else v for v, m in zip(vals, mask, strict=True)]
+        dtype: Any = pd.api.types.pandas_dtype(label)  # chosen at run time from the header's label
+        raw: list[Any] = [None if m else v for v, m in zip(vals, mask, strict=True)]
         if isinstance(dtype, pd.DatetimeTZDtype):
             return (
                 pd.to_datetime(raw, format="ISO8601", utc=True).tz_convert(dtype.tz).as_unit(dtype.unit).array
             )
         if isinstance(dtype, np.dtype) and dtype.kind == "M":
-            unit = np.datetime_data(dtype)[0]
+            unit: Any = np.datetime_data(dtype)[0]
             return pd.to_datetime(raw, format="ISO8601").as_unit(unit).array
         if pd.api.types.is_bool_dtype(dtype):
             bools = [None if v is None else v == "True" for v in raw]
@@ -255,7 +237,7 @@ def _decode(texts: np.ndarray, label: str, token: str, name: str) -> Any:
 
 
 def _json_or_text(value: Any) -> Any:
-    if _missing(value):
+    if is_missing(value):
         return None
     if not isinstance(value, str):
         return value
@@ -273,7 +255,7 @@ def _infer_known(df: pd.DataFrame) -> pd.DataFrame:
         if kind is None:
             out[name] = df[name]
             continue
-        values = [None if _missing(v) else v for v in df[name].to_numpy(dtype=object).tolist()]
+        values = [None if is_missing(v) else v for v in df[name].to_numpy(dtype=object).tolist()]
         if kind == "json":
             values = [_json_or_text(v) for v in values]
         elif kind in ("str", "datetime"):

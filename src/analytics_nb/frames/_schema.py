@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import gc
-import math
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any, Literal
@@ -11,6 +10,9 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 from pydantic import BaseModel
+
+from analytics_nb.models import ActivityPage, Page, RecordingsPage
+from analytics_nb.wire import is_missing
 
 __all__ = [
     "DTYPES",
@@ -49,18 +51,12 @@ def register_known(columns: Iterable[tuple[str, Kind]]) -> None:
         KNOWN_COLUMNS.setdefault(name, kind)
 
 
-def _is_missing(value: Any) -> bool:
-    return (
-        value is None or value is pd.NA or value is pd.NaT or (isinstance(value, float) and math.isnan(value))
-    )
-
-
 def _bad(name: str, kind: str, value: Any, hint: str) -> ValueError:
     return ValueError(f"field {name!r}: expected {kind}, got {value!r}; {hint}")
 
 
 def _coerce_int(value: Any, name: str) -> int | None:
-    if _is_missing(value):
+    if is_missing(value):
         return None
     if isinstance(value, bool):
         raise _bad(name, "an integer", value, "send a number, not a boolean")
@@ -76,7 +72,7 @@ def _coerce_int(value: Any, name: str) -> int | None:
 
 
 def _coerce_float(value: Any, name: str) -> float | None:
-    if _is_missing(value):
+    if is_missing(value):
         return None
     if isinstance(value, bool):
         raise _bad(name, "a number", value, "send a number, not a boolean")
@@ -91,7 +87,7 @@ _FALSE = {"false", "f", "no", "0"}
 
 
 def _coerce_bool(value: Any, name: str) -> bool | None:
-    if _is_missing(value):
+    if is_missing(value):
         return None
     if isinstance(value, bool | np.bool_):
         return bool(value)
@@ -122,7 +118,7 @@ def column(values: Sequence[Any], kind: Kind, name: str) -> Any:
         try:
             parsed = pd.to_datetime(values, format="ISO8601", utc=True)
         except (TypeError, ValueError) as exc:
-            bad = next((v for v in values if not _is_missing(v) and _bad_datetime(v)), None)
+            bad = next((v for v in values if not is_missing(v) and _bad_datetime(v)), None)
             raise _bad(
                 name, "an ISO 8601 date-time", bad, f"send text like 2025-01-31T12:00:00Z ({exc})"
             ) from None
@@ -144,7 +140,7 @@ def _bad_datetime(value: Any) -> bool:
 
 def as_records(records: Any, what: str) -> list[dict[str, Any]]:
     """Accept a list of wire dicts or models, or a page (dict or model) with ``results``; return dicts."""
-    if isinstance(records, BaseModel) and isinstance(getattr(records, "results", None), list):
+    if isinstance(records, Page | RecordingsPage | ActivityPage):
         records = records.results
     elif isinstance(records, Mapping) and isinstance(records.get("results"), list):
         records = records["results"]

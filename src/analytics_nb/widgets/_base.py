@@ -16,6 +16,7 @@ import ipywidgets as w
 import numpy as np
 import pandas as pd
 
+from analytics_nb.client import ApiClient
 from analytics_nb.widgets._errors import describe_error
 
 __all__ = ["Panel", "frame_html", "require_sync_client"]
@@ -134,7 +135,7 @@ class Panel:
 
 def require_sync_client(client: Any, panel: str) -> None:
     """Panels call the client from button callbacks, so they need the sync ``Client``, not ``AsyncClient``."""
-    if client is None or not hasattr(client, "_run"):
+    if not isinstance(client, ApiClient):
         kind = type(client).__name__
         raise TypeError(
             f"{panel} needs an analytics_nb.Client (the sync client), got {kind}; "

@@ -10,6 +10,21 @@ from __future__ import annotations
 import re
 from typing import Any
 
+import httpx
+
+from analytics_nb.errors import (
+    AuthenticationError,
+    MethodNotAllowedError,
+    NetworkError,
+    NotFoundError,
+    PermissionDeniedError,
+    PostHogError,
+    QuotaLimitedError,
+    RateLimitedError,
+    ServerError,
+    ValidationError,
+)
+
 __all__ = ["FormError", "describe_error"]
 
 
@@ -19,10 +34,6 @@ class FormError(ValueError):
 
 _PERSONAL_KEY_REFUSED = re.compile(r"does not support personal api key", re.IGNORECASE)
 _SCOPE = re.compile(r"scope '([^']+)'")
-
-
-def _mro_names(exc: BaseException) -> set[str]:
-    return {cls.__name__ for cls in type(exc).__mro__}
 
 
 def _detail(exc: BaseException) -> str:
@@ -52,24 +63,19 @@ def _scope_needed(exc: BaseException) -> str | None:
 
 def describe_error(exc: BaseException) -> str:
     """Return one plain sentence (no traceback, no key) saying what went wrong and what to do about it."""
-    names = _mro_names(exc)
-    status = getattr(exc, "status", None)
+    status = exc.status if isinstance(exc, PostHogError) else None
     detail = _detail(exc)
     what = _what(exc)
     where = f" ({what})" if what else ""
 
     if isinstance(exc, FormError):
         return str(exc)
-    if (
-        "NetworkError" in names
-        or "TransportError" in names
-        or isinstance(exc, ConnectionError | TimeoutError)
-    ):
+    if isinstance(exc, NetworkError | httpx.TransportError | ConnectionError | TimeoutError):
         return (
             f"Could not reach the service{where}: the connection failed, was reset or timed out. "
             "Check that the server is running and the address is right, then try again; your edits are kept."
         )
-    if status == 403 or "PermissionDeniedError" in names:
+    if status == 403 or isinstance(exc, PermissionDeniedError):
         scope = _scope_needed(exc)
         if scope:
             return (
@@ -84,12 +90,12 @@ def describe_error(exc: BaseException) -> str:
                 "service)."
             )
         return f"The service refused this request{where}: {detail or 'permission denied'} (403)."
-    if status == 401 or "AuthenticationError" in names:
+    if status == 401 or isinstance(exc, AuthenticationError):
         return (
             "The personal API key was not accepted (401). Check that it is a current personal API key "
             "(phx_...) for this host; your edits are kept."
         )
-    if status == 405 or "MethodNotAllowedError" in names:
+    if status == 405 or isinstance(exc, MethodNotAllowedError):
         method = getattr(exc, "method", None) or "this method"
         if "playlist" in what:
             return (
@@ -97,23 +103,23 @@ def describe_error(exc: BaseException) -> str:
                 "deleted for good: use Archive (a PATCH setting deleted to true), which Restore undoes."
             )
         return f"The service does not allow {method} on this address{where} (405)."
-    if status == 404 or "NotFoundError" in names:
+    if status == 404 or isinstance(exc, NotFoundError):
         return (
             f"Not found{where} (404): it may have been archived or deleted meanwhile. "
             "Refresh the list and try again."
         )
-    if status == 400 or "ValidationError" in names:
+    if status == 400 or isinstance(exc, ValidationError):
         attr = getattr(exc, "attr", None)
         field = f" the field '{attr}'" if attr else " the request"
         return (
             f"The service rejected{field}: {detail or str(exc)} (400). "
             "Fix it and save again; your edits are kept."
         )
-    if status == 429 or "RateLimitedError" in names or "QuotaLimitedError" in names:
+    if status == 429 or isinstance(exc, RateLimitedError | QuotaLimitedError):
         retry = getattr(exc, "retry_after", None)
         wait = f" in about {retry:g} s" if isinstance(retry, int | float) else " in a minute"
         return f"The service is rate limiting requests (429). Try again{wait}; your edits are kept."
-    if (isinstance(status, int) and status >= 500) or "ServerError" in names:
+    if (isinstance(status, int) and status >= 500) or isinstance(exc, ServerError):
         return (
             f"The service failed with an internal error{where} ({status or 500}). Try again; if it "
             f"persists the request is probably invalid for this item. {detail}".rstrip()

@@ -1,7 +1,7 @@
 """``FlagSimulator``: try feature-flag scenarios across property sets with clicks, get a DataFrame back.
 
-Property sets come from a CSV-like text box, a grid of value lists (``analytics_nb.simulate.grid``) or
-``load(df)``; the run goes through ``analytics_nb.simulate.simulate`` (remote decide, the local engine or
+Property sets come from a CSV-like text box, a grid of value lists (``analytics_nb.simulation.grid``) or
+``load(df)``; the run goes through ``analytics_nb.simulation.simulate`` (remote decide, the local engine or
 both); what-if sliders edit rollout percentages and variant weights of the current definitions for the local
 engine (``with_rollout`` / ``with_variant_weights``) and the moves against the current definitions are shown.
 """
@@ -19,6 +19,7 @@ from typing import Any
 import ipywidgets as w
 import pandas as pd
 
+from analytics_nb.client import ApiClient, AsyncApiClient
 from analytics_nb.widgets._base import Panel, frame_html, require_sync_client
 from analytics_nb.widgets._errors import FormError
 
@@ -163,7 +164,7 @@ def _describe_edits(edits: dict[str, dict[str, Any]]) -> str:
 
 
 def _is_client(source: Any) -> bool:
-    return hasattr(source, "feature_flags") and hasattr(source, "decide")
+    return isinstance(source, ApiClient | AsyncApiClient)
 
 
 def _html_table(df: pd.DataFrame | None, *, max_rows: int = 30, css_class: str = "anb-table") -> str:
@@ -217,14 +218,14 @@ class FlagSimulator(Panel):
 
     def __init__(self, source: Any, *, property_sets: pd.DataFrame | None = None, max_rows: int = 30) -> None:
         super().__init__()
-        from analytics_nb.simulate import load_definitions
+        from analytics_nb.simulation import load_definitions
 
         if _is_client(source):
             require_sync_client(source, "FlagSimulator")
         self.client: Any = source if _is_client(source) else None
         self.max_rows = max_rows
         self.chunk_size = 50  # remote rows per simulate() call, so that the progress bar moves
-        self.definitions: Any = None  # analytics_nb.simulate.Definitions (the current, unedited ones)
+        self.definitions: Any = None  # analytics_nb.simulation.Definitions (the current, unedited ones)
         self.property_sets: pd.DataFrame | None = None
         self.simulation: Any = None
         self.result: pd.DataFrame | None = None
@@ -341,7 +342,7 @@ class FlagSimulator(Panel):
         if self.client is None:
             self._definitions_loaded()
             return True
-        from analytics_nb.simulate import load_definitions
+        from analytics_nb.simulation import load_definitions
 
         ok, fetched = self._attempt("Loading flag definitions…", self.client.feature_flags.local_evaluation)
         if ok and fetched is not None:
@@ -546,7 +547,7 @@ class FlagSimulator(Panel):
 
     def edited_definitions(self) -> Any:
         """The definitions with the what-if edits applied (FormError when weights do not add up to 100)."""
-        from analytics_nb.simulate import with_rollout, with_variant_weights
+        from analytics_nb.simulation import with_rollout, with_variant_weights
 
         defs: Any = self.definitions
         for key, edit in self.whatif_edits().items():
@@ -593,7 +594,7 @@ class FlagSimulator(Panel):
 
     def build_grid(self, values: dict[str, list[Any]] | None = None, ids_per_cell: int | None = None) -> bool:
         """Fill the property sets with ``simulate.grid(values, ids_per_cell=...)`` (default: the Grid box)."""
-        from analytics_nb.simulate import grid
+        from analytics_nb.simulation import grid
 
         try:
             spec = parse_grid_text(self.grid_box.value) if values is None else values
@@ -609,7 +610,7 @@ class FlagSimulator(Panel):
     # ---- run and results ------------------------------------------------------------------------
     def run(self) -> pd.DataFrame | None:
         """Run the simulation with the panel's settings; returns ``.result`` (or None, see ``.error``)."""
-        from analytics_nb.simulate import simulate, whatif
+        from analytics_nb.simulation import simulate, whatif
 
         try:
             frame = self.current_property_sets()
@@ -668,7 +669,7 @@ class FlagSimulator(Panel):
 
     def _remote_in_chunks(self, frame: pd.DataFrame, flags: list[str] | None) -> Any:
         """Remote decide in chunks so that the progress bar moves; the chunks' results are put together."""
-        from analytics_nb.simulate import SimulationResult, simulate
+        from analytics_nb.simulation import SimulationResult, simulate
 
         size = max(self.chunk_size, -(-len(frame) // 20))
         parts = []

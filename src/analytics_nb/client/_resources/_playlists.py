@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import builtins
 import datetime as _dt
-import inspect
-from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING, Any, Literal, TypedDict, Unpack
+import enum
+from collections.abc import AsyncIterator, Mapping
+from typing import TYPE_CHECKING, Any, Final, Literal, TypedDict, Unpack
 
+from analytics_nb.client._core import Core
 from analytics_nb.client._pagination import MAX_PAGE_SIZE, iter_records
 from analytics_nb.client._resources._base import Resource, check_choice, check_id, iso, require_text
 from analytics_nb.errors import NotFoundError
@@ -37,23 +38,17 @@ RESEND_FILTERS = (
     "could not be read (it is soft-deleted); pass filters=... (e.g. from the playlist archive() returned)."
 )
 
-FILTERS = frozenset(
-    {
-        "created_by",
-        "short_id",
-        "pinned",
-        "user",
-        "type",
-        "collection_type",
-        "date_from",
-        "date_to",
-        "search",
-        "session_recording_id",
-        "order",
-    }
-)
 
-_UNSET: Any = type("Unset", (), {"__repr__": lambda self: "<unset>"})()
+class _Unset(enum.Enum):
+    """The default of ``update``'s fields: "not given" (``None`` means "clear this field")."""
+
+    UNSET = "unset"
+
+    def __repr__(self) -> str:
+        return "<unset>"
+
+
+_UNSET: Final[Any] = _Unset.UNSET
 
 
 class PlaylistFilters(TypedDict, total=False):
@@ -75,10 +70,15 @@ class PlaylistFilters(TypedDict, total=False):
     max_items: int | None
 
 
+PAGING = frozenset({"page_size", "offset", "max_items"})
+FILTERS = frozenset(PlaylistFilters.__annotations__) - PAGING
+"""The service's list filters: the keys of ``PlaylistFilters`` other than the paging controls."""
+
+
 class Playlists(Resource):
     """``/api/projects/:id/session_recording_playlists/``: every endpoint, with the real service's rules."""
 
-    def __init__(self, core: Any) -> None:
+    def __init__(self, core: Core) -> None:
         super().__init__(core)
         self._archived_filters: dict[str, Any] = {}
 
@@ -89,21 +89,20 @@ class Playlists(Resource):
         return self._path(f"{require_text('short_id', short_id)}/{suffix}")
 
     @staticmethod
-    def _query(
-        *,
-        created_by: int | None = None,
-        short_id: str | None = None,
-        pinned: bool | None = None,
-        user: bool | None = None,
-        type: str | None = None,
-        collection_type: str | None = None,
-        date_from: Any = None,
-        date_to: Any = None,
-        search: str | None = None,
-        session_recording_id: str | None = None,
-        order: str | None = None,
-    ) -> tuple[dict[str, Any], bool]:
-        """Query parameters, and whether ``pinned=False`` must be applied on this side."""
+    def _query(filters: Mapping[str, Any]) -> tuple[dict[str, Any], bool]:
+        """Query parameters for the ``PlaylistFilters`` given, and whether ``pinned=False`` must be applied
+        on this side."""
+        unknown = sorted(set(filters) - FILTERS)
+        if unknown:
+            raise ValueError(
+                f"unknown playlist filter(s) {', '.join(unknown)}; use {', '.join(sorted(FILTERS))}, "
+                "page_size, offset or max_items."
+            )
+        created_by, short_id = filters.get("created_by"), filters.get("short_id")
+        pinned, user = filters.get("pinned"), filters.get("user")
+        type, collection_type = filters.get("type"), filters.get("collection_type")
+        date_from, date_to, search = filters.get("date_from"), filters.get("date_to"), filters.get("search")
+        session_recording_id, order = filters.get("session_recording_id"), filters.get("order")
         params: dict[str, Any] = {}
         if created_by is not None:
             params["created_by"] = check_id("created_by", created_by)
@@ -150,13 +149,7 @@ class Playlists(Resource):
         **filters: Any,
     ) -> AsyncIterator[dict[str, Any]]:
         """Raw playlist dicts (wire shape) matching ``filters``, every page, each once."""
-        unknown = sorted(set(filters) - FILTERS)
-        if unknown:
-            raise ValueError(
-                f"unknown playlist filter(s) {', '.join(unknown)}; use {', '.join(sorted(FILTERS))}, "
-                "page_size, offset or max_items."
-            )
-        params, unpinned_only = self._query(**filters)
+        params, unpinned_only = self._query(filters)
         async for record in iter_records(
             self._core,
             self._path(),
@@ -365,38 +358,3 @@ class Playlists(Resource):
         )
         body = await self._core.send_json("DELETE", path, None, explain={403: NO_PERSONAL_KEYS})
         return body if isinstance(body, dict) else {"success": True}
-
-
-_FILTER_ANNOTATIONS: dict[str, str] = {
-    "created_by": "int | None",
-    "short_id": "str | None",
-    "pinned": "bool | None",
-    "user": "bool | None",
-    "type": "Literal['collection', 'filters'] | None",
-    "collection_type": "Literal['synthetic', 'custom'] | None",
-    "date_from": "str | datetime | date | None",
-    "date_to": "str | datetime | date | None",
-    "search": "str | None",
-    "session_recording_id": "str | None",
-    "order": "str | None",
-    "page_size": "int",
-    "offset": "int",
-    "max_items": "int | None",
-}
-
-
-def _explicit_filter_signatures() -> None:
-    """Show every filter as a named keyword in ``help()``, Jupyter's signature tips and the sync stub."""
-    assert set(_FILTER_ANNOTATIONS) == set(PlaylistFilters.__annotations__)
-    defaults: dict[str, Any] = {"page_size": MAX_PAGE_SIZE, "offset": 0}
-    params = [
-        inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=defaults.get(name), annotation=text)
-        for name, text in _FILTER_ANNOTATIONS.items()
-    ]
-    for name in ("iter", "list", "records", "frame"):
-        fn = vars(Playlists)[name]
-        sig = inspect.signature(fn)
-        fn.__signature__ = sig.replace(parameters=[sig.parameters["self"], *params])
-
-
-_explicit_filter_signatures()

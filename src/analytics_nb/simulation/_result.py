@@ -6,13 +6,13 @@ import html
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import pandas as pd
 
-from analytics_nb.simulate._errors import SimulationInputError
-from analytics_nb.simulate._output import flag_columns
-from analytics_nb.simulate._summary import crosstab, format_share, summarize
+from analytics_nb.simulation._errors import SimulationInputError
+from analytics_nb.simulation._output import flag_columns
+from analytics_nb.simulation._summary import crosstab, format_share, summarize
 
 __all__ = ["SimulationResult"]
 
@@ -100,7 +100,12 @@ class SimulationResult:
         )
 
     def crosstab(
-        self, flag: str, by: str, *, normalize: bool | str = False, margins: bool = False
+        self,
+        flag: str,
+        by: str,
+        *,
+        normalize: bool | Literal["all", "index", "columns"] = False,
+        margins: bool = False,
     ) -> pd.DataFrame:
         """Counts (or shares, ``normalize="index"``) of ``flag``'s values per value of property ``by``."""
         (key,) = self._keys([flag])
@@ -108,7 +113,7 @@ class SimulationResult:
 
     def plot(self, flags: Sequence[str] | None = None, *, ax: Any = None) -> Any:
         """Stacked bars of value shares per flag (needs matplotlib: ``pip install analytics-nb[plot]``)."""
-        from analytics_nb.simulate._plot import plot_shares
+        from analytics_nb.simulation._plot import plot_shares
 
         return plot_shares(self.summary(flags), ax=ax)
 
@@ -130,9 +135,17 @@ class SimulationResult:
         summary = self.summary()
         if len(summary):
             rows = "".join(
-                f"<tr><td>{html.escape(str(r.flag))}</td><td>{html.escape(str(r.value))}</td><td>{r.count}</td>"
-                f"<td>{html.escape(format_share(r.share, r.ci_low, r.ci_high))}</td></tr>"
-                for r in summary.itertuples(index=False)
+                f"<tr><td>{html.escape(str(flag))}</td><td>{html.escape(str(value))}</td><td>{count}</td>"
+                f"<td>{html.escape(format_share(share, low, high))}</td></tr>"
+                for flag, value, count, share, low, high in zip(
+                    summary["flag"],
+                    summary["value"],
+                    summary["count"],
+                    summary["share"].astype(float),
+                    summary["ci_low"].astype(float),
+                    summary["ci_high"].astype(float),
+                    strict=True,
+                )
             )
             parts.append(
                 "<table><thead><tr><th>flag</th><th>value</th><th>count</th>"

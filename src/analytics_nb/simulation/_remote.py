@@ -14,8 +14,9 @@ from urllib.parse import urlsplit
 
 import pandas as pd
 
-from analytics_nb.simulate._inputs import PropertySets
-from analytics_nb.simulate._output import build_frame
+from analytics_nb.client import Core, decide_body
+from analytics_nb.simulation._inputs import PropertySets
+from analytics_nb.simulation._output import build_frame
 
 __all__ = [
     "DEFAULT_CONCURRENCY",
@@ -58,10 +59,9 @@ def _payload_text(value: Any) -> Any:
     return json.dumps(value)
 
 
-def default_concurrency(client: Any) -> int:
+def default_concurrency(core: Core) -> int:
     """10 in flight for a real service; 4 when decide goes to a loopback host."""
-    url = getattr(getattr(getattr(client, "_core", None), "config", None), "ingest_url", None)
-    host = urlsplit(url).hostname if isinstance(url, str) else None
+    host = urlsplit(core.config.ingest_url).hostname
     if host in _LOOPBACK_HOSTS:
         return LOOPBACK_CONCURRENCY
     return DEFAULT_CONCURRENCY
@@ -115,20 +115,16 @@ def parse_response(data: Any, *, detailed: bool) -> RemoteRow:
 def _request_body(
     token: str, request: dict[str, Any], flag_keys: list[str] | None = None
 ) -> tuple[dict[str, Any], str | None]:
-    body: dict[str, Any] = {"api_key": token, "distinct_id": request["distinct_id"]}
-    if flag_keys:
-        # only the flags asked for (and what they depend on) are evaluated by the service
-        body["flag_keys_to_evaluate"] = flag_keys
-    if request["person_properties"]:
-        body["person_properties"] = request["person_properties"]
-    if request["groups"]:
-        body["groups"] = request["groups"]
-    if request["group_properties"]:
-        body["group_properties"] = request["group_properties"]
     ip = request["ip"] or None
-    if ip is None:
-        # Without an ip the service would geolocate the caller's own address into every row.
-        body["geoip_disable"] = True
+    body = decide_body(
+        token,
+        request["distinct_id"],
+        groups=request["groups"] or None,
+        person_properties=request["person_properties"] or None,
+        group_properties=request["group_properties"] or None,
+        flag_keys=flag_keys,  # only these (and what they depend on) are evaluated by the service
+        geoip_disable=ip is None,  # else the service geolocates the caller's own address into every row
+    )
     return body, ip
 
 
@@ -141,7 +137,7 @@ def _read_json(status: int, content: bytes, *, detailed: bool) -> RemoteRow:
 
 
 async def _decide_one(
-    core: Any, token: str, request: dict[str, Any], *, detailed: bool, flag_keys: list[str] | None = None
+    core: Core, token: str, request: dict[str, Any], *, detailed: bool, flag_keys: list[str] | None = None
 ) -> RemoteRow:
     body, ip = _request_body(token, request, flag_keys)
     headers = {"X-Forwarded-For": ip} if ip else {}
@@ -156,7 +152,7 @@ _LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
 
 
 async def decide_rows(
-    core: Any,
+    core: Core,
     requests: Sequence[dict[str, Any]],
     *,
     concurrency: int,
@@ -181,7 +177,7 @@ async def decide_rows(
             try:
                 results[i] = await _decide_one(core, token, requests[i], detailed=detailed, flag_keys=keys)
             except Exception as exc:  # one failing row never loses the others
-                text = core.scrub(str(exc)) if hasattr(core, "scrub") else str(exc)
+                text = core.scrub(str(exc))
                 results[i] = RemoteRow(error=text or type(exc).__name__)
             progress.update(1)
 

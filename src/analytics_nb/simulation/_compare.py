@@ -7,8 +7,8 @@ from typing import Any
 
 import pandas as pd
 
-from analytics_nb.simulate._definitions import Definitions, flag_references
-from analytics_nb.simulate._remote import PARTIAL_ERROR
+from analytics_nb.simulation._definitions import Definitions, flag_references
+from analytics_nb.simulation._remote import PARTIAL_ERROR
 
 __all__ = ["CAUSES", "compare"]
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
@@ -84,10 +84,10 @@ def summarize(
     )
     out["value"] = out["value"].astype(object)
     count = out["count"].to_numpy(dtype=float)
-    n = out["n"].to_numpy(dtype=float)
+    totals = out["n"].to_numpy(dtype=float)
     with np.errstate(divide="ignore", invalid="ignore"):
-        share = np.where(n > 0, count / np.where(n > 0, n, 1), np.nan)
-    low, high = wilson_interval(count, n)
+        share = np.where(totals > 0, count / np.where(totals > 0, totals, 1), np.nan)
+    low, high = wilson_interval(count, totals)
     out["share"] = share
     out["ci_low"] = np.asarray(low, dtype=float)
     out["ci_high"] = np.asarray(high, dtype=float)
@@ -98,7 +98,11 @@ def summarize(
 
 
 def crosstab(
-    flag_values: pd.Series, by_values: pd.Series, *, normalize: bool | str = False, margins: bool = False
+    flag_values: pd.Series,
+    by_values: pd.Series,
+    *,
+    normalize: bool | Literal["all", "index", "columns"] = False,
+    margins: bool = False,
 ) -> pd.DataFrame:
     """A crosstab of a property (rows) against a flag's values (columns); missing values shown as "(missing)".
 
@@ -106,9 +110,8 @@ def crosstab(
     """
     flag = flag_values.astype(object).where(flag_values.notna(), "(unknown)")
     by = by_values.astype(object).where(by_values.notna(), "(missing)")
-    table = pd.crosstab(
-        by.rename(by_values.name), flag.rename(flag_values.name), normalize=normalize, margins=margins
-    )
+    flag.name, by.name = flag_values.name, by_values.name
+    table = pd.crosstab(by, flag, normalize=normalize, margins=margins)
     return table
 
 

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from analytics_nb.simulate._errors import SimulationInputError
+from analytics_nb.simulation._errors import SimulationInputError
 
 __all__ = ["grid", "random_property_sets", "sample_persons"]
 

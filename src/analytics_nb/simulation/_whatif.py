@@ -9,16 +9,16 @@ import copy
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
 
-from analytics_nb.simulate._definitions import Definitions, flag_references, live_flags, load_definitions
-from analytics_nb.simulate._errors import SimulationInputError
-from analytics_nb.simulate._inputs import PropertySets, check_flag_keys, normalise_property_sets
-from analytics_nb.simulate._local import conform, make_evaluator
-from analytics_nb.simulate._output import flag_columns
+from analytics_nb.simulation._definitions import Definitions, flag_references, live_flags, load_definitions
+from analytics_nb.simulation._errors import SimulationInputError
+from analytics_nb.simulation._inputs import PropertySets, check_flag_keys, normalise_property_sets
+from analytics_nb.simulation._local import conform, make_evaluator
+from analytics_nb.simulation._output import flag_columns
 
 __all__ = [
     "WhatIf",
@@ -51,7 +51,8 @@ def _groups(flag: dict[str, Any]) -> list[dict[str, Any]]:
     groups = filters.get("groups")
     if groups is None:
         groups = filters["groups"] = []
-    return groups
+    result: list[dict[str, Any]] = groups
+    return result
 
 
 def _check_index(flag: dict[str, Any], condition: int) -> None:
@@ -321,7 +322,7 @@ class WhatIf:
         definitions: Any,
         *,
         flags: Sequence[str] | None = None,
-        mode: str = "server",
+        mode: Literal["server", "sdk"] = "server",
         group_type_mapping: dict[str, str] | None = None,
     ) -> None:
         self.definitions = live_flags(load_definitions(definitions))
@@ -340,7 +341,7 @@ class WhatIf:
         self.base = self._run(self.definitions.flags)
 
     def _run(self, flags: list[dict[str, Any]]) -> pd.DataFrame:
-        out = self.evaluator.run(flags, payloads=False, reasons=False)
+        out: pd.DataFrame = self.evaluator.run(flags, payloads=False, reasons=False)
         if self.sets is not None:
             return conform(out, self.sets, None, payloads=False, reasons=False)
         return out
@@ -411,7 +412,7 @@ def whatif(
     edited_definitions: Any,
     *,
     flags: Sequence[str] | None = None,
-    mode: str = "server",
+    mode: Literal["server", "sdk"] = "server",
     group_type_mapping: dict[str, str] | None = None,
 ) -> WhatIfResult:
     """Who moves from which value to which when ``base_definitions`` become ``edited_definitions``.

@@ -5,7 +5,6 @@ Every check here runs before any request is sent, so bad input never costs a hal
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime, time
@@ -15,7 +14,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from analytics_nb.simulate._errors import SimulationInputError
+from analytics_nb.simulation._errors import SimulationInputError
+from analytics_nb.wire import is_missing
 
 __all__ = ["PropertySets", "is_missing", "json_value", "normalise_property_sets"]
 
@@ -52,15 +52,6 @@ _SAFE_INFERRED = {
     "timedelta64",
 }
 _MAX_LISTED = 5
-
-
-def is_missing(value: Any) -> bool:
-    """True for None, NaN, pd.NA and NaT: a missing cell means "the property is absent"."""
-    if value is None or value is pd.NA or value is pd.NaT:
-        return True
-    if isinstance(value, float | np.floating):
-        return math.isnan(value)
-    return False
 
 
 def json_value(value: Any) -> Any:

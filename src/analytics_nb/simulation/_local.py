@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import pandas as pd
 
-from analytics_nb.simulate._definitions import Definitions
-from analytics_nb.simulate._errors import SimulationInputError
-from analytics_nb.simulate._inputs import PropertySets
-from analytics_nb.simulate._output import select_flags
+if TYPE_CHECKING:
+    from analytics_nb.flags import FrameEvaluator
+
+from analytics_nb.simulation._definitions import Definitions
+from analytics_nb.simulation._errors import SimulationInputError
+from analytics_nb.simulation._inputs import PropertySets
+from analytics_nb.simulation._output import select_flags
 
 __all__ = ["check_group_mapping", "conform", "make_evaluator", "run_local"]
 
@@ -32,7 +35,9 @@ def check_group_mapping(sets: PropertySets, defs: Definitions) -> None:
             )
 
 
-def make_evaluator(sets: PropertySets, defs: Definitions, *, mode: str = "server") -> Any:
+def make_evaluator(
+    sets: PropertySets, defs: Definitions, *, mode: Literal["server", "sdk"] = "server"
+) -> FrameEvaluator:
     """A `FrameEvaluator` over the property sets; it caches hashes so what-if re-runs are fast."""
     from analytics_nb.flags import FrameEvaluator
 

@@ -13,8 +13,8 @@ import pandas as pd
 from pydantic import BaseModel
 
 from analytics_nb.models import FeatureFlag, LocalEvaluationResponse
-from analytics_nb.simulate._errors import SimulationInputError
-from analytics_nb.simulate._inputs import is_missing
+from analytics_nb.simulation._errors import SimulationInputError
+from analytics_nb.simulation._inputs import is_missing
 
 __all__ = ["Definitions", "load_definitions"]
 

@@ -1,0 +1,54 @@
+"""Flag simulation across property sets: remote decide, the local flag engine, both compared, and what-if.
+
+``simulate(property_sets, flags=None, engine="remote" | "local" | "both", client=..., definitions=...)``
+returns a `SimulationResult`; `WhatIf` / `whatif` show who moves when definitions are edited; `grid`,
+`sample_persons` and `random_property_sets` build property sets.
+
+``analytics_nb.simulate`` is the function ``simulate`` (``analytics_nb.simulate(df, client=c)``);
+``analytics_nb.simulation`` is this package.
+"""
+
+from __future__ import annotations
+
+from analytics_nb.simulation._builders import grid, random_property_sets, sample_persons
+from analytics_nb.simulation._definitions import Definitions, load_definitions
+from analytics_nb.simulation._errors import SimulationInputError
+from analytics_nb.simulation._inputs import normalise_property_sets
+from analytics_nb.simulation._plot import PLOT_HINT
+from analytics_nb.simulation._remote import DEFAULT_CONCURRENCY
+from analytics_nb.simulation._result import SimulationResult
+from analytics_nb.simulation._simulate import Engine, asimulate, simulate
+from analytics_nb.simulation._summary import wilson_interval
+from analytics_nb.simulation._whatif import (
+    WhatIf,
+    WhatIfResult,
+    whatif,
+    with_condition,
+    with_rollout,
+    with_variant_weights,
+    without_condition,
+)
+
+__all__ = [
+    "DEFAULT_CONCURRENCY",
+    "PLOT_HINT",
+    "Definitions",
+    "Engine",
+    "SimulationInputError",
+    "SimulationResult",
+    "WhatIf",
+    "WhatIfResult",
+    "asimulate",
+    "grid",
+    "load_definitions",
+    "normalise_property_sets",
+    "random_property_sets",
+    "sample_persons",
+    "simulate",
+    "whatif",
+    "wilson_interval",
+    "with_condition",
+    "with_rollout",
+    "with_variant_weights",
+    "without_condition",
+]
