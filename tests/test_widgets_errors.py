@@ -9,7 +9,8 @@ import pytest
 
 from analytics_nb import errors
 from analytics_nb.widgets import FormError, describe_error
-from analytics_nb.widgets._base import Panel, frame_html
+from analytics_nb.widgets._panel import Panel
+from analytics_nb.widgets.views import frame_html
 
 URL = "http://127.0.0.1:9/api/projects/1/session_recording_playlists/abc/"
 
@@ -85,15 +86,15 @@ def test_no_key_from_the_url_reaches_the_message() -> None:
 
 def test_panel_shows_errors_inline_and_logs_messages() -> None:
     panel = Panel()
-    ok, value = panel._attempt("working", lambda: 1 / 0)
+    ok, value = panel._attempt("working", lambda: 1 / 0, needs_client=False)
     assert (ok, value) == (False, None)
     assert isinstance(panel.last_error, ZeroDivisionError)
-    assert "anb-error" in panel.status.value and "ZeroDivisionError" in (panel.error or "")
+    assert "anb-error" in panel.status.line.value and "ZeroDivisionError" in (panel.error or "")
     assert not panel.busy
-    ok, value = panel._attempt("working", lambda: 42)
+    ok, value = panel._attempt("working", lambda: 42, needs_client=False)
     assert (ok, value) == (True, 42) and panel.last_error is None
     panel.message("hello")
-    assert panel.messages.outputs[-1]["text"] == "hello\n"
+    assert panel.status.log.outputs[-1]["text"] == "hello\n"
     bundle = panel._repr_mimebundle_()
     assert "application/vnd.jupyter.widget-view+json" in bundle
 

@@ -72,9 +72,9 @@ def test_lists_first_page_as_table_and_frame(
     assert isinstance(frame, pd.DataFrame) and len(frame) == 5
     assert "short_id" in frame.columns and frame["name"].notna().all()
     for short_id in frame["short_id"]:
-        assert short_id in editor.table.value
-    assert [value for _label, value in editor.picker.options] == list(frame["short_id"])
-    assert editor.prev_button.disabled and not editor.next_button.disabled
+        assert short_id in editor.table_view.table.value
+    assert [value for _label, value in editor.table_view.picker.options] == list(frame["short_id"])
+    assert editor.table_view.prev.disabled and not editor.table_view.next.disabled
     assert "13 playlists found" in editor.status_text
 
 
@@ -83,38 +83,38 @@ def test_paging_buttons_move_through_pages(
 ) -> None:
     editor = PlaylistEditor(client, page_size=5)
     first = list(editor.frame["short_id"])
-    editor.next_button.click()
+    editor.table_view.next.click()
     assert editor.page == 1
     second = list(editor.frame["short_id"])
     assert not set(first) & set(second)
-    editor.next_button.click()
-    assert editor.page == 2 and len(editor.frame) == 3 and editor.next_button.disabled
-    editor.prev_button.click()
+    editor.table_view.next.click()
+    assert editor.page == 2 and len(editor.frame) == 3 and editor.table_view.next.disabled
+    editor.table_view.prev.click()
     assert list(editor.frame["short_id"]) == second
-    assert "page 2 of 3" in editor.page_label.value
+    assert "page 2 of 3" in editor.table_view.page_label.value
 
 
 def test_search_type_and_pinned_filters_reach_the_service(
     empty_sandbox: Any, client: Client, seeded: dict[str, Any]
 ) -> None:
     editor = PlaylistEditor(client, page_size=20)
-    editor.search_box.value = "alpha"
-    editor.refresh_button.click()
+    editor.filter_bar.search.value = "alpha"
+    editor.filter_bar.refresh.click()
     assert sorted(editor.frame["name"]) == ["alpha 0", "alpha 1", "alpha 2", "alpha 3"]
     assert "search=alpha" in _requests(empty_sandbox, "GET")["query"].iloc[-1]
 
     editor.search("")
-    editor.type_filter.value = "filters"  # observing the dropdown reloads at once
+    editor.filter_bar.type.value = "filters"  # observing the dropdown reloads at once
     assert list(editor.frame["name"]) == ["saved search"]
     assert "type=filters" in _requests(empty_sandbox, "GET")["query"].iloc[-1]
 
-    editor.type_filter.value = ""
-    editor.pinned_filter.value = True
+    editor.filter_bar.type.value = ""
+    editor.filter_bar.pinned.value = True
     assert len(editor.frame) == 3 and editor.frame["pinned"].all()
     assert "pinned=true" in _requests(empty_sandbox, "GET")["query"].iloc[-1]
 
     assert editor.search("zzz-nothing", pinned=False)
-    assert len(editor.frame) == 0 and "nothing to show" in editor.table.value
+    assert len(editor.frame) == 0 and "nothing to show" in editor.table_view.table.value
 
 
 # ---- the form and Save -------------------------------------------------------------------------
@@ -127,14 +127,14 @@ def test_selecting_fills_the_form_and_loads_recordings(
     empty_sandbox.add_recording("rec-1", distinct_id="user-0", start_time="2026-11-20T10:00:00Z", duration=60)
     client.playlists.add_recording(target.short_id, "rec-1")
     editor = PlaylistEditor(client, page_size=20)
-    editor.picker.value = target.short_id
+    editor.table_view.picker.value = target.short_id
     assert editor.selected is not None and editor.selected.short_id == target.short_id
-    assert editor.name_box.value == "alpha 1"
-    assert editor.description_box.value == "d1"
-    assert json.loads(editor.filters_box.value) == {}
+    assert editor.form.name.value == "alpha 1"
+    assert editor.form.description.value == "d1"
+    assert json.loads(editor.form.filters.area.value) == {}
     assert list(editor.recordings["id"]) == ["rec-1"]
-    assert editor.recordings_picker.options == ("rec-1",)
-    assert "rec-1" in editor.recordings_table.value
+    assert editor.recordings_view.picker.options == ("rec-1",)
+    assert "rec-1" in editor.recordings_view.table.value
 
 
 def test_save_sends_one_patch_with_only_the_changed_fields(
@@ -143,11 +143,11 @@ def test_save_sends_one_patch_with_only_the_changed_fields(
     target = seeded["beta 5"]
     editor = PlaylistEditor(client, page_size=20)
     editor.select(target.short_id)
-    editor.name_box.value = "beta renamed"
-    editor.pinned_box.value = True
-    assert editor.is_dirty and "unsaved" in editor.dirty_label.value
+    editor.form.name.value = "beta renamed"
+    editor.form.pinned.value = True
+    assert editor.is_dirty and "unsaved" in editor.form.dirty.value
     empty_sandbox.clear_requests()
-    editor.save_button.click()
+    editor.form.save.click()
 
     patches = _requests(empty_sandbox, "PATCH")
     assert len(patches) == 1
@@ -167,7 +167,7 @@ def test_save_of_a_filters_playlist_resends_its_stored_filters(
     target = seeded["saved"]
     editor = PlaylistEditor(client, page_size=20)
     editor.select(target.short_id)
-    editor.description_box.value = "now described"
+    editor.form.description.value = "now described"
     empty_sandbox.clear_requests()
     assert editor.save() is not None
     patches = _requests(empty_sandbox, "PATCH")
@@ -185,22 +185,22 @@ def test_filters_json_is_validated_before_anything_is_sent(
     editor = PlaylistEditor(client, page_size=20)
     editor.select(target.short_id)
     broken = '{"events": [ {"id": "$pageview"} '
-    editor.filters_box.value = broken
-    editor.name_box.value = "kept name"
+    editor.form.filters.area.value = broken
+    editor.form.name.value = "kept name"
     empty_sandbox.clear_requests()
-    editor.save_button.click()
+    editor.form.save.click()
     assert len(_requests(empty_sandbox, "PATCH")) == 0
     assert "not valid JSON" in editor.status_text and "line 1" in editor.status_text
-    assert editor.filters_box.value == broken and editor.name_box.value == "kept name"
-    assert "anb-error" in editor.status.value
+    assert editor.form.filters.area.value == broken and editor.form.name.value == "kept name"
+    assert "anb-error" in editor.status.line.value
 
-    editor.filters_box.value = "[1, 2]"
+    editor.form.filters.area.value = "[1, 2]"
     assert editor.save() is None and "must be a JSON object" in (editor.error or "")
-    editor.filters_box.value = "{}"
+    editor.form.filters.area.value = "{}"
     assert editor.save() is None and "needs non-empty filters" in (editor.error or "")
     assert len(_requests(empty_sandbox, "PATCH")) == 0
 
-    editor.filters_box.value = '{"events": [{"id": "signup"}]}'
+    editor.form.filters.area.value = '{"events": [{"id": "signup"}]}'
     assert editor.save() is not None
     assert json.loads(_stored(empty_sandbox, target.short_id)["filters"]) == {"events": [{"id": "signup"}]}
 
@@ -221,15 +221,15 @@ def test_unsaved_edits_survive_switching_playlists_and_revert_discards(
     editor = PlaylistEditor(client, page_size=20)
     editor.select(first)
     editor.edit(name="draft name", description="draft text")
-    editor.picker.value = second
-    assert editor.name_box.value == "alpha 1"
+    editor.table_view.picker.value = second
+    assert editor.form.name.value == "alpha 1"
     assert first in editor.drafts
     editor.select(first)
-    assert editor.name_box.value == "draft name" and editor.description_box.value == "draft text"
+    assert editor.form.name.value == "draft name" and editor.form.description.value == "draft text"
     assert "unsaved edits" in editor.status_text
-    editor.revert_button.click()
-    assert editor.name_box.value == "alpha 0" and not editor.is_dirty
-    assert "Kept your unsaved edits" in editor.messages.outputs[0]["text"]
+    editor.form.revert.click()
+    assert editor.form.name.value == "alpha 0" and not editor.is_dirty
+    assert "Kept your unsaved edits" in editor.status.log.outputs[0]["text"]
 
 
 def test_refresh_keeps_a_dirty_form_and_updates_a_clean_one(
@@ -239,13 +239,13 @@ def test_refresh_keeps_a_dirty_form_and_updates_a_clean_one(
     editor = PlaylistEditor(client, page_size=20)
     editor.select(target)
     client.playlists.update(target, description="changed elsewhere")
-    editor.refresh_button.click()
-    assert editor.description_box.value == "changed elsewhere"  # a clean form follows the service
-    editor.name_box.value = "my draft"
+    editor.filter_bar.refresh.click()
+    assert editor.form.description.value == "changed elsewhere"  # a clean form follows the service
+    editor.form.name.value = "my draft"
     client.playlists.update(target, description="changed again")
     editor.refresh()
-    assert editor.name_box.value == "my draft" and editor.is_dirty  # a draft is never overwritten
-    assert editor.description_box.value == "changed again"  # untouched fields follow the service
+    assert editor.form.name.value == "my draft" and editor.is_dirty  # a draft is never overwritten
+    assert editor.form.description.value == "changed again"  # untouched fields follow the service
     assert editor.changes() == {"name": "my draft"}
 
 
@@ -255,12 +255,12 @@ def test_busy_state_disables_buttons_while_a_request_runs(
     editor = PlaylistEditor(client, page_size=20)
     editor.select(seeded["alpha 2"].short_id)
     seen: list[tuple[bool, bool]] = []
-    editor.save_button.observe(lambda c: seen.append((c["new"], editor.busy)), names="disabled")
-    editor.name_box.value = "busy test"
-    editor.save_button.click()
+    editor.form.save.observe(lambda c: seen.append((c["new"], editor.busy)), names="disabled")
+    editor.form.name.value = "busy test"
+    editor.form.save.click()
     assert seen[0] == (True, True)  # disabled while the PATCH ran
     assert seen[-1] == (False, False)  # enabled again afterwards
-    assert not editor.save_button.disabled and not editor.busy
+    assert not editor.form.save.disabled and not editor.busy
 
 
 # ---- create, archive, restore ------------------------------------------------------------------
@@ -269,21 +269,21 @@ def test_busy_state_disables_buttons_while_a_request_runs(
 def test_create_collection_and_filters_playlists_from_the_form(empty_sandbox: Any, client: Client) -> None:
     editor = PlaylistEditor(client)
     assert len(editor.playlists) == 0
-    editor.new_name_box.value = "fresh collection"
-    editor.create_button.click()
+    editor.create_form.name.value = "fresh collection"
+    editor.create_form.create.click()
     posts = _requests(empty_sandbox, "POST")
     assert json.loads(posts["body"].iloc[-1]) == {"type": "collection", "name": "fresh collection"}
     assert editor.selected is not None and editor.selected.name == "fresh collection"
-    assert editor.new_name_box.value == ""
+    assert editor.create_form.name.value == ""
 
-    editor.new_name_box.value = "fresh filters"
-    editor.new_type.value = "filters"
-    editor.create_button.click()  # no filters given: refused before sending
+    editor.create_form.name.value = "fresh filters"
+    editor.create_form.type.value = "filters"
+    editor.create_form.create.click()  # no filters given: refused before sending
     assert "needs filters" in editor.status_text
     assert len(_requests(empty_sandbox, "POST")) == 1
-    assert editor.new_name_box.value == "fresh filters"
-    editor.new_filters_box.value = '{"events": [{"id": "$pageview"}]}'
-    editor.create_button.click()
+    assert editor.create_form.name.value == "fresh filters"
+    editor.create_form.filters.area.value = '{"events": [{"id": "$pageview"}]}'
+    editor.create_form.create.click()
     assert editor.selected.name == "fresh filters" and editor.selected.type == "filters"
     assert sorted(editor.frame["name"]) == ["fresh collection", "fresh filters"]
 
@@ -295,21 +295,21 @@ def test_archive_asks_first_then_soft_deletes_and_restore_brings_it_back(
     editor = PlaylistEditor(client, page_size=20)
     editor.select(target)
     empty_sandbox.clear_requests()
-    editor.archive_button.click()
-    assert editor.confirm_box.layout.display == "flex"
+    editor.form.archive.click()
+    assert editor.confirm.visible
     assert len(_requests(empty_sandbox, "PATCH")) == 0  # only asked
-    editor.cancel_button.click()
-    assert editor.confirm_box.layout.display == "none" and _stored(empty_sandbox, target)["deleted"] == 0
+    editor.confirm.cancel.click()
+    assert not editor.confirm.visible and _stored(empty_sandbox, target)["deleted"] == 0
 
-    editor.archive_button.click()
-    editor.confirm_button.click()
+    editor.form.archive.click()
+    editor.confirm.yes.click()
     patch = _requests(empty_sandbox, "PATCH")
     assert len(patch) == 1 and json.loads(patch["body"].iloc[0]) == {"deleted": True}
     assert _stored(empty_sandbox, target)["deleted"] == 1
     assert editor.selected is None and target not in set(editor.frame["short_id"])
-    assert editor.archived == [target] and editor.restore_box.value == target
+    assert editor.archived == [target] and editor.restore_view.short_id.value == target
 
-    editor.restore_button.click()
+    editor.restore_view.restore.click()
     assert _stored(empty_sandbox, target)["deleted"] == 0
     assert editor.selected is not None and editor.selected.short_id == target
     assert target in set(editor.frame["short_id"]) and editor.archived == []
@@ -336,17 +336,17 @@ def test_add_and_remove_recordings(empty_sandbox: Any, client: Client, seeded: d
     editor = PlaylistEditor(client, page_size=20)
     editor.select(target)
     assert len(editor.recordings) == 0
-    editor.recording_id_box.value = "session-abc"
-    editor.add_button.click()
+    editor.recordings_view.recording_id.value = "session-abc"
+    editor.recordings_view.add.click()
     posts = _requests(empty_sandbox, "POST")
     assert posts["path"].iloc[-1].endswith(f"/{target}/recordings/session-abc/")
     assert list(editor.recordings["id"]) == ["session-abc"]
-    assert editor.recording_id_box.value == ""
+    assert editor.recordings_view.recording_id.value == ""
     assert editor.add_recording("session-def")
     assert sorted(editor.recordings["id"]) == ["session-abc", "session-def"]
 
-    editor.recordings_picker.value = "session-abc"
-    editor.remove_button.click()
+    editor.recordings_view.picker.value = "session-abc"
+    editor.recordings_view.remove.click()
     deletes = _requests(empty_sandbox, "DELETE")
     assert deletes["path"].iloc[-1].endswith(f"/{target}/recordings/session-abc/")
     assert list(editor.recordings["id"]) == ["session-def"]
@@ -362,14 +362,14 @@ def test_missing_scope_names_the_scope_and_keeps_edits(empty_sandbox: Any, seede
         editor = PlaylistEditor(reader, page_size=20)
         assert len(editor.playlists) == 13  # reading works
         editor.select(seeded["alpha 0"].short_id)
-        editor.name_box.value = "not allowed"
-        editor.description_box.value = "typed by hand"
-        editor.save_button.click()
+        editor.form.name.value = "not allowed"
+        editor.form.description.value = "typed by hand"
+        editor.form.save.click()
         assert editor.last_error is not None
         assert WRITE_SCOPE in editor.status_text
-        assert "Traceback" not in editor.status.value and key not in editor.status.value
-        assert editor.name_box.value == "not allowed" and editor.description_box.value == "typed by hand"
-        assert editor.is_dirty and not editor.save_button.disabled
+        assert "Traceback" not in editor.status.line.value and key not in editor.status.line.value
+        assert editor.form.name.value == "not allowed" and editor.form.description.value == "typed by hand"
+        assert editor.is_dirty and not editor.form.save.disabled
         assert _stored(empty_sandbox, seeded["alpha 0"].short_id)["name"] == "alpha 0"
 
 
@@ -379,12 +379,12 @@ def test_delete_is_refused_with_405_and_the_soft_delete_explained(
     target = seeded["alpha 2"].short_id
     editor = PlaylistEditor(client, page_size=20)
     editor.select(target)
-    editor.name_box.value = "edited before delete"
+    editor.form.name.value = "edited before delete"
     assert editor.delete() is False
     deletes = _requests(empty_sandbox, "DELETE")
     assert deletes["status"].iloc[-1] == 405
     assert "(405)" in editor.status_text and "Archive" in editor.status_text
-    assert editor.name_box.value == "edited before delete"
+    assert editor.form.name.value == "edited before delete"
     assert _stored(empty_sandbox, target)["deleted"] == 0
 
 
@@ -394,14 +394,14 @@ def test_network_fault_is_explained_edits_kept_and_retry_succeeds(
     target = seeded["beta 9"].short_id
     editor = PlaylistEditor(client, page_size=20)
     editor.select(target)
-    editor.name_box.value = "saved after the outage"
+    editor.form.name.value = "saved after the outage"
     empty_sandbox.faults.add(path="*/session_recording_playlists/*", reset=True, methods=["PATCH"])
-    editor.save_button.click()
+    editor.form.save.click()
     assert "Could not reach the service" in editor.status_text
     assert "edits are kept" in editor.status_text
-    assert editor.name_box.value == "saved after the outage" and editor.is_dirty
+    assert editor.form.name.value == "saved after the outage" and editor.is_dirty
     empty_sandbox.faults.clear()
-    editor.save_button.click()
+    editor.form.save.click()
     assert editor.last_error is None
     assert _stored(empty_sandbox, target)["name"] == "saved after the outage"
 
@@ -415,7 +415,7 @@ def test_stopped_server_on_refresh_keeps_the_list(empty_sandbox: Any, seeded: di
         assert editor.refresh() is False
         assert "Could not reach the service" in editor.status_text
         assert list(editor.frame["short_id"]) == before
-        assert not editor.refresh_button.disabled
+        assert not editor.filter_bar.refresh.disabled
     finally:
         client.close()
 
@@ -428,13 +428,13 @@ def test_cloud_refuses_personal_keys_on_recordings_and_synthetic_playlists_are_r
         synthetic = [p for p in editor.playlists if p.is_synthetic]
         assert synthetic, "the cloud profile lists synthetic playlists"
         editor.select(synthetic[0].short_id)
-        assert editor.save_button.disabled and editor.name_box.disabled
-        assert "read only" in editor.form_title.value
+        assert editor.form.save.disabled and editor.form.name.disabled
+        assert "read only" in editor.form.title.value
 
         collection = next(p for p in editor.playlists if p.type == "collection" and not p.is_synthetic)
         editor.select(collection.short_id)
-        editor.recording_id_box.value = "cloud-rec"
-        editor.add_button.click()
+        editor.recordings_view.recording_id.value = "cloud-rec"
+        editor.recordings_view.add.click()
         assert "does not accept personal API keys" in editor.status_text
         assert "web app" in editor.status_text
-        assert editor.recording_id_box.value == "cloud-rec"
+        assert editor.recordings_view.recording_id.value == "cloud-rec"

@@ -13,7 +13,7 @@ import pytest
 
 from analytics_nb import Client
 from analytics_nb.widgets import FlagSimulator, FormError
-from analytics_nb.widgets._simulator import parse_grid_text, parse_property_text, property_text
+from analytics_nb.widgets.simulator import parse_grid_text, parse_property_text, property_text
 
 DEFINITIONS: list[dict[str, Any]] = [
     {"key": "gone", "deleted": True, "filters": {"groups": []}},
@@ -110,20 +110,20 @@ def test_grid_text_parses_lines_and_reports_bad_ones() -> None:
 
 def test_definitions_only_means_local_engine_only() -> None:
     sim = FlagSimulator(DEFINITIONS)
-    assert sim.engine == "local" and sim.engine_toggle.disabled
-    assert "remote and both need a client" in sim.engine_note.value
+    assert sim.engine == "local" and sim.run_bar.engine.disabled
+    assert "remote and both need a client" in sim.run_bar.note.value
     assert sim.flag_keys == ["off", "half", "exp"]  # deleted flags are not offered
-    assert sim.flag_picker.options[0] == ("off (inactive)", "off")
+    assert sim.flag_picker.select.options[0] == ("off (inactive)", "off")
     with pytest.raises(FormError, match="needs a client"):
         sim.engine = "both"
 
 
 def test_local_run_from_typed_rows_fills_result_table_and_bars() -> None:
     sim = FlagSimulator(DEFINITIONS)
-    sim.sets_box.value = "distinct_id,country\n" + "\n".join(
+    sim.sets_view.text.value = "distinct_id,country\n" + "\n".join(
         f"u{i},{'US' if i % 2 else 'DE'}" for i in range(40)
     )
-    sim.run_button.click()
+    sim.run_bar.run.click()
     assert sim.last_error is None, sim.status_text
     result = sim.result
     assert isinstance(result, pd.DataFrame) and len(result) == 40
@@ -131,22 +131,25 @@ def test_local_run_from_typed_rows_fills_result_table_and_bars() -> None:
     assert (result["off"] == False).all()  # noqa: E712  (an inactive flag is off for everyone)
     de_rows = result[sim.property_sets["country"] == "DE"]
     assert (de_rows["exp"] == False).all()  # noqa: E712  (the flag's value is False outside the condition)
-    assert "u0" in sim.table_html.value and "anb-results" in sim.table_html.value
-    shares = _shares(sim.bars_html.value)
+    assert "u0" in sim.results_view.table.value and "anb-results" in sim.results_view.table.value
+    shares = _shares(sim.results_view.bars.value)
     assert shares.keys() == {"off", "half", "exp"}
     assert all(abs(total - 1.0) < 1e-3 for total in shares.values())
-    assert sim.progress.value == sim.progress.max == 40 and sim.progress.bar_style == "success"
+    assert (
+        sim.run_bar.progress.value == sim.run_bar.progress.max == 40
+        and sim.run_bar.progress.bar_style == "success"
+    )
     assert "Done: 40 property sets" in sim.status_text
 
 
 def test_grid_builder_fills_the_property_sets() -> None:
     sim = FlagSimulator(DEFINITIONS)
-    sim.grid_box.value = "country: US, DE\nplan: free, pro"
-    sim.ids_per_cell.value = 5
-    sim.grid_button.click()
+    sim.sets_view.grid.value = "country: US, DE\nplan: free, pro"
+    sim.sets_view.ids_per_cell.value = 5
+    sim.sets_view.build.click()
     assert sim.property_sets is not None and len(sim.property_sets) == 20
-    assert sim.sets_box.value.splitlines()[0] == "distinct_id,country,plan"
-    assert "20 property sets loaded" in sim.sets_info.value
+    assert sim.sets_view.text.value.splitlines()[0] == "distinct_id,country,plan"
+    assert "20 property sets loaded" in sim.sets_view.info.value
     sim.run()
     assert len(sim.result) == 20
 
@@ -156,7 +159,7 @@ def test_load_keeps_the_frame_until_the_text_is_edited() -> None:
     frame = pd.DataFrame({"distinct_id": ["a", "b"], "country": ["US", "US"], "age": [30, 40]})
     sim.load(frame)
     assert sim.current_property_sets() is sim.property_sets
-    sim.sets_box.value = sim.sets_box.value + "c,DE,50\n"
+    sim.sets_view.text.value = sim.sets_view.text.value + "c,DE,50\n"
     edited = sim.current_property_sets()
     assert edited["distinct_id"].tolist() == ["a", "b", "c"] and edited["age"].tolist() == [30, 40, 50]
     with pytest.raises(FormError, match="distinct_id"):
@@ -166,11 +169,11 @@ def test_load_keeps_the_frame_until_the_text_is_edited() -> None:
 def test_bad_rows_show_an_inline_error_and_nothing_runs() -> None:
     sim = FlagSimulator(DEFINITIONS)
     typed = "distinct_id,country\nu1,US\nu2,DE,oops"
-    sim.sets_box.value = typed
-    sim.run_button.click()
+    sim.sets_view.text.value = typed
+    sim.run_bar.run.click()
     assert sim.result is None
-    assert "line 3 has 3 cells" in sim.status_text and "anb-error" in sim.status.value
-    assert sim.sets_box.value == typed
+    assert "line 3 has 3 cells" in sim.status_text and "anb-error" in sim.status.line.value
+    assert sim.sets_view.text.value == typed
 
 
 def test_whatif_rollout_and_weights_show_the_moves() -> None:
@@ -183,14 +186,14 @@ def test_whatif_rollout_and_weights_show_the_moves() -> None:
             }
         ),
     )
-    sim.flag_picker.value = ("half", "exp")
-    assert set(sim._rollout_sliders) == {"half", "exp"} and set(sim._variant_sliders["exp"]) == {
+    sim.flag_picker.select.value = ("half", "exp")
+    assert set(sim.whatif_view.rollout) == {"half", "exp"} and set(sim.whatif_view.weights["exp"]) == {
         "control",
         "test",
     }
     sim.run()
     base_off = int((sim.result["half"] == False).sum())  # noqa: E712
-    assert sim.moves is None and sim.moves_html.value == ""
+    assert sim.moves is None and sim.results_view.moves.value == ""
 
     sim.set_rollout("half", 100)
     sim.set_weights("exp", {"control": 0, "test": 100})
@@ -198,15 +201,18 @@ def test_whatif_rollout_and_weights_show_the_moves() -> None:
         "half": {"rollout": {0: 100.0}},
         "exp": {"weights": {"control": 0, "test": 100}},
     }
-    sim.run_button.click()
+    sim.run_bar.run.click()
     assert sim.last_error is None, sim.status_text
     assert (sim.result["half"] == True).all() and (sim.result["exp"] == "test").all()  # noqa: E712
     moves = sim.moves.set_index(["flag", "from", "to"])["count"]
     assert moves[("half", False, True)] == base_off
     assert moves[("exp", "control", "test")] > 0
-    assert "What-if moves" in sim.moves_html.value and "half: condition 1 at 100%" in sim.moves_html.value
+    assert (
+        "What-if moves" in sim.results_view.moves.value
+        and "half: condition 1 at 100%" in sim.results_view.moves.value
+    )
     # the current definitions are untouched: resetting gives the original outcome again
-    sim.reset_whatif_button.click()
+    sim.whatif_view.reset_button.click()
     assert sim.whatif_edits() == {}
     sim.run()
     assert int((sim.result["half"] == False).sum()) == base_off  # noqa: E712
@@ -215,29 +221,30 @@ def test_whatif_rollout_and_weights_show_the_moves() -> None:
 def test_weights_that_do_not_add_up_are_refused_before_running() -> None:
     sim = FlagSimulator(DEFINITIONS, property_sets=pd.DataFrame({"distinct_id": ["a"], "country": ["US"]}))
     sim.pick("exp")
-    sim._variant_sliders["exp"]["test"].value = 70
-    sim.run_button.click()
+    sim.whatif_view.weights["exp"]["test"].value = 70
+    sim.run_bar.run.click()
     assert sim.result is None
     assert "add up to 120, not 100" in sim.status_text
 
 
-def test_export_writes_the_csv_and_shows_the_path(tmp_path: Path) -> None:
+def test_export_writes_a_server_file_only_when_a_path_is_given(tmp_path: Path) -> None:
     sim = FlagSimulator(
         DEFINITIONS, property_sets=pd.DataFrame({"distinct_id": ["a", "b"], "country": ["US", "DE"]})
     )
-    sim.export_button.click()
+    sim.export_view.export.click()
     assert "Run a simulation first" in sim.status_text
     sim.run()
-    sim.export_name.value = str(tmp_path / "out.csv")
-    sim.export_button.click()
+    sim.export_view.server_path.value = str(tmp_path / "out.csv")
+    sim.export_view.export.click()
     assert sim.exported == (tmp_path / "out.csv").resolve() and sim.exported.exists()
-    assert str(sim.exported) in sim.export_label.value
+    assert str(sim.exported) in sim.export_view.label.value
     from analytics_nb.frames import read_csv
 
     back = read_csv(sim.exported)
     assert back["distinct_id"].tolist() == ["a", "b"]
-    sim.export_name.value = str(tmp_path / "out.txt")
-    assert sim.export_csv() is None and ".csv" in sim.status_text
+    sim.export_view.server_path.value = str(tmp_path / "out.txt")
+    assert sim.export_csv() is False and ".csv" in sim.status_text
+    assert not (tmp_path / "out.txt").exists()
 
 
 # ---- with a client: remote and both ---------------------------------------------------------------------
@@ -259,8 +266,8 @@ def client(sandbox: Any) -> Iterator[Client]:
 
 def _grid_sim(client: Client) -> FlagSimulator:
     sim = FlagSimulator(client)
-    sim.grid_box.value = "country: US, DE\nplan: free, pro"
-    sim.ids_per_cell.value = 3
+    sim.sets_view.grid.value = "country: US, DE\nplan: free, pro"
+    sim.sets_view.ids_per_cell.value = 3
     assert sim.build_grid()
     sim.pick("new-checkout", "gradual-rollout")
     return sim
@@ -269,28 +276,28 @@ def _grid_sim(client: Client) -> FlagSimulator:
 def test_client_loads_definitions_and_runs_remote_decide(sandbox: Any, client: Client) -> None:
     sim = _grid_sim(client)
     assert sim.definitions is not None and "new-checkout" in sim.flag_keys
-    assert not sim.engine_toggle.disabled and sim.engine == "remote"
+    assert not sim.run_bar.engine.disabled and sim.engine == "remote"
     sandbox.clear_requests()
-    sim.run_button.click()
+    sim.run_bar.run.click()
     assert sim.last_error is None, sim.status_text
     decide = sandbox.requests()
     decide = decide[decide["path"].str.contains("decide|flags", regex=True) & (decide["method"] == "POST")]
     assert len(decide) == 12 and (decide["status"] == 200).all()
     assert len(sim.result) == 12 and {"new-checkout", "gradual-rollout"} <= set(sim.result.columns)
-    assert sim.agreement is None and sim.agreement_html.value == ""
-    assert sim.whatif_panel.layout.display == "none"  # what-if is for the local engine
+    assert sim.agreement is None and sim.results_view.agreement.value == ""
+    assert not sim.whatif_view.visible  # what-if is for the local engine
 
 
 def test_remote_run_feeds_the_progress_bar_chunk_by_chunk(sandbox: Any, client: Client) -> None:
     sim = _grid_sim(client)
     sim.chunk_size = 5
     seen: list[int] = []
-    sim.progress.observe(lambda c: seen.append(c["new"]), names="value")
+    sim.run_bar.progress.observe(lambda c: seen.append(c["new"]), names="value")
     whole = FlagSimulator(client, property_sets=sim.property_sets)
     whole.pick("new-checkout", "gradual-rollout")
     expected = whole.run()
     result = sim.run()
-    assert seen == [5, 10, 12] and sim.progress.max == 12
+    assert seen == [5, 10, 12] and sim.run_bar.progress.max == 12
     assert result is not None and list(result.index) == list(sim.property_sets.index)
     pd.testing.assert_frame_equal(result, expected)
     assert len(sim.simulation.inputs) == 12 and len(sim.summary()) > 0
@@ -298,13 +305,13 @@ def test_remote_run_feeds_the_progress_bar_chunk_by_chunk(sandbox: Any, client: 
 
 def test_both_mode_shows_the_agreement_table(sandbox: Any, client: Client) -> None:
     sim = _grid_sim(client)
-    sim.engine_toggle.value = "both"
+    sim.run_bar.engine.value = "both"
     sim.run()
     assert sim.last_error is None, sim.status_text
     agreement = sim.agreement
     assert isinstance(agreement, pd.DataFrame) and len(agreement) == 2
-    assert "Agreement local vs remote" in sim.agreement_html.value
-    assert "anb-agreement" in sim.agreement_html.value
+    assert "Agreement local vs remote" in sim.results_view.agreement.value
+    assert "anb-agreement" in sim.results_view.agreement.value
 
 
 def test_network_fault_on_decide_is_reported_not_raised(sandbox: Any, client: Client) -> None:
@@ -312,11 +319,11 @@ def test_network_fault_on_decide_is_reported_not_raised(sandbox: Any, client: Cl
     sandbox.faults.add(path="/decide*", reset=True)
     sandbox.faults.add(path="/flags*", reset=True)
     try:
-        sim.run_button.click()
+        sim.run_bar.run.click()
     finally:
         sandbox.faults.clear()
     assert sim.last_error is None  # a failed row does not fail the run: the rows say what went wrong
-    assert "Traceback" not in sim.status.value
+    assert "Traceback" not in sim.status.line.value
     assert "12 row(s) with errors" in sim.status_text and "failed" in sim.status_text
     assert sim.result["error"].notna().all()
 
@@ -328,7 +335,7 @@ def test_project_key_only_client_runs_remote_without_definitions(sandbox: Any) -
         assert "only the remote engine" in sim.status_text
         with pytest.raises(FormError, match="needs flag definitions"):
             sim.engine = "local"
-        sim.engine_toggle.value = "both"  # a click: put back, with the reason inline
+        sim.run_bar.engine.value = "both"  # a click: put back, with the reason inline
         assert sim.engine == "remote" and "need flag definitions" in sim.status_text
         sim.run()
         assert sim.last_error is None, sim.status_text

@@ -6,6 +6,8 @@ from typing import Any
 
 import pandas as pd
 
+from analytics_nb._palette import value_colours
+
 __all__ = ["plot_shares", "require_matplotlib"]
 
 PLOT_HINT = "plot() needs matplotlib, an optional extra: pip install analytics-nb[plot]"
@@ -26,8 +28,8 @@ def plot_shares(summary: pd.DataFrame, *, ax: Any = None) -> Any:
     flags = list(dict.fromkeys(summary["flag"].tolist()))
     if ax is None:
         _fig, ax = plt.subplots(figsize=(8, 0.5 + 0.45 * max(1, len(flags))))
-    cmap = plt.get_cmap("tab10")
-    colours: dict[str, Any] = {"True": "#2a9d8f", "False": "#d9d9d9"}
+    shown = summary[summary["share"].notna() & summary["value"].notna()]
+    colours = value_colours(str(v) for v in shown["value"])  # the FlagSimulator's bars use the same
     labelled: set[str] = set()
     for y, key in enumerate(flags):
         rows = summary[summary["flag"] == key]
@@ -36,8 +38,6 @@ def plot_shares(summary: pd.DataFrame, *, ax: Any = None) -> Any:
             if r.value is pd.NA or pd.isna(r.share):
                 continue
             label = str(r.value)
-            if label not in colours:
-                colours[label] = cmap(len(colours) % 10)
             ax.barh(
                 y,
                 r.share,

@@ -1,0 +1,167 @@
+"""``Panel``: what every panel shares: a root box, a status bar, a busy state and the client it talks to.
+
+A panel composes small views (each owning its widgets) and wires their buttons to its own methods, so what
+a click does code can do too. Errors never escape a button: ``_attempt`` turns them into one plain sentence
+in the status bar while the forms keep whatever the user typed. A closed client is caught before any
+request and named with its fix; ``panel.client = new_client`` gives the panel a working client again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any, TypeVar
+
+import ipywidgets as w
+
+from analytics_nb.client import ApiClient as Client
+from analytics_nb.widgets._errors import ClientClosedError
+from analytics_nb.widgets.views import StatusBar
+
+__all__ = ["Panel", "require_sync_client"]
+
+T = TypeVar("T")
+
+
+def require_sync_client(client: object, panel: str) -> Client:
+    """Panels call the client from button callbacks, so they need the sync ``Client``, not ``AsyncClient``."""
+    if not isinstance(client, Client):
+        kind = type(client).__name__
+        raise TypeError(
+            f"{panel} needs an analytics_nb.Client (the sync client), got {kind}; "
+            "create one with Client(...), Client.from_env() or Client.sandbox()."
+        )
+    return client
+
+
+class Panel:
+    """Owns a root ``VBox`` (CSS ``anb-panel`` plus the panel's own class) and a ``StatusBar``.
+
+    ``status_text``, ``status_kind``, ``last_error`` and ``error`` read the status bar; ``busy`` is True
+    while a request runs (the registered controls are disabled meanwhile).
+    """
+
+    title: str = ""
+    css_class: str = ""
+
+    def __init__(self, client: Client | None = None) -> None:
+        self._client = client
+        self.status = StatusBar()
+        self.busy: bool = False
+        self._actions: list[w.Widget] = []
+        self._was_disabled: dict[int, bool] = {}
+        # full width of the cell, never wider: the views inside wrap (see views/_layout.py)
+        self.root = w.VBox(layout=w.Layout(width="100%", max_width="100%", min_width="0"))
+        self.root.add_class("anb-panel")
+        if self.css_class:
+            self.root.add_class(self.css_class)
+
+    # ---- the client -----------------------------------------------------------------------------
+    @property
+    def client(self) -> Client | None:
+        """The sync ``Client`` the panel talks to; assign a new one after the old one was closed."""
+        return self._client
+
+    @client.setter
+    def client(self, value: Client) -> None:
+        self._client = require_sync_client(value, type(self).__name__)
+        self.status.ok("Connected with a new client.")
+        self._client_changed()
+
+    def _client_changed(self) -> None:
+        """Called after a new client was assigned: panels reload what they show."""
+
+    def _live_client(self) -> Client:
+        """The client, or ClientClosedError naming the fix when it was closed (nothing is sent then)."""
+        client = self._client
+        if client is None:
+            raise TypeError(f"{type(self).__name__} has no client.")
+        if client.closed:
+            raise ClientClosedError(type(self).__name__)
+        return client
+
+    # ---- display --------------------------------------------------------------------------------
+    def _ipython_display_(self) -> None:
+        """Display the panel's root box (used by Jupyter when the panel is the cell's value)."""
+        from IPython.display import display
+
+        display(self.root)
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
+        """Delegate the rich representation to the root ``VBox``."""
+        return self.root._repr_mimebundle_(include=include, exclude=exclude)  # type: ignore[no-any-return]
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} status={self.status_text!r}>"
+
+    def _heading(self) -> w.HTML:
+        return w.HTML(value=f"<h3 style='margin:4px 0'>{self.title}</h3>")
+
+    # ---- status ---------------------------------------------------------------------------------
+    @property
+    def status_text(self) -> str:
+        """The status line's text."""
+        return self.status.text
+
+    @property
+    def status_kind(self) -> str:
+        """The status line's kind: ok, error, busy or info."""
+        return self.status.kind
+
+    @property
+    def last_error(self) -> BaseException | None:
+        """The exception of the last failed action (None after a success)."""
+        return self.status.last_error
+
+    @property
+    def error(self) -> str | None:
+        """The plain-words text of the last failed action, or None after a success."""
+        return self.status.error_text
+
+    def message(self, text: str) -> None:
+        """Append a line to the panel's message log."""
+        self.status.message(text)
+
+    # ---- busy state -----------------------------------------------------------------------------
+    def _register(self, *controls: w.Widget) -> None:
+        """Mark controls that must be disabled while a request runs."""
+        self._actions.extend(controls)
+
+    @contextmanager
+    def _busy(self, text: str) -> Iterator[None]:
+        """Disable the registered controls and show ``text`` while the body runs; re-enable afterwards."""
+        if self.busy:
+            raise RuntimeError("The panel is busy with another request; wait for it to finish.")
+        self.busy = True
+        self._was_disabled = {id(c): bool(c.disabled) for c in self._actions}
+        for control in self._actions:
+            control.disabled = True
+        self.status.busy(text)
+        try:
+            yield
+        finally:
+            self.busy = False
+            for control in self._actions:
+                control.disabled = self._was_disabled.get(id(control), False)
+
+    def _attempt(
+        self, text: str, action: Callable[[], T], *, needs_client: bool = True
+    ) -> tuple[bool, T | None]:
+        """Run ``action`` while busy; on failure show the error in plain words and return (False, None).
+
+        With ``needs_client`` a closed client is reported (with its fix) before anything runs, and a
+        failure that comes from the client being closed meanwhile is reported the same way.
+        """
+        try:
+            if needs_client:
+                self._live_client()
+            with self._busy(text):
+                value = action()
+        except Exception as exc:
+            closed = needs_client and self._client is not None and self._client.closed
+            self.status.error(ClientClosedError(type(self).__name__) if closed else exc)
+            return False, None
+        self.status.last_error = None
+        if self.status.kind == "busy":
+            self.status.ok("Done.")
+        return True, value

@@ -1,0 +1,416 @@
+"""``FlagSimulator``: try feature-flag scenarios across property sets with clicks, get a DataFrame back.
+
+The panel composes small views: ``sets_view`` (property sets as text, a grid builder or ``load(df)``),
+``flag_picker``, ``run_bar`` (engine, Run, Reload flags, progress), ``whatif_view`` (rollout and variant
+weight sliders for the local engine), ``results_view``, ``export_view`` and ``status``. The run goes
+through ``analytics_nb.simulation.simulate`` (remote decide, the local engine or both); what-if edits apply
+to a copy of the definitions and the moves against the current ones are shown.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any, Literal
+
+import pandas as pd
+
+from analytics_nb.client import ApiClient as Client
+from analytics_nb.client import AsyncApiClient as AsyncClient
+from analytics_nb.simulation import Definitions, SimulationResult, grid, load_definitions, simulate, whatif
+from analytics_nb.widgets._errors import FormError
+from analytics_nb.widgets._panel import Panel, require_sync_client
+from analytics_nb.widgets.simulator._export import ExportView
+from analytics_nb.widgets.simulator._flag_picker import FlagPicker
+from analytics_nb.widgets.simulator._property_sets import PropertySetsView
+from analytics_nb.widgets.simulator._results import ResultsView
+from analytics_nb.widgets.simulator._run_bar import ENGINES, RunBar
+from analytics_nb.widgets.simulator._whatif import WhatIfView, describe_edits
+from analytics_nb.widgets.views import column, columns
+
+__all__ = ["FlagSimulator"]
+
+
+class FlagSimulator(Panel):
+    """A panel over ``analytics_nb.simulation``: property sets, flag picker, engine, what-if sliders, results.
+
+    Give it a ``Client`` (remote, local and both engines; definitions are fetched with the personal key) or
+    flag definitions (local engine only). ``.result`` is the last run's DataFrame, ``.simulation`` the full
+    ``SimulationResult``, ``.moves`` the what-if moves of the last local run with edits. Assigning
+    ``.property_sets``, ``.flags``, ``.engine`` or ``.definitions`` from code updates the panel's controls.
+    """
+
+    title = "Flag simulator"
+    css_class = "anb-flag-simulator"
+
+    def __init__(self, source: Any, *, property_sets: pd.DataFrame | None = None, max_rows: int = 30) -> None:
+        if isinstance(source, AsyncClient):
+            require_sync_client(source, "FlagSimulator")  # raises, naming the sync Client
+        client = source if isinstance(source, Client) else None
+        super().__init__(client)
+        self.max_rows = max_rows
+        self.chunk_size = 50  # remote rows per simulate() call, so that the progress bar moves
+        self._definitions: Definitions | None = None  # the current, unedited definitions
+        self.simulation: SimulationResult | None = None
+        self.result: pd.DataFrame | None = None
+        self.moves: pd.DataFrame | None = None
+        self.sets_view = PropertySetsView(on_build=self.build_grid)
+        self.flag_picker = FlagPicker(on_change=self._picked)
+        self.run_bar = RunBar(
+            on_engine=self._engine_changed, on_run=self.run, on_reload=self.load_definitions
+        )
+        self.whatif_view = WhatIfView(on_reset=self.reset_whatif)
+        self.results_view = ResultsView()
+        self.export_view = ExportView(on_export=self.export_csv)
+        self._register(
+            *self.sets_view.controls,
+            *self.flag_picker.controls,
+            *self.run_bar.controls,
+            *self.whatif_view.controls,
+            *self.export_view.controls,
+        )
+        self.root.children = [
+            self._heading(),
+            columns(
+                self.sets_view.root,
+                column(self.flag_picker.root, self.run_bar.root, css_class="anb-controls"),
+            ),
+            self.whatif_view.root,
+            self.status.line,
+            self.results_view.root,
+            self.export_view.root,
+            self.status.log,
+        ]
+        if client is None:
+            self._definitions = load_definitions(source)
+            self._definitions_loaded()
+        else:
+            self.load_definitions()
+        if property_sets is not None:
+            self.load(property_sets)
+
+    def _client_changed(self) -> None:
+        self.run_bar.engine.disabled = False
+        self.run_bar.note.value = ""
+        self.load_definitions()
+
+    # ---- definitions, flags and engine ----------------------------------------------------------
+    @property
+    def definitions(self) -> Definitions | None:
+        """The current (unedited) flag definitions; assigning new ones updates the picker and sliders."""
+        return self._definitions
+
+    @definitions.setter
+    def definitions(self, value: Any) -> None:
+        self._definitions = None if value is None else load_definitions(value)
+        self._definitions_loaded()
+
+    def load_definitions(self) -> bool:
+        """(Re)fetch the flag definitions through the client (needs a personal API key); True on success."""
+        if self.client is None:
+            self._definitions_loaded()
+            return True
+        ok, fetched = self._attempt(
+            "Loading flag definitions…", lambda: self._live_client().feature_flags.local_evaluation()
+        )
+        if ok and fetched is not None:
+            self._definitions = load_definitions(fetched)
+            self._definitions_loaded()
+            self.status.ok(f"{len(self._definitions.keys)} flag definitions loaded.")
+            return True
+        if self._definitions is None:
+            self._definitions_loaded()
+            self.status.show(
+                f"{self.status_text} Without definitions only the remote engine runs, over all flags.",
+                "error",
+            )
+        return False
+
+    def _definitions_loaded(self) -> None:
+        defs = self._definitions
+        self.flag_picker.offer(list(defs.flags) if defs is not None else [])
+        if self.client is None:
+            self.run_bar.engine.value = "local"
+            self.run_bar.engine.disabled = True
+            self.run_bar.note.value = "<i>Definitions only: remote and both need a client.</i>"
+        elif defs is None:
+            self.run_bar.engine.value = "remote"
+            self.run_bar.note.value = "<i>No definitions: local and both need a personal API key.</i>"
+        self._picked()
+        self._engine_changed()
+
+    @property
+    def flag_keys(self) -> list[str]:
+        """The keys offered in the flag picker (deleted flags are left out)."""
+        return self.flag_picker.keys
+
+    @property
+    def flags(self) -> list[str] | None:
+        """The picked flag keys (None: all flags); assigning a list picks those flags."""
+        return self.flag_picker.picked or None
+
+    @flags.setter
+    def flags(self, keys: list[str] | None) -> None:
+        self.pick(*(keys or []))
+
+    def pick(self, *keys: str) -> None:
+        """Pick the flags to simulate (none: all flags)."""
+        self.flag_picker.pick(*keys)
+
+    def _picked(self) -> None:
+        keys = self.flag_picker.picked if self._definitions is not None else []
+        self.whatif_view.build(self._definitions, keys)
+
+    @property
+    def engine(self) -> str:
+        """The engine the next run uses: "remote", "local" or "both"."""
+        return str(self.run_bar.engine.value)
+
+    @engine.setter
+    def engine(self, value: str) -> None:
+        if value not in ENGINES:
+            raise FormError(f"engine={value!r}: use 'remote', 'local' or 'both'.")
+        if value != "local" and self.client is None:
+            raise FormError(
+                f"engine={value!r} sends decide requests and needs a client; this panel has definitions only."
+            )
+        if value != "remote" and self._definitions is None:
+            raise FormError(
+                f"engine={value!r} needs flag definitions, which could not be loaded (a personal API key)."
+            )
+        self.run_bar.engine.value = value
+
+    def _engine_literal(self) -> Literal["remote", "local", "both"]:
+        value = self.engine
+        if value == "local":
+            return "local"
+        return "both" if value == "both" else "remote"
+
+    def _engine_changed(self) -> None:
+        if self.engine != "remote" and self._definitions is None and self.client is not None:
+            self.run_bar.engine.value = "remote"  # comes back here with "remote"
+            self.status.error(
+                FormError(
+                    "The local and both engines need flag definitions, which this client cannot read "
+                    "(it needs a personal API key); Reload flags after connecting with one."
+                )
+            )
+            return
+        self.whatif_view.visible = self.engine == "local" and self._definitions is not None
+
+    # ---- what-if --------------------------------------------------------------------------------
+    def set_rollout(self, key: str, pct: float, condition: int = 0) -> None:
+        """Set the what-if rollout (0-100) of condition set ``condition`` of the picked flag ``key``."""
+        self.whatif_view.set_rollout(key, pct, condition)
+
+    def set_weights(self, key: str, weights: dict[str, int]) -> None:
+        """Set the what-if variant weights of the picked multivariate flag ``key`` (adding up to 100)."""
+        self.whatif_view.set_weights(key, weights)
+
+    def reset_whatif(self) -> None:
+        """Put every what-if slider back to the current definitions."""
+        self.whatif_view.reset_sliders()
+        self.status.ok("What-if sliders reset to the current definitions.")
+
+    def whatif_edits(self) -> dict[str, dict[str, Any]]:
+        """What-if edits against the definitions: ``{flag: {"rollout": {cond: pct}, "weights": {...}}}``."""
+        return self.whatif_view.edits()
+
+    def edited_definitions(self) -> Definitions | None:
+        """The definitions with the what-if edits applied (FormError when weights do not add up to 100)."""
+        return self.whatif_view.edited()
+
+    # ---- property sets --------------------------------------------------------------------------
+    @property
+    def property_sets(self) -> pd.DataFrame | None:
+        """The loaded property sets (None: none yet); assigning a DataFrame loads it into the text box."""
+        return self.sets_view.frame
+
+    @property_sets.setter
+    def property_sets(self, frame: pd.DataFrame | None) -> None:
+        if frame is None:
+            self.sets_view.clear()
+        else:
+            self.load(frame)
+
+    def load(self, frame: pd.DataFrame) -> None:
+        """Use a DataFrame of property sets (``distinct_id`` plus property columns) for the next runs."""
+        self.sets_view.load(frame)
+
+    def current_property_sets(self) -> pd.DataFrame:
+        """The property sets of the next run: the loaded DataFrame, or the text box parsed when edited."""
+        return self.sets_view.current()
+
+    def build_grid(self, values: dict[str, list[Any]] | None = None, ids_per_cell: int | None = None) -> bool:
+        """Fill the property sets with ``simulate.grid(values, ids_per_cell=...)`` (default: the Grid box)."""
+        try:
+            spec = self.sets_view.grid_spec() if values is None else values
+            per_cell = int(self.sets_view.ids_per_cell.value) if ids_per_cell is None else ids_per_cell
+            frame = grid(spec, ids_per_cell=per_cell)
+        except Exception as exc:
+            self.sets_view.grid_failed()
+            self.status.error(exc)
+            return False
+        self.load(frame)
+        self.status.ok(f"Grid built: {len(frame)} property sets.")
+        return True
+
+    # ---- run and results ------------------------------------------------------------------------
+    def _forget_results(self) -> None:
+        """A failed run: the previous results no longer answer the question on screen."""
+        self.simulation = None
+        self.result = None
+        self.moves = None
+        self.results_view.clear()
+        self.export_view.clear()
+
+    def run(self) -> pd.DataFrame | None:
+        """Run the simulation with the panel's settings; returns ``.result`` (or None, see ``.error``)."""
+        try:
+            frame = self.current_property_sets()
+            engine = self._engine_literal()
+            edits = self.whatif_edits() if engine == "local" else {}
+            edited = self.edited_definitions() if edits else None
+        except Exception as exc:
+            self._forget_results()
+            self.run_bar.finish(False)
+            self.status.error(exc)
+            return None
+        flags = self.flags
+        current = self._definitions
+        definitions = edited if edited is not None else current
+        self.run_bar.start(len(frame))
+
+        def go() -> tuple[SimulationResult, pd.DataFrame | None]:
+            if engine == "remote":
+                sim = self._remote_in_chunks(frame, flags)
+            else:
+                sim = simulate(
+                    frame,
+                    flags,
+                    engine,
+                    client=self._live_client() if engine != "local" else None,
+                    definitions=definitions,
+                    progress=False,
+                )
+            moves = whatif(frame, current, edited, flags=flags).moves if edited is not None else None
+            return sim, moves
+
+        ok, value = self._attempt(
+            f"Running {len(frame)} property sets ({engine})…", go, needs_client=engine != "local"
+        )
+        if not ok or value is None:
+            self._forget_results()
+            self.run_bar.finish(False)
+            return None
+        self.simulation, self.moves = value
+        self.result = self.simulation.frame
+        self.run_bar.finish(True)
+        self.export_view.clear()  # a link to the previous result would export the wrong rows
+        self.results_view.show(
+            self.simulation.summary(),
+            self.display_frame(),
+            moves=self.moves,
+            edits_text=describe_edits(edits),
+            agreement=self.simulation.agreement,
+            max_rows=self.max_rows,
+        )
+        errors = len(self.simulation.errors)
+        extra = ""
+        if errors:
+            first = str(self.simulation.errors["error"].iloc[0])
+            first = first if len(first) <= 140 else first[:137] + "..."
+            extra = f", {errors} row(s) with errors (see the error column; first: {first})"
+        self.status.ok(
+            f"Done: {len(self.result)} property sets, {len(self.simulation.flags)} flags ({engine}){extra}."
+        )
+        return self.result
+
+    def _remote_in_chunks(self, frame: pd.DataFrame, flags: list[str] | None) -> SimulationResult:
+        """Remote decide in chunks so that the progress bar moves; the chunks' results are put together."""
+        client = self._live_client()
+        size = max(self.chunk_size, -(-len(frame) // 20))
+        parts = []
+        started = time.perf_counter()
+        for start in range(0, max(len(frame), 1), size):
+            chunk = frame.iloc[start : start + size]
+            part = simulate(
+                chunk, flags, "remote", client=client, definitions=self._definitions, progress=False
+            )
+            parts.append(part)
+            self.run_bar.advance(start + len(chunk))
+        if len(parts) == 1:
+            return parts[0]
+        result = pd.concat([p.frame for p in parts])
+        inputs = pd.concat([p.inputs for p in parts])
+        return SimulationResult(
+            result,
+            "remote",
+            inputs,
+            parts[0].mode,
+            parts[0].variants,
+            remote=result,
+            elapsed=time.perf_counter() - started,
+        )
+
+    @property
+    def agreement(self) -> pd.DataFrame | None:
+        """The local-vs-remote agreement table of the last ``both`` run (None otherwise)."""
+        return None if self.simulation is None else self.simulation.agreement
+
+    def summary(self) -> pd.DataFrame | None:
+        """Value shares per flag of the last run (``SimulationResult.summary()``)."""
+        return None if self.simulation is None else self.simulation.summary()
+
+    def display_frame(self) -> pd.DataFrame:
+        """The results as shown: distinct_id, the input properties, the flags, and errors if any."""
+        if self.simulation is None:
+            raise FormError("Run a simulation first; there are no results yet.")
+        frame = self.simulation.frame
+        flags = [c for c in frame.columns if c != "distinct_id" and c != "error" and ":" not in str(c)]
+        inputs = self.simulation.inputs
+        props = [c for c in inputs.columns if c != "distinct_id" and c not in frame.columns]
+        shown = pd.concat([frame[["distinct_id"]], inputs[props], frame[flags]], axis=1)
+        if "error" in frame.columns and frame["error"].notna().any():
+            shown = shown.assign(error=frame["error"])
+        return shown
+
+    @property
+    def exported(self) -> Path | None:
+        """The server file the last export wrote (None: none, or a download only)."""
+        return self.export_view.written
+
+    def export_csv(self, path: str | Path | None = None) -> bool:
+        """Offer the last result as a browser download ("Download <file name>" link, rebuilt each time);
+        also write it on the server at ``path`` (default: the Server path box) when one is given.
+
+        True on success; on failure the status line says why (``.error``).
+        """
+        if self.simulation is None or self.result is None:
+            self.status.error(FormError("Run a simulation first; there is nothing to export yet."))
+            return False
+        result = self.result
+        try:
+            target = self.export_view.target(path)
+            text = self.export_view.offer(result)
+        except FormError as exc:
+            self.status.error(exc)
+            return False
+        if target is None:
+            self.status.ok(
+                f"CSV of {len(result)} rows ready: click 'Download {self.export_view.filename.value}' "
+                "to save it in your browser (type a server path to also write it on the server)."
+            )
+            return True
+
+        def write() -> Path:
+            with target.open("w", encoding="utf-8", newline="") as fh:
+                fh.write(text)
+            return target.resolve()
+
+        ok, written = self._attempt(f"Writing {target}…", write, needs_client=False)
+        if not ok or written is None:
+            return False
+        self.export_view.wrote(written)
+        self.status.ok(f"Exported {len(result)} rows to {written} (and as a download link).")
+        return True

@@ -1,0 +1,181 @@
+"""``TransformationsBrowser``: list the organization's pipeline transformations and read or edit their source.
+
+The panel composes ``list_view`` (picker, table, Refresh, Check for updates), ``source_view`` (file picker,
+editor, Save file) and ``status``; every button calls a public method (``refresh``, ``select``,
+``open_file``, ``save_file``, ``check_for_updates``). ``.frame`` is the list as a DataFrame and ``.sources``
+the selected one's files.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from analytics_nb.client import ApiClient as Client
+from analytics_nb.frames import transformation_sources_frame
+from analytics_nb.models import Transformation
+from analytics_nb.widgets._errors import FormError
+from analytics_nb.widgets._panel import Panel, require_sync_client
+from analytics_nb.widgets.transformations._list import TransformationList
+from analytics_nb.widgets.transformations._source import SourceEditor
+
+__all__ = ["TransformationsBrowser"]
+
+
+class TransformationsBrowser(Panel):
+    """A panel over ``client.transformations``: the list, a picked transformation's source files, updates.
+
+    ``.frame`` is every transformation as a DataFrame, ``.selected`` the picked ``Transformation`` (or None;
+    assign one or an id to select it), ``.sources`` its files as ``{filename: content}`` and
+    ``.sources_frame`` the same as a DataFrame.
+    """
+
+    title = "Pipeline transformations"
+    css_class = "anb-transformations-browser"
+
+    def __init__(self, client: Client, *, load: bool = True) -> None:
+        require_sync_client(client, "TransformationsBrowser")
+        super().__init__(client)
+        self._selected: Transformation | None = None
+        self.last_draft: tuple[int | None, str | None, str] | None = None  # (id, filename, text) left unsaved
+        self.list_view = TransformationList(
+            on_pick=self.select, on_refresh=self.refresh, on_updates=self.check_for_updates
+        )
+        self.source_view = SourceEditor(on_save=self.save_file)
+        self._register(*self.list_view.controls, *self.source_view.controls)
+        self.root.children = [
+            self._heading(),
+            self.list_view.root,
+            self.status.line,
+            self.source_view.root,
+            self.status.log,
+        ]
+        if load:
+            self.refresh()
+
+    def _client_changed(self) -> None:
+        self.refresh()
+
+    # ---- state ----------------------------------------------------------------------------------
+    @property
+    def transformations(self) -> list[Transformation]:
+        """The listed transformations."""
+        return self.list_view.items
+
+    @property
+    def selected(self) -> Transformation | None:
+        """The picked transformation (None: none); assigning one, or its id, selects it."""
+        return self._selected
+
+    @selected.setter
+    def selected(self, value: Transformation | int) -> None:
+        ident = value.id if isinstance(value, Transformation) else value
+        if ident is None:
+            raise FormError("That transformation has no id; pick one from the list.")
+        self.select(ident)
+
+    @property
+    def sources(self) -> dict[str, str | None]:
+        """The selected transformation's files as ``{filename: content}``."""
+        return self.source_view.sources
+
+    @property
+    def frame(self) -> pd.DataFrame:
+        """The listed transformations as a DataFrame (``analytics_nb.frames.transformations_frame``)."""
+        return self.list_view.frame
+
+    @property
+    def sources_frame(self) -> pd.DataFrame:
+        """The selected transformation's files as a DataFrame (transformation_id, filename, content)."""
+        if self._selected is None:
+            return transformation_sources_frame({})
+        return transformation_sources_frame({self._selected.id: self.sources})
+
+    @property
+    def is_dirty(self) -> bool:
+        """True when the editor holds edits to the open file that are not saved."""
+        return self.source_view.is_dirty
+
+    # ---- list -----------------------------------------------------------------------------------
+    def refresh(self) -> bool:
+        """Reload the list of transformations; True on success."""
+        ok, found = self._attempt(
+            "Loading transformations…", lambda: list(self._live_client().transformations.list())
+        )
+        if not ok or found is None:
+            return False
+        self.list_view.items = found
+        self._render()
+        self.status.ok(f"{len(found)} transformation(s).")
+        return True
+
+    def _render(self) -> None:
+        self.list_view.selected_key = self._selected.id if self._selected is not None else None
+        self.list_view.render()
+
+    # ---- selection and source -------------------------------------------------------------------
+    def select(self, id: int) -> Transformation | None:
+        """Select transformation ``id`` and load its source files; returns it, or None on error."""
+        match = self.list_view.find(id)
+        if match is None:
+            self.status.error(FormError(f"No listed transformation has id {id!r}; refresh the list."))
+            return None
+        if self.is_dirty and self._selected is not None:
+            name = self.source_view.filename
+            self.message(f"Unsaved edits to {name} were left; they are in .last_draft.")
+            self.last_draft = (self._selected.id, name, str(self.source_view.editor.value))
+        self._selected = match
+        self._render()
+        ok, files = self._attempt(
+            f"Loading the source of {id}…", lambda: self._live_client().transformations.source(id)
+        )
+        self.source_view.show(dict(files or {}) if ok else {})
+        if not ok:
+            return None
+        self.status.ok(f"{match.name or id}: {len(self.sources)} source file(s).")
+        return match
+
+    def open_file(self, filename: str) -> None:
+        """Show source file ``filename`` of the selected transformation in the editor."""
+        self.source_view.open(filename)
+
+    def save_file(self) -> bool:
+        """Send the open file's edited content (``update_source``); True on success, edits kept on error."""
+        name = self.source_view.filename
+        selected = self._selected
+        if selected is None or selected.id is None or not name:
+            self.status.error(FormError("Select a transformation and a file first."))
+            return False
+        if not self.is_dirty:
+            self.status.ok("Nothing to save: the file is unchanged.")
+            return True
+        ident, content = selected.id, str(self.source_view.editor.value)
+        ok, files = self._attempt(
+            f"Saving {name}…",
+            lambda: self._live_client().transformations.update_source(ident, {name: content}),
+        )
+        if not ok:
+            return False
+        self.source_view.sources.update(dict(files or {}))
+        self.source_view.sources[name] = content
+        self.status.ok(f"Saved {name}.")
+        return True
+
+    def check_for_updates(self) -> Transformation | None:
+        """Ask the service for the selected transformation's latest version; shows tag and latest_tag."""
+        selected = self._selected
+        if selected is None or selected.id is None:
+            self.status.error(FormError("Select a transformation first."))
+            return None
+        ident = selected.id
+        ok, updated = self._attempt(
+            "Checking for updates…", lambda: self._live_client().transformations.check_for_updates(ident)
+        )
+        if not ok or updated is None:
+            return None
+        self.list_view.items = [updated if t.id == ident else t for t in self.list_view.items]
+        self._selected = updated
+        self._render()
+        tag, latest = updated.tag or "?", updated.latest_tag or "?"
+        news = "an update is available" if latest not in ("?", tag) else "up to date"
+        self.status.ok(f"{updated.name or ident}: installed {tag}, latest {latest} ({news}).")
+        return updated
