@@ -18,6 +18,7 @@ PACKAGE = Path(analytics_nb.__file__).parent
 #: is the lazy public facade over all of them and is not a part.
 ALLOWED: dict[str, set[str]] = {
     "wire": set(),
+    "_palette": set(),  # the shared value colours of plots and panels (widgets branch)
     "errors": {"wire"},
     "models": {"wire"},
     "flags": {"wire", "models", "errors"},
@@ -25,10 +26,21 @@ ALLOWED: dict[str, set[str]] = {
     "frames": {"wire", "models", "errors"},
     "client": {"wire", "models", "errors", "frames"},
     "capture": {"wire", "models", "errors", "frames", "client"},
-    "simulation": {"wire", "models", "errors", "flags", "frames", "client"},
+    "simulation": {"wire", "models", "errors", "flags", "frames", "client", "_palette"},
     "embedded": {"client", "sandbox"},
     "session": {"wire", "models", "errors", "flags", "frames", "client", "capture", "simulation", "embedded"},
-    "widgets": {"wire", "models", "errors", "flags", "frames", "client", "capture", "simulation", "session"},
+    "widgets": {
+        "wire",
+        "models",
+        "errors",
+        "flags",
+        "frames",
+        "client",
+        "capture",
+        "simulation",
+        "session",
+        "_palette",
+    },
     "demo": {"models", "errors", "flags", "frames", "client", "capture", "simulation", "session", "widgets"},
     "cli": {"sandbox", "demo"},
 }

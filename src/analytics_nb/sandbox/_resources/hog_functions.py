@@ -416,6 +416,10 @@ class MaskingWrite(RequestModel):
     hash: Any = None
 
 
+_MAPPINGS = JSONValue(schema={"type": "array", "items": {"type": "object"}, "nullable": True})
+_ORDER = JSONValue(schema={"type": "integer", "minimum": 0, "maximum": 32767, "nullable": True})
+
+
 class HogFunctionWrite(RequestModel):
     """Body of POST (create) and PATCH/PUT (update). Fields the model does not list are ignored, as DRF does;
     the checks that need the stored function or the template are in `_resolve`."""
@@ -430,12 +434,10 @@ class HogFunctionWrite(RequestModel):
     inputs: JSONObject() = None  # type: ignore[valid-type]
     filters: JSONObject() = None  # type: ignore[valid-type]
     masking: JSONObject() = None  # type: ignore[valid-type]
-    mappings: JSONValue(schema={"type": "array", "items": {"type": "object"}, "nullable": True}) = None  # type: ignore[valid-type]
+    mappings: _MAPPINGS = None  # type: ignore[valid-type]
     icon_url: Char() = None  # type: ignore[valid-type]
     template_id: Char(max_length=400) = None  # type: ignore[valid-type]
-    execution_order: JSONValue(
-        schema={"type": "integer", "minimum": 0, "maximum": 32767, "nullable": True}
-    ) = None  # type: ignore[valid-type]
+    execution_order: _ORDER = None  # type: ignore[valid-type]
     create_in_folder: Char() = Field(None, alias="_create_in_folder")  # type: ignore[valid-type]
 
 
