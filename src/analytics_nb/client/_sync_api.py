@@ -201,7 +201,10 @@ class SyncPlaylists:
 
 
 class SyncTransformations:
-    """``/api/organizations/:org/pipeline_transformations/``: list, CRUD, source, upgrade and the views.
+    """LEGACY ``/api/organizations/:org/pipeline_transformations/``: list, CRUD, source, upgrade, views.
+
+    The plugin API PostHog is retiring (self-hosted instances still serve it); today's transformations are
+    Hog functions: ``client.hog_functions.transformations()``, created from ``client.hog_function_templates``.
 
     The blocking twin of ``Transformations``: each method runs on the client's loop.
     """
