@@ -15,9 +15,8 @@ import ipywidgets as w
 import pandas as pd
 import pytest
 
-from analytics_nb import errors
+from analytics_nb import Client, errors
 from analytics_nb._palette import FALSE_COLOUR, TRUE_COLOUR, value_colours
-from analytics_nb import Client
 from analytics_nb.frames import read_csv
 from analytics_nb.widgets import (
     ClientClosedError,
