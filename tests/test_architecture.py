@@ -180,7 +180,7 @@ def test_dir_lists_the_public_names_and_no_helpers() -> None:
     assert dir(analytics_nb) == sorted(analytics_nb.__all__)
     helpers = {"import_module", "Any", "TYPE_CHECKING", "annotations"}
     assert not helpers & set(vars(analytics_nb))  # helpers are imported under private names
-    assert callable(analytics_nb.simulation) and analytics_nb.simulation is analytics_nb.simulation.simulate
+    assert callable(analytics_nb.simulate) and analytics_nb.simulate is analytics_nb.simulation.simulate
 
 
 def test_public_names_resolve() -> None:

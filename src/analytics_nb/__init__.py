@@ -55,7 +55,7 @@ __all__ = [
 
 
 def __getattr__(name: str) -> _Any:
-    """Import a public name on first use (``analytics_nb.Client``, ``analytics_nb.simulation``, ...)."""
+    """Import a public name on first use (``analytics_nb.Client``, ``analytics_nb.simulate``, ...)."""
     module_name = _LAZY.get(name)
     if module_name is None:
         raise AttributeError(f"module 'analytics_nb' has no attribute {name!r}")

@@ -28,7 +28,7 @@ from typing import Any
 import httpx
 import pytest
 
-from analytics_nb.client import Client
+from analytics_nb import Client
 from analytics_nb.errors import NotFoundError
 from analytics_nb.sandbox import start
 

@@ -152,7 +152,7 @@ class AsyncClient(AsyncApiClient):
         evaluator: FrameEvaluator | None = None,
         group_type_mapping: dict[str, str] | None = None,
     ) -> SimulationResult:
-        """Evaluate flags across property sets with this client (``analytics_nb.simulation``):
+        """Evaluate flags across property sets with this client (``analytics_nb.simulate``):
         ``engine="remote"`` (one decide per row), ``"local"`` (the flag engine over the project's
         definitions) or ``"both"`` (and compare them)."""
         return await asimulate(

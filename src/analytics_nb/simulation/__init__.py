@@ -4,7 +4,7 @@
 returns a `SimulationResult`; `WhatIf` / `whatif` show who moves when definitions are edited; `grid`,
 `sample_persons` and `random_property_sets` build property sets.
 
-``analytics_nb.simulation`` is the function ``simulate`` (``analytics_nb.simulation(df, client=c)``);
+``analytics_nb.simulate`` is the function ``simulate`` (``analytics_nb.simulate(df, client=c)``);
 ``analytics_nb.simulation`` is this package.
 """
 

@@ -758,7 +758,7 @@ async def get_function(request: Request) -> Response:
     """GET one (404 when soft-deleted)."""
     ctx = context_of(request)
     ctx.authenticate_personal(request, SCOPE_READ)
-    row = get_row(ctx.store, ctx.project_id_of(request), request.path_params["id"])
+    row = get_row(ctx.store, ctx.project_id_of(request), request.path_params["hog_function_id"])
     return SafeJSONResponse(_serialize_many(ctx.store, [row])[0])
 
 
@@ -772,7 +772,10 @@ async def update_function_handler(request: Request) -> Response:
     raw = require_object(parse_json_body(request, body))
     data = validate(HogFunctionWrite, raw)
     row = get_row(
-        ctx.store, project_id, request.path_params["id"], include_deleted=raw.get("deleted") is False
+        ctx.store,
+        project_id,
+        request.path_params["hog_function_id"],
+        include_deleted=raw.get("deleted") is False,
     )
     sent = set(data.model_fields_set) - {"template_id", "create_in_folder"}
     values = _resolve(data, sent, row, project_id, ctx.store)
@@ -887,7 +890,7 @@ def _ep(method: str, suffix: str, handler: Any, op: str, summary: str, **kw: Any
     return Endpoint(method, _BASE + suffix, handler, op, summary, aliases=(_ENV + suffix,), **kw)
 
 
-ENDPOINTS = [  # named actions before `{id}`
+ENDPOINTS = [  # named actions before `{hog_function_id}`
     _ep(
         "PATCH",
         "rearrange/",
@@ -924,10 +927,10 @@ ENDPOINTS = [  # named actions before `{id}`
         body=HogFunctionWrite,
         status=201,
     ),
-    _ep("GET", "{id}/", get_function, "hog_functions_retrieve", "Get a Hog function"),
+    _ep("GET", "{hog_function_id}/", get_function, "hog_functions_retrieve", "Get a Hog function"),
     _ep(
         "PATCH",
-        "{id}/",
+        "{hog_function_id}/",
         update_function_handler,
         "hog_functions_partial_update",
         "Update a Hog function (deleted=true soft-deletes, deleted=false restores)",
@@ -935,7 +938,7 @@ ENDPOINTS = [  # named actions before `{id}`
     ),
     _ep(
         "PUT",
-        "{id}/",
+        "{hog_function_id}/",
         update_function_handler,
         "hog_functions_update",
         "Update a Hog function",
@@ -943,7 +946,7 @@ ENDPOINTS = [  # named actions before `{id}`
     ),
     _ep(
         "DELETE",
-        "{id}/",
+        "{hog_function_id}/",
         delete_function,
         "hog_functions_destroy",
         "Hard delete is not allowed: 405 with an empty body (soft delete with PATCH deleted=true)",
