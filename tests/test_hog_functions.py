@@ -411,3 +411,63 @@ def test_frame_orders_transformations_by_execution_order() -> None:
     assert frame["legacy_plugin"].tolist() == [False, True, False, False]
     assert frame["status_state"].tolist()[0] == 2 and frame["template_id"][1] == "plugin-x"
     assert hog_functions_frame([]).empty and hog_function_templates_frame([]).empty
+
+
+def test_openapi_document_lists_the_endpoints(sandbox: Sandbox) -> None:
+    with api(sandbox) as http:
+        doc = http.get("/api/schema/").json()
+    paths = doc["paths"]
+    base = "/api/projects/{project_id}/hog_functions/"
+    assert set(paths[base]) == {"get", "post"}
+    assert set(paths[base + "{hog_function_id}/"]) == {"get", "patch", "put", "delete"}
+    assert "patch" in paths[base + "rearrange/"]
+    assert set(paths["/api/projects/{project_id}/hog_function_templates/{template_id}/"]) == {"get"}
+    item = paths[base + "{hog_function_id}/"]["get"]["parameters"]
+    assert {"name": "hog_function_id", "in": "path", "required": True} in [
+        {k: p[k] for k in ("name", "in", "required")} for p in item
+    ]
+    assert "HogFunctionWrite" in doc["components"]["schemas"]
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        [],
+        "text",
+        {"type": ["transformation"], "hog": "return event"},
+        {"type": "transformation", "hog": ["return event"]},
+        {"type": "transformation", "hog": "return event", "inputs": []},
+        {"type": "transformation", "hog": "return event", "inputs_schema": {"key": "k"}},
+        {"type": "transformation", "hog": "return event", "inputs_schema": [5]},
+        {"type": "transformation", "hog": "return event", "inputs_schema": [{"type": "string", "key": ""}]},
+        {
+            "type": "transformation",
+            "hog": "1",
+            "inputs_schema": [{"type": "choice", "key": "k", "choices": "x"}],
+        },
+        {"type": "destination", "hog": "return event", "mappings": {"a": 1}},
+        {"type": "destination", "hog": "return event", "masking": {"ttl": True, "hash": "x"}},
+        {"type": "destination", "hog": "return event", "masking": []},
+        {"type": "transformation", "hog": "return event", "execution_order": 1.5},
+        {"type": "transformation", "hog": "return event", "execution_order": "abc"},
+        {"type": "transformation", "hog": "return event", "enabled": "maybe"},
+        {"type": "transformation", "hog": "return event", "name": {"a": 1}},
+        {"type": "transformation", "template_id": 12},
+        {"type": "transformation", "hog": "'unterminated"},
+        {"type": "transformation", "hog": "/* open comment"},
+    ],
+)
+def test_bad_bodies_are_400_never_500(empty_sandbox: Sandbox, body: Any) -> None:
+    with api(empty_sandbox) as http:
+        resp = http.post(path(empty_sandbox), json=body)
+        assert resp.status_code == 400, resp.text
+        assert error(resp)["type"] in ("validation_error", "invalid_request")
+        made = http.post(path(empty_sandbox), json={"type": "transformation", "hog": "return event"}).json()
+        if isinstance(body, dict):
+            patch = {k: v for k, v in body.items() if k not in ("type", "template_id")}
+            if patch:
+                resp = http.patch(path(empty_sandbox, f"{made['id']}/"), json=patch)
+                assert resp.status_code in (200, 400), resp.text
+        resp = http.patch(path(empty_sandbox, "rearrange/"), json={"orders": {made["id"]: "1"}})
+        assert resp.status_code == 400
+        assert http.get(path(empty_sandbox)).json()["count"] == 1

@@ -488,6 +488,16 @@ def _check_inputs_schema(value: Any) -> list[dict[str, Any]]:
             raise _field_error(f"inputs_schema__{i}__key", "This field is required.", "required")
         if not isinstance(key, str) or not key.strip():
             raise _field_error(f"inputs_schema__{i}__key", "This field may not be blank.", "blank")
+        choices = item.get("choices")
+        if choices is not None and (
+            not isinstance(choices, list) or not all(isinstance(c, dict) for c in choices)
+        ):
+            kind = type(choices).__name__
+            raise _field_error(
+                f"inputs_schema__{i}__choices",
+                f'Expected a list of items but got type "{kind}".',
+                "not_a_list",
+            )
         out.append({"required": False, "secret": False, "hidden": False, **item})
     return out
 
