@@ -60,6 +60,13 @@ OUTPUTS = (
                 "SyncTransformations",
                 "resource",
             ),
+            Wrap(f"{RESOURCES}/_hog_functions.py", "HogFunctions", "SyncHogFunctions", "resource"),
+            Wrap(
+                f"{RESOURCES}/_hog_functions.py",
+                "HogFunctionTemplates",
+                "SyncHogFunctionTemplates",
+                "resource",
+            ),
             Wrap(f"{RESOURCES}/_feature_flags.py", "FeatureFlags", "SyncFeatureFlags", "resource"),
             Wrap(f"{RESOURCES}/_projects.py", "Projects", "SyncProjects", "resource"),
             Wrap(f"{RESOURCES}/_projects.py", "Organizations", "SyncOrganizations", "resource"),

@@ -1,7 +1,8 @@
 """The data-access client: ``ApiClient`` (sync, notebook-safe) and ``AsyncApiClient`` for a PostHog-style
 service.
 
-Playlists, pipeline transformations, feature flags, projects/organizations and decide, with concurrent
+Playlists, Hog functions (today's transformations and destinations), legacy pipeline transformations
+(plugins), feature flags, projects/organizations and decide, with concurrent
 pagination, retries with jittered backoff, an optional rate limiter and typed errors
 (``analytics_nb.errors``).
 Analysts use ``analytics_nb.Client`` / ``AsyncClient`` (``analytics_nb.session``), which add capture,
@@ -17,7 +18,15 @@ from analytics_nb.client._decide import decide_body
 from analytics_nb.client._loop import LoopThread
 from analytics_nb.client._pagination import MAX_PAGE_SIZE
 from analytics_nb.client._progress import progress_bar, progress_enabled
-from analytics_nb.client._resources import FeatureFlags, Organizations, Playlists, Projects, Transformations
+from analytics_nb.client._resources import (
+    FeatureFlags,
+    HogFunctions,
+    HogFunctionTemplates,
+    Organizations,
+    Playlists,
+    Projects,
+    Transformations,
+)
 
 __all__ = [
     "MAX_PAGE_SIZE",
@@ -28,6 +37,8 @@ __all__ = [
     "ClientConfig",
     "Core",
     "FeatureFlags",
+    "HogFunctionTemplates",
+    "HogFunctions",
     "LoopThread",
     "Organizations",
     "Playlists",

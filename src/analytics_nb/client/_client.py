@@ -20,10 +20,20 @@ from analytics_nb.client._config import ClientConfig, SecretKey, config_from_env
 from analytics_nb.client._core import Core
 from analytics_nb.client._decide import decide as _decide
 from analytics_nb.client._loop import LoopThread
-from analytics_nb.client._resources import FeatureFlags, Organizations, Playlists, Projects, Transformations
+from analytics_nb.client._resources import (
+    FeatureFlags,
+    HogFunctions,
+    HogFunctionTemplates,
+    Organizations,
+    Playlists,
+    Projects,
+    Transformations,
+)
 from analytics_nb.client._sync_api import (
     ApiClientMethods,
     SyncFeatureFlags,
+    SyncHogFunctions,
+    SyncHogFunctionTemplates,
     SyncOrganizations,
     SyncPlaylists,
     SyncProjects,
@@ -176,6 +186,8 @@ class AsyncApiClient(_Common):
         self._on_close = []
         self.playlists = Playlists(self._core)
         self.transformations = Transformations(self._core)
+        self.hog_functions = HogFunctions(self._core)
+        self.hog_function_templates = HogFunctionTemplates(self._core)
         self.feature_flags = FeatureFlags(self._core)
         self.projects = Projects(self._core)
         self.organizations = Organizations(self._core)
@@ -300,6 +312,8 @@ class ApiClient(ApiClientMethods, _Common):
         self._loop = LoopThread()
         self.playlists = SyncPlaylists(self._async.playlists, self._loop)
         self.transformations = SyncTransformations(self._async.transformations, self._loop)
+        self.hog_functions = SyncHogFunctions(self._async.hog_functions, self._loop)
+        self.hog_function_templates = SyncHogFunctionTemplates(self._async.hog_function_templates, self._loop)
         self.feature_flags = SyncFeatureFlags(self._async.feature_flags, self._loop)
         self.projects = SyncProjects(self._async.projects, self._loop)
         self.organizations = SyncOrganizations(self._async.organizations, self._loop)

@@ -12,7 +12,7 @@ from analytics_nb.client._resources._playlists import _UNSET
 
 if TYPE_CHECKING:
     import builtins
-    from collections.abc import Iterable, Iterator, Mapping
+    from collections.abc import Iterable, Iterator, Mapping, Sequence
     from typing import Any, Literal, Unpack
 
     import pandas as pd
@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from analytics_nb.client._client import AsyncApiClient
     from analytics_nb.client._loop import LoopThread
     from analytics_nb.client._resources._feature_flags import FeatureFlags
+    from analytics_nb.client._resources._hog_functions import HogFunctions, HogFunctionTemplates
     from analytics_nb.client._resources._playlists import PlaylistFilters, Playlists
     from analytics_nb.client._resources._projects import Organizations, Projects
     from analytics_nb.client._resources._transformations import Transformations
@@ -27,6 +28,8 @@ if TYPE_CHECKING:
         ActivityPage,
         DecideResponse,
         FeatureFlag,
+        HogFunction,
+        HogFunctionTemplate,
         LocalEvaluationResponse,
         Organization,
         Playlist,
@@ -40,6 +43,8 @@ if TYPE_CHECKING:
 __all__ = [
     "ApiClientMethods",
     "SyncFeatureFlags",
+    "SyncHogFunctionTemplates",
+    "SyncHogFunctions",
     "SyncOrganizations",
     "SyncPlaylists",
     "SyncProjects",
@@ -205,7 +210,10 @@ class SyncPlaylists:
 
 
 class SyncTransformations:
-    """``/api/organizations/:org/pipeline_transformations/``: list, CRUD, source, upgrade and the views.
+    """LEGACY ``/api/organizations/:org/pipeline_transformations/``: list, CRUD, source, upgrade, views.
+
+    The plugin API PostHog is retiring (self-hosted instances still serve it); today's transformations are
+    Hog functions: ``client.hog_functions.transformations()``, created from ``client.hog_function_templates``.
 
     The blocking twin of ``Transformations``: each method runs on the client's loop.
     """
@@ -318,6 +326,292 @@ class SyncTransformations:
     def unused(self) -> builtins.list[int]:
         """Ids of plugins no enabled plugin config uses."""
         return self._loop.run(self._resource.unused())
+
+
+class SyncHogFunctions:
+    """``/api/projects/:id/hog_functions/``: list by type, get, create from a template or Hog source, update
+    (PATCH of the fields given), soft delete and restore, enable/disable, reorder transformations.
+
+    The blocking twin of ``HogFunctions``: each method runs on the client's loop.
+    """
+
+    def __init__(self, resource: HogFunctions, loop: LoopThread) -> None:
+        self._resource = resource
+        self._loop = loop
+
+    def __repr__(self) -> str:
+        return f"<sync {self._resource!r}>"
+
+    def iter_records(
+        self,
+        *,
+        type: str | Sequence[str] | None = None,
+        enabled: bool | None = None,
+        search: str | None = None,
+        full: bool = False,
+        page_size: int = MAX_PAGE_SIZE,
+        offset: int = 0,
+        max_items: int | None = None,
+    ) -> Iterator[dict[str, Any]]:
+        """Raw function dicts (wire shape), every page, each once, in the service's order."""
+        return self._loop.iterate(
+            self._resource.iter_records(
+                type=type,
+                enabled=enabled,
+                search=search,
+                full=full,
+                page_size=page_size,
+                offset=offset,
+                max_items=max_items,
+            )
+        )
+
+    def iter(
+        self,
+        *,
+        type: str | Sequence[str] | None = None,
+        enabled: bool | None = None,
+        search: str | None = None,
+        full: bool = False,
+        page_size: int = MAX_PAGE_SIZE,
+        offset: int = 0,
+        max_items: int | None = None,
+    ) -> Iterator[HogFunction]:
+        """Iterate over the live (not soft-deleted) functions, every page.
+
+        ``type``: one of ``transformation``, ``destination``, ``site_destination``, ``internal_destination``,
+        ``source_webhook``, ``site_app``, or a list of them (None: every type). ``enabled``: only enabled
+        (True) or disabled (False) ones. ``search``: text in the name or description. ``full=True`` asks for
+        every field (``inputs``, ``inputs_schema``, ``masking``, ``mappings``); the list otherwise sends the
+        short shape. The service orders by ``execution_order`` (transformations), then newest first.
+        """
+        return self._loop.iterate(
+            self._resource.iter(
+                type=type,
+                enabled=enabled,
+                search=search,
+                full=full,
+                page_size=page_size,
+                offset=offset,
+                max_items=max_items,
+            )
+        )
+
+    def list(
+        self,
+        *,
+        type: str | Sequence[str] | None = None,
+        enabled: bool | None = None,
+        search: str | None = None,
+        full: bool = False,
+        page_size: int = MAX_PAGE_SIZE,
+        offset: int = 0,
+        max_items: int | None = None,
+    ) -> builtins.list[HogFunction]:
+        """All live functions matching the filters (see ``iter``), every page, as models."""
+        return self._loop.run(
+            self._resource.list(
+                type=type,
+                enabled=enabled,
+                search=search,
+                full=full,
+                page_size=page_size,
+                offset=offset,
+                max_items=max_items,
+            )
+        )
+
+    def records(
+        self,
+        *,
+        type: str | Sequence[str] | None = None,
+        enabled: bool | None = None,
+        search: str | None = None,
+        full: bool = False,
+        max_items: int | None = None,
+    ) -> builtins.list[dict[str, Any]]:
+        """All live functions matching the filters as raw wire dicts."""
+        return self._loop.run(
+            self._resource.records(type=type, enabled=enabled, search=search, full=full, max_items=max_items)
+        )
+
+    def frame(
+        self,
+        *,
+        type: str | Sequence[str] | None = None,
+        enabled: bool | None = None,
+        search: str | None = None,
+        full: bool = True,
+        max_items: int | None = None,
+    ) -> pd.DataFrame:
+        """A DataFrame of the functions (``analytics_nb.frames.hog_functions_frame``): one row each,
+        transformations first in ``execution_order``; ``full=True`` (the default here) brings ``inputs``.
+        """
+        return self._loop.run(
+            self._resource.frame(type=type, enabled=enabled, search=search, full=full, max_items=max_items)
+        )
+
+    def transformations(self, *, enabled: bool | None = None) -> builtins.list[HogFunction]:
+        """The project's Hog transformations in the order they run (``execution_order``, lowest first)."""
+        return self._loop.run(self._resource.transformations(enabled=enabled))
+
+    def get(self, id: str) -> HogFunction:
+        """One function by id, every field (a soft-deleted one raises NotFoundError)."""
+        return self._loop.run(self._resource.get(id))
+
+    def create(
+        self,
+        type: str = "transformation",
+        *,
+        template_id: str | None = None,
+        hog: str | None = None,
+        inputs: Mapping[str, Any] | None = None,
+        name: str | None = None,
+        description: str | None = None,
+        enabled: bool | None = None,
+        inputs_schema: builtins.list[dict[str, Any]] | None = None,
+        filters: dict[str, Any] | None = None,
+        masking: dict[str, Any] | None = None,
+        mappings: builtins.list[dict[str, Any]] | None = None,
+        execution_order: int | None = None,
+        icon_url: str | None = None,
+    ) -> HogFunction:
+        """Create a function from a template (``template_id``, e.g. ``"template-geoip"``, plus its ``inputs``)
+        or from Hog source (``hog``). ``inputs`` may be plain values (``{"percentage": 50}``) or the wire
+        shape (``{"percentage": {"value": 50}}``). The service fills name, description, Hog and input schema
+        from the template when not given; a new transformation goes last unless ``execution_order`` is set.
+        New functions are disabled unless ``enabled=True``.
+        """
+        return self._loop.run(
+            self._resource.create(
+                type,
+                template_id=template_id,
+                hog=hog,
+                inputs=inputs,
+                name=name,
+                description=description,
+                enabled=enabled,
+                inputs_schema=inputs_schema,
+                filters=filters,
+                masking=masking,
+                mappings=mappings,
+                execution_order=execution_order,
+                icon_url=icon_url,
+            )
+        )
+
+    def update(
+        self,
+        id: str,
+        *,
+        name: str | None = _UNSET,
+        description: str = _UNSET,
+        enabled: bool = _UNSET,
+        hog: str = _UNSET,
+        inputs: Mapping[str, Any] = _UNSET,
+        inputs_schema: builtins.list[dict[str, Any]] = _UNSET,
+        filters: dict[str, Any] = _UNSET,
+        masking: dict[str, Any] | None = _UNSET,
+        mappings: builtins.list[dict[str, Any]] | None = _UNSET,
+        execution_order: int | None = _UNSET,
+    ) -> HogFunction:
+        """PATCH the fields given, and only those (``None`` clears the nullable ones). ``inputs`` as in
+        ``create``; a secret input sent back as ``{"secret": True}`` keeps its stored value. The type and
+        template of a function cannot change.
+        """
+        return self._loop.run(
+            self._resource.update(
+                id,
+                name=name,
+                description=description,
+                enabled=enabled,
+                hog=hog,
+                inputs=inputs,
+                inputs_schema=inputs_schema,
+                filters=filters,
+                masking=masking,
+                mappings=mappings,
+                execution_order=execution_order,
+            )
+        )
+
+    def delete(self, id: str) -> HogFunction:
+        """Soft-delete a function (PATCH ``deleted=true``, as the app does): it stops running and leaves
+        list/get until ``restore``. Returns the function as it was answered.
+        """
+        return self._loop.run(self._resource.delete(id))
+
+    def restore(self, id: str) -> HogFunction:
+        """Undo ``delete`` (PATCH ``deleted=false``); a restored transformation is placed last."""
+        return self._loop.run(self._resource.restore(id))
+
+    def enable(self, id: str) -> HogFunction:
+        """Turn a function on (``enabled=true``); a re-enabled transformation is placed last by the service
+        (20 enabled transformations at most per project).
+        """
+        return self._loop.run(self._resource.enable(id))
+
+    def disable(self, id: str) -> HogFunction:
+        """Turn a function off (``enabled=false``); it keeps its configuration and order."""
+        return self._loop.run(self._resource.disable(id))
+
+    def reorder(self, ids: Sequence[str]) -> builtins.list[HogFunction]:
+        """Run the transformations ``ids`` in this order: sets ``execution_order`` 1, 2, 3, ... in one request
+        (``PATCH hog_functions/rearrange/``, what the app's drag-and-drop sends); returns every live
+        transformation in the new order. ``ids`` must be transformations of this project, each once.
+        """
+        return self._loop.run(self._resource.reorder(ids))
+
+
+class SyncHogFunctionTemplates:
+    """``/api/projects/:id/hog_function_templates/``: the templates functions are created from (read only).
+
+    The blocking twin of ``HogFunctionTemplates``: each method runs on the client's loop.
+    """
+
+    def __init__(self, resource: HogFunctionTemplates, loop: LoopThread) -> None:
+        self._resource = resource
+        self._loop = loop
+
+    def __repr__(self) -> str:
+        return f"<sync {self._resource!r}>"
+
+    def iter_records(
+        self,
+        *,
+        type: str | Sequence[str] = "destination",
+        template_id: str | None = None,
+        page_size: int = MAX_PAGE_SIZE,
+        max_items: int | None = None,
+    ) -> Iterator[dict[str, Any]]:
+        """Raw template dicts of the given type(s), every page."""
+        return self._loop.iterate(
+            self._resource.iter_records(
+                type=type, template_id=template_id, page_size=page_size, max_items=max_items
+            )
+        )
+
+    def list(
+        self,
+        *,
+        type: str | Sequence[str] = "destination",
+        template_id: str | None = None,
+        max_items: int | None = None,
+    ) -> builtins.list[HogFunctionTemplate]:
+        """Templates of ``type`` (one type or a list; the service's default is ``destination``), every page;
+        deprecated templates are left out by the service (``get`` still finds them).
+        """
+        return self._loop.run(self._resource.list(type=type, template_id=template_id, max_items=max_items))
+
+    def frame(
+        self, *, type: str | Sequence[str] = "destination", max_items: int | None = None
+    ) -> pd.DataFrame:
+        """A DataFrame of the templates (``analytics_nb.frames.hog_function_templates_frame``)."""
+        return self._loop.run(self._resource.frame(type=type, max_items=max_items))
+
+    def get(self, template_id: str) -> HogFunctionTemplate:
+        """One template by id (``"template-geoip"``, or ``"plugin-..."`` for a migrated legacy plugin)."""
+        return self._loop.run(self._resource.get(template_id))
 
 
 class SyncFeatureFlags:

@@ -18,6 +18,7 @@ from analytics_nb.frames._convert import (
     transformations_frame,
 )
 from analytics_nb.frames._csv import HEADER_PREFIX, read_csv, to_csv
+from analytics_nb.frames._hog_functions import hog_function_templates_frame, hog_functions_frame
 from analytics_nb.frames._schema import DTYPES, KNOWN_COLUMNS
 
 __all__ = [
@@ -28,6 +29,8 @@ __all__ = [
     "decide_frame",
     "events_frame",
     "feature_flags_frame",
+    "hog_function_templates_frame",
+    "hog_functions_frame",
     "playlists_frame",
     "read_csv",
     "recordings_frame",

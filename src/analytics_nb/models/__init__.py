@@ -19,6 +19,12 @@ from analytics_nb.models._flags import (
     PropertyFilter,
     Variant,
 )
+from analytics_nb.models._hog_functions import (
+    HOG_FUNCTION_TYPES,
+    HogFunction,
+    HogFunctionStatus,
+    HogFunctionTemplate,
+)
 from analytics_nb.models._playlists import (
     CollectionCounts,
     Playlist,
@@ -37,6 +43,7 @@ from analytics_nb.models._transformations import (
 )
 
 __all__ = [
+    "HOG_FUNCTION_TYPES",
     "ActivityLogEntry",
     "ActivityPage",
     "CaptureBatch",
@@ -50,6 +57,9 @@ __all__ = [
     "FlagFilters",
     "FlagMetadata",
     "FlagReason",
+    "HogFunction",
+    "HogFunctionStatus",
+    "HogFunctionTemplate",
     "LocalEvaluationResponse",
     "Multivariate",
     "Organization",

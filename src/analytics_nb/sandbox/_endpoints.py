@@ -33,6 +33,8 @@ PATH_PARAMS: dict[str, dict[str, Any]] = {
     "id": {"type": "integer"},
     "flag_id": {"type": "integer"},
     "fault_id": {"type": "integer"},
+    "hog_function_id": {"type": "string", "format": "uuid"},
+    "template_id": {"type": "string", "example": "template-geoip"},
 }
 _PARAM_RE = re.compile(r"{(\w+)(?::\w+)?}")
 

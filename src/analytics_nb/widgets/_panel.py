@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 
 import ipywidgets as w
 
-from analytics_nb.session import Client
+from analytics_nb.client import ApiClient as Client
 from analytics_nb.widgets._errors import ClientClosedError
 from analytics_nb.widgets.views import StatusBar
 

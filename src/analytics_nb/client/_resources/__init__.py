@@ -3,8 +3,18 @@
 from __future__ import annotations
 
 from analytics_nb.client._resources._feature_flags import FeatureFlags
+from analytics_nb.client._resources._hog_functions import HogFunctions, HogFunctionTemplates
 from analytics_nb.client._resources._playlists import PlaylistFilters, Playlists
 from analytics_nb.client._resources._projects import Organizations, Projects
 from analytics_nb.client._resources._transformations import Transformations
 
-__all__ = ["FeatureFlags", "Organizations", "PlaylistFilters", "Playlists", "Projects", "Transformations"]
+__all__ = [
+    "FeatureFlags",
+    "HogFunctionTemplates",
+    "HogFunctions",
+    "Organizations",
+    "PlaylistFilters",
+    "Playlists",
+    "Projects",
+    "Transformations",
+]

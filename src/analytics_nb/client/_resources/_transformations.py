@@ -1,4 +1,11 @@
-"""Pipeline transformations (plugins) of the organization: all 13 endpoints."""
+"""LEGACY: pipeline transformations (plugins) of the organization, all 13 endpoints.
+
+PostHog replaced plugins with Hog functions: plugins left the public API docs in Nov 2024
+(PostHog/posthog#26202), plugin creation was shut down in Jul 2025 (#35126, #35545) and an open PR
+removes these endpoints and the ``plugin`` scope (#97440). On PostHog Cloud every transformation is a Hog
+function: use ``client.hog_functions`` (``type="transformation"``). Self-hosted instances still serve
+these endpoints.
+"""
 
 from __future__ import annotations
 
@@ -57,7 +64,11 @@ def _transformation(body: Any) -> Transformation:
 
 
 class Transformations(Resource):
-    """``/api/organizations/:org/pipeline_transformations/``: list, CRUD, source, upgrade and the views."""
+    """LEGACY ``/api/organizations/:org/pipeline_transformations/``: list, CRUD, source, upgrade, views.
+
+    The plugin API PostHog is retiring (self-hosted instances still serve it); today's transformations are
+    Hog functions: ``client.hog_functions.transformations()``, created from ``client.hog_function_templates``.
+    """
 
     async def _path(self, suffix: str = "") -> str:
         return await self._core.organization_path("pipeline_transformations/" + suffix)

@@ -11,7 +11,17 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from . import capture, decide, events, feature_flags, persons, playlists, projects, transformations
+from . import (
+    capture,
+    decide,
+    events,
+    feature_flags,
+    hog_functions,
+    persons,
+    playlists,
+    projects,
+    transformations,
+)
 
 #: Every resource, in route order (decide/flags and capture first: the hot paths) -- also the order the
 #: demo seed runs in (users before the playlists they own, persons before the flags that read them).
@@ -24,9 +34,18 @@ RESOURCES: tuple[ModuleType, ...] = (
     feature_flags,
     playlists,
     transformations,
+    hog_functions,
 )
 
 #: Order of the demo seed (each module's `seed`).
-SEED_ORDER: tuple[ModuleType, ...] = (projects, persons, feature_flags, playlists, transformations, events)
+SEED_ORDER: tuple[ModuleType, ...] = (
+    projects,
+    persons,
+    feature_flags,
+    playlists,
+    transformations,
+    hog_functions,
+    events,
+)
 
 __all__ = ["RESOURCES", "SEED_ORDER"]

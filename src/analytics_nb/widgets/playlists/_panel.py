@@ -15,9 +15,9 @@ from typing import Any
 import ipywidgets as w
 import pandas as pd
 
+from analytics_nb.client import ApiClient as Client
 from analytics_nb.frames import recordings_frame
 from analytics_nb.models import Playlist
-from analytics_nb.session import Client
 from analytics_nb.widgets._errors import FormError
 from analytics_nb.widgets._panel import Panel, require_sync_client
 from analytics_nb.widgets.playlists._create import CreateForm, RestoreView

@@ -15,7 +15,8 @@ from typing import Any, Literal
 
 import pandas as pd
 
-from analytics_nb.session import AsyncClient, Client
+from analytics_nb.client import ApiClient as Client
+from analytics_nb.client import AsyncApiClient as AsyncClient
 from analytics_nb.simulation import Definitions, SimulationResult, grid, load_definitions, simulate, whatif
 from analytics_nb.widgets._errors import FormError
 from analytics_nb.widgets._panel import Panel, require_sync_client

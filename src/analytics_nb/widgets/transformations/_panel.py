@@ -1,35 +1,45 @@
-"""``TransformationsBrowser``: list the organization's pipeline transformations and read or edit their source.
+"""``TransformationsBrowser``: the project's Hog transformations (today's API) in execution order first,
+then the organization's legacy plugins (pipeline transformations) with their source.
 
-The panel composes ``list_view`` (picker, table, Refresh, Check for updates), ``source_view`` (file picker,
-editor, Save file) and ``status``; every button calls a public method (``refresh``, ``select``,
-``open_file``, ``save_file``, ``check_for_updates``). ``.frame`` is the list as a DataFrame and ``.sources``
-the selected one's files.
+The panel composes ``hog_view`` (Hog transformations: picker, table, Run earlier/later, Enable/Disable,
+Create from template; actions in ``_hog_actions.py``), ``list_view`` (legacy plugins: picker, table,
+Refresh, Check for updates), ``source_view`` (file picker, editor, Save file) and ``status``; a line says
+which API the instance serves. Every button calls a public method (``refresh``, ``select``, ``open_file``,
+``save_file``, ``check_for_updates``, ``select_hog``, ``move_selected``, ``reorder``, ``toggle_selected``,
+``create_from_template``). ``.hog_frame`` and ``.frame`` are the two lists as DataFrames.
 """
 
 from __future__ import annotations
 
+import ipywidgets as w
 import pandas as pd
 
+from analytics_nb.client import ApiClient as Client
 from analytics_nb.frames import transformation_sources_frame
 from analytics_nb.models import Transformation
-from analytics_nb.session import Client
 from analytics_nb.widgets._errors import FormError
 from analytics_nb.widgets._panel import Panel, require_sync_client
+from analytics_nb.widgets.transformations._hog_actions import (
+    HogTransformationsActions,
+    served_line,
+    short_error,
+)
 from analytics_nb.widgets.transformations._list import TransformationList
 from analytics_nb.widgets.transformations._source import SourceEditor
 
 __all__ = ["TransformationsBrowser"]
 
 
-class TransformationsBrowser(Panel):
-    """A panel over ``client.transformations``: the list, a picked transformation's source files, updates.
+class TransformationsBrowser(HogTransformationsActions, Panel):
+    """A panel over ``client.hog_functions`` (Hog transformations, in execution order) and the legacy
+    ``client.transformations`` (plugins): the lists, a picked plugin's source files, updates.
 
     ``.frame`` is every transformation as a DataFrame, ``.selected`` the picked ``Transformation`` (or None;
     assign one or an id to select it), ``.sources`` its files as ``{filename: content}`` and
     ``.sources_frame`` the same as a DataFrame.
     """
 
-    title = "Pipeline transformations"
+    title = "Transformations"
     css_class = "anb-transformations-browser"
 
     def __init__(self, client: Client, *, load: bool = True) -> None:
@@ -41,9 +51,13 @@ class TransformationsBrowser(Panel):
             on_pick=self.select, on_refresh=self.refresh, on_updates=self.check_for_updates
         )
         self.source_view = SourceEditor(on_save=self.save_file)
-        self._register(*self.list_view.controls, *self.source_view.controls)
+        self._init_hog()
+        self._register(*self.hog_view.controls, *self.list_view.controls, *self.source_view.controls)
         self.root.children = [
             self._heading(),
+            self.hog_view.served,
+            self.hog_view.root,
+            w.HTML(value="<b>Legacy plugins</b> (pipeline_transformations; retired on PostHog Cloud)"),
             self.list_view.root,
             self.status.line,
             self.source_view.root,
@@ -97,15 +111,24 @@ class TransformationsBrowser(Panel):
 
     # ---- list -----------------------------------------------------------------------------------
     def refresh(self) -> bool:
-        """Reload the list of transformations; True on success."""
+        """Reload both lists (Hog transformations first, then the legacy plugins) and the line saying which
+        API the instance serves; True when the legacy list loaded (the Hog list may be missing on old
+        self-hosted instances, the legacy one on PostHog Cloud)."""
+        self._load_hog()
         ok, found = self._attempt(
-            "Loading transformations…", lambda: list(self._live_client().transformations.list())
+            "Loading legacy plugins…", lambda: list(self._live_client().transformations.list())
         )
+        legacy_error = "" if ok else short_error(self.status.last_error)
+        if ok and found is not None:
+            self.list_view.items = found
+            self._render()
+        host = self._live_client().host if self.client is not None and not self.client.closed else "?"
+        legacy = len(found) if ok and found is not None else None
+        self._set_served(served_line(host, self._hog_count, legacy, self._hog_error, legacy_error))
         if not ok or found is None:
             return False
-        self.list_view.items = found
-        self._render()
-        self.status.ok(f"{len(found)} transformation(s).")
+        hog = f"{self._hog_count} Hog transformation(s), " if self._hog_count is not None else ""
+        self.status.ok(f"{hog}{len(found)} legacy plugin(s).")
         return True
 
     def _render(self) -> None:
