@@ -151,7 +151,7 @@ class FlagResult:
     def __eq__(self, other: object) -> bool:
         if other.__class__ is not FlagResult:
             return NotImplemented
-        return self._fields() == other._fields()  # type: ignore[attr-defined]
+        return self._fields() == other._fields()
 
     def __hash__(self) -> int:
         return hash(self._fields())

@@ -218,7 +218,7 @@ def date_filter(value: Any) -> Callable[[dt.datetime], dt.datetime | None] | Non
     def target(now: dt.datetime) -> dt.datetime | None:
         if last[0] is not now:
             last[0], last[1] = now, parse_instant(value, now)
-        return last[1]  # type: ignore[no-any-return]
+        return last[1]
 
     return target
 

@@ -48,7 +48,7 @@ def _get_reader() -> _Reader | None:
     with _lock:
         if not _opened:
             _opened = True
-            from geolite2 import geolite2  # type: ignore[import-not-found,import-untyped]
+            from geolite2 import geolite2
 
             try:
                 _reader = geolite2.reader()

@@ -20,7 +20,7 @@ from ._app import SandboxApp, create_app
 from ._resources import decide, events, persons, playlists, projects
 
 if TYPE_CHECKING:
-    import pandas as pd  # type: ignore[import-untyped]
+    import pandas as pd
 
     from ._context import SandboxContext
     from ._faults import Faults

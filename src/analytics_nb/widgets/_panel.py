@@ -89,7 +89,8 @@ class Panel:
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
         """Delegate the rich representation to the root ``VBox``."""
-        return self.root._repr_mimebundle_(include=include, exclude=exclude)  # type: ignore[no-any-return]
+        bundle: dict[str, Any] = self.root._repr_mimebundle_(include=include, exclude=exclude)
+        return bundle
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} status={self.status_text!r}>"

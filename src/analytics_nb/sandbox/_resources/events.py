@@ -24,7 +24,7 @@ from .._http import int_param, page_response
 from .._store import Store
 
 if TYPE_CHECKING:
-    import pandas as pd  # type: ignore[import-untyped]
+    import pandas as pd
 
 __all__ = [
     "ENDPOINTS",

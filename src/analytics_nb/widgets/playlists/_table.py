@@ -126,7 +126,7 @@ class PlaylistTable:
         if "recordings" not in df.columns:
             df = df.assign(recordings=pd.array([_count(p) for p in shown], dtype="Int64"))
         if len(df):  # show the derived name where a playlist has no name of its own (display only)
-            df = df.assign(name=[p.name or p.derived_name or None for p in shown])
+            df = df.assign(name=pd.array([p.name or p.derived_name or None for p in shown], dtype=object))
         key = self.selected_key
         self.table.value = frame_html(
             df,

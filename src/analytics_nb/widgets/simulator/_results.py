@@ -7,6 +7,7 @@ every part, so a failed run never leaves the previous run's results on show.
 from __future__ import annotations
 
 import html
+from typing import Any
 
 import ipywidgets as w
 import pandas as pd
@@ -32,7 +33,8 @@ def share_bars_html(summary: pd.DataFrame | None) -> str:
         segments = []
         legend = []
         for row in rows[rows["count"] > 0].itertuples(index=False):
-            share = float(row.share) if row.share == row.share else 0.0
+            raw: Any = row.share
+            share = 0.0 if pd.isna(raw) else float(raw)
             colour = colours.get(str(row.value), "#bbbbbb")
             label = html.escape(cell_text(row.value) or "unknown")
             segments.append(
