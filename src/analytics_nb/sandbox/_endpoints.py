@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from pydantic import BaseModel
+from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 from starlette.routing import Route
@@ -111,29 +112,33 @@ def _with_body_limit(endpoint: Endpoint) -> Handler:
     return limited
 
 
+#: Every method a route accepts from the router: a path answers the ones it does not serve itself with 405
+#: and `Allow`, so a named action (`.../rearrange/`) is never shadowed by the `{id}` route after it.
+_ALL_METHODS = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "TRACE"]
+
+
 def build_routes(endpoints: Iterable[Endpoint]) -> list[Route]:
     """One Starlette route per path (table order kept, so named actions come before `{id}`), dispatching by
-    method; a method the path does not serve is a 405 with `Allow` (Starlette's own check)."""
+    method; a method the path does not serve is a 405 with `Allow`, answered by the path itself (Starlette
+    would otherwise try the later `{id}` route, which matches the action's name as an id)."""
     by_path: dict[str, dict[str, Handler]] = {}
     for ep in endpoints:
         for path in (ep.path, *ep.aliases):
             methods = by_path.setdefault(route_path(path), {})
             methods[ep.method] = _with_body_limit(ep)
-    routes: list[Route] = []
-    for path, methods in by_path.items():
-        routes.append(Route(path, _dispatcher(methods), methods=list(methods), name=path))
-    return routes
+    return [Route(p, _dispatcher(methods), methods=_ALL_METHODS, name=p) for p, methods in by_path.items()]
 
 
 def _dispatcher(methods: dict[str, Handler]) -> Handler:
-    if len(methods) == 1:
-        only = next(iter(methods.values()))
-        return only
-    get = methods.get("GET")
+    served = dict(methods)
+    if "GET" in served:
+        served.setdefault("HEAD", served["GET"])
+    allow = ", ".join(sorted(served))
 
     async def dispatch(request: Request) -> Response:
-        handler = methods.get(request.method) or (get if request.method == "HEAD" else None)
-        assert handler is not None  # the route's method list was checked by Starlette
+        handler = served.get(request.method)
+        if handler is None:
+            raise HTTPException(status_code=405, headers={"Allow": allow})
         return await handler(request)
 
     return dispatch
