@@ -483,7 +483,6 @@ def test_flag_simulator_local_remote_and_whatif(simulation_notebook: Any, sandbo
     cell.screenshot(path=str(ARTIFACTS / "jupyterlab-flag-simulator.png"))
 
 
-@pytest.mark.xfail(strict=False, reason="needs widgets sub-views branch (Export CSV as a browser download)")
 def test_flag_simulator_exports_csv_as_a_browser_download(simulation_notebook: Any, tmp_path: Path) -> None:
     page = simulation_notebook
     cell = _simulator(page)
@@ -516,7 +515,6 @@ def test_flag_simulator_exports_csv_as_a_browser_download(simulation_notebook: A
     assert len(rows) - 1 == 120  # the 6-cell grid with 20 ids per cell
 
 
-@pytest.mark.xfail(strict=False, reason="needs widgets sub-views branch (Sets and Grid cut off at 1280 px)")
 def test_flag_simulator_fits_the_cell_at_1280px(simulation_notebook: Any) -> None:
     cell = _simulator(simulation_notebook)
     sticking_out = outside_cell(simulation_notebook, cell)
