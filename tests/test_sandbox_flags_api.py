@@ -220,7 +220,15 @@ def test_local_evaluation_shape(sandbox: Sandbox) -> None:
         bodies.append(r.json())
     data = bodies[0]
     assert all(b == data for b in bodies)
-    assert set(data) == {"flags", "group_type_mapping", "cohorts"}
+    # PostHog's body (products/feature_flags/backend/local_evaluation.py `_local_eval_response`)
+    assert set(data) == {
+        "flags",
+        "group_type_mapping",
+        "cohorts",
+        "minimal_flag_called_events",
+        "property_matching_version",
+    }
+    assert data["property_matching_version"] == 1 and data["minimal_flag_called_events"] is False
     assert data["group_type_mapping"]["0"] == "company"
     keys = {f["key"] for f in data["flags"]}
     assert {"beta-feature", "company-dashboard", "sunset-banner", "eu-cohort-promo"} <= keys

@@ -151,3 +151,7 @@ class LocalEvaluationResponse(WireModel):
     flags: list[FeatureFlag] = Field(default_factory=list)
     group_type_mapping: dict[str, str] = Field(default_factory=dict)
     cohorts: dict[str, Any] = Field(default_factory=dict)
+    #: The project's exact/is_not matching rules: 1 (legacy, PostHog's default; also when absent) or 2.
+    property_matching_version: int | None = None
+    #: Whether the SDKs send minimal `$feature_flag_called` events for flags without an experiment.
+    minimal_flag_called_events: bool | None = None

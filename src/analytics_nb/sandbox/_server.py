@@ -17,7 +17,7 @@ import uvicorn
 
 from . import _auth
 from ._app import SandboxApp, create_app
-from ._resources import decide, events, persons, playlists, projects
+from ._resources import decide, events, feature_flags, persons, playlists, projects
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -128,6 +128,14 @@ class Sandbox:
         `organization_id`; returns its id, token and organization. For isolation tests: a key with
         `scoped_teams=[sb.project_id]` must not see it."""
         return projects.add_project(self.ctx.store, name, organization_id or self.organization_id)
+
+    def set_property_matching_version(self, version: int, *, project_id: int | None = None) -> None:
+        """Set the project's `property_matching_version` (1 legacy, 2 explicit `exact`/`is_not` matching),
+        as PostHog staff do with `POST /api/feature_flags_staff_team_config/set/`: the definitions bodies
+        carry it and `/decide` / `/flags` evaluate with it. `project_id` defaults to the sandbox's project."""
+        feature_flags.set_property_matching_version(
+            self.ctx.store, self.project_id if project_id is None else int(project_id), version
+        )
 
     # -- recordings and decide controls
     def add_recording(

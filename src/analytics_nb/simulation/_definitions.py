@@ -41,6 +41,8 @@ class Definitions:
     cohorts: dict[str, Any] = field(default_factory=dict)
     group_type_mapping: dict[str, str] = field(default_factory=dict)
     kind: str = "dicts"  # how they came in: "response" | "models" | "dicts" | "local_evaluation_dict"
+    #: The definitions payload's `property_matching_version` (None when it had none: the engine uses 1).
+    property_matching_version: int | None = None
 
     @property
     def keys(self) -> list[str]:
@@ -64,14 +66,28 @@ class Definitions:
     def copy(self) -> Definitions:
         """A deep copy (edits never touch the caller's definitions)."""
         return Definitions(
-            copy.deepcopy(self.flags), copy.deepcopy(self.cohorts), dict(self.group_type_mapping), self.kind
+            copy.deepcopy(self.flags),
+            copy.deepcopy(self.cohorts),
+            dict(self.group_type_mapping),
+            self.kind,
+            self.property_matching_version,
         )
 
     def export(self) -> Any:
         """Back to the kind the caller gave: a LocalEvaluationResponse, FeatureFlag models, or dicts."""
+        version = (
+            {}
+            if self.property_matching_version is None
+            else {"property_matching_version": self.property_matching_version}
+        )
         if self.kind == "response":
             return LocalEvaluationResponse.model_validate(
-                {"flags": self.flags, "group_type_mapping": self.group_type_mapping, "cohorts": self.cohorts}
+                {
+                    "flags": self.flags,
+                    "group_type_mapping": self.group_type_mapping,
+                    "cohorts": self.cohorts,
+                    **version,
+                }
             )
         if self.kind == "models":
             return [FeatureFlag.model_validate(f) for f in self.flags]
@@ -80,6 +96,7 @@ class Definitions:
                 "flags": self.flags,
                 "group_type_mapping": self.group_type_mapping,
                 "cohorts": self.cohorts,
+                **version,
             }
         return self.flags
 
@@ -158,6 +175,7 @@ def load_definitions(definitions: Any) -> Definitions:
             copy.deepcopy(dict(definitions.cohorts)),
             {str(k): str(v) for k, v in definitions.group_type_mapping.items()},
             "response",
+            definitions.property_matching_version,
         )
     if isinstance(definitions, pd.DataFrame):
         flags = [_flag_dict(f, f"row {i}") for i, f in enumerate(_from_frame(definitions))]
@@ -173,6 +191,7 @@ def load_definitions(definitions: Any) -> Definitions:
                     copy.deepcopy(dict(cohorts)),
                     {str(k): str(v) for k, v in dict(gtm).items()},
                     "local_evaluation_dict",
+                    definitions.get("property_matching_version"),
                 )
             )
         if "results" in definitions and isinstance(definitions["results"], list):  # a list page
@@ -209,7 +228,7 @@ def _dedupe(defs: Definitions) -> Definitions:
 def live_flags(defs: Definitions) -> Definitions:
     """Drop deleted flags (the service never evaluates them)."""
     kept = [f for f in defs.flags if not f.get("deleted")]
-    return Definitions(kept, defs.cohorts, defs.group_type_mapping, defs.kind)
+    return Definitions(kept, defs.cohorts, defs.group_type_mapping, defs.kind, defs.property_matching_version)
 
 
 # ---------------------------------------------------------------------------------------------------------

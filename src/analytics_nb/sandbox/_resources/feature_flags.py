@@ -3,6 +3,15 @@
 Definitions are stored in the wire shape of ``/api/projects/:id/feature_flags/``. Decide reads them through
 :func:`flag_set`, a per-project cache (definitions, the engine's compiled form, cohorts, the pre-serialised
 definitions body and its ETag) that every write here invalidates, so decide never re-parses definitions.
+
+The project's ``property_matching_version`` (1 legacy, 2 explicit ``exact`` / ``is_not`` matching) lives where
+PostHog keeps it: a per-team feature-flags config row (``team_feature_flags_config``; PostHog's
+``TeamFeatureFlagsConfig`` in products/feature_flags/backend/models/team_feature_flags_config.py, default 1, a
+missing row meaning 1). PostHog writes it only through the staff API ``POST
+/api/feature_flags_staff_team_config/set/`` (products/feature_flags/backend/api/staff_team_config.py); the
+sandbox serves that API to its owner's key. It travels in the definitions body as a top-level
+``property_matching_version`` next to ``minimal_flag_called_events`` (products/feature_flags/backend/
+local_evaluation.py, ``_local_eval_response``), and decide evaluates with it.
 """
 
 from __future__ import annotations
@@ -19,7 +28,7 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import Response
 
-from .._auth import User, users_by_id
+from .._auth import User, extract_key, is_key, users_by_id
 from .._context import SandboxContext, context_of
 from .._endpoints import Endpoint, Query
 from .._errors import APIError, method_not_allowed, not_found, validation_error
@@ -41,7 +50,9 @@ __all__ = [
     "invalidate_flags",
     "list_flags",
     "local_evaluation_body",
+    "property_matching_version",
     "seed",
+    "set_property_matching_version",
     "update_flag",
     "write_hash_key_overrides",
 ]
@@ -64,6 +75,10 @@ CREATE TABLE IF NOT EXISTS cohorts (
     is_static INTEGER NOT NULL DEFAULT 0,
     deleted INTEGER NOT NULL DEFAULT 0,
     created_at TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS team_feature_flags_config (
+    team_id INTEGER PRIMARY KEY,
+    property_matching_version INTEGER NOT NULL DEFAULT 1 CHECK (property_matching_version IN (1, 2))
 );
 CREATE TABLE IF NOT EXISTS flag_hash_key_overrides (
     project_id INTEGER NOT NULL,
@@ -88,8 +103,9 @@ class FlagSet:
     has_group_flags: bool
     compiled: Any = None  # the flag engine's CompiledFlags (None when no flag compiles)
     bad_keys: frozenset[str] = frozenset()  # flags the engine could not compile (answered as failed)
-    definitions_body: bytes = b""  # `{flags, group_type_mapping, cohorts}` JSON, served as is
+    definitions_body: bytes = b""  # the definitions JSON (`local_evaluation_body`), served as is
     etag: str = ""
+    property_matching_version: int = 1  # the project's (team_feature_flags_config), in the body too
     #: Decide's caches of this flag set (dropped with it on the next write):
     subsets: dict[frozenset[str], Any] = field(default_factory=dict)  # compiled flags per requested keys
     continuity: frozenset[str] | None = None  # keys of flags with ensure_experience_continuity
@@ -146,17 +162,59 @@ def write_hash_key_overrides(
         )
 
 
+def property_matching_version(store: Store, project_id: int) -> int:
+    """The project's `property_matching_version`: its config row's, 1 when it has none (as PostHog reads a
+    team without a `TeamFeatureFlagsConfig` row: `PropertyMatchingVersion.LEGACY`)."""
+    row = store.query_one(
+        "SELECT property_matching_version FROM team_feature_flags_config WHERE team_id=?", (project_id,)
+    )
+    return 1 if row is None else int(row[0])
+
+
+def set_property_matching_version(store: Store, project_id: int, version: Any) -> int:
+    """Store the project's `property_matching_version` (1 or 2) and drop its cached flag set, so the next
+    `/flags/definitions`, `local_evaluation`, `/decide` and `/flags` use it; returns the version stored."""
+    if isinstance(version, bool) or version not in (1, 2):
+        raise ValueError(
+            "property_matching_version must be 1 (legacy) or 2 (explicit exact/is_not matching), "
+            f"got {version!r}"
+        )
+    with store.transaction() as conn:
+        if conn.execute("SELECT 1 FROM projects WHERE id=?", (project_id,)).fetchone() is None:
+            raise ValueError(f"project_id: no project {project_id!r} in this sandbox")
+        conn.execute(
+            "INSERT INTO team_feature_flags_config(team_id, property_matching_version) VALUES (?,?) "
+            "ON CONFLICT(team_id) DO UPDATE SET property_matching_version=excluded.property_matching_version",
+            (project_id, int(version)),
+        )
+    invalidate_flags(store, project_id)
+    return int(version)
+
+
 def compile_definitions(
-    definitions: list[dict[str, Any]], cohorts: dict[str, Any], mapping: dict[str, str], timezone: str = "UTC"
+    definitions: list[dict[str, Any]],
+    cohorts: dict[str, Any],
+    mapping: dict[str, str],
+    timezone: str = "UTC",
+    property_matching_version: int = 1,
 ) -> tuple[Any, frozenset[str]]:
     """The engine's compiled form of a project's flags and the keys of those it cannot evaluate: the engine
     isolates each bad definition to its own flag, answered as failing (`errorsWhileComputingFlags`)."""
     from analytics_nb.flags import compile_flags
 
+    version = property_matching_version
     try:
-        compiled = compile_flags(definitions, cohorts=cohorts, group_type_mapping=mapping, timezone=timezone)
+        compiled = compile_flags(
+            definitions,
+            cohorts=cohorts,
+            group_type_mapping=mapping,
+            timezone=timezone,
+            property_matching_version=version,
+        )
     except ValueError:  # e.g. a project time zone that is not an IANA name: fall back to UTC
-        compiled = compile_flags(definitions, cohorts=cohorts, group_type_mapping=mapping)
+        compiled = compile_flags(
+            definitions, cohorts=cohorts, group_type_mapping=mapping, property_matching_version=version
+        )
     return compiled, frozenset(compiled.errors)
 
 
@@ -182,7 +240,16 @@ def _build_flag_set(store: Store, project_id: int) -> FlagSet:
     _add_dependency_chains(definitions)
     cohorts = _cohorts_map(store, project_id)
     mapping = persons.group_type_mapping(store, project_id)
-    body = {"flags": definitions, "group_type_mapping": mapping, "cohorts": cohorts}
+    version = property_matching_version(store, project_id)
+    # The top-level keys of PostHog's body (local_evaluation.py `_local_eval_response`); the sandbox never
+    # turns on minimal `$feature_flag_called` events, so that gate is always false.
+    body = {
+        "flags": definitions,
+        "group_type_mapping": mapping,
+        "cohorts": cohorts,
+        "minimal_flag_called_events": False,
+        "property_matching_version": version,
+    }
     raw = safe_dumps(body).encode("utf-8")  # a row of an older build never breaks the SDKs' poll
     etag = '"' + hashlib.sha256(raw).hexdigest()[:32] + '"'
     has_group = any(d["filters"].get("aggregation_group_type_index") is not None for d in definitions) or any(
@@ -191,10 +258,18 @@ def _build_flag_set(store: Store, project_id: int) -> FlagSet:
         for g in d["filters"].get("groups") or []
         for p in g.get("properties") or []
     )
-    result = FlagSet(definitions, cohorts, mapping, has_group, definitions_body=raw, etag=etag)
+    result = FlagSet(
+        definitions,
+        cohorts,
+        mapping,
+        has_group,
+        definitions_body=raw,
+        etag=etag,
+        property_matching_version=version,
+    )
     tz_rows = store.query("SELECT timezone FROM projects WHERE id=?", (project_id,))
     timezone = str(tz_rows[0][0]) if tz_rows and tz_rows[0][0] else "UTC"
-    result.compiled, result.bad_keys = compile_definitions(definitions, cohorts, mapping, timezone)
+    result.compiled, result.bad_keys = compile_definitions(definitions, cohorts, mapping, timezone, version)
     return result
 
 
@@ -656,7 +731,8 @@ def create_cohort(
 
 
 def local_evaluation_body(store: Store, project_id: int) -> dict[str, Any]:
-    """`{flags, group_type_mapping, cohorts}` as local evaluation and `/flags/definitions` send it."""
+    """`{flags, group_type_mapping, cohorts, minimal_flag_called_events, property_matching_version}` as local
+    evaluation and `/flags/definitions` send it."""
     return json.loads(flag_set(store, project_id).definitions_body)
 
 
@@ -784,6 +860,113 @@ async def flags_definitions(request: Request) -> Response:
     return _definitions_response(ctx, request, _project_for_token(ctx, request, user))
 
 
+class StaffTeamConfigSet(RequestModel):
+    """Body of `POST /api/feature_flags_staff_team_config/set/` (PostHog's
+    `StaffTeamConfigMutationSerializer`, the settings the sandbox has): `team_id` and the new
+    `property_matching_version` (1 or 2)."""
+
+    team_id: JSONValue(schema={"type": "integer"}) = None  # type: ignore[valid-type]
+    property_matching_version: JSONValue(schema={"type": "integer", "enum": [1, 2]}) = None  # type: ignore[valid-type]
+    minimal_flag_called_events: JSONValue(schema={"type": "boolean"}) = None  # type: ignore[valid-type]
+    max_feature_flags_override: JSONValue(schema={"type": "integer", "nullable": True}) = None  # type: ignore[valid-type]
+
+
+def _staff(request: Request) -> SandboxContext:
+    """The context, once the key is known to be the sandbox owner's: the sandbox's stand-in for PostHog's
+    `IsStaffUser` (its staff API takes no personal API key at all; the sandbox has no sessions)."""
+    ctx = context_of(request)
+    ctx.authenticate_personal(request, None)
+    key, _ = extract_key(request)
+    if not is_key(key, ctx.owner_key_hash):
+        raise APIError(
+            403,
+            "authentication_error",
+            "permission_denied",
+            "The feature-flags staff API is for PostHog staff; in the sandbox, use the sandbox owner's key "
+            "(Sandbox.personal_api_key).",
+        )
+    return ctx
+
+
+def _team_config(store: Store, team_id: int) -> dict[str, Any]:
+    """One row of the staff API (PostHog's `StaffTeamConfigSerializer`; the sandbox keeps no flag-count
+    override or flag-evaluations mode, so those are PostHog's defaults)."""
+    count = store.query_one(
+        "SELECT COUNT(*) AS n FROM feature_flags WHERE project_id=? AND deleted=0", (team_id,)
+    )
+    return {
+        "team_id": team_id,
+        "minimal_flag_called_events": False,
+        "property_matching_version": property_matching_version(store, team_id),
+        "max_feature_flags_override": None,
+        "effective_max_feature_flags": 2000,
+        "flag_evaluations_mode": 0,
+        "feature_flag_count": int(count["n"]) if count else 0,
+    }
+
+
+def _team_ids(request: Request) -> list[int]:
+    raw = [part for value in request.query_params.getlist("team_ids") for part in value.split(",") if part]
+    if not raw:
+        raise validation_error("This field is required.", attr="team_ids", code="required")
+    out: list[int] = []
+    for part in raw:
+        try:
+            out.append(int(part.strip()))
+        except ValueError:
+            raise validation_error(
+                f"team_ids: {part!r} is not an integer; pass ?team_ids=1&team_ids=2 or ?team_ids=1,2.",
+                attr="team_ids",
+                code="invalid",
+            ) from None
+    if len(out) > 50:
+        raise validation_error(
+            "Ensure this field has no more than 50 elements.", attr="team_ids", code="max_length"
+        )
+    return list(dict.fromkeys(out))
+
+
+async def staff_team_config_list(request: Request) -> Response:
+    """GET `/api/feature_flags_staff_team_config/?team_ids=`: the feature-flags config of existing teams."""
+    ctx = _staff(request)
+    ids = _team_ids(request)
+    known = {int(r[0]) for r in ctx.store.query("SELECT id FROM projects")}
+    return SafeJSONResponse({"results": [_team_config(ctx.store, t) for t in ids if t in known]})
+
+
+async def staff_team_config_set(request: Request) -> Response:
+    """POST `/api/feature_flags_staff_team_config/set/`: change one team's `property_matching_version`; the
+    next definitions poll and decide use it (PostHog rebuilds both caches on this write)."""
+    body = await read_body(request)
+    ctx = _staff(request)
+    sent = validate(StaffTeamConfigSet, parse_json_body(request, body)).sent()
+    team_id = sent.get("team_id")
+    if team_id is None:
+        raise validation_error("This field is required.", attr="team_id", code="required")
+    if isinstance(team_id, bool) or not isinstance(team_id, int):
+        raise validation_error("A valid integer is required.", attr="team_id", code="invalid")
+    for name in ("minimal_flag_called_events", "max_feature_flags_override"):
+        if name in sent:
+            raise validation_error(
+                f"The sandbox does not support {name}; it sets only property_matching_version.",
+                attr=name,
+                code="unsupported",
+            )
+    if ctx.store.query_one("SELECT 1 FROM projects WHERE id=?", (team_id,)) is None:
+        raise not_found(f"Team {team_id} not found.")
+    if "property_matching_version" in sent:
+        version = sent["property_matching_version"]
+        if isinstance(version, bool) or version not in (1, 2):
+            raise validation_error(
+                f'"{version}" is not a valid choice; property_matching_version is 1 (legacy) or 2 '
+                "(explicit).",
+                attr="property_matching_version",
+                code="invalid_choice",
+            )
+        set_property_matching_version(ctx.store, team_id, version)
+    return SafeJSONResponse(_team_config(ctx.store, team_id))
+
+
 _BASE = "/api/projects/{project_id}/feature_flags/"
 _ENV = "/api/environments/{project_id}/feature_flags/"
 _TOKEN = Query("token")
@@ -861,6 +1044,22 @@ ENDPOINTS = [
         "Definitions for local evaluation",
         query=(_TOKEN,),
         extra_responses=_NOT_MODIFIED,
+    ),
+    Endpoint(
+        "GET",
+        "/api/feature_flags_staff_team_config/",
+        staff_team_config_list,
+        "feature_flags_staff_team_config_list",
+        "Staff: feature-flags config of teams (the sandbox owner's key)",
+        query=(Query("team_ids"),),
+    ),
+    Endpoint(
+        "POST",
+        "/api/feature_flags_staff_team_config/set/",
+        staff_team_config_set,
+        "feature_flags_staff_team_config_set",
+        "Staff: set one team's property_matching_version (the sandbox owner's key)",
+        body=StaffTeamConfigSet,
     ),
     Endpoint(
         "GET",
