@@ -122,9 +122,11 @@ def local_evaluator(
     defs: Definitions,
     *,
     mode: Literal["server", "sdk"] = "server",
-    chunk_rows: int = LOCAL_CHUNK_ROWS,
+    chunk_rows: int | None = None,
 ) -> FrameEvaluator | ChunkedEvaluator:
-    """One `FrameEvaluator` for up to ``2 * chunk_rows`` rows, else a `ChunkedEvaluator` (a progress bar)."""
+    """One `FrameEvaluator` for up to ``2 * chunk_rows`` rows (default ``LOCAL_CHUNK_ROWS``), else a
+    `ChunkedEvaluator` (so that a progress bar moves)."""
+    chunk_rows = chunk_rows or LOCAL_CHUNK_ROWS
     if len(sets) > 2 * chunk_rows:
         return ChunkedEvaluator(sets, defs, mode=mode, chunk_rows=chunk_rows)
     return make_evaluator(sets, defs, mode=mode)

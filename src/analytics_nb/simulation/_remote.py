@@ -193,13 +193,13 @@ class RunEstimate:
         total: int,
         *,
         warn_minutes: float | None = WARN_MINUTES,
-        probe_rows: int = PROBE_ROWS,
+        probe_rows: int | None = None,
         stream: Any = None,
     ) -> None:
         self.bar = bar
         self.total = total
         self.warn_minutes = warn_minutes
-        self.probe_rows = max(1, min(probe_rows, total))
+        self.probe_rows = max(1, min(probe_rows or PROBE_ROWS, total))
         self.stream = stream
         self.done = 0
         self.started = time.perf_counter()

@@ -37,6 +37,7 @@ import pandas as pd
 
 from analytics_nb.client import AnyApiClient, ApiClient, AsyncApiClient, Core, FeatureFlags, progress_bar
 from analytics_nb.errors import PostHogError
+from analytics_nb.simulation import _remote as _remote_module
 from analytics_nb.simulation._compare import compare
 from analytics_nb.simulation._definitions import Definitions, flag_references, live_flags, load_definitions
 from analytics_nb.simulation._errors import SimulationInputError
@@ -45,7 +46,6 @@ from analytics_nb.simulation._local import ChunkedEvaluator, local_evaluator, ru
 from analytics_nb.simulation._output import flag_columns
 from analytics_nb.simulation._remote import (
     DEFAULT_CONCURRENCY,
-    ESTIMATE_MIN_ROWS,
     WARN_MINUTES,
     RemoteRow,
     RunEstimate,
@@ -298,7 +298,7 @@ async def _remote_rows(
     if not requests:
         return []
     bar: Any = progress_bar(options.progress, total=len(requests), desc="decide", unit="row")
-    if options.estimate and len(requests) > ESTIMATE_MIN_ROWS:
+    if options.estimate and len(requests) > _remote_module.ESTIMATE_MIN_ROWS:
         bar = RunEstimate(bar, len(requests), warn_minutes=options.warn_minutes)
     try:
         first: list[RemoteRow] = []
