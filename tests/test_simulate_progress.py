@@ -166,17 +166,19 @@ def test_whatif_keeps_one_evaluator_over_all_rows(definitions: Any, monkeypatch:
 def test_a_long_remote_run_prints_its_estimate_and_warns_past_the_threshold(
     client: Client, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    assert (_remote.ESTIMATE_MIN_ROWS, _remote.PROBE_ROWS) == (2_000, 200)  # the Ctrl-C test uses these
+    monkeypatch.setattr(_remote, "ESTIMATE_MIN_ROWS", 300)
     monkeypatch.setattr(_remote, "PROBE_ROWS", 50)
-    df = _sets(2_001)  # one over ESTIMATE_MIN_ROWS
-    with pytest.warns(LongRunWarning, match=r"2,001 rows is expected to take about .*warn_minutes=0"):
+    df = _sets(301)  # one over ESTIMATE_MIN_ROWS
+    with pytest.warns(LongRunWarning, match=r"301 rows is expected to take about .*warn_minutes=0"):
         result = simulate(df, "beta-feature", client=client, warn_minutes=0)
     err = capsys.readouterr().err
     line = re.search(
-        r"decide: 2,001 rows at ~([\d,]+) rows/s ≈ \d+ (s|min) \(measured on the first 50 rows\)", err
+        r"decide: 301 rows at ~([\d,]+) rows/s ≈ \d+ (s|min) \(measured on the first 50 rows\)", err
     )
     assert line, err
     assert int(line.group(1).replace(",", "")) > 0
-    assert len(result) == 2_001 and not result.partial
+    assert len(result) == 301 and not result.partial
 
 
 def test_no_warning_under_the_threshold_and_nothing_with_estimate_false(
@@ -205,6 +207,30 @@ def test_estimate_options_are_checked(client: Client) -> None:
 # -- remote: interrupted runs return the rows done --------------------------------------------------------
 
 
+def _decides(sb: Sandbox) -> int:
+    log = sb.requests()
+    return int(log["path"].str.startswith(("/decide", "/flags")).sum()) if len(log) else 0
+
+
+class _CtrlCAfter(threading.Thread):
+    """Sends SIGINT to this process once the sandbox has answered ``decides`` more decides (a real Ctrl-C,
+    timed by progress rather than by the clock, so a loaded machine does not change what it tests)."""
+
+    def __init__(self, sb: Sandbox, decides: int) -> None:
+        super().__init__(daemon=True)
+        self.sb, self.target_count = sb, _decides(sb) + decides
+        self.stopped = threading.Event()
+
+    def run(self) -> None:
+        while _decides(self.sb) < self.target_count:
+            if self.stopped.wait(0.05):
+                return
+        os.kill(os.getpid(), signal.SIGINT)
+
+    def cancel(self) -> None:
+        self.stopped.set()
+
+
 def _check_partial(result: Any, df: pd.DataFrame, fresh: Any) -> None:
     """A partial result: rows in input order, the rest in ``remaining``, values as a full run gives them."""
     assert result.partial is True
@@ -216,8 +242,8 @@ def _check_partial(result: Any, df: pd.DataFrame, fresh: Any) -> None:
     assert f"partial: {result.rows_done:,} of {len(df):,} rows" in repr(result)
     assert "partial: " in result._repr_html_()
     assert result.frame["error"].isna().all()  # no row is marked failed because of the interrupt
-    rest = fresh(result.remaining)
-    assert len(rest) == len(left) and not rest.partial
+    rest = fresh(result.remaining.iloc[-60:])  # the remaining property sets are valid input again
+    assert len(rest) == 60 and not rest.partial and rest.frame.index.equals(left[-60:])
     redo = fresh(df.loc[done])
     pd.testing.assert_frame_equal(result.frame, redo.frame)
 
@@ -225,9 +251,9 @@ def _check_partial(result: Any, df: pd.DataFrame, fresh: Any) -> None:
 def test_ctrl_c_during_a_remote_run_returns_the_rows_done(
     sandbox: Sandbox, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    df = _sets(6_000)
+    df = _sets(2_500)
     fault = sandbox.faults.add(path="/decide*", status=None, rate=1.0, delay=0.02)
-    timer = threading.Timer(2.0, lambda: os.kill(os.getpid(), signal.SIGINT))
+    timer = _CtrlCAfter(sandbox, 300)  # after the estimate (measured on the first 200 rows)
     try:
         with _client(sandbox) as c:
             timer.start()
@@ -235,8 +261,8 @@ def test_ctrl_c_during_a_remote_run_returns_the_rows_done(
                 result = c.simulate(df, ["beta-feature", "new-checkout"], warn_minutes=0.1)
             timer.join()
             err = capsys.readouterr().err
-            assert re.search(r"decide: 6,000 rows at ~[\d,]+ rows/s ≈ ", err), err
-            assert f"returning the {result.rows_done:,} of 6,000 rows done" in err
+            assert re.search(r"decide: 2,500 rows at ~[\d,]+ rows/s ≈ ", err), err
+            assert f"returning the {result.rows_done:,} of 2,500 rows done" in err
             sandbox.faults.remove(fault)
             fault = None
             _check_partial(
@@ -249,9 +275,9 @@ def test_ctrl_c_during_a_remote_run_returns_the_rows_done(
 
 
 def test_ctrl_c_during_a_both_run_returns_the_rows_done_with_their_comparison(sandbox: Sandbox) -> None:
-    df = _sets(4_000, seed=8)
+    df = _sets(2_000, seed=8)
     fault = sandbox.faults.add(path="/decide*", status=None, rate=1.0, delay=0.02)
-    timer = threading.Timer(1.5, lambda: os.kill(os.getpid(), signal.SIGINT))
+    timer = _CtrlCAfter(sandbox, 100)
     try:
         with _client(sandbox) as c:
             timer.start()
@@ -271,7 +297,7 @@ def test_ctrl_c_during_a_both_run_returns_the_rows_done_with_their_comparison(sa
 
 def test_ctrl_c_before_any_row_is_answered_still_raises(sandbox: Sandbox) -> None:
     fault = sandbox.faults.add(path="/decide*", status=None, rate=1.0, delay=3.0)
-    timer = threading.Timer(0.8, lambda: os.kill(os.getpid(), signal.SIGINT))
+    timer = threading.Timer(1.0, lambda: os.kill(os.getpid(), signal.SIGINT))  # within the first 3 s
     try:
         with _client(sandbox) as c:
             timer.start()
@@ -288,15 +314,17 @@ def test_ctrl_c_before_any_row_is_answered_still_raises(sandbox: Sandbox) -> Non
 
 
 def test_a_cancelled_async_run_returns_the_rows_done(sandbox: Sandbox) -> None:
-    df = _sets(3_000, seed=5)
+    df = _sets(2_000, seed=5)
     fault = sandbox.faults.add(path="/decide*", status=None, rate=1.0, delay=0.02)
 
     async def main() -> tuple[Any, Any]:
         async with AsyncClient(
             sandbox.url, project_api_key=sandbox.project_api_key, progress=False, retry_backoff=0.01
         ) as ac:
+            target = _decides(sandbox) + 100
             task = asyncio.ensure_future(ac.simulate(df, "beta-feature", estimate=False))
-            await asyncio.sleep(1.0)
+            while _decides(sandbox) < target:  # cancel once some rows are answered
+                await asyncio.sleep(0.05)
             task.cancel()
             result = await task
             sandbox.faults.remove(fault)

@@ -410,11 +410,11 @@ def _partial(
 
 @dataclass
 class _Outcome:
-    """What the sync caller reads after Ctrl-C: the partial result the cancelled run handed over."""
+    """What the sync caller reads after Ctrl-C: the result the run handed over (partial when cancelled)."""
 
     started: threading.Event = dataclasses.field(default_factory=threading.Event)
     settled: threading.Event = dataclasses.field(default_factory=threading.Event)
-    partial: SimulationResult | None = None
+    result: SimulationResult | None = None
 
 
 SETTLE_SECONDS = 10.0
@@ -439,21 +439,25 @@ async def _evaluate(
     try:
         prepared = _prepare(options, sets, await _definitions(options, given, core))
         local = _local(prepared) if options.local else None
-        if not options.remote:
-            return _result(prepared, local, None, started)
-        rows: list[RemoteRow | None] = [None] * len(sets)
-        try:
-            remote = await _remote(prepared, core, rows)
-        except asyncio.CancelledError:
-            partial = _partial(prepared, local, rows, started)
-            task = asyncio.current_task()
-            # Swallow the cancellation only when it is the one we answer (a second one goes on).
-            if partial is None or (task is not None and task.uncancel() > 0):
-                raise
-            if outcome is not None:
-                outcome.partial = partial
-            return partial
-        return _result(prepared, local, remote, started)
+        remote = None
+        if options.remote:
+            rows: list[RemoteRow | None] = [None] * len(sets)
+            try:
+                remote = await _remote(prepared, core, rows)
+            except asyncio.CancelledError:
+                partial = _partial(prepared, local, rows, started)
+                task = asyncio.current_task()
+                # Answer one cancellation of this task with the rows done; a second one (or a cancellation
+                # that is not this task's) goes on.
+                if partial is None or task is None or task.cancelling() == 0 or task.uncancel() > 0:
+                    raise
+                if outcome is not None:
+                    outcome.result = partial
+                return partial
+        result = _result(prepared, local, remote, started)
+        if outcome is not None:
+            outcome.result = result
+        return result
     finally:
         if outcome is not None:
             outcome.settled.set()
@@ -475,9 +479,11 @@ def _run_sync(
         # Ctrl-C stops waiting). Requests in flight are cancelled; the client stays usable.
         if outcome.started.wait(0.5):
             outcome.settled.wait(SETTLE_SECONDS)
-        partial = outcome.partial
+        partial = outcome.result
         if partial is None:
             raise
+        if not partial.partial:  # the run had finished when Ctrl-C came
+            return partial
         print(
             f"simulate interrupted: returning the {partial.rows_done:,} of {partial.rows_total:,} rows done "
             "(result.partial is True; result.remaining holds the rest).",
