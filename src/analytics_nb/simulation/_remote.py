@@ -40,6 +40,7 @@ __all__ = [
     "default_concurrency",
     "parse_response",
     "remote_frame",
+    "with_estimate",
 ]
 
 DEFAULT_CONCURRENCY = 10
@@ -240,6 +241,13 @@ class RunEstimate:
     def close(self) -> None:
         """Close the wrapped bar."""
         self.bar.close()
+
+
+def with_estimate(bar: Any, total: int, *, warn_minutes: float | None = WARN_MINUTES) -> Any:
+    """``bar`` wrapped in a `RunEstimate` when the run has over ``ESTIMATE_MIN_ROWS`` rows, else ``bar``."""
+    if total > ESTIMATE_MIN_ROWS:
+        return RunEstimate(bar, total, warn_minutes=warn_minutes)
+    return bar
 
 
 _LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})

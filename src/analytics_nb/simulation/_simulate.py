@@ -37,7 +37,6 @@ import pandas as pd
 
 from analytics_nb.client import AnyApiClient, ApiClient, AsyncApiClient, Core, FeatureFlags, progress_bar
 from analytics_nb.errors import PostHogError
-from analytics_nb.simulation import _remote as _remote_module
 from analytics_nb.simulation._compare import compare
 from analytics_nb.simulation._definitions import Definitions, flag_references, live_flags, load_definitions
 from analytics_nb.simulation._errors import SimulationInputError
@@ -48,10 +47,10 @@ from analytics_nb.simulation._remote import (
     DEFAULT_CONCURRENCY,
     WARN_MINUTES,
     RemoteRow,
-    RunEstimate,
     decide_rows,
     default_concurrency,
     remote_frame,
+    with_estimate,
 )
 from analytics_nb.simulation._result import SimulationResult
 
@@ -297,9 +296,9 @@ async def _remote_rows(
     requests = prepared.sets.requests()
     if not requests:
         return []
-    bar: Any = progress_bar(options.progress, total=len(requests), desc="decide", unit="row")
-    if options.estimate and len(requests) > _remote_module.ESTIMATE_MIN_ROWS:
-        bar = RunEstimate(bar, len(requests), warn_minutes=options.warn_minutes)
+    bar = progress_bar(options.progress, total=len(requests), desc="decide", unit="row")
+    if options.estimate:
+        bar = with_estimate(bar, len(requests), warn_minutes=options.warn_minutes)
     try:
         first: list[RemoteRow] = []
         if prepared.keys is not None and prepared.definitions is None:
