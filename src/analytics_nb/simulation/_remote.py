@@ -227,7 +227,11 @@ class RunEstimate:
         set_description = getattr(self.bar, "set_description", None)
         if set_description is not None:
             set_description(f"decide ≈{_duration(seconds)}")
-        print(self.line, file=self.stream or sys.stderr, flush=True)
+        write = getattr(self.bar, "write", None)  # tqdm.write keeps a terminal bar intact
+        if write is not None:
+            write(self.line, file=self.stream or sys.stderr)
+        else:
+            print(self.line, file=self.stream or sys.stderr, flush=True)
         if self.warn_minutes is not None and self.minutes > self.warn_minutes:
             warnings.warn(
                 f"this remote simulation of {self.total:,} rows is expected to take about "
