@@ -11,6 +11,7 @@ Everything speaks HTTP to the demo sandbox; slowness comes from the sandbox's ow
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import re
 import signal
@@ -231,6 +232,15 @@ class _CtrlCAfter(threading.Thread):
         self.stopped.set()
 
 
+@contextlib.contextmanager
+def _returns_after_ctrl_c() -> Iterator[None]:
+    """Turn a KeyboardInterrupt that escapes the call (the rows thrown away) into a test failure."""
+    try:
+        yield
+    except KeyboardInterrupt:
+        pytest.fail("Ctrl-C raised KeyboardInterrupt instead of returning the rows done")
+
+
 def _check_partial(result: Any, df: pd.DataFrame, fresh: Any) -> None:
     """A partial result: rows in input order, the rest in ``remaining``, values as a full run gives them."""
     assert result.partial is True
@@ -257,7 +267,7 @@ def test_ctrl_c_during_a_remote_run_returns_the_rows_done(
     try:
         with _client(sandbox) as c:
             timer.start()
-            with pytest.warns(LongRunWarning, match="Ctrl-C stops it"):
+            with _returns_after_ctrl_c(), pytest.warns(LongRunWarning, match="Ctrl-C stops it"):
                 result = c.simulate(df, ["beta-feature", "new-checkout"], warn_minutes=0.1)
             timer.join()
             err = capsys.readouterr().err
@@ -281,7 +291,8 @@ def test_ctrl_c_during_a_both_run_returns_the_rows_done_with_their_comparison(sa
     try:
         with _client(sandbox) as c:
             timer.start()
-            result = simulate(df, engine="both", client=c, estimate=False)
+            with _returns_after_ctrl_c():
+                result = simulate(df, engine="both", client=c, estimate=False)
             timer.join()
             sandbox.faults.remove(fault)
             fault = None
