@@ -167,13 +167,15 @@ def test_whatif_keeps_one_evaluator_over_all_rows(definitions: Any, monkeypatch:
 def test_a_long_remote_run_prints_its_estimate_and_warns_past_the_threshold(
     client: Client, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    monkeypatch.delenv("TQDM_DISABLE", raising=False)
     assert (_remote.ESTIMATE_MIN_ROWS, _remote.PROBE_ROWS) == (2_000, 200)  # the Ctrl-C test uses these
     monkeypatch.setattr(_remote, "ESTIMATE_MIN_ROWS", 300)
     monkeypatch.setattr(_remote, "PROBE_ROWS", 50)
     df = _sets(301)  # one over ESTIMATE_MIN_ROWS
     with pytest.warns(LongRunWarning, match=r"301 rows is expected to take about .*warn_minutes=0"):
-        result = simulate(df, "beta-feature", client=client, warn_minutes=0)
+        result = simulate(df, "beta-feature", client=client, warn_minutes=0, progress=True)
     err = capsys.readouterr().err
+    assert re.search(r"decide ≈\d+ (s|min):", err), err  # the bar carries the estimate too
     line = re.search(
         r"decide: 301 rows at ~([\d,]+) rows/s ≈ \d+ (s|min) \(measured on the first 50 rows\)", err
     )
