@@ -88,8 +88,9 @@ OUTPUTS = (
                 "AsyncClient",
                 "ClientMethods",
                 "methods",
-                # the sync capture_frame settles batches in flight on Ctrl-C and raises CaptureInterrupted
-                handwritten=("capture_frame",),
+                # the sync capture_frame settles batches in flight on Ctrl-C and raises CaptureInterrupted;
+                # the sync simulate returns the rows done as a partial result on Ctrl-C
+                handwritten=("capture_frame", "simulate"),
             ),
         ),
     ),

@@ -55,8 +55,9 @@ def test_generated_files_say_so_and_are_plain_python(path: str) -> None:
 
 
 HANDWRITTEN = {"close"}  # lifecycle: the sync close also stops the loop thread
-#: Written by hand with the same parameters and doc: Ctrl-C settles the batches in flight first.
-SAME_DOC_HANDWRITTEN = {"capture_frame"}
+#: Written by hand with the same parameters and doc: Ctrl-C settles the batches in flight first
+#: (capture_frame) or returns the rows done as a partial result (simulate).
+SAME_DOC_HANDWRITTEN = {"capture_frame", "simulate"}
 
 
 def _public_async(cls: type) -> dict[str, object]:
@@ -91,5 +92,5 @@ def test_tools_see_real_signatures_and_source() -> None:
     assert inspect.signature(Client.decide).return_annotation == "DecideResponse"
     assert inspect.signature(client_sync.SyncPlaylists.iter).return_annotation == "Iterator[Playlist]"
     assert "class SyncPlaylists" in inspect.getsource(client_sync.SyncPlaylists)
-    assert inspect.getsourcefile(Client.simulate) == inspect.getsourcefile(session_sync)
+    assert inspect.getsourcefile(Client.flag_called_frame) == inspect.getsourcefile(session_sync)
     assert "engine" in inspect.signature(Client.simulate).parameters

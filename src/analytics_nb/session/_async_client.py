@@ -154,10 +154,13 @@ class AsyncClient(AsyncApiClient):
         reasons: bool = False,
         evaluator: FrameEvaluator | None = None,
         group_type_mapping: dict[str, str] | None = None,
+        estimate: bool = True,
+        warn_minutes: float | None = 10.0,
     ) -> SimulationResult:
         """Evaluate flags across property sets with this client (``analytics_nb.simulate``):
         ``engine="remote"`` (one decide per row), ``"local"`` (the flag engine over the project's
-        definitions) or ``"both"`` (and compare them)."""
+        definitions) or ``"both"`` (and compare them). A long remote run prints its expected duration
+        (and warns past ``warn_minutes``); an interrupted one returns the rows done (``result.partial``)."""
         return await asimulate(
             property_sets,
             flags,
@@ -171,4 +174,6 @@ class AsyncClient(AsyncApiClient):
             reasons=reasons,
             evaluator=evaluator,
             group_type_mapping=group_type_mapping,
+            estimate=estimate,
+            warn_minutes=warn_minutes,
         )

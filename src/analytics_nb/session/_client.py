@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, ClassVar, Self
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, Self
 
 from analytics_nb.capture import DEFAULT_BATCH_BYTES, NaivePolicy, UuidPolicy, capture_frame
 from analytics_nb.client import ApiClient
 from analytics_nb.embedded import connect_sandbox
 from analytics_nb.session._async_client import AsyncClient
 from analytics_nb.session._sync_api import ClientMethods
+from analytics_nb.simulation import Engine, SimulationResult, simulate
 
 if TYPE_CHECKING:
     import pandas as pd
+
+    from analytics_nb.flags import FrameEvaluator
 
 __all__ = ["Client"]
 
@@ -67,4 +71,44 @@ class Client(ClientMethods, ApiClient):
             on_naive_timestamp=on_naive_timestamp,
             batch_attempts=batch_attempts,
             uuids=uuids,
+        )
+
+    def simulate(
+        self,
+        property_sets: Any,
+        flags: Sequence[str] | str | None = None,
+        engine: Engine = "remote",
+        *,
+        definitions: Any = None,
+        mode: Literal["server", "sdk"] = "server",
+        concurrency: int | None = None,
+        progress: bool | None = None,
+        payloads: bool = True,
+        reasons: bool = False,
+        evaluator: FrameEvaluator | None = None,
+        group_type_mapping: dict[str, str] | None = None,
+        estimate: bool = True,
+        warn_minutes: float | None = 10.0,
+    ) -> SimulationResult:
+        """Evaluate flags across property sets with this client (``analytics_nb.simulate``):
+        ``engine="remote"`` (one decide per row), ``"local"`` (the flag engine over the project's
+        definitions) or ``"both"`` (and compare them). A long remote run prints its expected duration
+        (and warns past ``warn_minutes``); an interrupted one returns the rows done (``result.partial``)."""
+        # Written by hand, not generated: the plain function waits, after Ctrl-C, for the cancelled run to
+        # hand over the rows answered so far and returns them as a partial SimulationResult.
+        return simulate(
+            property_sets,
+            flags,
+            engine,
+            client=self,
+            definitions=definitions,
+            mode=mode,
+            concurrency=concurrency,
+            progress=progress,
+            payloads=payloads,
+            reasons=reasons,
+            evaluator=evaluator,
+            group_type_mapping=group_type_mapping,
+            estimate=estimate,
+            warn_minutes=warn_minutes,
         )

@@ -8,15 +8,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping, Sequence
-    from typing import Any, Literal
+    from collections.abc import Mapping
+    from typing import Any
 
     import pandas as pd
 
     from analytics_nb.client import LoopThread
-    from analytics_nb.flags import FrameEvaluator
     from analytics_nb.session._async_client import AsyncClient
-    from analytics_nb.simulation import Engine, SimulationResult
 
 __all__ = ["ClientMethods"]
 
@@ -89,39 +87,4 @@ class ClientMethods:
         """
         return self._loop.run(
             self._async.flag_called_frame(outcomes, flags, locally_evaluated=locally_evaluated, **capture_kw)
-        )
-
-    def simulate(
-        self,
-        property_sets: Any,
-        flags: Sequence[str] | str | None = None,
-        engine: Engine = "remote",
-        *,
-        definitions: Any = None,
-        mode: Literal["server", "sdk"] = "server",
-        concurrency: int | None = None,
-        progress: bool | None = None,
-        payloads: bool = True,
-        reasons: bool = False,
-        evaluator: FrameEvaluator | None = None,
-        group_type_mapping: dict[str, str] | None = None,
-    ) -> SimulationResult:
-        """Evaluate flags across property sets with this client (``analytics_nb.simulate``):
-        ``engine="remote"`` (one decide per row), ``"local"`` (the flag engine over the project's
-        definitions) or ``"both"`` (and compare them).
-        """
-        return self._loop.run(
-            self._async.simulate(
-                property_sets,
-                flags,
-                engine,
-                definitions=definitions,
-                mode=mode,
-                concurrency=concurrency,
-                progress=progress,
-                payloads=payloads,
-                reasons=reasons,
-                evaluator=evaluator,
-                group_type_mapping=group_type_mapping,
-            )
         )

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from analytics_nb.simulation._builders import grid, random_property_sets, sample_persons
 from analytics_nb.simulation._definitions import Definitions, load_definitions
-from analytics_nb.simulation._errors import SimulationInputError
+from analytics_nb.simulation._errors import LongRunWarning, SimulationInputError
 from analytics_nb.simulation._inputs import normalise_property_sets
 from analytics_nb.simulation._plot import PLOT_HINT
 from analytics_nb.simulation._remote import DEFAULT_CONCURRENCY
@@ -34,6 +34,7 @@ __all__ = [
     "PLOT_HINT",
     "Definitions",
     "Engine",
+    "LongRunWarning",
     "SimulationInputError",
     "SimulationResult",
     "WhatIf",

@@ -1,10 +1,10 @@
-"""The error raised for bad simulation input, before any request is sent."""
+"""The error raised for bad simulation input (before any request is sent) and the simulation's warnings."""
 
 from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["SimulationInputError"]
+__all__ = ["LongRunWarning", "SimulationInputError"]
 
 
 class SimulationInputError(ValueError):
@@ -20,3 +20,11 @@ class SimulationInputError(ValueError):
         self.column = column
         self.row = row
         self.key = key
+
+
+class LongRunWarning(UserWarning):
+    """A remote simulation is expected to run longer than ``warn_minutes`` (measured on its first rows).
+
+    The run goes on; Ctrl-C stops it and returns the rows done so far as a partial `SimulationResult`.
+    Silence it with ``estimate=False`` or a larger ``warn_minutes``, or with ``warnings.filterwarnings``.
+    """

@@ -1,11 +1,20 @@
-"""Local simulation: the flag engine's `FrameEvaluator` over definitions (fetched or passed in)."""
+"""Local simulation: the flag engine's `FrameEvaluator` over definitions (fetched or passed in).
+
+Past ``LOCAL_CHUNK_ROWS * 2`` rows the rows are evaluated in chunks of ``LOCAL_CHUNK_ROWS`` (one evaluator
+per chunk, results concatenated: every flag value depends on its own row only, so the result is the same),
+which lets a progress bar move during a long run. What-if (`WhatIf`) keeps one evaluator over all rows, so
+its cached hashes serve every re-run.
+"""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 import pandas as pd
+
+from analytics_nb.client import progress_bar
 
 if TYPE_CHECKING:
     from analytics_nb.flags import FrameEvaluator
@@ -15,7 +24,18 @@ from analytics_nb.simulation._errors import SimulationInputError
 from analytics_nb.simulation._inputs import PropertySets
 from analytics_nb.simulation._output import select_flags
 
-__all__ = ["check_group_mapping", "conform", "make_evaluator", "run_local"]
+__all__ = [
+    "LOCAL_CHUNK_ROWS",
+    "ChunkedEvaluator",
+    "check_group_mapping",
+    "conform",
+    "local_evaluator",
+    "make_evaluator",
+    "run_local",
+]
+
+LOCAL_CHUNK_ROWS = 50_000
+"""Rows per chunk of a long local run (about 0.4 s each); runs over twice this many are chunked."""
 
 
 def check_group_mapping(sets: PropertySets, defs: Definitions) -> None:
@@ -52,6 +72,66 @@ def make_evaluator(
     )
 
 
+class ChunkedEvaluator:
+    """The local engine over many rows, one `FrameEvaluator` per chunk of ``chunk_rows`` rows.
+
+    The first chunk's evaluator is built at once (so bad definitions or a missing group mapping fail before
+    any request is sent); the others are built when run and dropped after, so memory stays one chunk's.
+    Relative dates ("-7d") are resolved when each chunk's evaluator is built (seconds apart at most).
+    """
+
+    def __init__(
+        self,
+        sets: PropertySets,
+        defs: Definitions,
+        *,
+        mode: Literal["server", "sdk"] = "server",
+        chunk_rows: int = LOCAL_CHUNK_ROWS,
+    ) -> None:
+        self.sets = sets
+        self.defs = defs
+        self.mode: Literal["server", "sdk"] = mode
+        self.chunk_rows = chunk_rows
+        self._first: FrameEvaluator | None = make_evaluator(self._chunk(0), defs, mode=mode)
+
+    def __len__(self) -> int:
+        return len(self.sets)
+
+    def _chunk(self, start: int) -> PropertySets:
+        return dataclasses.replace(self.sets, frame=self.sets.frame.iloc[start : start + self.chunk_rows])
+
+    def run(
+        self, flags: Any = None, *, payloads: bool = False, reasons: bool = False, progress: Any = None
+    ) -> pd.DataFrame:
+        """Evaluate every chunk and concatenate the results (``progress.update(rows)`` after each chunk)."""
+        parts = []
+        for start in range(0, len(self.sets), self.chunk_rows):
+            evaluator = self._first if start == 0 and self._first is not None else None
+            if evaluator is None:
+                evaluator = make_evaluator(self._chunk(start), self.defs, mode=self.mode)
+            self._first = None  # built once; later runs rebuild it like the others
+            part = evaluator.run(flags, payloads=payloads, reasons=reasons)
+            parts.append(part)
+            if progress is not None:
+                progress.update(len(part))
+        return pd.concat(parts, axis=0, ignore_index=True)
+
+
+def local_evaluator(
+    sets: PropertySets,
+    defs: Definitions,
+    *,
+    mode: Literal["server", "sdk"] = "server",
+    chunk_rows: int | None = None,
+) -> FrameEvaluator | ChunkedEvaluator:
+    """One `FrameEvaluator` for up to ``2 * chunk_rows`` rows (default ``LOCAL_CHUNK_ROWS``), else a
+    `ChunkedEvaluator` (so that a progress bar moves)."""
+    chunk_rows = chunk_rows or LOCAL_CHUNK_ROWS
+    if len(sets) > 2 * chunk_rows:
+        return ChunkedEvaluator(sets, defs, mode=mode, chunk_rows=chunk_rows)
+    return make_evaluator(sets, defs, mode=mode)
+
+
 def conform(
     frame: pd.DataFrame, sets: PropertySets, keys: Sequence[str] | None, *, payloads: bool, reasons: bool
 ) -> pd.DataFrame:
@@ -71,7 +151,19 @@ def run_local(
     flags: list[dict[str, Any]] | None = None,
     payloads: bool = True,
     reasons: bool = False,
+    progress: bool | None = None,
 ) -> pd.DataFrame:
-    """Evaluate every flag (dependencies need them all), then keep ``keys``."""
-    out = evaluator.run(flags, payloads=payloads, reasons=reasons)
+    """Evaluate every flag (dependencies need them all), then keep ``keys``.
+
+    A `ChunkedEvaluator` (a long run) shows a ``tqdm.auto`` bar of rows unless ``progress=False`` or
+    ``TQDM_DISABLE`` says otherwise.
+    """
+    if isinstance(evaluator, ChunkedEvaluator):
+        bar = progress_bar(progress, total=len(evaluator), desc="local", unit="row")
+        try:
+            out = evaluator.run(flags, payloads=payloads, reasons=reasons, progress=bar)
+        finally:
+            bar.close()
+    else:
+        out = evaluator.run(flags, payloads=payloads, reasons=reasons)
     return conform(out, sets, keys, payloads=payloads, reasons=reasons)

@@ -1,12 +1,21 @@
 """Remote simulation: one decide per property set, concurrent from one event loop, retried by the client core.
 
 One failing row never loses the others: its ``error`` cell says why and its flags are NA.
+
+Before a long run (over ``ESTIMATE_MIN_ROWS`` rows) the rate is measured on the first ``PROBE_ROWS`` answers
+(part of the result, never sent twice) and an estimate line is printed; past ``warn_minutes`` a
+`LongRunWarning` says so. The rows answered are written into a list the caller owns, so an interrupted run
+(Ctrl-C, a cancelled task) still has them.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import logging
+import sys
+import time
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -15,17 +24,23 @@ from urllib.parse import urlsplit
 import pandas as pd
 
 from analytics_nb.client import Core, decide_body
+from analytics_nb.simulation._errors import LongRunWarning
 from analytics_nb.simulation._inputs import PropertySets
 from analytics_nb.simulation._output import build_frame
 
 __all__ = [
     "DEFAULT_CONCURRENCY",
+    "ESTIMATE_MIN_ROWS",
     "LOOPBACK_CONCURRENCY",
+    "PROBE_ROWS",
+    "WARN_MINUTES",
     "RemoteRow",
+    "RunEstimate",
     "decide_rows",
     "default_concurrency",
     "parse_response",
     "remote_frame",
+    "with_estimate",
 ]
 
 DEFAULT_CONCURRENCY = 10
@@ -36,6 +51,17 @@ simulation well inside that on a real network while still overlapping round trip
 LOOPBACK_CONCURRENCY = 4
 """The default against a server on this machine (e.g. the sandbox): round trips cost nearly nothing there, the
 CPU is the limit, and more requests in flight only add client overhead."""
+
+ESTIMATE_MIN_ROWS = 2000
+"""Remote runs over this many rows get an estimate of their duration (measured on their first rows)."""
+
+PROBE_ROWS = 200
+"""The estimate is measured on the first this-many answered rows (about a second on a real network)."""
+
+WARN_MINUTES = 10.0
+"""Default ``warn_minutes``: a remote run expected to take longer raises a `LongRunWarning`."""
+
+logger = logging.getLogger("analytics_nb.simulation")
 
 PARTIAL_ERROR = "errorsWhileComputingFlags: the service could not compute some flags for this row"
 
@@ -148,6 +174,86 @@ async def _decide_one(
     return _read_json(response.status_code, response.content, detailed=detailed)
 
 
+def _duration(seconds: float) -> str:
+    minutes = seconds / 60
+    if minutes >= 1:
+        return f"{minutes:,.0f} min"
+    return f"{max(seconds, 1):,.0f} s"
+
+
+class RunEstimate:
+    """A progress bar wrapper that measures the rate on the first ``probe_rows`` rows and then, once, prints
+    the estimate (``1,000,000 rows at ~850 rows/s ≈ 20 min``) and warns past ``warn_minutes``.
+
+    ``line`` keeps the printed estimate, ``minutes`` the expected duration (None until measured).
+    """
+
+    def __init__(
+        self,
+        bar: Any,
+        total: int,
+        *,
+        warn_minutes: float | None = WARN_MINUTES,
+        probe_rows: int | None = None,
+        stream: Any = None,
+    ) -> None:
+        self.bar = bar
+        self.total = total
+        self.warn_minutes = warn_minutes
+        self.probe_rows = max(1, min(probe_rows or PROBE_ROWS, total))
+        self.stream = stream
+        self.done = 0
+        self.started = time.perf_counter()
+        self.line: str | None = None
+        self.minutes: float | None = None
+
+    def update(self, n: int = 1) -> None:
+        """Count ``n`` answered rows; the first time ``probe_rows`` are in, report the estimate."""
+        self.bar.update(n)
+        self.done += n
+        if self.line is None and self.done >= self.probe_rows:
+            self.report(time.perf_counter() - self.started)
+
+    def report(self, elapsed: float) -> None:
+        """Print (and log) the estimate from ``done`` rows in ``elapsed`` seconds; warn past the threshold."""
+        rate = self.done / max(elapsed, 1e-6)
+        seconds = self.total / rate
+        self.minutes = seconds / 60
+        self.line = (
+            f"decide: {self.total:,} rows at ~{rate:,.0f} rows/s ≈ {_duration(seconds)} "
+            f"(measured on the first {self.done:,} rows)"
+        )
+        logger.info(self.line)
+        set_description = getattr(self.bar, "set_description", None)
+        if set_description is not None:
+            set_description(f"decide ≈{_duration(seconds)}")
+        write = getattr(self.bar, "write", None)  # tqdm.write keeps a terminal bar intact
+        if write is not None:
+            write(self.line, file=self.stream or sys.stderr)
+        else:
+            print(self.line, file=self.stream or sys.stderr, flush=True)
+        if self.warn_minutes is not None and self.minutes > self.warn_minutes:
+            warnings.warn(
+                f"this remote simulation of {self.total:,} rows is expected to take about "
+                f"{_duration(seconds)} (~{rate:,.0f} rows/s), over warn_minutes={self.warn_minutes:g}. "
+                "Ctrl-C stops it and returns the rows done so far as a partial result (result.remaining "
+                "holds the rest); a sample of the rows or engine='local' is much faster.",
+                LongRunWarning,
+                stacklevel=2,
+            )
+
+    def close(self) -> None:
+        """Close the wrapped bar."""
+        self.bar.close()
+
+
+def with_estimate(bar: Any, total: int, *, warn_minutes: float | None = WARN_MINUTES) -> Any:
+    """``bar`` wrapped in a `RunEstimate` when the run has over ``ESTIMATE_MIN_ROWS`` rows, else ``bar``."""
+    if total > ESTIMATE_MIN_ROWS:
+        return RunEstimate(bar, total, warn_minutes=warn_minutes)
+    return bar
+
+
 _LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
 
 
@@ -159,10 +265,14 @@ async def decide_rows(
     detailed: bool,
     progress: Any,
     flag_keys: Sequence[str] | None = None,
+    into: list[RemoteRow | None] | None = None,
+    offset: int = 0,
 ) -> list[RemoteRow]:
     """Decide every request with at most ``concurrency`` in flight; exceptions become row errors.
 
     ``flag_keys``: ask the service for these flags only (``flag_keys_to_evaluate``): the user's ``flags``.
+    ``into``: a list the answers are also written to (request ``i`` at ``offset + i``) as they arrive, so
+    that the caller keeps the rows done when the run is cancelled (requests in flight are cancelled).
     """
     token = await core.project_api_key()
     keys = [str(k) for k in flag_keys] if flag_keys else None
@@ -179,6 +289,8 @@ async def decide_rows(
             except Exception as exc:  # one failing row never loses the others
                 text = core.scrub(str(exc))
                 results[i] = RemoteRow(error=text or type(exc).__name__)
+            if into is not None:
+                into[offset + i] = results[i]
             progress.update(1)
 
     n_workers = max(1, min(int(concurrency), len(requests)))

@@ -23,6 +23,10 @@ class SimulationResult:
 
     In both-mode ``.frame`` is the remote result, ``.local`` / ``.remote`` both frames, ``.agreement`` the
     per-flag agreement table and ``.differences`` the differing rows with their likely cause.
+
+    A remote (or both) run stopped by Ctrl-C returns the rows answered so far: ``.partial`` is True,
+    ``.rows_done`` of ``.rows_total`` rows are in ``.frame`` (in input order), and ``.remaining`` holds the
+    property sets not evaluated (pass them to ``simulate`` again to finish).
     """
 
     frame: pd.DataFrame
@@ -35,6 +39,9 @@ class SimulationResult:
     agreement: pd.DataFrame | None = None
     differences: pd.DataFrame | None = None
     elapsed: float | None = None
+    partial: bool = False
+    total: int | None = None  # the rows asked for, when the run stopped early (``rows_total``)
+    remaining: pd.DataFrame | None = None  # the property sets not evaluated (partial results)
 
     # -- basics ----------------------------------------------------------------------------------------------
     @property
@@ -48,14 +55,32 @@ class SimulationResult:
         mask = self.frame["error"].notna()
         return self.frame.loc[mask.to_numpy(dtype=bool), ["distinct_id", "error"]]
 
+    @property
+    def rows_done(self) -> int:
+        """The rows evaluated (all of them unless the run was interrupted)."""
+        return len(self.frame)
+
+    @property
+    def rows_total(self) -> int:
+        """The rows asked for."""
+        return self.total if self.total is not None else len(self.frame)
+
     def __len__(self) -> int:
         return len(self.frame)
+
+    def _partial_note(self) -> str:
+        return (
+            f"partial: {self.rows_done:,} of {self.rows_total:,} rows (interrupted; "
+            f".remaining holds the {self.rows_total - self.rows_done:,} property sets not evaluated)"
+        )
 
     def __repr__(self) -> str:
         lines = [
             f"SimulationResult(engine={self.engine!r}, rows={len(self.frame)}, flags={len(self.flags)}, "
-            f"errors={len(self.errors)})"
+            f"errors={len(self.errors)}{', partial=True' if self.partial else ''})"
         ]
+        if self.partial:
+            lines.append("  " + self._partial_note())
         if self.agreement is not None and len(self.agreement):
             total = int(self.agreement["agree"].sum())
             rows = int(self.agreement["rows"].sum())
@@ -132,6 +157,8 @@ class SimulationResult:
     def _repr_html_(self) -> str:
         head = html.escape(repr(self).splitlines()[0])
         parts = [f"<div><p><b>{head}</b></p>"]
+        if self.partial:
+            parts.append(f"<p><b>{html.escape(self._partial_note())}</b></p>")
         summary = self.summary()
         if len(summary):
             rows = "".join(

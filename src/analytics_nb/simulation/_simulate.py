@@ -13,12 +13,21 @@ A straight pipeline, each step a function of the previous steps' values (nothing
 Steps 1-2 run in the caller's thread. ``simulate`` without a client runs the rest with no event loop (there
 is nothing to await); with a sync ``Client`` steps 3-6 (``_evaluate``) run on the client's loop;
 ``asimulate`` awaits them on the caller's loop.
+
+Long runs say so: the local engine shows a bar of rows past ``2 * LOCAL_CHUNK_ROWS`` rows; a remote run over
+``ESTIMATE_MIN_ROWS`` rows prints its expected duration once its first rows are in and warns
+(`LongRunWarning`) past ``warn_minutes``. An interrupted remote run (Ctrl-C in the sync caller, a cancelled
+task in async code) returns the rows answered so far as a partial `SimulationResult` (``_partial``): the
+answers are written to a list the run's `_Outcome` holds, and the sync caller waits for the cancelled
+coroutine to hand over that result.
 """
 
 from __future__ import annotations
 
 import asyncio
 import dataclasses
+import sys
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -32,14 +41,16 @@ from analytics_nb.simulation._compare import compare
 from analytics_nb.simulation._definitions import Definitions, flag_references, live_flags, load_definitions
 from analytics_nb.simulation._errors import SimulationInputError
 from analytics_nb.simulation._inputs import PropertySets, check_flag_keys, normalise_property_sets
-from analytics_nb.simulation._local import make_evaluator, run_local
+from analytics_nb.simulation._local import ChunkedEvaluator, local_evaluator, run_local
 from analytics_nb.simulation._output import flag_columns
 from analytics_nb.simulation._remote import (
     DEFAULT_CONCURRENCY,
+    WARN_MINUTES,
     RemoteRow,
     decide_rows,
     default_concurrency,
     remote_frame,
+    with_estimate,
 )
 from analytics_nb.simulation._result import SimulationResult
 
@@ -65,6 +76,8 @@ class SimulationOptions:
     reasons: bool
     group_type_mapping: Mapping[str, str] | None
     evaluator: FrameEvaluator | None
+    estimate: bool = True
+    warn_minutes: float | None = WARN_MINUTES
 
     @property
     def local(self) -> bool:
@@ -90,6 +103,8 @@ def check_options(
     evaluator: FrameEvaluator | None,
     core: Core | None,
     has_definitions: bool,
+    estimate: Any = True,
+    warn_minutes: Any = WARN_MINUTES,
 ) -> SimulationOptions:
     """Every option of `simulate` checked in one place; raises `SimulationInputError` naming the fix."""
     if engine not in ("remote", "local", "both"):
@@ -116,6 +131,18 @@ def check_options(
         raise SimulationInputError(
             "group_type_mapping must be a dict of group type index -> name, e.g. {'0': 'company'}."
         )
+    if not isinstance(estimate, bool):
+        raise SimulationInputError(
+            f"estimate={estimate!r}: use True (estimate long remote runs) or False; the warning threshold "
+            "is warn_minutes=."
+        )
+    if warn_minutes is not None and (
+        isinstance(warn_minutes, bool) or not isinstance(warn_minutes, int | float) or not warn_minutes >= 0
+    ):
+        raise SimulationInputError(
+            f"warn_minutes={warn_minutes!r} must be a number of minutes >= 0 (default {WARN_MINUTES:g}) "
+            "or None (never warn)."
+        )
     if progress is None and core is not None:
         progress = core.config.progress
     return SimulationOptions(
@@ -130,6 +157,8 @@ def check_options(
             None if group_type_mapping is None else {str(k): str(v) for k, v in group_type_mapping.items()}
         ),
         evaluator=evaluator,
+        estimate=estimate,
+        warn_minutes=None if warn_minutes is None else float(warn_minutes),
     )
 
 
@@ -141,7 +170,7 @@ class _Prepared:
     sets: PropertySets
     definitions: Definitions | None
     keys: list[str] | None  # the flags asked for (checked against the definitions when there are some)
-    evaluator: FrameEvaluator | None  # the local engine over the property sets (engine local/both)
+    evaluator: FrameEvaluator | ChunkedEvaluator | None  # the local engine over the property sets
 
 
 # -- 3. definitions --------------------------------------------------------------------------------------
@@ -221,7 +250,7 @@ def _prepare(options: SimulationOptions, sets: PropertySets, defs: Definitions |
     evaluator = None
     if options.local:
         assert defs is not None  # check_options / _definitions guarantee them for the local engine
-        evaluator = options.evaluator or make_evaluator(sets, defs, mode=options.mode)
+        evaluator = options.evaluator or local_evaluator(sets, defs, mode=options.mode)
     return _Prepared(options, sets, defs, keys, evaluator)
 
 
@@ -231,13 +260,22 @@ def _prepare(options: SimulationOptions, sets: PropertySets, defs: Definitions |
 def _local(prepared: _Prepared) -> pd.DataFrame:
     options = prepared.options
     return run_local(
-        prepared.evaluator, prepared.sets, prepared.keys, payloads=options.payloads, reasons=options.reasons
+        prepared.evaluator,
+        prepared.sets,
+        prepared.keys,
+        payloads=options.payloads,
+        reasons=options.reasons,
+        progress=options.progress,
     )
 
 
-async def _remote(prepared: _Prepared, core: Core) -> pd.DataFrame:
+async def _remote(prepared: _Prepared, core: Core, into: list[RemoteRow | None]) -> pd.DataFrame:
+    return _remote_result(prepared, await _remote_rows(prepared, core, into))
+
+
+def _remote_result(prepared: _Prepared, rows: Sequence[RemoteRow]) -> pd.DataFrame:
+    """The remote frame from one answer per row of ``prepared.sets``."""
     options, defs = prepared.options, prepared.definitions
-    rows = await _remote_rows(prepared, core)
     frame = remote_frame(
         prepared.sets,
         rows,
@@ -250,17 +288,22 @@ async def _remote(prepared: _Prepared, core: Core) -> pd.DataFrame:
     return _inactive_off(frame, rows, defs) if defs is not None else frame
 
 
-async def _remote_rows(prepared: _Prepared, core: Core) -> list[RemoteRow]:
+async def _remote_rows(
+    prepared: _Prepared, core: Core, into: list[RemoteRow | None]
+) -> list[RemoteRow]:
+    """Every row's answer (also written to ``into`` as they arrive); a long run is estimated first."""
     options = prepared.options
     requests = prepared.sets.requests()
     if not requests:
         return []
     bar = progress_bar(options.progress, total=len(requests), desc="decide", unit="row")
+    if options.estimate:
+        bar = with_estimate(bar, len(requests), warn_minutes=options.warn_minutes)
     try:
         first: list[RemoteRow] = []
         if prepared.keys is not None and prepared.definitions is None:
             first = await decide_rows(
-                core, requests[:1], concurrency=1, detailed=options.reasons, progress=bar
+                core, requests[:1], concurrency=1, detailed=options.reasons, progress=bar, into=into
             )
             _check_remote_keys(prepared.keys, first[0])
             requests = requests[1:]
@@ -271,6 +314,8 @@ async def _remote_rows(prepared: _Prepared, core: Core) -> list[RemoteRow]:
             detailed=options.reasons,
             progress=bar,
             flag_keys=prepared.keys,
+            into=into,
+            offset=len(first),
         )
         return first + rest
     finally:
@@ -300,18 +345,24 @@ def _inactive_off(frame: pd.DataFrame, rows: Sequence[RemoteRow], defs: Definiti
 
 
 def _result(
-    prepared: _Prepared, local: pd.DataFrame | None, remote: pd.DataFrame | None, started: float
+    prepared: _Prepared,
+    local: pd.DataFrame | None,
+    remote: pd.DataFrame | None,
+    started: float,
+    *,
+    partial: dict[str, Any] | None = None,
 ) -> SimulationResult:
     options, sets, defs = prepared.options, prepared.sets, prepared.definitions
     variants = defs.variants() if defs is not None else {}
     inputs = sets.frame
     elapsed = time.perf_counter() - started
+    extra = partial or {}
     if remote is None:
         assert local is not None
         return SimulationResult(local, "local", inputs, options.mode, variants, local=local, elapsed=elapsed)
     if local is None:
         return SimulationResult(
-            remote, "remote", inputs, options.mode, variants, remote=remote, elapsed=elapsed
+            remote, "remote", inputs, options.mode, variants, remote=remote, elapsed=elapsed, **extra
         )
     assert defs is not None
     remote_keys = set(flag_columns(remote))
@@ -328,20 +379,117 @@ def _result(
         agreement=agreement,
         differences=differences,
         elapsed=elapsed,
+        **extra,
+    )
+
+
+def _partial(
+    prepared: _Prepared, local: pd.DataFrame | None, rows: Sequence[RemoteRow | None], started: float
+) -> SimulationResult | None:
+    """The result over the rows answered before an interrupt (None when there are none): the rows in
+    input order, ``partial=True``, the rows asked for and the property sets left (``remaining``)."""
+    done = [i for i, r in enumerate(rows) if r is not None]
+    if not done:
+        return None
+    frame = prepared.sets.frame
+    left = [i for i, r in enumerate(rows) if r is None]
+    part = dataclasses.replace(prepared, sets=dataclasses.replace(prepared.sets, frame=frame.iloc[done]))
+    answered = [r for r in rows if r is not None]
+    return _result(
+        part,
+        None if local is None else local.iloc[done],
+        _remote_result(part, answered),
+        started,
+        partial={"partial": True, "total": len(frame), "remaining": frame.iloc[left]},
     )
 
 
 # -- the entry points -----------------------------------------------------------------------------------
 
 
+@dataclass
+class _Outcome:
+    """What the sync caller reads after Ctrl-C: the result the run handed over (partial when cancelled)."""
+
+    started: threading.Event = dataclasses.field(default_factory=threading.Event)
+    settled: threading.Event = dataclasses.field(default_factory=threading.Event)
+    result: SimulationResult | None = None
+
+
+SETTLE_SECONDS = 10.0
+"""After Ctrl-C, how long the sync caller waits for the cancelled run to hand over the rows done."""
+
+
 async def _evaluate(
-    options: SimulationOptions, sets: PropertySets, given: Definitions | None, core: Core, started: float
+    options: SimulationOptions,
+    sets: PropertySets,
+    given: Definitions | None,
+    core: Core,
+    started: float,
+    outcome: _Outcome | None = None,
 ) -> SimulationResult:
-    """Steps 3-6 with a client: definitions, prepare, the two evaluations, the result."""
-    prepared = _prepare(options, sets, await _definitions(options, given, core))
-    local = _local(prepared) if options.local else None
-    remote = await _remote(prepared, core) if options.remote else None
-    return _result(prepared, local, remote, started)
+    """Steps 3-6 with a client: definitions, prepare, the two evaluations, the result.
+
+    Cancelled during the remote evaluation (Ctrl-C, ``task.cancel()``) it returns the partial result of the
+    rows answered so far (and leaves it on ``outcome``); with none answered the cancellation goes on.
+    """
+    if outcome is not None:
+        outcome.started.set()
+    try:
+        prepared = _prepare(options, sets, await _definitions(options, given, core))
+        local = _local(prepared) if options.local else None
+        remote = None
+        if options.remote:
+            rows: list[RemoteRow | None] = [None] * len(sets)
+            try:
+                remote = await _remote(prepared, core, rows)
+            except asyncio.CancelledError:
+                partial = _partial(prepared, local, rows, started)
+                task = asyncio.current_task()
+                # Answer one cancellation of this task with the rows done; a second one (or a cancellation
+                # that is not this task's) goes on.
+                if partial is None or task is None or task.cancelling() == 0 or task.uncancel() > 0:
+                    raise
+                if outcome is not None:
+                    outcome.result = partial
+                return partial
+        result = _result(prepared, local, remote, started)
+        if outcome is not None:
+            outcome.result = result
+        return result
+    finally:
+        if outcome is not None:
+            outcome.settled.set()
+
+
+def _run_sync(
+    client: ApiClient,
+    options: SimulationOptions,
+    sets: PropertySets,
+    given: Definitions | None,
+    started: float,
+) -> SimulationResult:
+    """Run `_evaluate` on the sync client's loop; after Ctrl-C return the rows done as a partial result."""
+    outcome = _Outcome()
+    try:
+        return client.run(_evaluate(options, sets, given, client.core, started, outcome))
+    except KeyboardInterrupt:
+        # The loop was asked to cancel the run; wait for it to hand over the rows answered so far (a second
+        # Ctrl-C stops waiting). Requests in flight are cancelled; the client stays usable.
+        if outcome.started.wait(0.5):
+            outcome.settled.wait(SETTLE_SECONDS)
+        partial = outcome.result
+        if partial is None:
+            raise
+        if not partial.partial:  # the run had finished when Ctrl-C came
+            return partial
+        print(
+            f"simulate interrupted: returning the {partial.rows_done:,} of {partial.rows_total:,} rows done "
+            "(result.partial is True; result.remaining holds the rest).",
+            file=sys.stderr,
+            flush=True,
+        )
+        return partial
 
 
 def simulate(
@@ -358,6 +506,8 @@ def simulate(
     reasons: bool = False,
     evaluator: FrameEvaluator | None = None,
     group_type_mapping: dict[str, str] | None = None,
+    estimate: bool = True,
+    warn_minutes: float | None = WARN_MINUTES,
 ) -> SimulationResult:
     """Evaluate flags for every property set: ``engine="remote"`` (one decide per row, concurrent),
     ``"local"`` (the flag engine over definitions) or ``"both"`` (and compare them).
@@ -365,6 +515,12 @@ def simulate(
     Input is checked before any request is sent; ``concurrency`` defaults to 10 decide requests in flight
     (4 against a loopback host such as the sandbox, where the CPU, not the round trip, is the limit).
     With an `AsyncClient` use ``await asimulate(..., client=aclient)`` or ``await aclient.simulate(...)``.
+
+    Long runs: past 100,000 rows the local engine shows a progress bar of rows (``progress=False`` or
+    ``TQDM_DISABLE=1`` hide it); a remote run over 2,000 rows prints its expected duration, measured on its
+    first rows, and warns (`LongRunWarning`) when that is over ``warn_minutes`` (``estimate=False``: neither).
+    Ctrl-C during a remote or both run returns the rows answered so far: ``result.partial`` is True,
+    ``result.rows_done`` of ``result.rows_total``, and ``result.remaining`` holds the property sets left.
     """
     if isinstance(client, AsyncApiClient):
         raise TypeError("client= is an AsyncClient: use `await asimulate(..., client=client)` in async code.")
@@ -384,6 +540,8 @@ def simulate(
         evaluator=evaluator,
         core=core,
         has_definitions=definitions is not None,
+        estimate=estimate,
+        warn_minutes=warn_minutes,
     )
     sets = normalise_property_sets(property_sets)
     given = _given(definitions)
@@ -391,7 +549,7 @@ def simulate(
         prepared = _prepare(options, sets, given)
         return _result(prepared, _local(prepared), None, started)
     # the I/O steps on the client's own loop thread (never asyncio.run in a Jupyter cell)
-    return client.run(_evaluate(options, sets, given, client.core, started))
+    return _run_sync(client, options, sets, given, started)
 
 
 async def asimulate(
@@ -408,8 +566,14 @@ async def asimulate(
     reasons: bool = False,
     evaluator: FrameEvaluator | None = None,
     group_type_mapping: dict[str, str] | None = None,
+    estimate: bool = True,
+    warn_minutes: float | None = WARN_MINUTES,
 ) -> SimulationResult:
-    """`simulate` for async code and `AsyncClient`: the decide requests run on the caller's event loop."""
+    """`simulate` for async code and `AsyncClient`: the decide requests run on the caller's event loop.
+
+    Cancelled during a remote or both run (``task.cancel()``, Ctrl-C in Jupyter), it returns the rows
+    answered so far as a partial result (``result.partial``) instead of raising; with none it re-raises.
+    """
     if isinstance(client, ApiClient):
         # A sync Client awaited from async code: its calls block, so run them off this loop.
         return await asyncio.to_thread(
@@ -426,6 +590,8 @@ async def asimulate(
             reasons=reasons,
             evaluator=evaluator,
             group_type_mapping=group_type_mapping,
+            estimate=estimate,
+            warn_minutes=warn_minutes,
         )
     if client is not None and not isinstance(client, AsyncApiClient):
         raise TypeError(
@@ -445,6 +611,8 @@ async def asimulate(
         evaluator=evaluator,
         core=core,
         has_definitions=definitions is not None,
+        estimate=estimate,
+        warn_minutes=warn_minutes,
     )
     sets = normalise_property_sets(property_sets)
     given = _given(definitions)
