@@ -26,7 +26,7 @@ from analytics_nb.flags._evaluate import (
     check_mode,
     compile_flags,
 )
-from analytics_nb.flags._hashing import hash_many, raw_hash
+from analytics_nb.flags._hashing import EncodedIds, fractions_into, hash_many, raw_hash
 from analytics_nb.flags._operators import FALSE, INCONCLUSIVE, SERVER_ONLY, TRUE
 from analytics_nb.flags._values import MISSING, BadValueError, normalize, service_text
 
@@ -217,11 +217,11 @@ class FrameEvaluator:
         self._now: dt.datetime = _now(None, self._server, self._compiled.timezone)
         self._errors = np.full(self._n, _NO_ERROR, dtype=object)
         self._ids: list[str | None] = self._load_ids()
-        if None in self._ids:
-            encoded = [s.encode("utf-8") if s is not None else b"" for s in self._ids]
-        else:
-            encoded = list(map(str.encode, self._ids))  # type: ignore[arg-type]
-        self._id_bytes = np.array(encoded, dtype=object)
+        # encoded once, contiguously: every rollout / variant / holdout hash of a person reads this buffer
+        self._id_enc = EncodedIds.from_strs(
+            [s if s is not None else "" for s in self._ids] if None in self._ids else self._ids  # type: ignore[arg-type]
+        )
+        self._device_enc: EncodedIds | None = None
         self._sources: dict[str, _Source] = {}
         self._filter_cache: dict[tuple[str, str], np.ndarray] = {}
         self._hash_cache: dict[tuple[str, str], tuple[np.ndarray, np.ndarray]] = {}
@@ -411,21 +411,24 @@ class FrameEvaluator:
                 done[ok] = True
             else:
                 idx = np.flatnonzero(need)
-                ids = self._bucket_ids(bucket)
-                chosen = ids.tolist() if len(idx) == self._n else ids[idx].tolist()
-                values[idx] = hash_many(pfx, chosen, sfx)
+                sel = None if len(idx) == self._n else idx
+                fractions_into(pfx, self._bucket_ids(bucket), sfx, values, sel)
                 done[idx] = True
         return values
 
-    def _bucket_ids(self, bucket: str) -> np.ndarray:
+    def _bucket_ids(self, bucket: str) -> EncodedIds:
         if bucket == "person":
-            return self._id_bytes
+            return self._id_enc
         if bucket == "device":
-            col = self._source("person").column("$device_id")
-            texts = [str(u).encode("utf-8") for u in col.uniques]
-            return np.array(
-                [texts[c] if c >= 0 else self._id_bytes[i] for i, c in enumerate(col.codes)], dtype=object
-            )
+            enc = self._device_enc
+            if enc is None:
+                col = self._source("person").column("$device_id")
+                texts = [str(u) for u in col.uniques]
+                ids = self._ids
+                enc = self._device_enc = EncodedIds.from_strs(
+                    [texts[c] if c >= 0 else (ids[i] or "") for i, c in enumerate(col.codes.tolist())]
+                )
+            return enc
         raise AssertionError(bucket)
 
     # ------------------------------------------------------------------ matching
