@@ -58,9 +58,7 @@ def _flags() -> list[dict[str, Any]]:
                         "rollout_percentage": 60,
                     }
                 ],
-                "multivariate": {
-                    "variants": HALVES
-                },
+                "multivariate": {"variants": HALVES},
             },
         },
         {"key": "r", "active": True, "filters": {"groups": [{"properties": [], "rollout_percentage": 30}]}},
