@@ -103,3 +103,25 @@ def test_flag_arrays_are_narrow() -> None:
         state.evaluate(flag)
     for res in state.results.values():
         assert res.kind.dtype == np.int8 and res.reason.dtype == np.int8 and res.index.dtype == np.int16
+
+
+def test_reused_output_columns_stay_independent() -> None:
+    """Unchanged object columns are handed back on a re-run; writing to one result must not touch the other
+    result, nor the input frame (copy-on-write)."""
+    frame = pd.DataFrame({"distinct_id": [f"u{i}" for i in range(200)], "plan": ["pro", "free"] * 100})
+    flags = _flags()
+    for flag in flags:
+        flag["filters"]["payloads"] = {"a": '{"x": 1}', "true": '{"on": true}'}
+    ev = FrameEvaluator(frame, flags)
+    first = ev.run(payloads=True)
+    second = ev.run(payloads=True)
+    before = first.copy(deep=True)
+    second.loc[0, "mv"] = "changed"
+    second.loc[0, "mv:payload"] = "changed"
+    second.loc[0, "distinct_id"] = "changed"
+    column = second["mv"]
+    column.iloc[1] = "changed too"
+    pd.testing.assert_frame_equal(first, before)
+    assert frame["distinct_id"].iloc[0] == "u0"
+    third = ev.run(payloads=True)
+    pd.testing.assert_frame_equal(third, before)

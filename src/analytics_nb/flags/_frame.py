@@ -249,6 +249,8 @@ class FrameEvaluator:
         self._hash_cache: dict[tuple[str, str], tuple[np.ndarray, np.ndarray]] = {}
         self._group_keys: dict[str, tuple[np.ndarray, list[str]]] = {}
         self._group_passed: dict[str, np.ndarray] = {}
+        #: the last object output column of each name, to hand back unchanged ones on a what-if re-run
+        self._object_columns: dict[str, tuple[tuple[Any, ...], np.ndarray, pd.Series]] = {}
         self._plain_columns = [
             c
             for c in frame.columns
@@ -968,9 +970,23 @@ class _RunState:
 
     # ------------------------------------------------------------------ output
 
+    def _object_column(self, name: str, lookup: list[Any], pos: np.ndarray) -> pd.Series:
+        """An object column whose row i is ``lookup[pos[i]]``. Building one costs a pointer copy and a
+        reference count a row, so when a what-if re-run gives a column the same values as last time the
+        previous Series is handed back (copy-on-write keeps the two results independent)."""
+        key = tuple(("NA", None) if v is pd.NA else (type(v).__name__, v) for v in lookup)
+        cache = self.ev._object_columns
+        hit = cache.get(name)
+        if hit is not None and hit[0] == key and np.array_equal(hit[1], pos):
+            return hit[2]
+        values = np.array(lookup, dtype=object).take(pos)
+        series = pd.Series(values, index=self.ev._frame.index, dtype=object, copy=False)
+        cache[name] = (key, pos, series)
+        return series
+
     def frame(self, *, payloads: bool, reasons: bool) -> pd.DataFrame:
         ev = self.ev
-        data: dict[str, Any] = {"distinct_id": ev._frame["distinct_id"].copy()}
+        data: dict[str, Any] = {"distinct_id": ev._frame["distinct_id"]}
         extra: dict[str, Any] = {}
         bad_rows = ev._errors != _NO_ERROR
         for flag in self.compiled.flags:
@@ -984,16 +1000,16 @@ class _RunState:
                 _put(pos, res.kind == _K_VARIANT, res.variant)
             _put(pos, unknown, m + 2)
             if flag.multivariate:
-                lookup = np.array([*res.labels, False, True, pd.NA], dtype=object)
-                data[flag.key] = pd.Series(lookup.take(pos), index=ev._frame.index, dtype=object, copy=False)
+                data[flag.key] = self._object_column(flag.key, [*res.labels, False, True, pd.NA], pos)
             else:
                 data[flag.key] = pd.Series(
                     pd.arrays.BooleanArray(res.kind == _K_TRUE, unknown), index=ev._frame.index
                 )
             if payloads:
                 texts = [flag.payloads.get(label, pd.NA) for label in res.labels]
-                lookup = np.array([*texts, pd.NA, flag.payloads.get("true", pd.NA), pd.NA], dtype=object)
-                extra[f"{flag.key}:payload"] = lookup.take(pos)
+                extra[f"{flag.key}:payload"] = self._object_column(
+                    f"{flag.key}:payload", [*texts, pd.NA, flag.payloads.get("true", pd.NA), pd.NA], pos
+                )
             if reasons:
                 names = np.array(_REASONS, dtype=object)[res.reason]
                 names[ev._errors != _NO_ERROR] = pd.NA
@@ -1004,7 +1020,7 @@ class _RunState:
         for name, values in extra.items():
             data[name] = (
                 values
-                if isinstance(values, pd.api.extensions.ExtensionArray)
+                if isinstance(values, (pd.api.extensions.ExtensionArray, pd.Series))
                 else pd.Series(values, index=ev._frame.index, dtype=object, copy=False)
             )
         out = pd.DataFrame(data, index=ev._frame.index, copy=False)
