@@ -976,6 +976,14 @@ class _RunState:
         previous Series is handed back (copy-on-write keeps the two results independent)."""
         key = tuple(("NA", None) if v is pd.NA else (type(v).__name__, v) for v in lookup)
         cache = self.ev._object_columns
+        if all(k[0] == "NA" for k in key):
+            # e.g. the payloads of a flag without any: one all-NA column shared by every such column
+            hit = cache.get("")
+            if hit is None:
+                na_values = np.full(self.ev._n, pd.NA, dtype=object)
+                na = pd.Series(na_values, index=self.ev._frame.index, copy=False)
+                hit = cache[""] = ((), pos[:0], na)
+            return hit[2]
         hit = cache.get(name)
         if hit is not None and hit[0] == key and np.array_equal(hit[1], pos):
             return hit[2]
