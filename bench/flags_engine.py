@@ -1,12 +1,13 @@
 """Benchmark of the vectorised flag engine against the official SDK's per-row matcher.
 
-Prints evaluations/second of `analytics_nb.flags.evaluate_frame` at 100,000 and at 1,000,000 property sets
-x 10 flags and of `posthog.feature_flags.match_feature_flag_properties` called row by row (what an analyst
-would loop over; timed on a 20,000-row subset, alternating with ours so both see the same load), the
-ratios (target >= 25x at both sizes), the time of a what-if re-run after a rollout / variant-weight edit on
-100,000 rows (target < 30 ms), and the peak RSS of 1,000,000 x 10 in a fresh subprocess, input frame included (target
-< 600 MB). Every figure is the best of 3. It also says which SHA-1 runs (the compiled column hasher, with or
-without SHA-NI, or the hashlib fallback) and the load average, since the machine may be shared.
+Prints evaluations/second of `analytics_nb.flags.evaluate_frame` at 100,000 and at 1,000,000 property
+sets x 10 flags, and of `posthog.feature_flags.match_feature_flag_properties` called row by row (what an
+analyst would loop over; timed on a 20,000-row subset, alternating with ours so both see the same load);
+the ratios (target >= 25x at both sizes); the time of a what-if re-run after a rollout / variant-weight
+edit on 100,000 rows (target < 30 ms); and the peak RSS of 1,000,000 x 10 in a fresh subprocess, input
+frame included (target < 600 MB). Every figure is the best of 3. It also prints which SHA-1 runs (the
+compiled column hasher, with or without SHA-NI, or the hashlib fallback) and the load average, since the
+machine may be shared.
 
 Run: .venv/bin/python bench/flags_engine.py          (a minute or two)
 """
