@@ -110,7 +110,7 @@ def test_frames_and_what_if_keep_the_others() -> None:
 
 
 def test_local_simulation_of_a_good_flag_is_not_stopped_by_a_bad_one() -> None:
-    from analytics_nb.simulate import simulate
+    from analytics_nb.simulation import simulate
 
     sets = pd.DataFrame({"distinct_id": ["a", "b"], "plan": ["pro", "free"]})
     result = simulate(sets, ["good"], engine="local", definitions=[good(), bad()])

@@ -14,7 +14,7 @@ from analytics_nb.sandbox import Sandbox
 
 def _store_flag(sb: Sandbox, key: str, filters: dict[str, Any]) -> None:
     """A stored row that bypasses the API's write-time checks (a definition PostHog's UI saved)."""
-    from analytics_nb.sandbox._feature_flags import invalidate_flags
+    from analytics_nb.sandbox._resources.feature_flags import invalidate_flags
 
     body = {"key": key, "active": True, "filters": filters}
     sb.ctx.store.execute(
@@ -77,7 +77,7 @@ def test_null_and_team_time_zone_follow_the_service(empty_sandbox: Sandbox) -> N
         assert data["featureFlags"]["has-plan"] is True  # a null property is set
         assert data["featureFlags"]["early"] is False  # UTC project: 01:30Z is after midnight
         sb.ctx.store.execute("UPDATE projects SET timezone='Europe/Berlin' WHERE id=?", (sb.project_id,))
-        from analytics_nb.sandbox._feature_flags import invalidate_flags
+        from analytics_nb.sandbox._resources.feature_flags import invalidate_flags
 
         invalidate_flags(sb.ctx.store, sb.project_id)
         data = _decide(http, sb, "/decide/?v=3", person_properties=props)
