@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analytics_nb.flags import FrameEvaluator, _frame
+from analytics_nb.flags import FrameEvaluator, _frame, evaluate_frame
 from analytics_nb.flags._hashing import EncodedIds
 from analytics_nb.flags._operators import FALSE, INCONCLUSIVE, SERVER_ONLY, TRUE
 
@@ -125,3 +125,29 @@ def test_reused_output_columns_stay_independent() -> None:
     assert frame["distinct_id"].iloc[0] == "u0"
     third = ev.run(payloads=True)
     pd.testing.assert_frame_equal(third, before)
+
+
+@pytest.mark.parametrize("reasons", [False, True])
+@pytest.mark.parametrize("mode", ["server", "sdk"])
+def test_one_shot_evaluation_equals_a_kept_evaluator(reasons: bool, mode: str) -> None:
+    """evaluate_frame frees each flag's caches as it goes; the answers must be those of a FrameEvaluator."""
+    flags = _flags()
+    flags.append(
+        {
+            "key": "dep",
+            "active": True,
+            "filters": {
+                "groups": [
+                    {
+                        "properties": [{"key": "mv", "operator": "exact", "value": "a", "type": "flag"}],
+                        "rollout_percentage": 80,
+                    }
+                ],
+                "holdout_groups": [{"properties": [], "rollout_percentage": 10, "variant": "holdout-1"}],
+            },
+        }
+    )
+    frame = pd.DataFrame({"distinct_id": [f"u{i}" for i in range(300)], "plan": ["pro", "free", "pro"] * 100})
+    one_shot = evaluate_frame(frame, flags, mode=mode, payloads=True, reasons=reasons)
+    kept = FrameEvaluator(frame, flags, mode=mode).run(payloads=True, reasons=reasons)
+    pd.testing.assert_frame_equal(one_shot, kept)

@@ -249,6 +249,9 @@ class FrameEvaluator:
         self._hash_cache: dict[tuple[str, str], tuple[np.ndarray, np.ndarray]] = {}
         self._group_keys: dict[str, tuple[np.ndarray, list[str]]] = {}
         self._group_passed: dict[str, np.ndarray] = {}
+        #: set by evaluate_frame (no re-run will follow): caches a re-run would need are released as soon as
+        #: their flag is done, which lowers the peak memory of a big frame
+        self._one_shot = False
         #: the last object output column of each name, to hand back unchanged ones on a what-if re-run
         self._object_columns: dict[str, tuple[tuple[Any, ...], np.ndarray, pd.Series]] = {}
         self._plain_columns = [
@@ -581,7 +584,29 @@ class FrameEvaluator:
         state = _RunState(self, compiled)
         for flag in compiled.order:
             state.evaluate(flag)
+            if self._one_shot:
+                # a flag's own hashes ("{key}." prefixes) serve no other flag; holdout hashes are shared
+                for key in [k for k in self._hash_cache if not k[0].startswith("holdout-")]:
+                    del self._hash_cache[key]
+                if not reasons:  # only the value (kind, variant) is output or read by dependent flags
+                    res = state.results[flag.key]
+                    res.reason = np.empty(0, dtype=res.reason.dtype)
+                    res.index = np.empty(0, dtype=res.index.dtype)
+        if self._one_shot:
+            # nothing below reads the inputs' codes, matches, hashes or encoded ids: free them before the
+            # output columns are built
+            self._release_caches()
         return state.frame(payloads=payloads, reasons=reasons)
+
+    def _release_caches(self) -> None:
+        self._sources.clear()
+        self._filter_cache.clear()
+        self._hash_cache.clear()
+        self._group_keys.clear()
+        self._group_passed.clear()
+        self._device_enc = None
+        self._id_enc = EncodedIds(b"", np.zeros(1, dtype=np.int64))
+        self._ids = []
 
 
 def _negate(code: np.ndarray) -> np.ndarray:
@@ -989,7 +1014,8 @@ class _RunState:
             return hit[2]
         values = np.array(lookup, dtype=object).take(pos)
         series = pd.Series(values, index=self.ev._frame.index, dtype=object, copy=False)
-        cache[name] = (key, pos, series)
+        if not self.ev._one_shot:
+            cache[name] = (key, pos, series)
         return series
 
     def frame(self, *, payloads: bool, reasons: bool) -> pd.DataFrame:
@@ -998,7 +1024,8 @@ class _RunState:
         extra: dict[str, Any] = {}
         bad_rows = ev._errors != _NO_ERROR
         for flag in self.compiled.flags:
-            res = self.results[flag.key]
+            # one-shot: each flag's arrays are released once its columns are built
+            res = self.results.pop(flag.key) if ev._one_shot else self.results[flag.key]
             _put(res.kind, bad_rows, _K_UNKNOWN)
             unknown = res.kind == _K_UNKNOWN
             # one lookup position per row: a variant label, then False, True, NA
@@ -1057,7 +1084,7 @@ def evaluate_frame(
 ) -> pd.DataFrame:
     """Evaluate flags for every row of `frame` (one user per row); see FrameEvaluator for what-if re-runs,
     missing cells (`nulls`) and the other options."""
-    return FrameEvaluator(
+    evaluator = FrameEvaluator(
         frame,
         flags,
         mode=mode,
@@ -1067,7 +1094,9 @@ def evaluate_frame(
         property_matching_version=property_matching_version,
         timezone=timezone,
         nulls=nulls,
-    ).run(payloads=payloads, reasons=reasons)
+    )
+    evaluator._one_shot = True
+    return evaluator.run(payloads=payloads, reasons=reasons)
 
 
 __all__ = ["FrameEvaluator", "evaluate_frame"]
