@@ -1006,7 +1006,7 @@ class _RunState:
             hit = cache.get("")
             if hit is None:
                 na_values = np.full(self.ev._n, pd.NA, dtype=object)
-                na = pd.Series(na_values, index=self.ev._frame.index, copy=False)
+                na = pd.Series(na_values, index=self.ev._frame.index, dtype=object, copy=False)
                 hit = cache[""] = ((), pos[:0], na)
             return hit[2]
         hit = cache.get(name)
@@ -1038,7 +1038,7 @@ class _RunState:
                 data[flag.key] = self._object_column(flag.key, [*res.labels, False, True, pd.NA], pos)
             else:
                 data[flag.key] = pd.Series(
-                    pd.arrays.BooleanArray(res.kind == _K_TRUE, unknown), index=ev._frame.index
+                    pd.arrays.BooleanArray(res.kind == _K_TRUE, unknown), index=ev._frame.index, copy=False
                 )
             if payloads:
                 texts = [flag.payloads.get(label, pd.NA) for label in res.labels]
