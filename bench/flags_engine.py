@@ -1,17 +1,22 @@
 """Benchmark of the vectorised flag engine against the official SDK's per-row matcher.
 
-Prints evaluations/second of `analytics_nb.flags.evaluate_frame` (100,000 property sets x 10 flags) and of
-`posthog.feature_flags.match_feature_flag_properties` called row by row (timed on a 20,000-row subset), their
-ratio (target >= 10x), the time of a what-if re-run after a rollout / variant-weight edit on 100,000 rows
-(target well under 1 s), and the peak memory of 1,000,000 x 10 in a fresh subprocess (target < 1.5 GB).
+Prints evaluations/second of `analytics_nb.flags.evaluate_frame` at 100,000 and at 1,000,000 property
+sets x 10 flags, and of `posthog.feature_flags.match_feature_flag_properties` called row by row (what an
+analyst would loop over; timed on a 20,000-row subset, alternating with ours so both see the same load);
+the ratios (target >= 25x at both sizes); the time of a what-if re-run after a rollout / variant-weight
+edit on 100,000 rows (target < 30 ms); and the peak RSS of 1,000,000 x 10 in a fresh subprocess, input
+frame included (target < 600 MB). Every figure is the best of 3. It also prints which SHA-1 runs (the
+compiled column hasher, with or without SHA-NI, or the hashlib fallback) and the load average, since the
+machine may be shared.
 
-Run: .venv/bin/python bench/flags_engine.py          (about a minute or two)
+Run: .venv/bin/python bench/flags_engine.py          (a minute or two)
 """
 
 from __future__ import annotations
 
 import copy
 import logging
+import os
 import resource
 import subprocess
 import sys
@@ -23,6 +28,7 @@ import numpy as np
 import pandas as pd
 
 from analytics_nb.flags import FrameEvaluator, evaluate_frame
+from analytics_nb.flags._hashing import native_impl
 
 MAPPING = {"0": "company"}
 
@@ -170,24 +176,27 @@ def official_rate(frame: pd.DataFrame, flags: list[dict[str, Any]], rows: int) -
 
 def memory_child(n: int) -> None:
     frame = bench_frame(n)
+    frame_peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     flags = bench_flags()
     start = time.perf_counter()
     out = evaluate_frame(frame, flags, group_type_mapping=MAPPING, payloads=True)
     elapsed = time.perf_counter() - start
     peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    print(f"{len(out)} {elapsed:.2f} {peak_kb / 1024:.0f}")
+    print(f"{len(out)} {elapsed:.3f} {peak_kb / 1024:.0f} {frame_peak_kb / 1024:.0f}")
 
 
 def main() -> None:
     if len(sys.argv) > 2 and sys.argv[1] == "--memory-child":
         memory_child(int(sys.argv[2]))
         return
-    n, official_rows, rounds = 100_000, 20_000, 3
+    n, big, official_rows, rounds = 100_000, 1_000_000, 20_000, 3
+    print(f"load average at start: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    print(f"sha1: {native_impl() or 'hashlib fallback (extension not built)'}")
     frame = bench_frame(n)
     flags = bench_flags()
     evaluate_frame(frame.iloc[:1000], flags, group_type_mapping=MAPPING)  # warm imports
-    # The machine is shared: alternate the two measurements and keep the best of each, so both see the
-    # same background load.
+    # The machine is shared: alternate the measurements and keep the best of each, so all see the same
+    # background load.
     ours_s, theirs_rate = float("inf"), 0.0
     for _ in range(rounds):
         start = time.perf_counter()
@@ -196,7 +205,7 @@ def main() -> None:
         theirs_rate = max(theirs_rate, official_rate(frame, flags, official_rows))
     ours_rate = n * len(flags) / ours_s
     print(
-        f"vectorised engine: {n:,} rows x {len(flags)} flags in {ours_s:.2f} s = "
+        f"vectorised engine: {n:,} rows x {len(flags)} flags in {ours_s * 1000:.0f} ms = "
         f"{ours_rate:,.0f} evaluations/s (best of {rounds})"
     )
     print(
@@ -207,7 +216,7 @@ def main() -> None:
         f"official match_feature_flag_properties, row by row on the first {official_rows:,} rows: "
         f"{theirs_rate:,.0f} evaluations/s (best of {rounds})"
     )
-    print(f"ratio: {ours_rate / theirs_rate:.1f}x (target >= 10x)")
+    print(f"ratio at {n:,}: {ours_rate / theirs_rate:.1f}x (target >= 25x)")
 
     ev = FrameEvaluator(frame, flags, group_type_mapping=MAPPING)
     ev.run(payloads=True)
@@ -219,24 +228,37 @@ def main() -> None:
         {"key": "test-a", "rollout_percentage": 25},
         {"key": "test-b", "rollout_percentage": 25},
     ]
-    start = time.perf_counter()
-    rerun = ev.run(flags=edited, payloads=True)
-    whatif_s = time.perf_counter() - start
+    whatif_s = float("inf")
+    for _ in range(rounds):
+        start = time.perf_counter()
+        rerun = ev.run(flags=edited, payloads=True)
+        whatif_s = min(whatif_s, time.perf_counter() - start)
     assert rerun["rollout-30"].mean() > out["rollout-30"].mean()
     print(
-        f"what-if re-run (rollout + variant weight edits) on {n:,} rows: {whatif_s * 1000:.0f} ms "
-        f"(first run {ours_s * 1000:.0f} ms)"
+        f"what-if re-run (rollout + variant weight edits) on {n:,} rows: {whatif_s * 1000:.1f} ms "
+        f"(best of {rounds}; target < 30 ms; first run {ours_s * 1000:.0f} ms)"
     )
 
-    big = 1_000_000
-    child = subprocess.run(
-        [sys.executable, __file__, "--memory-child", str(big)], capture_output=True, text=True, check=True
-    )
-    rows, secs, peak_mb = child.stdout.split()
+    # 1M rows: each run in a fresh process, so its peak RSS is its own (input frame included)
+    big_s, big_peak, frame_peak = float("inf"), float("inf"), 0.0
+    for _ in range(rounds):
+        child = subprocess.run(
+            [sys.executable, __file__, "--memory-child", str(big)], capture_output=True, text=True, check=True
+        )
+        _rows, secs, peak_mb, frame_mb = child.stdout.split()
+        big_s, big_peak = min(big_s, float(secs)), min(big_peak, float(peak_mb))
+        frame_peak = float(frame_mb)
+        theirs_rate = max(theirs_rate, official_rate(frame, flags, official_rows))
+    big_rate = big * len(flags) / big_s
     print(
-        f"{int(rows):,} rows x {len(flags)} flags: {float(secs):.1f} s, peak RSS of the whole process "
-        f"(input frame included) {float(peak_mb):,.0f} MB (target < 1,536 MB)"
+        f"{big:,} rows x {len(flags)} flags: {big_s:.2f} s = {big_rate:,.0f} evaluations/s; "
+        f"ratio at {big:,}: {big_rate / theirs_rate:.1f}x (target >= 25x; SDK best {theirs_rate:,.0f}/s)"
     )
+    print(
+        f"  peak RSS of the whole process {big_peak:,.0f} MB (target < 600 MB), of which building the "
+        f"input frame alone peaked at {frame_peak:,.0f} MB"
+    )
+    print(f"load average at end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
 
 if __name__ == "__main__":

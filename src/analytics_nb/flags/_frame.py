@@ -26,7 +26,7 @@ from analytics_nb.flags._evaluate import (
     check_mode,
     compile_flags,
 )
-from analytics_nb.flags._hashing import hash_many, raw_hash
+from analytics_nb.flags._hashing import EncodedIds, fractions_into, hash_many, raw_hash
 from analytics_nb.flags._operators import FALSE, INCONCLUSIVE, SERVER_ONLY, TRUE
 from analytics_nb.flags._values import MISSING, BadValueError, normalize, service_text
 
@@ -50,6 +50,28 @@ _REASONS = [
 ]
 _R = {name: i for i, name in enumerate(_REASONS)}
 _NO_ERROR = ""
+#: codes into a column's distinct values: int32 (half of pandas' int64; 2**31 distinct values is plenty)
+_CODE = np.int32
+
+
+def _put(target: np.ndarray, rows: np.ndarray, value: Any) -> None:
+    """``target[rows] = value`` for an integer array, as one branch-free pass: ``t ^= (t ^ v) & -rows``.
+
+    A boolean-mask scatter costs about 8 ns a row when the mask is irregular (as rollout masks are); the
+    blend costs a fraction of a nanosecond. `value` is a scalar or an array of `target`'s dtype.
+    """
+    mask = rows.view(np.int8) if target.itemsize == 1 else rows.astype(target.dtype)
+    if not isinstance(value, np.ndarray):
+        value = target.dtype.type(value)
+    target ^= (target ^ value) & np.negative(mask)
+
+
+def _lookup(table: np.ndarray, codes: np.ndarray, missing: Any) -> np.ndarray:
+    """``table[codes]`` with `missing` where the code is -1: one take, through a table with an extra slot."""
+    ext = np.empty(len(table) + 1, dtype=table.dtype)
+    ext[:-1] = table
+    ext[-1] = missing
+    return ext.take(codes)
 
 
 @dataclass(slots=True)
@@ -74,7 +96,7 @@ def _factorize(
     dtype = series.dtype
     if dtype is not np.dtype(object):
         codes, uniq = pd.factorize(series, use_na_sentinel=True)
-        codes = np.asarray(codes, dtype=np.int64)
+        codes = np.asarray(codes, dtype=_CODE)
         if isinstance(dtype, pd.StringDtype):
             # a StringDtype holds only str values (missing ones became code -1)
             col = _Column(codes, uniq.tolist(), True)
@@ -98,7 +120,7 @@ def _factorize(
                 col.all_str = False
         return col
     arr = series.to_numpy(dtype=object)
-    codes = np.full(n, -1, dtype=np.int64)
+    codes = np.full(n, -1, dtype=_CODE)
     uniques = []
     index: dict[Any, int] = {}
     hashable = True
@@ -132,7 +154,7 @@ def _factorize(
 
 
 def _missing_column(n: int) -> _Column:
-    return _Column(np.full(n, -1, dtype=np.int64), [])
+    return _Column(np.full(n, -1, dtype=_CODE), [])
 
 
 def _coalesce(first: _Column, second: _Column) -> _Column:
@@ -141,7 +163,7 @@ def _coalesce(first: _Column, second: _Column) -> _Column:
     if not fill.any():
         return first
     codes = first.codes.copy()
-    codes[fill] = second.codes[fill] + len(first.uniques)
+    _put(codes, fill, second.codes + len(first.uniques))
     return _Column(codes, [*first.uniques, *second.uniques], first.all_str and second.all_str)
 
 
@@ -217,16 +239,21 @@ class FrameEvaluator:
         self._now: dt.datetime = _now(None, self._server, self._compiled.timezone)
         self._errors = np.full(self._n, _NO_ERROR, dtype=object)
         self._ids: list[str | None] = self._load_ids()
-        if None in self._ids:
-            encoded = [s.encode("utf-8") if s is not None else b"" for s in self._ids]
-        else:
-            encoded = list(map(str.encode, self._ids))  # type: ignore[arg-type]
-        self._id_bytes = np.array(encoded, dtype=object)
+        # encoded once, contiguously: every rollout / variant / holdout hash of a person reads this buffer
+        self._id_enc = EncodedIds.from_strs(
+            [s if s is not None else "" for s in self._ids] if None in self._ids else self._ids  # type: ignore[arg-type]
+        )
+        self._device_enc: EncodedIds | None = None
         self._sources: dict[str, _Source] = {}
         self._filter_cache: dict[tuple[str, str], np.ndarray] = {}
         self._hash_cache: dict[tuple[str, str], tuple[np.ndarray, np.ndarray]] = {}
         self._group_keys: dict[str, tuple[np.ndarray, list[str]]] = {}
         self._group_passed: dict[str, np.ndarray] = {}
+        #: set by evaluate_frame (no re-run will follow): caches a re-run would need are released as soon as
+        #: their flag is done, which lowers the peak memory of a big frame
+        self._one_shot = False
+        #: the last object output column of each name, to hand back unchanged ones on a what-if re-run
+        self._object_columns: dict[str, tuple[tuple[Any, ...], np.ndarray, pd.Series]] = {}
         self._plain_columns = [
             c
             for c in frame.columns
@@ -244,8 +271,11 @@ class FrameEvaluator:
                 "frame['distinct_id'] = frame['distinct_id'].astype('Int64').astype('string')"
             )
         if isinstance(col.dtype, pd.StringDtype):
-            bad = (col.isna() | (col == "")).to_numpy(dtype=bool)
-            ids: list[str | None] = col.astype(object).tolist()
+            # one object array with "" for missing cells, then one comparison (no per-row Python work)
+            values = col.to_numpy(dtype=object, na_value="")
+            bad = values == ""
+            ids: list[str | None] = values.tolist()
+            del values
             if bad.any():
                 self._errors[bad] = "distinct_id is missing or not a string/number"
                 for bad_row in np.flatnonzero(bad).tolist():
@@ -364,7 +394,7 @@ class FrameEvaluator:
                     texts.append(service_text(u) if self._server and isinstance(u, float) else str(u))
                 hit = (col.codes, texts)
             else:
-                hit = (np.full(self._n, -1, dtype=np.int64), [])
+                hit = (np.full(self._n, -1, dtype=_CODE), [])
             self._group_keys[name] = hit
         return hit
 
@@ -406,26 +436,28 @@ class FrameEvaluator:
             if bucket.startswith("group:"):
                 codes, texts = self._group_key_codes(bucket.removeprefix("group:"))
                 table = hash_many(pfx, [t.encode("utf-8") for t in texts], sfx)
-                ok = codes >= 0
-                values[ok] = table[codes[ok]]
-                done[ok] = True
+                np.copyto(values, _lookup(table, codes, np.nan))
+                done |= codes >= 0
             else:
                 idx = np.flatnonzero(need)
-                ids = self._bucket_ids(bucket)
-                chosen = ids.tolist() if len(idx) == self._n else ids[idx].tolist()
-                values[idx] = hash_many(pfx, chosen, sfx)
-                done[idx] = True
+                sel = None if len(idx) == self._n else idx
+                fractions_into(pfx, self._bucket_ids(bucket), sfx, values, sel)
+                done |= need
         return values
 
-    def _bucket_ids(self, bucket: str) -> np.ndarray:
+    def _bucket_ids(self, bucket: str) -> EncodedIds:
         if bucket == "person":
-            return self._id_bytes
+            return self._id_enc
         if bucket == "device":
-            col = self._source("person").column("$device_id")
-            texts = [str(u).encode("utf-8") for u in col.uniques]
-            return np.array(
-                [texts[c] if c >= 0 else self._id_bytes[i] for i, c in enumerate(col.codes)], dtype=object
-            )
+            enc = self._device_enc
+            if enc is None:
+                col = self._source("person").column("$device_id")
+                texts = [str(u) for u in col.uniques]
+                ids = self._ids
+                enc = self._device_enc = EncodedIds.from_strs(
+                    [texts[c] if c >= 0 else (ids[i] or "") for i, c in enumerate(col.codes.tolist())]
+                )
+            return enc
         raise AssertionError(bucket)
 
     # ------------------------------------------------------------------ matching
@@ -480,10 +512,7 @@ class FrameEvaluator:
             )
             if server:
                 table[table == INCONCLUSIVE] = FALSE
-        out = np.full(self._n, m.missing(server), dtype=np.int8)
-        present = col.codes >= 0
-        out[present] = table[col.codes[present]]
-        return out
+        return _lookup(table.astype(np.int8, copy=False), col.codes, m.missing(server))
 
     def _group_codes(self, group: CohortGroup, source: _Source, state: _RunState) -> np.ndarray:
         n = self._n
@@ -504,24 +533,27 @@ class FrameEvaluator:
             inconclusive |= code == INCONCLUSIVE
             decisive |= code == want
         out = np.full(n, TRUE if group.is_and else FALSE, dtype=np.int8)
-        out[inconclusive] = INCONCLUSIVE
-        out[decisive] = want
-        out[server_only] = SERVER_ONLY
+        _put(out, inconclusive, INCONCLUSIVE)
+        _put(out, decisive, want)
+        _put(out, server_only, SERVER_ONLY)
         return out
 
     def _condition_codes(self, cond: ConditionSpec, source: _Source, state: _RunState) -> np.ndarray:
         n = self._n
         if not cond.filters:
             return np.full(n, TRUE, dtype=np.int8)
+        if len(cond.filters) == 1:
+            return self._filter_codes(cond.filters[0], source, state)
+        # one pass per filter: FALSE wins, else the first open code (INCONCLUSIVE / SERVER_ONLY), else TRUE
         any_false = np.zeros(n, dtype=bool)
         first_open = np.zeros(n, dtype=np.int8)
         for spec in cond.filters:
             code = self._filter_codes(spec, source, state)
             any_false |= code == FALSE
-            fresh = (code >= INCONCLUSIVE) & (first_open == 0)
-            first_open[fresh] = code[fresh]
-        out = np.where(first_open > 0, first_open, np.int8(TRUE)).astype(np.int8)
-        out[any_false] = FALSE
+            _put(first_open, (code >= INCONCLUSIVE) & (first_open == 0), code)
+        out = first_open
+        _put(out, out == 0, TRUE)
+        _put(out, any_false, FALSE)
         return out
 
     # ------------------------------------------------------------------ running
@@ -552,14 +584,34 @@ class FrameEvaluator:
         state = _RunState(self, compiled)
         for flag in compiled.order:
             state.evaluate(flag)
+            if self._one_shot:
+                # a flag's own hashes ("{key}." prefixes) serve no other flag; holdout hashes are shared
+                for key in [k for k in self._hash_cache if not k[0].startswith("holdout-")]:
+                    del self._hash_cache[key]
+                if not reasons:  # only the value (kind, variant) is output or read by dependent flags
+                    res = state.results[flag.key]
+                    res.reason = np.empty(0, dtype=res.reason.dtype)
+                    res.index = np.empty(0, dtype=res.index.dtype)
+        if self._one_shot:
+            # nothing below reads the inputs' codes, matches, hashes or encoded ids: free them before the
+            # output columns are built
+            self._release_caches()
         return state.frame(payloads=payloads, reasons=reasons)
+
+    def _release_caches(self) -> None:
+        self._sources.clear()
+        self._filter_cache.clear()
+        self._hash_cache.clear()
+        self._group_keys.clear()
+        self._group_passed.clear()
+        self._device_enc = None
+        self._id_enc = EncodedIds(b"", np.zeros(1, dtype=np.int64))
+        self._ids = []
 
 
 def _negate(code: np.ndarray) -> np.ndarray:
-    out = code.copy()
-    out[code == TRUE] = FALSE
-    out[code == FALSE] = TRUE
-    return out
+    # TRUE (1) <-> FALSE (0): flip the low bit of those two codes only
+    return code ^ (code <= TRUE).view(np.int8)
 
 
 def _has_dependency(spec: FilterSpec, cohorts: Mapping[str, CohortGroup]) -> bool:
@@ -642,19 +694,27 @@ class _RunState:
         kind = np.full(n, _K_FALSE, dtype=np.int8)
         variant = np.full(n, -1, dtype=np.int16) if flag.multivariate else None
         reason = np.full(n, _R["no_condition_match"], dtype=np.int8)
-        index = np.full(n, -1, dtype=np.int64)
+        # condition indexes are small: int16 unless a flag has more conditions than that holds
+        wide = max(len(flag.conditions), len(flag.server_conditions)) >= 32000
+        index = np.full(n, -1, dtype=np.int32 if wide else np.int16)
         decided = self.bad.copy()
-        kind[decided] = _K_UNKNOWN
+        _put(kind, decided, _K_UNKNOWN)
         labels = [v[0] for v in flag.variants]
         self.results[flag.key] = arrays = _FlagArrays(kind, variant, reason, index, labels)
 
         def settle(rows: np.ndarray, k: int, r: str, idx: int = -1, var: Any = None) -> None:
-            kind[rows] = k
-            reason[rows] = _R[r]
-            index[rows] = idx
+            # fused: one blend per output array (no boolean scatters), skipped when no row is settled
+            if not rows.any():
+                return
+            m8 = np.negative(rows.view(np.int8))
+            np.bitwise_xor(kind, (kind ^ np.int8(k)) & m8, out=kind)
+            np.bitwise_xor(reason, (reason ^ np.int8(_R[r])) & m8, out=reason)
+            m_index = m8.astype(index.dtype)
+            np.bitwise_xor(index, (index ^ np.asarray(idx, dtype=index.dtype)) & m_index, out=index)
             if var is not None and variant is not None:
-                variant[rows] = var[rows] if isinstance(var, np.ndarray) else arrays.label(var)
-            decided[rows] = True
+                v = var if isinstance(var, np.ndarray) else np.int16(arrays.label(var))
+                np.bitwise_xor(variant, (variant ^ v) & m8.astype(np.int16), out=variant)
+            np.bitwise_or(decided, rows, out=decided)
 
         und = ~decided
         if not flag.active:
@@ -717,8 +777,7 @@ class _RunState:
             col = source.column(f"$feature_enrollment/{flag.key}")
             table = np.array([u is True or u == "true" for u in col.uniques], dtype=bool)
             present = col.codes >= 0
-            on = np.zeros(n, dtype=bool)
-            on[present] = table[col.codes[present]]
+            on = _lookup(table, col.codes, False)
             settle(und & ~present, _K_UNKNOWN, "inconclusive")
             settle(und & present & on, _K_TRUE, "super_condition_value", 0)
             settle(und & present & ~on, _K_FALSE, "super_condition_value", 0)
@@ -807,9 +866,7 @@ class _RunState:
         if flag.device_bucketing:
             dev = person.column("$device_id")
             ok_dev = np.array([isinstance(u, str) and u != "" for u in dev.uniques], dtype=bool)
-            has_device = np.zeros(n, dtype=bool)
-            present = dev.codes >= 0
-            has_device[present] = ok_dev[dev.codes[present]] if len(ok_dev) else False
+            has_device = _lookup(ok_dev, dev.codes, False)
         else:
             has_device = np.ones(n, dtype=bool)
 
@@ -817,8 +874,7 @@ class _RunState:
             col = person.column(f"$feature_enrollment/{flag.key}")
             table = np.array([u is True or u == "true" for u in col.uniques], dtype=bool)
             present = col.codes >= 0
-            on = np.zeros(n, dtype=bool)
-            on[present] = table[col.codes[present]]
+            on = _lookup(table, col.codes, False)
             und = ~decided
             settle(und & present & on, _K_TRUE, "super_condition_value", 0)
             settle(und & present & ~on, _K_FALSE, "super_condition_value", 0)
@@ -862,7 +918,7 @@ class _RunState:
         def rank(rows: np.ndarray, new: str, idx: int) -> None:
             if rows.any():
                 key = REASON_SCORE[new] * 4096 + min(idx, 4094) + 1
-                np.maximum(best, np.where(rows, key, 0).astype(np.int32, copy=False), out=best)
+                np.maximum(best, rows * np.int32(key), out=best)
 
         for cond in flag.conditions:
             und = ~decided
@@ -902,13 +958,12 @@ class _RunState:
             self._settle_match(flag, hit, cond.variant, cbucket, "condition_match", cond.index, settle)
         und = ~decided
         if und.any():
-            left = best[und]
             by_score = np.full(8, _R["no_group_type"], dtype=np.int8)
             for name in ("no_group_type", "no_condition_match", "out_of_rollout_bound"):
                 by_score[REASON_SCORE[name]] = _R[name]
-            kind[und] = _K_FALSE
-            reason[und] = by_score[left // 4096]
-            index[und] = left % 4096 - 1
+            _put(kind, und, _K_FALSE)
+            _put(reason, und, by_score.take(best // 4096))
+            _put(index, und, (best % 4096 - 1).astype(index.dtype))
 
     def _settle_match(
         self,
@@ -933,58 +988,83 @@ class _RunState:
         covered = np.zeros(self.ev._n, dtype=bool)
         for code, (_vkey, low, high) in enumerate(flag.variants):
             in_range = rows & ~covered & (h >= low) & (h < high)
-            chosen[in_range] = code
+            _put(chosen, in_range, code)
             covered |= in_range
         settle(rows & covered, _K_VARIANT, reason, idx, chosen)
         settle(rows & ~covered, _K_TRUE, reason, idx)
 
     # ------------------------------------------------------------------ output
 
+    def _object_column(self, name: str, lookup: list[Any], pos: np.ndarray) -> pd.Series:
+        """An object column whose row i is ``lookup[pos[i]]``. Building one costs a pointer copy and a
+        reference count a row, so when a what-if re-run gives a column the same values as last time the
+        previous Series is handed back (copy-on-write keeps the two results independent)."""
+        key = tuple(("NA", None) if v is pd.NA else (type(v).__name__, v) for v in lookup)
+        cache = self.ev._object_columns
+        if all(k[0] == "NA" for k in key):
+            # e.g. the payloads of a flag without any: one all-NA column shared by every such column
+            hit = cache.get("")
+            if hit is None:
+                na_values = np.full(self.ev._n, pd.NA, dtype=object)
+                na = pd.Series(na_values, index=self.ev._frame.index, dtype=object, copy=False)
+                hit = cache[""] = ((), pos[:0], na)
+            return hit[2]
+        hit = cache.get(name)
+        if hit is not None and hit[0] == key and np.array_equal(hit[1], pos):
+            return hit[2]
+        values = np.array(lookup, dtype=object).take(pos)
+        series = pd.Series(values, index=self.ev._frame.index, dtype=object, copy=False)
+        if not self.ev._one_shot:
+            cache[name] = (key, pos, series)
+        return series
+
     def frame(self, *, payloads: bool, reasons: bool) -> pd.DataFrame:
         ev = self.ev
-        data: dict[str, Any] = {"distinct_id": ev._frame["distinct_id"].copy()}
+        data: dict[str, Any] = {"distinct_id": ev._frame["distinct_id"]}
         extra: dict[str, Any] = {}
         bad_rows = ev._errors != _NO_ERROR
         for flag in self.compiled.flags:
-            res = self.results[flag.key]
-            res.kind[bad_rows] = _K_UNKNOWN
+            # one-shot: each flag's arrays are released once its columns are built
+            res = self.results.pop(flag.key) if ev._one_shot else self.results[flag.key]
+            _put(res.kind, bad_rows, _K_UNKNOWN)
             unknown = res.kind == _K_UNKNOWN
             # one lookup position per row: a variant label, then False, True, NA
             m = len(res.labels)
-            pos = np.where(res.kind == _K_TRUE, m + 1, m).astype(np.int64)
+            pos = (res.kind == _K_TRUE).astype(np.int16) + np.int16(m)
             if res.variant is not None:
-                var_rows = res.kind == _K_VARIANT
-                pos[var_rows] = res.variant[var_rows]
-            pos[unknown] = m + 2
+                _put(pos, res.kind == _K_VARIANT, res.variant)
+            _put(pos, unknown, m + 2)
             if flag.multivariate:
-                lookup = np.array([*res.labels, False, True, pd.NA], dtype=object)
-                data[flag.key] = pd.Series(lookup[pos], index=ev._frame.index, dtype=object, copy=False)
+                data[flag.key] = self._object_column(flag.key, [*res.labels, False, True, pd.NA], pos)
             else:
                 data[flag.key] = pd.Series(
-                    pd.arrays.BooleanArray(res.kind == _K_TRUE, unknown), index=ev._frame.index
+                    pd.arrays.BooleanArray(res.kind == _K_TRUE, unknown), index=ev._frame.index, copy=False
                 )
             if payloads:
                 texts = [flag.payloads.get(label, pd.NA) for label in res.labels]
-                lookup = np.array([*texts, pd.NA, flag.payloads.get("true", pd.NA), pd.NA], dtype=object)
-                extra[f"{flag.key}:payload"] = lookup[pos]
+                extra[f"{flag.key}:payload"] = self._object_column(
+                    f"{flag.key}:payload", [*texts, pd.NA, flag.payloads.get("true", pd.NA), pd.NA], pos
+                )
             if reasons:
                 names = np.array(_REASONS, dtype=object)[res.reason]
                 names[ev._errors != _NO_ERROR] = pd.NA
                 extra[f"{flag.key}:reason"] = names
-                extra[f"{flag.key}:condition_index"] = pd.array(
-                    np.where(res.index >= 0, res.index, 0), dtype="Int64"
+                extra[f"{flag.key}:condition_index"] = pd.arrays.IntegerArray(
+                    np.maximum(res.index, 0).astype(np.int64), res.index < 0
                 )
-                extra[f"{flag.key}:condition_index"][res.index < 0] = pd.NA
         for name, values in extra.items():
             data[name] = (
                 values
-                if isinstance(values, pd.api.extensions.ExtensionArray)
+                if isinstance(values, (pd.api.extensions.ExtensionArray, pd.Series))
                 else pd.Series(values, index=ev._frame.index, dtype=object, copy=False)
             )
         out = pd.DataFrame(data, index=ev._frame.index, copy=False)
-        errors = ev._errors.copy()
-        errors[errors == _NO_ERROR] = None
-        out["error"] = pd.array(errors, dtype="string")
+        if bad_rows.any():
+            errors = ev._errors.copy()
+            errors[~bad_rows] = None
+            out["error"] = pd.array(errors, dtype="string")
+        else:
+            out["error"] = pd.Series(pd.NA, index=ev._frame.index, dtype="string")
         return out
 
 
@@ -1004,7 +1084,7 @@ def evaluate_frame(
 ) -> pd.DataFrame:
     """Evaluate flags for every row of `frame` (one user per row); see FrameEvaluator for what-if re-runs,
     missing cells (`nulls`) and the other options."""
-    return FrameEvaluator(
+    evaluator = FrameEvaluator(
         frame,
         flags,
         mode=mode,
@@ -1014,7 +1094,9 @@ def evaluate_frame(
         property_matching_version=property_matching_version,
         timezone=timezone,
         nulls=nulls,
-    ).run(payloads=payloads, reasons=reasons)
+    )
+    evaluator._one_shot = True
+    return evaluator.run(payloads=payloads, reasons=reasons)
 
 
 __all__ = ["FrameEvaluator", "evaluate_frame"]
