@@ -14,7 +14,7 @@ from urllib.parse import urlsplit
 
 import pandas as pd
 
-from analytics_nb.client import AdaptiveLimit, Core, decide_body
+from analytics_nb.client import AdaptiveLimit, Core, decide_body, loads_json
 from analytics_nb.simulation._inputs import PropertySets
 from analytics_nb.simulation._output import build_frame
 
@@ -130,7 +130,7 @@ def _request_body(
 
 def _read_json(status: int, content: bytes, *, detailed: bool) -> RemoteRow:
     try:
-        data = json.loads(content)
+        data = loads_json(content)
     except ValueError:
         return RemoteRow(error=f"HTTP {status}: the service answered with a body that is not JSON")
     return parse_response(data, detailed=detailed)
