@@ -110,3 +110,34 @@ def test_connection_cut_after_a_post_is_not_sent_twice(empty_sandbox: Any, trans
     posts = log[(log["method"] == "POST") & log["path"].str.contains("session_recording_playlists")]
     # (the sandbox's log may miss the cut request itself; a retried POST would show 2 to 4 entries)
     assert len(posts) <= 1
+
+
+def test_json_decoding_falls_back_to_the_standard_library_for_what_orjson_refuses() -> None:
+    import math
+
+    from analytics_nb.client import loads_json
+
+    assert loads_json(b'{"a": [1, 2.5, "x", null, true]}') == {"a": [1, 2.5, "x", None, True]}
+    assert math.isnan(loads_json(b'{"a": NaN}')["a"])  # orjson refuses NaN; json reads it
+    assert loads_json(b'{"big": 123456789012345678901234567890}')["big"] == 123456789012345678901234567890
+    with pytest.raises(ValueError):
+        loads_json(b"<html>not json</html>")
+
+
+def test_sync_client_loop_is_uvloop_when_installed_and_can_be_turned_off(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from analytics_nb.client._loop import new_event_loop
+
+    pytest.importorskip("uvloop")
+    loop = new_event_loop()
+    try:
+        assert type(loop).__module__.startswith("uvloop")
+    finally:
+        loop.close()
+    monkeypatch.setenv("ANALYTICS_NB_UVLOOP", "0")
+    loop = new_event_loop()
+    try:
+        assert not type(loop).__module__.startswith("uvloop")
+    finally:
+        loop.close()

@@ -130,6 +130,16 @@ class _KeyAuth(httpx.Auth):
         return f"_KeyAuth({self._key!r})"
 
 
+class _NoCookies(httpx.Cookies):
+    """A cookie jar that keeps nothing (see ``Core._client``)."""
+
+    def extract_cookies(self, response: httpx.Response) -> None:
+        return None
+
+    def set_cookie_header(self, request: httpx.Request) -> None:
+        return None
+
+
 class RateLimiter:
     """Client-side sliding-window limiter: waits so that no bucket exceeds its ``(count, seconds)`` rules."""
 
@@ -231,6 +241,9 @@ class Core:
                 transport=transport,
                 follow_redirects=False,
             )
+            # The API authenticates by key, never by cookie: no cookie is stored or sent (httpx would parse
+            # every response's headers into a urllib cookie jar, a tenth of a decide's client CPU).
+            self._http._cookies = _NoCookies()
         return self._http
 
     @property
