@@ -8,6 +8,7 @@ import json
 import logging
 import math
 import random
+import re
 import time
 from collections import deque
 from collections.abc import Generator, Mapping
@@ -674,11 +675,16 @@ def _orjson_loads() -> Any:
 _ORJSON = _orjson_loads()
 
 
+#: 19 digits in a row: maybe an integer beyond 64 bits, which orjson would read as a float.
+_LONG_DIGITS = re.compile(rb"\d{19}")
+
+
 def loads_json(content: bytes) -> Any:
     """``json.loads`` of a response body, through orjson (the ``fast`` extra) when installed: a third of the
-    CPU for large listings. What orjson refuses (NaN, integers beyond 64 bits, nesting past 1024 levels,
-    invalid UTF-8) goes to the standard library, whose answer (or error) stands."""
-    if _ORJSON is not None:
+    CPU for large listings. What orjson refuses (NaN, nesting past 1024 levels, invalid UTF-8) or would
+    read differently (an integer beyond 64 bits becomes a float there) goes to the standard library, whose
+    answer (or error) stands."""
+    if _ORJSON is not None and not _LONG_DIGITS.search(content):
         try:
             return _ORJSON(content)
         except ValueError:
