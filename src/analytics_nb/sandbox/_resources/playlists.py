@@ -78,6 +78,10 @@ CREATE TABLE IF NOT EXISTS playlists (
     last_modified_by INTEGER,
     UNIQUE (project_id, short_id)
 );
+-- The listing's orders (ties by id), so a page is read from an index instead of sorting every playlist of the
+-- project for each page (at 10,000 playlists the sort was most of a page's server time).
+CREATE INDEX IF NOT EXISTS playlists_by_modified ON playlists(project_id, deleted, last_modified_at DESC, id);
+CREATE INDEX IF NOT EXISTS playlists_by_created ON playlists(project_id, deleted, created_at DESC, id);
 CREATE TABLE IF NOT EXISTS playlist_items (
     playlist_id INTEGER NOT NULL REFERENCES playlists(id),
     session_id TEXT NOT NULL,
