@@ -141,3 +141,10 @@ def test_sync_client_loop_is_uvloop_when_installed_and_can_be_turned_off(
         assert not type(loop).__module__.startswith("uvloop")
     finally:
         loop.close()
+
+
+def test_json_decoding_keeps_integers_at_the_64_bit_edges_exact() -> None:
+    from analytics_nb.client import loads_json
+
+    for number in (2**63 - 1, -(2**63), -(2**63) - 1, 2**64, 10**30):
+        assert loads_json(b'{"n": %d, "s": "x"}' % number)["n"] == number

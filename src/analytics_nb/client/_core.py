@@ -8,7 +8,6 @@ import json
 import logging
 import math
 import random
-import re
 import time
 from collections import deque
 from collections.abc import Generator, Mapping
@@ -675,8 +674,10 @@ def _orjson_loads() -> Any:
 _ORJSON = _orjson_loads()
 
 
-#: 19 digits in a row: maybe an integer beyond 64 bits, which orjson would read as a float.
-_LONG_DIGITS = re.compile(rb"\d{19}")
+#: Digits as b"0", everything else as b" ": 19 digits in a row may be an integer beyond 64 bits, which orjson
+#: would read as a float (a translate and a find scan a page in a tenth of the time a regex takes).
+_DIGITS = bytes(48 if 48 <= i <= 57 else 32 for i in range(256))
+_LONG_RUN = b"0" * 19
 
 
 def loads_json(content: bytes) -> Any:
@@ -684,7 +685,7 @@ def loads_json(content: bytes) -> Any:
     CPU for large listings. What orjson refuses (NaN, nesting past 1024 levels, invalid UTF-8) or would
     read differently (an integer beyond 64 bits becomes a float there) goes to the standard library, whose
     answer (or error) stands."""
-    if _ORJSON is not None and not _LONG_DIGITS.search(content):
+    if _ORJSON is not None and _LONG_RUN not in content.translate(_DIGITS):
         try:
             return _ORJSON(content)
         except ValueError:
