@@ -477,7 +477,9 @@ class Core:
             if query:
                 parsed = parsed.copy_merge_params(query)
             hit = (parsed, self.scrub(url))
-            if key is not None and len(self._targets) < 256:
+            if key is not None:
+                if len(self._targets) >= 256:  # one-off URLs (pages, ids) filled it: start again
+                    self._targets.clear()
                 self._targets[key] = hit
         return hit
 
