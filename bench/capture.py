@@ -1,5 +1,10 @@
 """Benchmark: 100,000 events through ``capture_frame`` vs the official ``posthog`` SDK (7.91.1), same sandbox.
 
+Contenders: ``client.capture_frame(df)``; the SDK tuned as a competent analyst would for a bulk load
+(``flush_at=1000``, no gzip, 2 consumer threads, a queue large enough to hold every event, so none is
+dropped); and the SDK as documented (its defaults but gzip: ``flush_at=100``, a 10,000-event queue that
+drops what overflows), the naive baseline. Interleaved rounds, best of 3 each; every run is audited.
+
 The sandbox runs in a child process (so the server does not share the benchmark's GIL). Each contender sends
 the same events under its own event names; afterwards the sandbox's store is read and each contender's uuids
 are compared with what it sent: lost (sent but absent) and doubled (stored more than once) events are counted.
@@ -8,7 +13,7 @@ Timing: ours is the whole ``client.capture_frame(df)`` call, DataFrame conversio
 most favourable input, ready-made Python records (built outside the timer), and is timed from the first
 ``capture()`` to the end of ``flush()`` + ``shutdown()``.
 
-Run: ``.venv/bin/python bench/capture.py [--events 100000]``
+Run: ``.venv/bin/python bench/capture.py [--events 100000]`` (about two minutes).
 """
 
 from __future__ import annotations
@@ -104,7 +109,7 @@ def run_sdk(info: dict[str, str], records: list[dict[str, Any]], **options: Any)
     """Capture every record with the official SDK, then flush and shut down; returns the seconds taken."""
     from posthog import Posthog
 
-    ph = Posthog(info["project_api_key"], host=info["url"], gzip=True, **options)
+    ph = Posthog(info["project_api_key"], host=info["url"], **options)
     logging.getLogger(
         "posthog"
     ).disabled = True  # one warning per dropped event: counted by the audit instead
@@ -122,6 +127,9 @@ def run_sdk(info: dict[str, str], records: list[dict[str, Any]], **options: Any)
     return time.perf_counter() - t0
 
 
+REPEATS = 3
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--events", type=int, default=100_000)
@@ -133,35 +141,50 @@ def main() -> int:
 
     from analytics_nb import Client
 
+    tuned = {"flush_at": 1000, "gzip": False, "thread": 2, "max_queue_size": n + 1}
+    documented = {"gzip": True}
+    names = {
+        "ours": "analytics_nb capture_frame",
+        "tuned": f"SDK {POSTHOG_VERSION} tuned (flush_at=1000, no gzip, 2 threads, queue {n + 1:,})",
+        "naive": f"SDK {POSTHOG_VERSION} as documented (gzip, defaults)",
+    }
     child = subprocess.Popen(
         [sys.executable, "-c", CHILD], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
     )
     assert child.stdin is not None and child.stdout is not None
+    runs: dict[str, list[tuple[float, tuple[int, int, int], int]]] = {k: [] for k in names}
     try:
         info = json.loads(child.stdout.readline())
-        ours_df = make_events(n, "ours")
-        sdk_records_default = sdk_records(make_events(n, "sdk"))
-        sdk_records_queue = sdk_records(make_events(n, "sdkq"))
-
+        sent: dict[str, set[str]] = {}
         with Client(info["url"], project_api_key=info["project_api_key"]) as client:
-            t0 = time.perf_counter()
-            report = client.capture_frame(ours_df, progress=False)
-            ours_s = time.perf_counter() - t0
-        ours_uuids = set(report.loc[report["status"] == "sent", "uuid"])
-        not_sent = int((report["status"] != "sent").sum())
-
-        sdk_s = run_sdk(info, sdk_records_default)
-        sdkq_s = run_sdk(info, sdk_records_queue, max_queue_size=n + 1)
-
+            client.capture_frame(make_events(100, "warm"), progress=False)
+            for r in range(REPEATS):
+                for key in names:
+                    prefix = f"{key}{r}"
+                    if key == "ours":
+                        df = make_events(n, prefix)
+                        t0 = time.perf_counter()
+                        report = client.capture_frame(df, progress=False)
+                        seconds = time.perf_counter() - t0
+                        sent[prefix] = set(report.loc[report["status"] == "sent", "uuid"])
+                        not_sent = int((report["status"] != "sent").sum())
+                    else:
+                        records = sdk_records(make_events(n, prefix))
+                        sent[prefix] = {rec["uuid"] for rec in records}
+                        seconds = run_sdk(info, records, **(tuned if key == "tuned" else documented))
+                        not_sent = 0
+                    runs[key].append((seconds, (0, 0, 0), not_sent))
         with tempfile.TemporaryDirectory() as tmp:
             dump = Path(tmp) / "events.tsv"
             child.stdin.write(f"dump {dump}\n")
             child.stdin.flush()
             child.stdout.readline()
             stored = [tuple(line.split("\t")) for line in dump.read_text().splitlines()]
-        ours = audit(stored, "ours_", ours_uuids)  # type: ignore[arg-type]
-        sdk = audit(stored, "sdk_", {r["uuid"] for r in sdk_records_default})  # type: ignore[arg-type]
-        sdkq = audit(stored, "sdkq_", {r["uuid"] for r in sdk_records_queue})  # type: ignore[arg-type]
+        for key in names:
+            for r in range(REPEATS):
+                prefix = f"{key}{r}"
+                seconds, _, not_sent = runs[key][r]
+                runs[key][r] = (seconds, audit(stored, prefix + "_", sent[prefix]), not_sent)  # type: ignore[arg-type]
     finally:
         try:
             child.stdin.write("stop\n")
@@ -173,29 +196,32 @@ def main() -> int:
         except subprocess.TimeoutExpired:
             child.kill()
 
-    ours_rate = n / ours_s
-    sdk_rate = sdk[0] / sdk_s  # events that actually arrived
-    sdkq_rate = sdkq[0] / sdkq_s
     load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
     print(
-        f"capture benchmark: {n:,} events, sandbox in a subprocess, "
+        f"capture benchmark: {n:,} events a run, best of {REPEATS} (interleaved), sandbox in a subprocess, "
         f"{dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC, {os.cpu_count()} CPUs, load average {load}"
     )
-
-    def line(name: str, seconds: float, rate: float, audit_: tuple[int, int, int], extra: str = "") -> None:
-        stored_n, lost, doubled = audit_
+    rates: dict[str, float] = {}
+    clean = True
+    for key, label in names.items():
+        # the rate counts the events that arrived (a run that drops events is not faster for it)
+        best = max(runs[key], key=lambda run: run[1][0] / run[0])
+        seconds, (stored_n, _lost, _doubled), _not_sent = best
+        rates[key] = stored_n / seconds
+        lost_all = sum(run[1][1] for run in runs[key])
+        doubled_all = sum(run[1][2] for run in runs[key])
+        if key == "ours":
+            clean = lost_all == 0 and doubled_all == 0 and sum(run[2] for run in runs[key]) == 0
         print(
-            f"  {name:<56}: {seconds:7.2f} s {rate:9,.0f} events/s  stored {stored_n:,}  lost {lost:,}  "
-            f"doubled {doubled}{extra}"
+            f"  {label:<66}: {seconds:6.2f} s {rates[key]:9,.0f} events/s  stored {stored_n:,}; "
+            f"all {REPEATS} runs: lost {lost_all:,}, doubled {doubled_all}"
         )
-
-    line("analytics_nb capture_frame", ours_s, ours_rate, ours, f"  not sent {not_sent}")
-    line(f"posthog {POSTHOG_VERSION} SDK, gzip=True (as documented)", sdk_s, sdk_rate, sdk)
-    line(f"posthog {POSTHOG_VERSION} SDK, gzip=True, max_queue_size={n + 1}", sdkq_s, sdkq_rate, sdkq)
-    print(f"  {'ratio vs SDK as documented (events that arrived per s)':<56}: {ours_rate / sdk_rate:.2f}x")
-    print(f"  {'ratio vs SDK with a queue large enough (lossless)':<56}: {ours_rate / sdkq_rate:.2f}x")
-    print(f"  {'target':<56}: >= 3x, zero lost or doubled for ours")
-    return 0 if ours[1] == 0 and ours[2] == 0 and not_sent == 0 else 1
+    print(
+        f"  {'ratio vs the tuned SDK (events that arrived per s)':<66}: {rates['ours'] / rates['tuned']:.2f}x"
+    )
+    print(f"  {'ratio vs the SDK as documented':<66}: {rates['ours'] / rates['naive']:.2f}x")
+    print(f"  {'target':<66}: >= 2x the tuned SDK, 0 lost, 0 doubled for ours")
+    return 0 if clean else 1
 
 
 if __name__ == "__main__":

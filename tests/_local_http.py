@@ -34,7 +34,10 @@ class LocalServer:
                 if length:
                     self.rfile.read(length)
                 path = urlsplit(self.path).path
-                server.requests.append((self.command, self.path, dict(self.headers.items())))
+                # header names in Title-Case: a transport may send them in lower case (names are case-blind)
+                server.requests.append(
+                    (self.command, self.path, {k.title(): v for k, v in self.headers.items()})
+                )
                 route = server.routes.get(path)
                 if route is None:
                     answer: Answer = (404, {"Content-Type": "application/json"}, b'{"detail":"Not found."}')

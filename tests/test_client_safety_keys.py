@@ -14,6 +14,7 @@ import pytest
 
 from _local_http import local_server
 from analytics_nb import AsyncClient, Client
+from analytics_nb.client._transport import aiohttp_available
 from analytics_nb.errors import NetworkError, NotFoundError, PostHogError
 
 
@@ -67,13 +68,31 @@ def _all_text(exc: BaseException) -> str:
     return "\n".join(parts)
 
 
+TRANSPORTS = [
+    "httpx",
+    pytest.param("aiohttp", marks=pytest.mark.skipif(not aiohttp_available(), reason="fast")),
+]
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
 def test_key_pasted_with_a_newline_is_stripped_and_never_logged(
-    empty_sandbox: Any, debug_logs: _Collect
+    empty_sandbox: Any, debug_logs: _Collect, transport: str
 ) -> None:
     key = empty_sandbox.personal_api_key
-    with Client(empty_sandbox.url, personal_api_key=key + "\n", max_retries=0, progress=False) as client:
+    for name in ("aiohttp", "aiohttp.client", "aiohttp.internal"):
+        logging.getLogger(name).setLevel(logging.DEBUG)
+    with Client(
+        empty_sandbox.url,
+        personal_api_key=key + "\n",
+        max_retries=0,
+        progress=False,
+        http_transport=transport,
+    ) as client:
         assert isinstance(client.playlists.list(), list)  # the stripped key works
-    assert any(r.name.startswith("httpcore") for r in debug_logs.records)  # httpcore really logged
+        assert client.core.transport_name == transport
+    # the HTTP libraries really logged (httpcore under httpx's transport, httpx itself over aiohttp's)
+    logger = "httpcore" if transport == "httpx" else "httpx"
+    assert any(r.name.startswith(logger) for r in debug_logs.records)
     assert key not in debug_logs.text()
     assert key[4:] not in debug_logs.text()
 
@@ -155,20 +174,25 @@ def _frame_locals(exc: BaseException) -> list[str]:
     return texts
 
 
-def test_request_path_locals_never_hold_the_key(empty_sandbox: Any) -> None:
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_request_path_locals_never_hold_the_key(empty_sandbox: Any, transport: str) -> None:
     key = empty_sandbox.personal_api_key
 
     async def go() -> list[BaseException]:
         caught: list[BaseException] = []
         async with AsyncClient(
-            empty_sandbox.url, personal_api_key=key, max_retries=0, progress=False
+            empty_sandbox.url, personal_api_key=key, max_retries=0, progress=False, http_transport=transport
         ) as client:
             try:
                 await client.playlists.get("nOtThErE")
             except NotFoundError as exc:
                 caught.append(exc)
         async with AsyncClient(
-            "http://127.0.0.1:9", personal_api_key=key, max_retries=0, progress=False
+            "http://127.0.0.1:9",
+            personal_api_key=key,
+            max_retries=0,
+            progress=False,
+            http_transport=transport,
         ) as client:
             try:
                 await client.playlists.list()

@@ -13,9 +13,10 @@ from __future__ import annotations
 
 from analytics_nb.client._client import AnyApiClient, ApiClient, AsyncApiClient
 from analytics_nb.client._config import REGIONS, ClientConfig
-from analytics_nb.client._core import Core
+from analytics_nb.client._core import Core, loads_json
 from analytics_nb.client._decide import decide_body
 from analytics_nb.client._loop import LoopThread
+from analytics_nb.client._pacing import AdaptiveLimit
 from analytics_nb.client._pagination import MAX_PAGE_SIZE
 from analytics_nb.client._progress import progress_bar, progress_enabled
 from analytics_nb.client._resources import (
@@ -31,6 +32,7 @@ from analytics_nb.client._resources import (
 __all__ = [
     "MAX_PAGE_SIZE",
     "REGIONS",
+    "AdaptiveLimit",
     "AnyApiClient",
     "ApiClient",
     "AsyncApiClient",
@@ -45,6 +47,7 @@ __all__ = [
     "Projects",
     "Transformations",
     "decide_body",
+    "loads_json",
     "progress_bar",
     "progress_enabled",
 ]

@@ -63,6 +63,7 @@ def _config(
     progress: bool | None,
     retry_backoff: float,
     max_retry_wait: float,
+    http_transport: str = "auto",
 ) -> ClientConfig:
     app_url, ingest_url = resolve_hosts(host)
     project = str(project_id).strip() if project_id is not None else "@current"
@@ -82,6 +83,7 @@ def _config(
         rate_limit=rate_limit,
         max_concurrency=max_concurrency,
         progress=progress,
+        http_transport=http_transport,
     )
 
 
@@ -148,7 +150,8 @@ class AsyncApiClient(_Common):
     ``host``: "us", "eu" (app host for ``/api``, ingestion host for decide/capture) or a self-hosted base URL.
     Keys: ``personal_api_key`` (``phx_...``, for ``/api``) and ``project_api_key`` (``phc_...``, for decide
     and capture; read from the project when omitted). Retries: ``max_retries`` with jittered backoff;
-    ``rate_limit=True`` keeps under the service's per-key limits.
+    ``rate_limit=True`` keeps under the service's per-key limits. ``http_transport``: ``"auto"`` (aiohttp's
+    connector under httpx when the ``fast`` extra is installed), ``"aiohttp"`` or ``"httpx"``.
     """
 
     def __init__(
@@ -167,6 +170,7 @@ class AsyncApiClient(_Common):
         retry_backoff: float = 0.5,
         max_retry_wait: float = 60.0,
         transport: httpx.AsyncBaseTransport | None = None,
+        http_transport: str = "auto",
     ) -> None:
         self._config = _config(
             host,
@@ -181,6 +185,7 @@ class AsyncApiClient(_Common):
             progress=progress,
             retry_backoff=retry_backoff,
             max_retry_wait=max_retry_wait,
+            http_transport=http_transport,
         )
         self._core = Core(self._config, transport=transport)
         self._on_close = []
@@ -290,6 +295,7 @@ class ApiClient(ApiClientMethods, _Common):
         retry_backoff: float = 0.5,
         max_retry_wait: float = 60.0,
         transport: httpx.AsyncBaseTransport | None = None,
+        http_transport: str = "auto",
     ) -> None:
         self._async = self.async_class(
             host,
@@ -305,6 +311,7 @@ class ApiClient(ApiClientMethods, _Common):
             retry_backoff=retry_backoff,
             max_retry_wait=max_retry_wait,
             transport=transport,
+            http_transport=http_transport,
         )
         self._config = self._async._config
         self._core = self._async._core

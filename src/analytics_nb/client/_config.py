@@ -158,12 +158,20 @@ class ClientConfig:
     rate_limit: bool = False
     max_concurrency: int = 8
     progress: bool | None = None
+    http_transport: str = "auto"
+    """``"auto"`` (aiohttp's connector when the ``fast`` extra is installed, else httpx's), ``"aiohttp"`` or
+    ``"httpx"``: the connection layer under httpx (see ``client/_transport.py``)."""
 
     def __post_init__(self) -> None:
         if self.max_retries < 0:
             raise ValueError(f"max_retries={self.max_retries} must be 0 or more.")
         if self.max_concurrency < 1:
             raise ValueError(f"max_concurrency={self.max_concurrency} must be at least 1.")
+        if self.http_transport not in ("auto", "aiohttp", "httpx"):
+            raise ValueError(
+                f"http_transport={self.http_transport!r} must be 'auto', 'aiohttp' (the 'fast' extra) "
+                "or 'httpx'."
+            )
         if self.timeout is not None and self.timeout <= 0:
             raise ValueError(f"timeout={self.timeout} must be a positive number of seconds.")
         pak = self.personal_api_key

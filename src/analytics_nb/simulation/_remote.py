@@ -23,7 +23,7 @@ from urllib.parse import urlsplit
 
 import pandas as pd
 
-from analytics_nb.client import Core, decide_body
+from analytics_nb.client import AdaptiveLimit, Core, decide_body, loads_json
 from analytics_nb.simulation._errors import LongRunWarning
 from analytics_nb.simulation._inputs import PropertySets
 from analytics_nb.simulation._output import build_frame
@@ -156,20 +156,34 @@ def _request_body(
 
 def _read_json(status: int, content: bytes, *, detailed: bool) -> RemoteRow:
     try:
-        data = json.loads(content)
+        data = loads_json(content)
     except ValueError:
         return RemoteRow(error=f"HTTP {status}: the service answered with a body that is not JSON")
     return parse_response(data, detailed=detailed)
 
 
 async def _decide_one(
-    core: Core, token: str, request: dict[str, Any], *, detailed: bool, flag_keys: list[str] | None = None
+    core: Core,
+    token: str,
+    request: dict[str, Any],
+    *,
+    detailed: bool,
+    flag_keys: list[str] | None = None,
+    pacer: AdaptiveLimit | None = None,
 ) -> RemoteRow:
     body, ip = _request_body(token, request, flag_keys)
     headers = {"X-Forwarded-For": ip} if ip else {}
     path, params = ("/flags/", {"v": "2"}) if detailed else ("/decide/", {"v": "3"})
     response = await core.request(
-        "POST", path, service="ingest", params=params, json=body, headers=headers, idempotent=True, auth=False
+        "POST",
+        path,
+        service="ingest",
+        params=params,
+        json=body,
+        headers=headers,
+        idempotent=True,
+        auth=False,
+        pacer=pacer,
     )
     return _read_json(response.status_code, response.content, detailed=detailed)
 
@@ -278,6 +292,9 @@ async def decide_rows(
     keys = [str(k) for k in flag_keys] if flag_keys else None
     results: list[RemoteRow | None] = [None] * len(requests)
     next_index = 0
+    n_workers = max(1, min(int(concurrency), len(requests)))
+    # The pool grown to n_workers connections; 429s slow the run down (Retry-After, a narrower window).
+    pacer = core.pacer(n_workers)
 
     async def worker() -> None:
         nonlocal next_index
@@ -285,7 +302,9 @@ async def decide_rows(
             i = next_index
             next_index += 1
             try:
-                results[i] = await _decide_one(core, token, requests[i], detailed=detailed, flag_keys=keys)
+                results[i] = await _decide_one(
+                    core, token, requests[i], detailed=detailed, flag_keys=keys, pacer=pacer
+                )
             except Exception as exc:  # one failing row never loses the others
                 text = core.scrub(str(exc))
                 results[i] = RemoteRow(error=text or type(exc).__name__)
@@ -293,7 +312,6 @@ async def decide_rows(
                 into[offset + i] = results[i]
             progress.update(1)
 
-    n_workers = max(1, min(int(concurrency), len(requests)))
     await asyncio.gather(*(worker() for _ in range(n_workers)))
     return [r if r is not None else RemoteRow(error="not evaluated") for r in results]
 

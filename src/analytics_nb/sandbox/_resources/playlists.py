@@ -25,7 +25,7 @@ from .._auth import UNSUPPORTED, User, users_by_id
 from .._context import SandboxContext, context_of
 from .._endpoints import Endpoint, Query
 from .._errors import APIError, not_found, server_error, validation_error
-from .._http import SafeJSONResponse, int_param, page_response, parse_json_body, read_body
+from .._http import SafeJSONResponse, int_param, page_links, page_response, parse_json_body, read_body
 from .._store import Store, dumps, loads, now_iso
 from .._validation import Bool, Char, Choice, JSONValue, RequestModel, validate
 
@@ -78,6 +78,10 @@ CREATE TABLE IF NOT EXISTS playlists (
     last_modified_by INTEGER,
     UNIQUE (project_id, short_id)
 );
+-- The listing's orders (ties by id), so a page is read from an index instead of sorting every playlist of the
+-- project for each page (at 10,000 playlists the sort was most of a page's server time).
+CREATE INDEX IF NOT EXISTS playlists_by_modified ON playlists(project_id, deleted, last_modified_at DESC, id);
+CREATE INDEX IF NOT EXISTS playlists_by_created ON playlists(project_id, deleted, created_at DESC, id);
 CREATE TABLE IF NOT EXISTS playlist_items (
     playlist_id INTEGER NOT NULL REFERENCES playlists(id),
     session_id TEXT NOT NULL,
@@ -503,6 +507,33 @@ def _page_params(request: Request) -> tuple[int, int]:
     return min(limit, MAX_LIMIT), int_param(q.get("offset"), 0, name="offset")
 
 
+def _orjson_dumps() -> Any:
+    try:
+        import orjson
+    except ImportError:
+        return None
+    return orjson.dumps
+
+
+_ORJSON_DUMPS = _orjson_dumps()
+
+
+def _page(request: Request, results: list[Any], *, count: int, limit: int, offset: int) -> Response:
+    """One listing page, encoded by orjson when it is installed (a tenth of `json`'s time: at 500 playlists a
+    page, encoding was half of the page's server time). What orjson refuses (a lone surrogate, an integer
+    beyond 64 bits, deep nesting: rows older builds may have stored) goes through the repairing encoder;
+    NaN becomes null either way."""
+    if _ORJSON_DUMPS is None:
+        return page_response(request, results, count=count, limit=limit, offset=offset)
+    nxt, prev = page_links(request, count=count, limit=limit, offset=offset)
+    payload = {"count": count, "next": nxt, "previous": prev, "results": results}
+    try:
+        body = _ORJSON_DUMPS(payload)
+    except TypeError:  # orjson.JSONEncodeError
+        return SafeJSONResponse(payload)
+    return Response(body, media_type="application/json")
+
+
 async def list_playlists(request: Request) -> Response:
     """GET: one page of live playlists (paged in SQL) with the real filters, order allow-list and clamping;
     the cloud profile mixes in its six synthetic collections."""
@@ -522,7 +553,7 @@ async def list_playlists(request: Request) -> Response:
         count = count_playlists(ctx.store, project_id, f)
         rows = find_playlists(ctx.store, project_id, f, limit=limit, offset=offset)
         results = _serialize_many(ctx.store, rows)
-        return page_response(request, results, count=count, limit=limit, offset=offset)
+        return _page(request, results, count=count, limit=limit, offset=offset)
     results = _serialize_many(ctx.store, find_playlists(ctx.store, project_id, f))
     synth = [_synthetic(ctx.store, project_id, e) for e in SYNTHETIC]
     if f.search is not None:
