@@ -131,6 +131,14 @@ def to_pandas(obj: Any) -> tuple[Any, Family]:
     """``(what normalise_property_sets reads, the family)``: pandas frames and records pass through; the
     other families become a pandas frame over Arrow buffers."""
     family = family_of(obj)
+    if _root(obj) in ("dask", "dask_expr", "pyspark"):
+        runner = (
+            "simulate_dask(ddf, definitions=...)" if _root(obj) != "pyspark" else "simulate_spark(sdf, ...)"
+        )
+        raise SimulationInputError(
+            f"a {type(obj).__name__} is evaluated where it lives, not collected: use "
+            f"analytics_nb.simulation.{runner} (lazy results, summaries on the cluster)."
+        )
     if family in ("pandas", "records"):
         return obj, family
     return _arrow_to_pandas(_to_arrow(obj)), family
