@@ -20,6 +20,7 @@ from analytics_nb.simulation._plot import PLOT_HINT
 from analytics_nb.simulation._remote import DEFAULT_CONCURRENCY
 from analytics_nb.simulation._result import SimulationResult
 from analytics_nb.simulation._simulate import Engine, asimulate, simulate
+from analytics_nb.simulation._spark import simulate_spark
 from analytics_nb.simulation._summary import wilson_interval
 from analytics_nb.simulation._whatif import (
     WhatIf,
@@ -51,6 +52,7 @@ __all__ = [
     "sample_persons",
     "simulate",
     "simulate_dask",
+    "simulate_spark",
     "whatif",
     "wilson_interval",
     "with_condition",

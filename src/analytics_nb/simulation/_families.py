@@ -22,7 +22,16 @@ import pandas as pd
 
 from analytics_nb.simulation._errors import SimulationInputError
 
-__all__ = ["OUTPUTS", "Family", "Output", "check_output", "family_of", "from_pandas", "to_pandas"]
+__all__ = [
+    "OUTPUTS",
+    "Family",
+    "Output",
+    "check_output",
+    "family_of",
+    "from_pandas",
+    "text_column",
+    "to_pandas",
+]
 
 Family = Literal["pandas", "polars", "arrow", "duckdb", "parquet", "records"]
 Output = Literal["pandas", "polars", "arrow"]
@@ -160,16 +169,19 @@ def _arrow_column(series: pd.Series) -> Any:
         return pa.array([None if v is pd.NA else bool(v) for v in series.tolist()], type=pa.bool_())
     if isinstance(series.dtype, pd.ArrowDtype):
         return pa.array(series.array)
-    values = series.to_numpy(dtype=object)
     if series.dtype == object or str(series.dtype) in ("string", "str"):
-        text = [
-            None
-            if v is None or v is pd.NA or (isinstance(v, float) and v != v)
-            else ("true" if v is True else "false" if v is False else str(v))
-            for v in values
-        ]
-        return pa.array(text, type=pa.string())
-    return pa.array(np.asarray(values))
+        return pa.array(text_column(series), type=pa.string())
+    return pa.array(np.asarray(series.to_numpy(dtype=object)))
+
+
+def text_column(series: pd.Series) -> list[str | None]:
+    """A result column as text: a variant key as is, True / False as "true" / "false", NA as None."""
+    return [
+        None
+        if v is None or v is pd.NA or (isinstance(v, float) and v != v)
+        else ("true" if v is True or v is np.True_ else "false" if v is False or v is np.False_ else str(v))
+        for v in series.tolist()
+    ]
 
 
 def from_pandas(frame: pd.DataFrame, output: Output) -> Any:
