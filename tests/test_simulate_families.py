@@ -274,3 +274,42 @@ def test_the_simulation_package_loads_no_frame_library() -> None:
     loaded = {m.split(".", 1)[0] for m in out.split()}
     # (pyarrow is left out: pandas 3 itself loads it when it is installed, for its default str dtype)
     assert not {"polars", "duckdb", "dask", "distributed"} & loaded
+
+
+@pytest.mark.parametrize("source", ["polars", "arrow-table", "duckdb"])
+def test_unknown_values_are_na_in_every_family(
+    source: str, frame: pd.DataFrame, table: Any, parquet_path: Path
+) -> None:
+    """sdk mode cannot settle a date filter on text locally: NA in pandas, NA (null) in every family."""
+    flags = [
+        *family_flags(),
+        {
+            "id": 7,
+            "key": "dated",
+            "active": True,
+            "filters": {
+                "groups": [
+                    {
+                        "properties": [
+                            {
+                                "key": "plan",
+                                "operator": "is_date_before",
+                                "value": "2024-01-01",
+                                "type": "person",
+                            }
+                        ]
+                    }
+                ]
+            },
+        },
+    ]
+    want = simulate(frame, engine="local", definitions=flags, mode="sdk")
+    assert want.frame["dated"].isna().all()
+    obj, family = _sources(frame, table, parquet_path)[source]
+    got = simulate(obj, engine="local", definitions=flags, mode="sdk")
+    keys = [*FLAG_KEYS, "dated"]
+    assert _cells(got.frame, keys) == _cells(want.frame, keys)
+    pd.testing.assert_frame_equal(got.summary(), want.summary())
+    if family != "pandas":
+        as_arrow = got.data if family == "arrow" else got.data.to_arrow()
+        assert as_arrow.column("dated").null_count == len(frame)
