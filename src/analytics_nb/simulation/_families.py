@@ -8,7 +8,8 @@ from the object's type's module name, so ``import analytics_nb`` never imports t
 
 Results in Arrow or Polars: a boolean flag is a ``bool`` column (null where pandas has NA, an unknown value);
 a multivariate flag is a ``string`` column holding the variant key, ``"false"`` where no variant matched (the
-JSON text of the value: Arrow has no "bool or text" column) and null where unknown; payloads and errors are ``string``.
+JSON text of the value: Arrow has no "bool or text" column) and null where unknown; payloads and errors
+are ``string``.
 """
 
 from __future__ import annotations
