@@ -24,6 +24,16 @@ N = 600
 
 @pytest.fixture(scope="module")
 def cluster_client() -> Iterator[Any]:
+    import signal
+
+    sigint = signal.getsignal(signal.SIGINT)  # the cluster replaces it; later Ctrl-C tests need Python's back
+    try:
+        yield from _cluster()
+    finally:
+        signal.signal(signal.SIGINT, sigint)
+
+
+def _cluster() -> Iterator[Any]:
     with (
         distributed.LocalCluster(
             n_workers=2, processes=True, threads_per_worker=1, dashboard_address=None, host="127.0.0.1"
