@@ -46,7 +46,7 @@ def _notebook(path: Path, *sources: str, executed: bool = True) -> Path:
 
 def test_the_example_notebooks_pass() -> None:
     notebooks = sorted((ROOT / "notebooks").glob("*.ipynb"))
-    assert len(notebooks) == 5
+    assert len(notebooks) == 6
     for path in notebooks:
         assert check.problems(path) == [], path
     assert check.main(["check_notebooks", str(ROOT / "notebooks")]) == 0

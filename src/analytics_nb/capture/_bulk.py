@@ -354,6 +354,15 @@ async def _send_batches(
             bar.close()
 
 
+def _str_dtype() -> Any:
+    """pandas' ``str`` dtype kept in Python storage: with pyarrow installed pandas 3 stores ``str`` in Arrow,
+    which cannot hold a lone surrogate, and the report echoes the (refused) names and ids as given."""
+    try:
+        return pd.StringDtype("python", na_value=np.nan)
+    except TypeError:  # pandas < 2.3: no na_value, no "str" default
+        return "str"
+
+
 def _report(df: pd.DataFrame, run: _Run, historical: bool) -> pd.DataFrame:
     prepared = run.prepared
     names = [v if type(v) is str else _text(v) for v in prepared.names]
@@ -366,13 +375,14 @@ def _report(df: pd.DataFrame, run: _Run, historical: bool) -> pd.DataFrame:
         else (NOT_ATTEMPTED if run.interrupted else "not sent (internal error: no outcome recorded)")
         for r, s in zip(run.reason, run.status, strict=True)
     ]
+    text = _str_dtype()
     report = pd.DataFrame(
         {
-            "uuid": pd.array(prepared.uuids, dtype="str"),
-            "event": pd.array(names, dtype="str"),
-            "distinct_id": pd.array(dids, dtype="str"),
-            "status": pd.array(status, dtype="str"),
-            "reason": pd.array(reason, dtype="str"),
+            "uuid": pd.array(prepared.uuids, dtype=text),
+            "event": pd.array(names, dtype=text),
+            "distinct_id": pd.array(dids, dtype=text),
+            "status": pd.array(status, dtype=text),
+            "reason": pd.array(reason, dtype=text),
             "batch": pd.array(run.batch, dtype="Int64"),
         },
         index=df.index,

@@ -2,7 +2,8 @@
 
 ``simulate(property_sets, flags=None, engine="remote" | "local" | "both", client=..., definitions=...)``
 returns a `SimulationResult`; `WhatIf` / `whatif` show who moves when definitions are edited; `grid`,
-`sample_persons` and `random_property_sets` build property sets.
+`sample_persons` and `random_property_sets` build property sets. Property sets may be pandas, Polars, Arrow,
+DuckDB or a parquet path; `simulate_dask` runs the local engine over a Dask DataFrame on a cluster.
 
 ``analytics_nb.simulate`` is the function ``simulate`` (``analytics_nb.simulate(df, client=c)``);
 ``analytics_nb.simulation`` is this package.
@@ -12,12 +13,14 @@ from __future__ import annotations
 
 from analytics_nb.simulation._builders import grid, random_property_sets, sample_persons
 from analytics_nb.simulation._definitions import Definitions, load_definitions
+from analytics_nb.simulation._distributed import DaskSimulation, DaskWhatIf, simulate_dask
 from analytics_nb.simulation._errors import LongRunWarning, SimulationInputError
 from analytics_nb.simulation._inputs import normalise_property_sets
 from analytics_nb.simulation._plot import PLOT_HINT
 from analytics_nb.simulation._remote import DEFAULT_CONCURRENCY
 from analytics_nb.simulation._result import SimulationResult
 from analytics_nb.simulation._simulate import Engine, asimulate, simulate
+from analytics_nb.simulation._spark import simulate_spark
 from analytics_nb.simulation._summary import wilson_interval
 from analytics_nb.simulation._whatif import (
     WhatIf,
@@ -32,6 +35,8 @@ from analytics_nb.simulation._whatif import (
 __all__ = [
     "DEFAULT_CONCURRENCY",
     "PLOT_HINT",
+    "DaskSimulation",
+    "DaskWhatIf",
     "Definitions",
     "Engine",
     "LongRunWarning",
@@ -46,6 +51,8 @@ __all__ = [
     "random_property_sets",
     "sample_persons",
     "simulate",
+    "simulate_dask",
+    "simulate_spark",
     "whatif",
     "wilson_interval",
     "with_condition",

@@ -11,6 +11,7 @@ from typing import Any, Literal
 import pandas as pd
 
 from analytics_nb.simulation._errors import SimulationInputError
+from analytics_nb.simulation._families import Output, check_output, from_pandas
 from analytics_nb.simulation._output import flag_columns
 from analytics_nb.simulation._summary import crosstab, format_share, summarize
 
@@ -42,6 +43,16 @@ class SimulationResult:
     partial: bool = False
     total: int | None = None  # the rows asked for, when the run stopped early (``rows_total``)
     remaining: pd.DataFrame | None = None  # the property sets not evaluated (partial results)
+    output: Output = "pandas"  # the family ``.data`` comes back in (the input's, or simulate's output=)
+
+    @property
+    def data(self) -> Any:
+        """``.frame`` in the caller's family: Polars in, Polars out; Arrow in, Arrow out; else pandas."""
+        return self.to(self.output)
+
+    def to(self, output: Output) -> Any:
+        """``.frame`` as "pandas", "polars" or "arrow" (flag columns as described in the README)."""
+        return from_pandas(self.frame, check_output(output) or "pandas")
 
     # -- basics ----------------------------------------------------------------------------------------------
     @property

@@ -40,6 +40,7 @@ from analytics_nb.errors import PostHogError
 from analytics_nb.simulation._compare import compare
 from analytics_nb.simulation._definitions import Definitions, flag_references, live_flags, load_definitions
 from analytics_nb.simulation._errors import SimulationInputError
+from analytics_nb.simulation._families import Output, check_output, default_output, to_pandas
 from analytics_nb.simulation._inputs import PropertySets, check_flag_keys, normalise_property_sets
 from analytics_nb.simulation._local import ChunkedEvaluator, local_evaluator, run_local
 from analytics_nb.simulation._output import flag_columns
@@ -508,6 +509,7 @@ def simulate(
     group_type_mapping: dict[str, str] | None = None,
     estimate: bool = True,
     warn_minutes: float | None = WARN_MINUTES,
+    output: Output | None = None,
 ) -> SimulationResult:
     """Evaluate flags for every property set: ``engine="remote"`` (one decide per row, concurrent),
     ``"local"`` (the flag engine over definitions) or ``"both"`` (and compare them).
@@ -521,6 +523,11 @@ def simulate(
     first rows, and warns (`LongRunWarning`) when that is over ``warn_minutes`` (``estimate=False``: neither).
     Ctrl-C during a remote or both run returns the rows answered so far: ``result.partial`` is True,
     ``result.rows_done`` of ``result.rows_total``, and ``result.remaining`` holds the property sets left.
+
+    ``property_sets`` may be pandas, Polars (eager or lazy), a PyArrow table or dataset, a DuckDB relation or
+    a parquet path; ``result.data`` is the result in the input's family (Polars in, Polars out; Arrow in,
+    Arrow out; DuckDB and parquet give pandas) or in ``output=`` ("pandas", "polars", "arrow").
+    ``result.frame`` is always pandas.
     """
     if isinstance(client, AsyncApiClient):
         raise TypeError("client= is an AsyncClient: use `await asimulate(..., client=client)` in async code.")
@@ -543,13 +550,18 @@ def simulate(
         estimate=estimate,
         warn_minutes=warn_minutes,
     )
-    sets = normalise_property_sets(property_sets)
+    chosen = check_output(output)
+    raw, family = to_pandas(property_sets)  # Polars / Arrow / DuckDB / parquet: pandas over Arrow buffers
+    sets = normalise_property_sets(raw)
     given = _given(definitions)
     if client is None:  # local only: nothing to await, so no event loop at all
         prepared = _prepare(options, sets, given)
-        return _result(prepared, _local(prepared), None, started)
-    # the I/O steps on the client's own loop thread (never asyncio.run in a Jupyter cell)
-    return _run_sync(client, options, sets, given, started)
+        result = _result(prepared, _local(prepared), None, started)
+    else:
+        # the I/O steps on the client's own loop thread (never asyncio.run in a Jupyter cell)
+        result = _run_sync(client, options, sets, given, started)
+    result.output = chosen or default_output(family)
+    return result
 
 
 async def asimulate(
@@ -568,6 +580,7 @@ async def asimulate(
     group_type_mapping: dict[str, str] | None = None,
     estimate: bool = True,
     warn_minutes: float | None = WARN_MINUTES,
+    output: Output | None = None,
 ) -> SimulationResult:
     """`simulate` for async code and `AsyncClient`: the decide requests run on the caller's event loop.
 
@@ -592,6 +605,7 @@ async def asimulate(
             group_type_mapping=group_type_mapping,
             estimate=estimate,
             warn_minutes=warn_minutes,
+            output=output,
         )
     if client is not None and not isinstance(client, AsyncApiClient):
         raise TypeError(
@@ -614,9 +628,14 @@ async def asimulate(
         estimate=estimate,
         warn_minutes=warn_minutes,
     )
-    sets = normalise_property_sets(property_sets)
+    chosen = check_output(output)
+    raw, family = to_pandas(property_sets)
+    sets = normalise_property_sets(raw)
     given = _given(definitions)
     if core is None:
         prepared = _prepare(options, sets, given)
-        return _result(prepared, _local(prepared), None, started)
-    return await _evaluate(options, sets, given, core, started)
+        result = _result(prepared, _local(prepared), None, started)
+    else:
+        result = await _evaluate(options, sets, given, core, started)
+    result.output = chosen or default_output(family)
+    return result

@@ -9,7 +9,7 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-__all__ = ["Z95", "summarize", "wilson_interval"]
+__all__ = ["Z95", "add_counts", "summarize", "summary_from_counts", "value_counts", "wilson_interval"]
 
 Z95 = 1.959963984540054
 """The two-sided 95% normal quantile."""
@@ -49,6 +49,46 @@ def _value_order(values: Sequence[Any], variants: Sequence[str] | None) -> list[
     return [*head, *ordered_variants, *rest, *tail]
 
 
+ValueCounts = dict[tuple[str, Any], int]
+"""Counts of one flag's known values, keyed ``("b", True)`` / ``("s", "control")`` (True never merges
+with 1)."""
+
+
+def _tag(v: Any) -> tuple[str, Any]:
+    return ("b", v) if isinstance(v, bool) else ("s", v)
+
+
+def value_counts(frame: pd.DataFrame, flag_keys: Sequence[str]) -> dict[str, tuple[ValueCounts, int]]:
+    """Per flag: (counts of its known values, rows with an unknown value). Counts of parts of a frame add up
+    to the counts of the whole (`add_counts`), which is how the distributed summary combines partitions."""
+    out: dict[str, tuple[ValueCounts, int]] = {}
+    for key in flag_keys:
+        col = frame[key]
+        known_mask = col.notna().to_numpy(dtype=bool)
+        known = col[known_mask]
+        counts: ValueCounts = {}
+        for v in known.tolist():
+            k = _tag(bool(v) if isinstance(v, bool | np.bool_) else v)
+            counts[k] = counts.get(k, 0) + 1
+        out[key] = (counts, len(col) - len(known))
+    return out
+
+
+def add_counts(
+    a: dict[str, tuple[ValueCounts, int]], b: dict[str, tuple[ValueCounts, int]]
+) -> dict[str, tuple[ValueCounts, int]]:
+    """The counts of two parts added (flags missing from one part count as zero there)."""
+    out: dict[str, tuple[ValueCounts, int]] = {}
+    for key in dict.fromkeys([*a, *b]):
+        ca, ua = a.get(key, ({}, 0))
+        cb, ub = b.get(key, ({}, 0))
+        merged = dict(ca)
+        for k, c in cb.items():
+            merged[k] = merged.get(k, 0) + c
+        out[key] = (merged, ua + ub)
+    return out
+
+
 def summarize(
     frame: pd.DataFrame, flag_keys: Sequence[str], variants: dict[str, list[str]] | None = None
 ) -> pd.DataFrame:
@@ -58,25 +98,26 @@ def summarize(
     Shares are over rows with a known value; ``unknown`` counts the rows where the value is NA (an error or an
     inconclusive local evaluation) so that nothing is dropped silently.
     """
+    return summary_from_counts(value_counts(frame, flag_keys), flag_keys, variants)
+
+
+def summary_from_counts(
+    counted: dict[str, tuple[ValueCounts, int]],
+    flag_keys: Sequence[str],
+    variants: dict[str, list[str]] | None = None,
+) -> pd.DataFrame:
+    """The `summarize` table from value counts (of a frame, or added up over a distributed frame's parts)."""
     records: list[dict[str, Any]] = []
     for key in flag_keys:
-        col = frame[key]
-        known_mask = col.notna().to_numpy(dtype=bool)
-        known = col[known_mask]
-        values = [bool(v) if isinstance(v, bool | np.bool_) else v for v in known.tolist()]
-        n = len(values)
-        unknown = len(col) - n
-        counts: dict[Any, int] = {}
-        for v in values:
-            k = ("b", v) if isinstance(v, bool) else ("s", v)
-            counts[k] = counts.get(k, 0) + 1
+        counts, unknown = counted.get(key, ({}, 0))
+        values = [v for _, v in counts]
+        n = sum(counts.values())
         order = _value_order(values, (variants or {}).get(key))
         if not order:
             records.append({"flag": key, "value": pd.NA, "count": 0, "n": 0, "unknown": unknown})
             continue
         for v in order:
-            c = counts[("b", v) if isinstance(v, bool) else ("s", v)]
-            records.append({"flag": key, "value": v, "count": c, "n": n, "unknown": unknown})
+            records.append({"flag": key, "value": v, "count": counts[_tag(v)], "n": n, "unknown": unknown})
     out = (
         pd.DataFrame.from_records(records, columns=["flag", "value", "count", "n", "unknown"])
         if records

@@ -16,6 +16,14 @@ import pandas as pd
 
 from analytics_nb.simulation._definitions import Definitions, flag_references, live_flags, load_definitions
 from analytics_nb.simulation._errors import SimulationInputError
+from analytics_nb.simulation._families import (
+    Output,
+    check_output,
+    default_output,
+    family_of,
+    from_pandas,
+    to_pandas,
+)
 from analytics_nb.simulation._inputs import PropertySets, check_flag_keys, normalise_property_sets
 from analytics_nb.simulation._local import conform, make_evaluator
 from analytics_nb.simulation._output import flag_columns
@@ -218,6 +226,17 @@ class WhatIfResult:
     moves: pd.DataFrame
     changes: pd.DataFrame
     elapsed: float
+    output: Output = "pandas"  # the family of ``base_data`` / ``edited_data`` (the property sets' family)
+
+    @property
+    def base_data(self) -> Any:
+        """``base`` in the property sets' family (Polars in, Polars out; Arrow in, Arrow out)."""
+        return from_pandas(self.base, self.output)
+
+    @property
+    def edited_data(self) -> Any:
+        """``edited`` in the property sets' family."""
+        return from_pandas(self.edited, self.output)
 
     def __repr__(self) -> str:
         moved = self.changes["row"].nunique() if len(self.changes) else 0
@@ -312,8 +331,9 @@ def diff_frames(
 class WhatIf:
     """A reusable what-if session: property sets and current definitions evaluated once, then ``run(edited)``.
 
-    Build it from property sets (DataFrame / list of dicts) or an existing `FrameEvaluator`; every ``run``
-    reuses the evaluator's cached hashes.
+    Build it from property sets (pandas, Polars, Arrow, DuckDB, a parquet path, a list of dicts) or an
+    existing `FrameEvaluator`; every ``run`` reuses the evaluator's cached hashes. ``output=`` picks the
+    family of the result's ``base_data`` / ``edited_data`` (default: the property sets' family).
     """
 
     def __init__(
@@ -324,6 +344,7 @@ class WhatIf:
         flags: Sequence[str] | None = None,
         mode: Literal["server", "sdk"] = "server",
         group_type_mapping: dict[str, str] | None = None,
+        output: Output | None = None,
     ) -> None:
         self.definitions = live_flags(load_definitions(definitions))
         if group_type_mapping:
@@ -333,10 +354,13 @@ class WhatIf:
         self.flags = check_flag_keys(flags, self.definitions.keys)
         self.mode = mode
         self.sets: PropertySets | None = None
-        if _is_evaluator(property_sets):
+        self.output: Output = check_output(output) or "pandas"
+        if family_of(property_sets) == "records" and _is_evaluator(property_sets):
             self.evaluator = property_sets
         else:
-            self.sets = normalise_property_sets(property_sets)
+            raw, family = to_pandas(property_sets)  # Polars / Arrow / DuckDB / parquet at the edge
+            self.output = check_output(output) or default_output(family)
+            self.sets = normalise_property_sets(raw)
             self.evaluator = make_evaluator(self.sets, self.definitions, mode=mode)
         self.base = self._run(self.definitions.flags)
 
@@ -382,7 +406,7 @@ class WhatIf:
             else [k for k in dict.fromkeys([*flag_columns(self.base), *flag_columns(new)]) if k in affected]
         )
         moves, changes = diff_frames(self.base, new, [k for k in keys if k in affected])
-        return WhatIfResult(self.base, new, moves, changes, time.perf_counter() - start)
+        return WhatIfResult(self.base, new, moves, changes, time.perf_counter() - start, self.output)
 
 
 def _affected(base: Definitions, edited: Definitions) -> tuple[set[str], set[str]]:
@@ -414,6 +438,7 @@ def whatif(
     flags: Sequence[str] | None = None,
     mode: Literal["server", "sdk"] = "server",
     group_type_mapping: dict[str, str] | None = None,
+    output: Output | None = None,
 ) -> WhatIfResult:
     """Who moves from which value to which when ``base_definitions`` become ``edited_definitions``.
 
@@ -425,6 +450,7 @@ def whatif(
         flags=flags,
         mode=mode,
         group_type_mapping=group_type_mapping,
+        output=output,
     )
     return session.run(
         copy.deepcopy(edited_definitions)

@@ -1,0 +1,292 @@
+"""The local flag engine over a Dask DataFrame, partition by partition, on whatever scheduler Dask uses (a
+``dask.distributed`` cluster when a Client is active).
+
+``simulate_dask(ddf, definitions=...)`` returns a `DaskSimulation`: ``.frame`` is a lazy Dask DataFrame of
+results (one `FrameEvaluator` per partition, the same columns as the pandas result); ``.summary()`` and
+``.crosstab()`` are computed on the cluster from per-partition counts added up there, so only the small
+tables come back; ``.whatif(edited)`` re-evaluates only the flags whose definitions changed (and the flags
+they depend on) and counts the moves on the cluster.
+
+The definitions travel to the workers once: they are one task of the graph (``dask.delayed``, or a Future
+scattered to every worker with ``broadcast=True`` when a distributed Client is active) that every
+partition's task depends on, not a copy pickled into each partition's task.
+
+Each partition is checked like a pandas frame (``normalise_property_sets``); a distinct_id repeated in two
+different partitions is not detected (that would need a shuffle) - deduplicate the export first.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import pandas as pd
+
+from analytics_nb.simulation._definitions import Definitions, live_flags, load_definitions
+from analytics_nb.simulation._errors import SimulationInputError
+from analytics_nb.simulation._families import family_of
+from analytics_nb.simulation._inputs import check_flag_keys, normalise_property_sets
+from analytics_nb.simulation._local import conform, make_evaluator
+from analytics_nb.simulation._output import flag_columns
+from analytics_nb.simulation._summary import ValueCounts, add_counts, summary_from_counts, value_counts
+from analytics_nb.simulation._whatif import _affected, diff_frames
+
+__all__ = ["DaskSimulation", "DaskWhatIf", "is_dask", "simulate_dask"]
+
+Mode = Literal["server", "sdk"]
+
+
+def is_dask(obj: Any) -> bool:
+    """A Dask DataFrame (told from its type's module, so Dask is not imported to ask)."""
+    return type(obj).__module__.split(".", 1)[0] in ("dask", "dask_expr") and hasattr(obj, "map_partitions")
+
+
+def _dask() -> tuple[Any, Any]:
+    try:
+        import dask
+        import dask.dataframe as dd
+    except ImportError as exc:  # pragma: no cover - depends on the environment
+        raise SimulationInputError("a Dask DataFrame needs dask: pip install 'analytics-nb[dask]'.") from exc
+    return dask, dd
+
+
+def _shared(value: Any) -> Any:
+    """``value`` as one graph node every partition's task depends on: a Future broadcast to every worker
+    when a distributed Client is active, else a ``dask.delayed`` object (a single task)."""
+    dask, _ = _dask()
+    try:
+        from distributed import get_client
+
+        client = get_client()
+    except (ImportError, ValueError):
+        client = None
+    if client is not None:
+        future = client.scatter(value, broadcast=True, hash=False)  # type: ignore[no-untyped-call]
+        return dask.delayed(future)
+    return dask.delayed(value, pure=True)
+
+
+def _evaluate_part(
+    part: pd.DataFrame,
+    defs: Definitions,
+    mode: Mode,
+    keys: Sequence[str] | None,
+    only: Sequence[str] | None,
+    payloads: bool,
+) -> pd.DataFrame:
+    """One partition through the local engine; ``only``: evaluate just these flags (a what-if re-run)."""
+    sets = normalise_property_sets(part)
+    evaluator = make_evaluator(sets, defs, mode=mode)
+    flags = None if only is None else [f for f in defs.flags if f["key"] in set(only)]
+    out = evaluator.run(flags, payloads=payloads, reasons=False)
+    return conform(out, sets, keys, payloads=payloads, reasons=False)
+
+
+def _edit_part(
+    base: pd.DataFrame,
+    part: pd.DataFrame,
+    defs: Definitions,
+    mode: Mode,
+    needed: Sequence[str],
+    affected: Sequence[str],
+    payloads: bool,
+) -> pd.DataFrame:
+    """A base result partition with the ``affected`` flags re-evaluated from the input partition."""
+    new = _evaluate_part(part, defs, mode, None, needed, payloads) if needed else base.iloc[:, :0]
+    updates: dict[str, Any] = {}
+    for key in affected:
+        for col in (key, f"{key}:payload"):
+            if col in base.columns:
+                updates[col] = new[col] if col in new.columns else pd.Series(pd.NA, index=base.index)
+    return base.assign(**updates)
+
+
+def _counts_part(frame: pd.DataFrame, keys: Sequence[str]) -> dict[str, tuple[ValueCounts, int]]:
+    return value_counts(frame, keys)
+
+
+def _add_all(parts: Sequence[dict[str, tuple[ValueCounts, int]]]) -> dict[str, tuple[ValueCounts, int]]:
+    return functools.reduce(add_counts, parts, {})
+
+
+def _crosstab_part(result: pd.DataFrame, inputs: pd.DataFrame, key: str, by: str) -> pd.DataFrame:
+    """Long counts (by, value, count) of one partition, in the crosstab's labels."""
+    col = result[key]
+    flag = col.astype(object).where(col.notna(), "(unknown)")
+    values = inputs[by]
+    prop = values.astype(object).where(values.notna(), "(missing)")
+    long = pd.DataFrame({"by": prop.to_numpy(), "value": flag.to_numpy(), "one": 1})
+    return long.groupby(["by", "value"], sort=False, dropna=False)["one"].sum().reset_index(name="count")
+
+
+def _concat_long(parts: Sequence[pd.DataFrame]) -> pd.DataFrame:
+    long = pd.concat(parts, ignore_index=True)
+    return long.groupby(["by", "value"], sort=False, dropna=False)["count"].sum().reset_index()
+
+
+def _moves_part(base: pd.DataFrame, edited: pd.DataFrame, keys: Sequence[str]) -> pd.DataFrame:
+    moves, _ = diff_frames(base, edited, keys)
+    return moves
+
+
+def _add_moves(parts: Sequence[pd.DataFrame]) -> pd.DataFrame:
+    """Moves of every partition added up: flag, from, to, count (largest first per flag, like pandas)."""
+    totals: dict[tuple[str, tuple[str, Any], tuple[str, Any]], int] = {}
+    tagged: dict[tuple[str, Any], Any] = {}
+    for moves in parts:
+        for flag, a, b, c in moves.itertuples(index=False, name=None):
+            ka = ("na", None) if a is pd.NA else (type(a).__name__, a)
+            kb = ("na", None) if b is pd.NA else (type(b).__name__, b)
+            tagged[ka], tagged[kb] = a, b
+            totals[(flag, ka, kb)] = totals.get((flag, ka, kb), 0) + int(c)
+    rows = [(f, tagged[a], tagged[b], c) for (f, a, b), c in totals.items()]
+    out = pd.DataFrame(rows, columns=["flag", "from", "to", "count"])
+    flags = list(dict.fromkeys(out["flag"]))
+    out["_f"] = out["flag"].map({f: i for i, f in enumerate(flags)})
+    out = out.sort_values(["_f", "count"], ascending=[True, False], kind="stable").drop(columns="_f")
+    out["count"] = out["count"].astype("int64")
+    for c in ("from", "to"):
+        out[c] = out[c].astype(object)
+    return out.reset_index(drop=True)
+
+
+@dataclass(repr=False)
+class DaskWhatIf:
+    """Changes from the current to the edited definitions over a Dask frame: ``moves`` (flag, from, to,
+    count; computed on the cluster), ``edited`` (the lazy edited result) and ``definitions``."""
+
+    moves: pd.DataFrame
+    edited: DaskSimulation
+
+    def __repr__(self) -> str:
+        return f"DaskWhatIf(moves={len(self.moves)}, moved={int(self.moves['count'].sum())})"
+
+
+@dataclass(repr=False)
+class DaskSimulation:
+    """A local simulation over a Dask DataFrame: ``.frame`` lazy results, summaries computed on the
+    cluster."""
+
+    frame: Any  # dask.dataframe.DataFrame of results
+    inputs: Any  # the Dask DataFrame of property sets
+    definitions: Definitions
+    mode: Mode = "server"
+    flags: list[str] | None = None
+    payloads: bool = True
+
+    def __repr__(self) -> str:
+        return f"DaskSimulation(partitions={self.frame.npartitions}, flags={len(self.flag_keys)}, lazy=True)"
+
+    @property
+    def flag_keys(self) -> list[str]:
+        """The flag keys in the result, in column order."""
+        return flag_columns(self.frame._meta)
+
+    def _delayed_parts(self, frame: Any) -> list[Any]:
+        parts: list[Any] = frame.to_delayed()
+        return parts
+
+    def summary(self, flags: Sequence[str] | None = None) -> pd.DataFrame:
+        """As `SimulationResult.summary`: per-partition value counts, added up on the cluster."""
+        dask, _ = _dask()
+        keys = list(flags) if flags is not None else self.flag_keys
+        counts = [dask.delayed(_counts_part)(p, keys) for p in self._delayed_parts(self.frame)]
+        total = dask.delayed(_add_all)(counts).compute()
+        return summary_from_counts(total, keys, self.definitions.variants())
+
+    def crosstab(
+        self,
+        flag: str,
+        by: str,
+        *,
+        normalize: bool | Literal["all", "index", "columns"] = False,
+        margins: bool = False,
+    ) -> pd.DataFrame:
+        """As `SimulationResult.crosstab` (``by`` a column of the inputs): counts per partition, added up on
+        the cluster; only the (property value, flag value) counts come back."""
+        dask, _ = _dask()
+        if flag not in self.flag_keys:
+            raise SimulationInputError(f"flag {flag!r} is not in this result.", key=flag)
+        if by not in self.inputs.columns:
+            raise SimulationInputError(f"no property column {by!r} in the property sets.", column=by)
+        results = self._delayed_parts(self.frame)
+        inputs = self._delayed_parts(self.inputs)
+        parts = [dask.delayed(_crosstab_part)(r, i, flag, by) for r, i in zip(results, inputs, strict=True)]
+        long = dask.delayed(_concat_long)(parts).compute()
+        index = pd.Series(long["by"].to_numpy(dtype=object), name=by)
+        columns = pd.Series(long["value"].to_numpy(dtype=object), name=flag)
+        table = pd.crosstab(
+            index, columns, values=long["count"], aggfunc="sum", normalize=normalize, margins=margins
+        ).fillna(0)
+        return table if normalize is not False else table.astype("int64")
+
+    def whatif(self, edited: Any) -> DaskWhatIf:
+        """Re-evaluate only the flags ``edited`` changes (and what they depend on), lazily; count the moves
+        on the cluster. Persist ``.frame`` first (``result.frame = result.frame.persist()``) so the base
+        results are not computed again."""
+        dask, dd = _dask()
+        edited_defs = live_flags(load_definitions(edited))
+        edited_defs.group_type_mapping = {
+            **self.definitions.group_type_mapping,
+            **edited_defs.group_type_mapping,
+        }
+        if edited_defs.cohorts and edited_defs.cohorts != self.definitions.cohorts:
+            affected = set(edited_defs.keys) | set(self.definitions.keys)
+            needed = set(edited_defs.keys)
+        else:
+            affected, needed = _affected(self.definitions, edited_defs)
+        keys = [k for k in self.flag_keys if k in affected]
+        new_frame = dd.map_partitions(
+            _edit_part,
+            self.frame,
+            self.inputs,
+            _shared(edited_defs),
+            self.mode,
+            sorted(needed),
+            keys,
+            self.payloads,
+            meta=self.frame._meta,
+            align_dataframes=False,
+        )
+        moves = [
+            dask.delayed(_moves_part)(b, e, keys)
+            for b, e in zip(self._delayed_parts(self.frame), self._delayed_parts(new_frame), strict=True)
+        ]
+        total = dask.delayed(_add_moves)(moves).compute()
+        new = DaskSimulation(new_frame, self.inputs, edited_defs, self.mode, self.flags, self.payloads)
+        return DaskWhatIf(total, new)
+
+
+def simulate_dask(
+    ddf: Any,
+    flags: Sequence[str] | str | None = None,
+    *,
+    definitions: Any,
+    mode: Mode = "server",
+    payloads: bool = True,
+    group_type_mapping: dict[str, str] | None = None,
+) -> DaskSimulation:
+    """The local flag engine over a Dask DataFrame, lazily, one partition at a time (see the module doc).
+
+    ``definitions`` as for `simulate` (JSON, dicts, models, a LocalEvaluationResponse, a flags DataFrame).
+    """
+    if not is_dask(ddf):
+        raise SimulationInputError(
+            f"simulate_dask needs a Dask DataFrame, got {type(ddf).__name__} ({family_of(ddf)}); use "
+            "simulate(..., engine='local') for it."
+        )
+    if mode not in ("server", "sdk"):
+        raise SimulationInputError(f"mode={mode!r}: use 'server' or 'sdk'.")
+    _dask()  # a clear error when dask is missing
+    defs = live_flags(load_definitions(definitions))
+    if group_type_mapping:
+        defs.group_type_mapping.update({str(k): str(v) for k, v in group_type_mapping.items()})
+    keys = check_flag_keys(flags, defs.keys)
+    # the result's columns and dtypes, from the engine over the (empty) meta partition
+    meta = _evaluate_part(ddf._meta, defs, mode, keys, None, payloads)
+    frame = ddf.map_partitions(
+        _evaluate_part, _shared(defs), mode, keys, None, payloads, meta=meta, align_dataframes=False
+    )
+    return DaskSimulation(frame, ddf, defs, mode, keys, payloads)
