@@ -40,7 +40,7 @@ from analytics_nb.errors import PostHogError
 from analytics_nb.simulation._compare import compare
 from analytics_nb.simulation._definitions import Definitions, flag_references, live_flags, load_definitions
 from analytics_nb.simulation._errors import SimulationInputError
-from analytics_nb.simulation._families import Output, check_output, default_output, to_pandas
+from analytics_nb.simulation._families import Family, Output, check_output, default_output, to_pandas
 from analytics_nb.simulation._inputs import PropertySets, check_flag_keys, normalise_property_sets
 from analytics_nb.simulation._local import ChunkedEvaluator, local_evaluator, run_local
 from analytics_nb.simulation._output import flag_columns
@@ -493,6 +493,18 @@ def _run_sync(
         return partial
 
 
+def _begin(
+    property_sets: Any, definitions: Any, output: Output | None, *, core: Core | None, **option_values: Any
+) -> tuple[SimulationOptions, Output | None, Family, PropertySets, Any]:
+    """The checks both entry points make before any request: the frozen options, the output family asked
+    for, the property sets as pandas (Polars / Arrow / DuckDB / parquet read over Arrow buffers) with the
+    family they came in, and the given definitions."""
+    options = check_options(**option_values, core=core, has_definitions=definitions is not None)
+    chosen = check_output(output)
+    raw, family = to_pandas(property_sets)
+    return options, chosen, family, normalise_property_sets(raw), _given(definitions)
+
+
 def simulate(
     property_sets: Any,
     flags: Sequence[str] | str | None = None,
@@ -535,7 +547,10 @@ def simulate(
         raise TypeError(f"client= must be an analytics_nb Client, got {type(client).__name__}.")
     started = time.perf_counter()
     core = None if client is None else client.core
-    options = check_options(
+    options, chosen, family, sets, given = _begin(
+        property_sets,
+        definitions,
+        output,
         engine=engine,
         mode=mode,
         flags=flags,
@@ -546,14 +561,9 @@ def simulate(
         group_type_mapping=group_type_mapping,
         evaluator=evaluator,
         core=core,
-        has_definitions=definitions is not None,
         estimate=estimate,
         warn_minutes=warn_minutes,
     )
-    chosen = check_output(output)
-    raw, family = to_pandas(property_sets)  # Polars / Arrow / DuckDB / parquet: pandas over Arrow buffers
-    sets = normalise_property_sets(raw)
-    given = _given(definitions)
     if client is None:  # local only: nothing to await, so no event loop at all
         prepared = _prepare(options, sets, given)
         result = _result(prepared, _local(prepared), None, started)
@@ -613,7 +623,10 @@ async def asimulate(
         )
     started = time.perf_counter()
     core = None if client is None else client.core
-    options = check_options(
+    options, chosen, family, sets, given = _begin(
+        property_sets,
+        definitions,
+        output,
         engine=engine,
         mode=mode,
         flags=flags,
@@ -624,14 +637,9 @@ async def asimulate(
         group_type_mapping=group_type_mapping,
         evaluator=evaluator,
         core=core,
-        has_definitions=definitions is not None,
         estimate=estimate,
         warn_minutes=warn_minutes,
     )
-    chosen = check_output(output)
-    raw, family = to_pandas(property_sets)
-    sets = normalise_property_sets(raw)
-    given = _given(definitions)
     if core is None:
         prepared = _prepare(options, sets, given)
         result = _result(prepared, _local(prepared), None, started)
