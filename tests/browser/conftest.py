@@ -20,28 +20,18 @@ from typing import Any
 
 import httpx
 import pytest
+from chromium_launch import chromium_missing, launch
 
 # The notebooks here need a sandbox started by the tests; never collect them with --nbval.
 collect_ignore_glob = ["notebooks/*.ipynb"]
 
-CHROMIUM = "/usr/bin/chromium"
 NOTEBOOKS = Path(__file__).parent / "notebooks"
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 
 
 def _missing() -> str | None:
-    if not os.path.exists(CHROMIUM):
-        return f"{CHROMIUM} is absent (install Debian's chromium: apt-get install -y chromium)"
+    if (missing := chromium_missing()) is not None:
+        return missing
     try:
         import playwright.sync_api  # noqa: F401
     except ImportError:
@@ -143,7 +133,7 @@ def page() -> Iterator[Any]:
     expect.set_options(timeout=30_000)  # a kernel round trip on a busy 2-core machine can take seconds
 
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        browser = launch(p)
         try:
             context = browser.new_context(viewport={"width": 1280, "height": 1500})
             pg = context.new_page()

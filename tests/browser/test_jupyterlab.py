@@ -27,6 +27,7 @@ from typing import Any
 
 import httpx
 import pytest
+from chromium_launch import chromium_missing, launch
 
 from analytics_nb import Client
 from analytics_nb.errors import NotFoundError
@@ -37,17 +38,6 @@ pytestmark = pytest.mark.browser
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = ROOT / "notebooks"
 ARTIFACTS = ROOT / "test-artifacts"
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 WIDTH = 1280  # "a normal window": the width the panels must fit (issue 14, item 7)
 HEIGHT = 900
 TOKEN = "anb-lab-test-token"
@@ -69,8 +59,8 @@ KERNEL_IDLE = """() => {
 
 def _lab_missing() -> str | None:
     """Why these tests cannot run here (conftest skips them first when chromium or Playwright is missing)."""
-    if not os.path.exists(CHROMIUM):
-        return f"{CHROMIUM} is absent (install Debian's chromium: apt-get install -y chromium)"
+    if (missing := chromium_missing()) is not None:
+        return missing
     exe = Path(sys.executable).parent / "jupyter-lab"
     if not exe.exists() and shutil.which("jupyter-lab") is None:
         return "jupyterlab is not installed (pip install -e '.[test]')"
@@ -190,7 +180,7 @@ def lab_page(lab: str) -> Iterator[Any]:
     expect.set_options(timeout=30_000)
     ARTIFACTS.mkdir(exist_ok=True)
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        browser = launch(p)
         try:
             context = browser.new_context(viewport={"width": WIDTH, "height": HEIGHT}, accept_downloads=True)
             pg = context.new_page()
