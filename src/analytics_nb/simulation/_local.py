@@ -110,7 +110,7 @@ class ChunkedEvaluator:
             if evaluator is None:
                 evaluator = make_evaluator(self._chunk(start), self.defs, mode=self.mode)
             self._first = None  # built once; later runs rebuild it like the others
-            part = evaluator.run(flags, payloads=payloads, reasons=reasons)
+            part: pd.DataFrame = evaluator.run(flags, payloads=payloads, reasons=reasons)
             parts.append(part)
             if progress is not None:
                 progress.update(len(part))
