@@ -232,3 +232,16 @@ def test_importing_the_engine_loads_no_frame_library(module: str) -> None:
     assert not {"polars", "pyarrow", "duckdb", "dask", "distributed", "pyspark"} & _loaded_beyond_pandas(
         module
     )
+
+
+def test_simulate_with_an_evaluator_built_over_polars(table: Any, frame: pd.DataFrame) -> None:
+    """simulate(evaluator=) runs the caller's evaluator; one built from Polars (answering in Polars) still
+    gives the pandas result frame, and `.data` follows the property sets' family."""
+    from analytics_nb.simulation import simulate
+
+    want = simulate(frame, engine="local", definitions=family_flags())
+    polars_sets = pl.from_arrow(table)
+    evaluator = FrameEvaluator(polars_sets, family_flags())
+    got = simulate(polars_sets, engine="local", definitions=family_flags(), evaluator=evaluator)
+    assert _pandas_cells(got.frame, FLAG_KEYS) == _pandas_cells(want.frame, FLAG_KEYS)
+    assert isinstance(got.data, pl.DataFrame)

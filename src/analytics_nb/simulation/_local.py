@@ -165,5 +165,7 @@ def run_local(
         finally:
             bar.close()
     else:
-        out = evaluator.run(flags, payloads=payloads, reasons=reasons)
+        # pandas here even when the caller's evaluator was built over Polars / Arrow (it answers in that
+        # family by default); the result's `.data` converts at the end
+        out = evaluator.run(flags, payloads=payloads, reasons=reasons, output="pandas")
     return conform(out, sets, keys, payloads=payloads, reasons=reasons)
