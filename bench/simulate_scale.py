@@ -1,10 +1,13 @@
 """Local simulation at scale: a parquet export of N persons x 10 flags through Dask (`simulate_dask` on a
 `LocalCluster` of 2 worker processes) against pandas (`simulate(engine="local")`) on the same rows.
 
-For each size it prints: pandas time and peak memory (a fresh process), Dask time (evaluate every
-partition and build the summary on the cluster) and the peak resident memory of each worker (a fresh
-cluster per size, so ``ru_maxrss`` is that run's), plus the time per million rows (linear scaling shows as a
-flat column). The export is written once per size, a partition's rows at a time.
+For each size it prints: pandas time, rows/s and peak memory (a fresh process), Dask time (the distinct_id
+check, then every partition evaluated and the summary built on the cluster; the id check's share shown
+apart), rows/s and the peak resident memory of each worker (a fresh cluster per size, so ``ru_maxrss`` is
+that run's), the ratio Dask / pandas and the time per million rows of both. At the end: the linearity check
+(time per million rows at each size, and its spread: max / min, linear when within 1.5), the largest worker
+peak against the partition size, and whether Dask stayed within 2x of pandas. The summaries of both runs are
+compared (a mismatch is printed). The export is written once per size, a partition's rows at a time.
 
     .venv/bin/python bench/simulate_scale.py                        # 1M, 5M, 10M (takes a while)
     .venv/bin/python bench/simulate_scale.py --sizes 200000 --partition-rows 50000   # a quick look
@@ -95,6 +98,12 @@ def write_export(folder: Path, n: int, partition_rows: int) -> None:
         pq.write_table(chunk(start, min(partition_rows, n - start), rng), folder / f"part-{k:05d}.parquet")
 
 
+def _warm() -> None:
+    """Import the engine in a worker before the clock starts (the pandas run imports it untimed too)."""
+    import analytics_nb.flags
+    import analytics_nb.simulation  # noqa: F401
+
+
 def _maxrss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
@@ -106,11 +115,11 @@ def _pandas_run(folder: str, queue: Any) -> None:
     frame = pd.read_parquet(folder)
     result = simulate(frame, engine="local", definitions=definitions(), progress=False, payloads=False)
     summary = result.summary()
-    queue.put((time.perf_counter() - t0, _maxrss_mb(), int(summary["count"].sum())))
+    queue.put((time.perf_counter() - t0, _maxrss_mb(), summary))
 
 
-def run_pandas(folder: Path) -> tuple[float, float, int]:
-    """pandas in a fresh process: (seconds, peak MB, counted values)."""
+def run_pandas(folder: Path) -> tuple[float, float, pd.DataFrame]:
+    """pandas in a fresh process: (seconds, peak MB, the summary)."""
     ctx = mp.get_context("spawn")
     queue = ctx.Queue()
     proc = ctx.Process(target=_pandas_run, args=(str(folder), queue))
@@ -120,12 +129,14 @@ def run_pandas(folder: Path) -> tuple[float, float, int]:
     return out  # type: ignore[no-any-return]
 
 
-def run_dask(folder: Path, workers: int) -> tuple[float, list[float], int, int]:
-    """Dask on a fresh LocalCluster: (seconds, peak MB per worker, counted values, partitions)."""
+def run_dask(folder: Path, workers: int) -> tuple[float, float, list[float], pd.DataFrame, int]:
+    """Dask on a fresh LocalCluster: (seconds in all, seconds of the id check, peak MB per worker, the
+    summary, partitions)."""
     import dask.dataframe as dd
     from distributed import Client, LocalCluster
 
     from analytics_nb.simulation import simulate_dask
+    from analytics_nb.simulation._distributed import check_unique_ids
 
     with (
         LocalCluster(
@@ -133,13 +144,25 @@ def run_dask(folder: Path, workers: int) -> tuple[float, list[float], int, int]:
         ) as cluster,
         Client(cluster) as client,
     ):
+        client.run(_warm)
         t0 = time.perf_counter()
         ddf = dd.read_parquet(str(folder))
-        result = simulate_dask(ddf, definitions=definitions(), payloads=False)
+        check_unique_ids(ddf)  # what simulate_dask does first (timed apart here)
+        checked = time.perf_counter() - t0
+        result = simulate_dask(ddf, definitions=definitions(), payloads=False, check_ids=False)
         summary = result.summary()
         elapsed = time.perf_counter() - t0
         peaks = client.run(_maxrss_mb)
-        return elapsed, sorted(peaks.values()), int(summary["count"].sum()), ddf.npartitions
+        return elapsed, checked, sorted(peaks.values()), summary, ddf.npartitions
+
+
+def _rate(n: int, seconds: float) -> str:
+    return "-" if seconds != seconds else f"{n / seconds:,.0f}"
+
+
+def _spread(values: list[float]) -> float:
+    present = [v for v in values if v == v]
+    return max(present) / min(present) if len(present) > 1 else float("nan")
 
 
 def main() -> None:
@@ -157,25 +180,57 @@ def main() -> None:
     base = args.dir or Path(tempfile.mkdtemp(prefix="simulate-scale-"))
     print(f"{len(definitions())} flags, {args.partition_rows:,} rows a partition, {args.workers} workers")
     header = (
-        f"{'persons':>11} {'pandas s':>9} {'pandas MB':>10} {'dask s':>8} {'dask/pd':>8} "
-        f"{'worker peak MB':>18} {'dask s/M':>9}"
+        f"{'persons':>11} {'parts':>5} | {'pandas s':>8} {'rows/s':>9} {'peak MB':>8} {'s/M':>6} | "
+        f"{'dask s':>7} {'(ids s)':>7} {'rows/s':>9} {'peak MB per worker':>19} {'s/M':>6} | {'dask/pd':>7}"
     )
     print(header)
+    print("-" * len(header))
+    per_m: dict[str, list[float]] = {"pandas": [], "dask": []}
+    ratios: list[float] = []
+    worst_peak = 0.0
     try:
         for n in args.sizes:
             folder = base / f"persons-{n}"
             if not folder.exists():
                 write_export(folder, n, args.partition_rows)
-            pd_s, pd_mb, pd_count = (float("nan"), float("nan"), -1)
+            pd_s, pd_mb, pd_summary = float("nan"), float("nan"), None
             if not args.skip_pandas:
-                pd_s, pd_mb, pd_count = run_pandas(folder)
-            dk_s, peaks, dk_count, _parts = run_dask(folder, args.workers)
-            if pd_count >= 0 and pd_count != dk_count:
-                print(f"MISMATCH: pandas counted {pd_count}, dask {dk_count}", file=sys.stderr)
+                pd_s, pd_mb, pd_summary = run_pandas(folder)
+            dk_s, ids_s, peaks, dk_summary, parts = run_dask(folder, args.workers)
+            if pd_summary is not None:
+                try:
+                    pd.testing.assert_frame_equal(dk_summary, pd_summary)
+                except AssertionError as exc:
+                    print(f"MISMATCH between the pandas and Dask summaries at {n:,}: {exc}", file=sys.stderr)
+            millions = n / 1e6
+            per_m["pandas"].append(pd_s / millions)
+            per_m["dask"].append(dk_s / millions)
+            ratios.append(dk_s / pd_s)
+            worst_peak = max(worst_peak, *peaks)
             print(
-                f"{n:>11,} {pd_s:>9.1f} {pd_mb:>10.0f} {dk_s:>8.1f} {dk_s / pd_s:>8.2f} "
-                f"{' / '.join(f'{p:.0f}' for p in peaks):>18} {dk_s / (n / 1e6):>9.1f}",
+                f"{n:>11,} {parts:>5} | {pd_s:>8.1f} {_rate(n, pd_s):>9} {pd_mb:>8.0f} "
+                f"{pd_s / millions:>6.1f} | "
+                f"{dk_s:>7.1f} {ids_s:>7.1f} {_rate(n, dk_s):>9} {' / '.join(f'{p:.0f}' for p in peaks):>19} "
+                f"{dk_s / millions:>6.1f} | {dk_s / pd_s:>7.2f}",
                 flush=True,
+            )
+        print()
+        for name, values in per_m.items():
+            spread = _spread(values)
+            verdict = "-" if spread != spread else ("linear" if spread <= 1.5 else "NOT linear")
+            shown = " / ".join("-" if v != v else f"{v:.1f}" for v in values)
+            print(f"linearity, {name}: {shown} s per million rows; max/min {spread:.2f} ({verdict})")
+        if min(args.sizes) < 1_000_000:
+            print("(below 1M rows the fixed costs - cluster scheduling, the first partition - dominate)")
+        print(
+            f"peak per worker: at most {worst_peak:,.0f} MB with {args.partition_rows:,}-row partitions "
+            "(bounded by the partition size when it does not grow with the persons)"
+        )
+        present = [r for r in ratios if r == r]
+        if present:
+            print(
+                f"Dask / pandas: {' / '.join(f'{r:.2f}' for r in ratios)}; "
+                f"{'within' if max(present) <= 2 else 'NOT within'} 2x at every size"
             )
     finally:
         if args.dir is None:

@@ -21,12 +21,13 @@ ALLOWED: dict[str, set[str]] = {
     "_palette": set(),  # the shared value colours of plots and panels (widgets branch)
     "errors": {"wire"},
     "models": {"wire"},
-    "flags": {"wire", "models", "errors"},
+    "tables": set(),  # family detection and pandas <-> Polars / Arrow / DuckDB / parquet (issue 16)
+    "flags": {"wire", "models", "errors", "tables"},
     "sandbox": {"wire", "models", "flags"},
     "frames": {"wire", "models", "errors"},
     "client": {"wire", "models", "errors", "frames"},
     "capture": {"wire", "models", "errors", "frames", "client"},
-    "simulation": {"wire", "models", "errors", "flags", "frames", "client", "_palette"},
+    "simulation": {"wire", "models", "errors", "tables", "flags", "frames", "client", "_palette"},
     "embedded": {"client", "sandbox"},
     "session": {"wire", "models", "errors", "flags", "frames", "client", "capture", "simulation", "embedded"},
     "widgets": {

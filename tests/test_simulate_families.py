@@ -238,7 +238,7 @@ def test_a_missing_parquet_path_names_the_path(tmp_path: Path) -> None:
 
 
 def test_arrow_input_is_read_without_copying_the_values(table: Any) -> None:
-    from analytics_nb.simulation._families import to_pandas
+    from analytics_nb.tables import to_pandas
 
     converted, family = to_pandas(table)
     assert family == "arrow"

@@ -343,3 +343,36 @@ def test_asimulate_with_a_sync_client_runs_inside_a_running_loop(client: Client,
         return (await asimulate(fresh, engine="remote", client=client)).frame
 
     pd.testing.assert_frame_equal(asyncio.run(cell()), expected)
+
+
+def test_the_clients_simulate_takes_output_like_the_function(
+    sandbox: Sandbox, client: Client, fresh: pd.DataFrame
+) -> None:
+    """Client.simulate / AsyncClient.simulate pass ``output=`` through (they lacked it): Polars in gives
+    Polars out, ``output=`` picks another family, the values are those of the pandas run."""
+    pl = pytest.importorskip("polars", reason="the 'polars' extra is not installed")
+    pa = pytest.importorskip("pyarrow", reason="the 'arrow' extra is not installed")
+    sets = fresh.head(12).drop(columns=["group:company", "group:company:plan", "group:company:employees"])
+    want = client.simulate(sets, ["beta-feature"], engine="local")
+    polars_sets = pl.from_pandas(sets)
+    assert isinstance(client.simulate(polars_sets, ["beta-feature"], engine="local").data, pl.DataFrame)
+    got = client.simulate(polars_sets, ["beta-feature"], engine="local", output="arrow")
+    assert isinstance(got.data, pa.Table) and got.output == "arrow"
+    assert got.data.column("beta-feature").to_pylist() == [
+        None if v is pd.NA else bool(v) for v in want.frame["beta-feature"]
+    ]
+
+    async def main() -> object:
+        async with AsyncClient(
+            sandbox.url,
+            personal_api_key=sandbox.personal_api_key,
+            project_api_key=sandbox.project_api_key,
+            project_id=sandbox.project_id,
+            progress=False,
+        ) as aclient:
+            result = await aclient.simulate(sets, ["beta-feature"], engine="local", output="polars")
+            return result.data
+
+    data = asyncio.run(main())
+    assert isinstance(data, pl.DataFrame)
+    assert data["beta-feature"].to_list() == got.data.column("beta-feature").to_pylist()

@@ -1,7 +1,9 @@
 """The flag engine: PostHog flag matching (hash, rollout, variants, operators, cohorts, dependencies) for one
-subject (`evaluate_flag`, `evaluate_flags`) or a whole DataFrame (`evaluate_frame`, `FrameEvaluator`).
+subject (`evaluate_flag`, `evaluate_flags`) or a whole table (`evaluate_frame`, `FrameEvaluator`: pandas,
+Polars, Arrow, DuckDB or a parquet path, read and answered through `analytics_nb.tables`).
 
-Pure and I/O-free. Two modes: "server" answers what today's Rust flags service answers (the sandbox's
+Pure and I/O-free (a parquet path is read by `analytics_nb.tables`, at the edge, before the engine runs).
+Two modes: "server" answers what today's Rust flags service answers (the sandbox's
 /decide uses it), "sdk" what posthog 7.91.1's local evaluation answers through its client (inconclusive when
 it would ask the server). A definition that cannot be evaluated affects only its own flag (reason "error";
 `strict=True` raises `FlagDefinitionError` instead). Regex filters run in the service's dialect with bounded

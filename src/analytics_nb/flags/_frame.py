@@ -29,6 +29,7 @@ from analytics_nb.flags._evaluate import (
 from analytics_nb.flags._hashing import EncodedIds, fractions_into, hash_many, raw_hash
 from analytics_nb.flags._operators import FALSE, INCONCLUSIVE, SERVER_ONLY, TRUE
 from analytics_nb.flags._values import MISSING, BadValueError, normalize, service_text
+from analytics_nb.tables import Family, Output, check_output, default_output, from_pandas, to_pandas
 
 #: `$initial_browser` -> `$browser`: the service fills a missing initial property from its twin
 _INITIAL_SOURCE = {initial: name for name, initial in INITIAL_PROPERTIES.items()}
@@ -194,11 +195,16 @@ class FrameEvaluator:
     inside a `person_properties` dict cell is always null, as in evaluate_flags. A cell no operator can
     read (timedelta, period, interval, complex, bytes, set) makes its row's `error`, not a crash.
     `strict`, `property_matching_version` and `timezone` are as in compile_flags.
+
+    `frame` may be pandas, Polars (eager or lazy), a PyArrow table, record batch or dataset, a DuckDB
+    relation or a parquet path (read as pandas over Arrow's buffers, without copying the values). `run()`
+    answers in the frame's family (Polars in, Polars out; Arrow in, Arrow out; DuckDB and parquet give
+    pandas), or in `output` ("pandas", "polars", "arrow"); `self.output` is that family.
     """
 
     def __init__(
         self,
-        frame: pd.DataFrame,
+        frame: Any,
         flags: Any,
         *,
         mode: Mode = "server",
@@ -208,9 +214,12 @@ class FrameEvaluator:
         property_matching_version: int | None = None,
         timezone: str | None = None,
         nulls: str = "absent",
+        output: Output | None = None,
     ) -> None:
-        if not isinstance(frame, pd.DataFrame):
-            raise TypeError(f"frame must be a pandas DataFrame, got {type(frame).__name__}")
+        chosen = check_output(output)
+        frame, family = _read_frame(frame)
+        #: the family `run()` answers in: the input's (Polars in, Polars out) or the `output` asked for
+        self.output: Output = chosen or default_output(family)
         if "distinct_id" not in frame.columns:
             raise ValueError(
                 "the frame needs a 'distinct_id' column (one row per user); "
@@ -558,12 +567,23 @@ class FrameEvaluator:
 
     # ------------------------------------------------------------------ running
 
-    def run(self, flags: Any = None, *, payloads: bool = False, reasons: bool = False) -> pd.DataFrame:
+    def run(
+        self,
+        flags: Any = None,
+        *,
+        payloads: bool = False,
+        reasons: bool = False,
+        output: Output | None = None,
+    ) -> Any:
         """Evaluate (optionally edited) flags for every row; a DataFrame aligned to the input index.
 
         Columns: distinct_id, one per flag (boolean dtype, or object holding the variant key / False; NA when
-        unknown), optional `<key>:payload`, `<key>:reason`, `<key>:condition_index`, and `error`.
+        unknown), optional `<key>:payload`, `<key>:reason`, `<key>:condition_index`, and `error`. The
+        frame is in `output` (default `self.output`, the input's family); in Arrow and Polars a boolean
+        flag is a `bool` column (null where unknown) and a multivariate flag a `string` column (the variant
+        key, "false" where none matched), without the pandas index.
         """
+        family = check_output(output) or self.output
         compiled = (
             self._compiled
             if flags is None
@@ -596,7 +616,8 @@ class FrameEvaluator:
             # nothing below reads the inputs' codes, matches, hashes or encoded ids: free them before the
             # output columns are built
             self._release_caches()
-        return state.frame(payloads=payloads, reasons=reasons)
+        out = state.frame(payloads=payloads, reasons=reasons)
+        return out if family == "pandas" else from_pandas(out, family)
 
     def _release_caches(self) -> None:
         self._sources.clear()
@@ -1068,8 +1089,20 @@ class _RunState:
         return out
 
 
+def _read_frame(frame: Any) -> tuple[pd.DataFrame, Family]:
+    """The input as pandas and its family (`analytics_nb.tables.to_pandas`: Polars, Arrow, DuckDB and
+    parquet over Arrow's buffers); anything that is not a table is a TypeError naming the families."""
+    converted, family = to_pandas(frame)
+    if family == "records":
+        raise TypeError(
+            "frame must be a table (pandas, Polars, PyArrow, DuckDB or a parquet path), got "
+            f"{type(frame).__name__}; for a list of dicts use pd.DataFrame(rows)."
+        )
+    return converted, family
+
+
 def evaluate_frame(
-    frame: pd.DataFrame,
+    frame: Any,
     flags: Any,
     *,
     mode: Mode = "server",
@@ -1081,9 +1114,11 @@ def evaluate_frame(
     property_matching_version: int | None = None,
     timezone: str | None = None,
     nulls: str = "absent",
-) -> pd.DataFrame:
+    output: Output | None = None,
+) -> Any:
     """Evaluate flags for every row of `frame` (one user per row); see FrameEvaluator for what-if re-runs,
-    missing cells (`nulls`) and the other options."""
+    missing cells (`nulls`), the input families and the other options. The result is in the frame's family
+    (Polars in, Polars out; Arrow in, Arrow out) or in `output` ("pandas", "polars", "arrow")."""
     evaluator = FrameEvaluator(
         frame,
         flags,
@@ -1094,6 +1129,7 @@ def evaluate_frame(
         property_matching_version=property_matching_version,
         timezone=timezone,
         nulls=nulls,
+        output=output,
     )
     evaluator._one_shot = True
     return evaluator.run(payloads=payloads, reasons=reasons)

@@ -17,7 +17,7 @@ from analytics_nb.capture import (
 )
 from analytics_nb.client import AsyncApiClient
 from analytics_nb.embedded import connect_sandbox
-from analytics_nb.simulation import Engine, SimulationResult, asimulate
+from analytics_nb.simulation import Engine, Output, SimulationResult, asimulate
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -156,11 +156,14 @@ class AsyncClient(AsyncApiClient):
         group_type_mapping: dict[str, str] | None = None,
         estimate: bool = True,
         warn_minutes: float | None = 10.0,
+        output: Output | None = None,
     ) -> SimulationResult:
         """Evaluate flags across property sets with this client (``analytics_nb.simulate``):
         ``engine="remote"`` (one decide per row), ``"local"`` (the flag engine over the project's
         definitions) or ``"both"`` (and compare them). A long remote run prints its expected duration
-        (and warns past ``warn_minutes``); an interrupted one returns the rows done (``result.partial``)."""
+        (and warns past ``warn_minutes``); an interrupted one returns the rows done (``result.partial``).
+        Property sets may be pandas, Polars, Arrow, DuckDB or a parquet path; ``result.data`` is the result
+        in their family (Polars in, Polars out) or in ``output`` ("pandas", "polars", "arrow")."""
         return await asimulate(
             property_sets,
             flags,
@@ -176,4 +179,5 @@ class AsyncClient(AsyncApiClient):
             group_type_mapping=group_type_mapping,
             estimate=estimate,
             warn_minutes=warn_minutes,
+            output=output,
         )

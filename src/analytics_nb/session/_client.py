@@ -10,7 +10,7 @@ from analytics_nb.client import ApiClient
 from analytics_nb.embedded import connect_sandbox
 from analytics_nb.session._async_client import AsyncClient
 from analytics_nb.session._sync_api import ClientMethods
-from analytics_nb.simulation import Engine, SimulationResult, simulate
+from analytics_nb.simulation import Engine, Output, SimulationResult, simulate
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -89,11 +89,14 @@ class Client(ClientMethods, ApiClient):
         group_type_mapping: dict[str, str] | None = None,
         estimate: bool = True,
         warn_minutes: float | None = 10.0,
+        output: Output | None = None,
     ) -> SimulationResult:
         """Evaluate flags across property sets with this client (``analytics_nb.simulate``):
         ``engine="remote"`` (one decide per row), ``"local"`` (the flag engine over the project's
         definitions) or ``"both"`` (and compare them). A long remote run prints its expected duration
-        (and warns past ``warn_minutes``); an interrupted one returns the rows done (``result.partial``)."""
+        (and warns past ``warn_minutes``); an interrupted one returns the rows done (``result.partial``).
+        Property sets may be pandas, Polars, Arrow, DuckDB or a parquet path; ``result.data`` is the result
+        in their family (Polars in, Polars out) or in ``output`` ("pandas", "polars", "arrow")."""
         # Written by hand, not generated: the plain function waits, after Ctrl-C, for the cancelled run to
         # hand over the rows answered so far and returns them as a partial SimulationResult.
         return simulate(
@@ -111,4 +114,5 @@ class Client(ClientMethods, ApiClient):
             group_type_mapping=group_type_mapping,
             estimate=estimate,
             warn_minutes=warn_minutes,
+            output=output,
         )

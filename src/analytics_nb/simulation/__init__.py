@@ -31,6 +31,7 @@ from analytics_nb.simulation._whatif import (
     with_variant_weights,
     without_condition,
 )
+from analytics_nb.tables import Output
 
 __all__ = [
     "DEFAULT_CONCURRENCY",
@@ -40,6 +41,7 @@ __all__ = [
     "Definitions",
     "Engine",
     "LongRunWarning",
+    "Output",
     "SimulationInputError",
     "SimulationResult",
     "WhatIf",

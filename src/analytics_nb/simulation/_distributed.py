@@ -11,8 +11,13 @@ The definitions travel to the workers once: they are one task of the graph (``da
 scattered to every worker with ``broadcast=True`` when a distributed Client is active) that every
 partition's task depends on, not a copy pickled into each partition's task.
 
-Each partition is checked like a pandas frame (``normalise_property_sets``); a distinct_id repeated in two
-different partitions is not detected (that would need a shuffle) - deduplicate the export first.
+Each partition is checked like a pandas frame (``normalise_property_sets``). A distinct_id repeated anywhere
+in the frame, in one partition or across two, is refused as pandas refuses it (`SimulationInputError`
+naming the id, where it is and how many repeats): before the lazy result is built, each partition hashes
+its ids (64 bits of the id's text, the text simulate compares) on the workers and the hashes are counted in
+buckets spread over the cluster by hash value (`check_unique_ids`), so no worker holds more than its share
+of the hashes and no row comes back; only when a repeat is found are the few rows holding it looked up, to
+name them. ``check_ids=False`` skips that pass over the ids (an export known to be unique).
 """
 
 from __future__ import annotations
@@ -22,16 +27,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+import numpy as np
 import pandas as pd
 
 from analytics_nb.simulation._definitions import Definitions, live_flags, load_definitions
 from analytics_nb.simulation._errors import SimulationInputError
-from analytics_nb.simulation._families import family_of
-from analytics_nb.simulation._inputs import check_flag_keys, normalise_property_sets
+from analytics_nb.simulation._inputs import check_flag_keys, id_text, normalise_property_sets
 from analytics_nb.simulation._local import conform, make_evaluator
 from analytics_nb.simulation._output import flag_columns
 from analytics_nb.simulation._summary import ValueCounts, add_counts, summary_from_counts, value_counts
 from analytics_nb.simulation._whatif import _affected, diff_frames
+from analytics_nb.tables import family_of
 
 __all__ = ["DaskSimulation", "DaskWhatIf", "is_dask", "simulate_dask"]
 
@@ -66,6 +72,79 @@ def _shared(value: Any) -> Any:
         future = client.scatter(value, broadcast=True, hash=False)  # type: ignore[no-untyped-call]
         return dask.delayed(future)
     return dask.delayed(value, pure=True)
+
+
+#: most buckets the id hashes are spread over when they are counted (one per partition up to this)
+_MAX_ID_BUCKETS = 32
+
+
+def _id_hashes(ids: pd.Series) -> pd.Series:
+    """One partition's ids as 64-bit hashes of their text (what simulate compares: ``1`` and ``"1"`` are one
+    id); missing ids are left out - the partition's own check names them."""
+    present = ids[ids.notna()]
+    text = id_text(present).to_numpy(dtype=object)
+    return pd.Series(pd.util.hash_array(text, categorize=False), dtype="uint64", name="distinct_id")
+
+
+def _rows_with_hash(part: pd.DataFrame, wanted: int) -> list[tuple[Any, str]]:
+    """(index label, id text) of the rows of one partition whose id hashes to ``wanted``."""
+    ids = part["distinct_id"]
+    present = ids[ids.notna()]
+    text = id_text(present)
+    hit = pd.util.hash_array(text.to_numpy(dtype=object), categorize=False) == wanted
+    return list(zip(present.index[hit].tolist(), text[hit].tolist(), strict=True))
+
+
+def _split_hashes(ids: pd.Series, buckets: int) -> tuple[np.ndarray, ...]:
+    """One partition's id hashes split into ``buckets`` arrays by ``hash % buckets``."""
+    hashes = _id_hashes(ids).to_numpy()
+    which = hashes % np.uint64(buckets)
+    return tuple(hashes[which == b] for b in range(buckets))
+
+
+def _count_repeats(*slices: np.ndarray) -> tuple[int, int | None]:
+    """(rows beyond the first of each repeated hash, one repeated hash or None) over one bucket's slices."""
+    ordered = np.sort(np.concatenate(slices)) if slices else np.empty(0, dtype=np.uint64)
+    same = ordered[1:] == ordered[:-1]
+    return int(same.sum()), (int(ordered[1:][same][0]) if same.any() else None)
+
+
+def check_unique_ids(ddf: Any) -> None:
+    """Refuse a Dask frame whose distinct_id repeats, within a partition or across partitions, as
+    `normalise_property_sets` refuses a pandas frame; counted on the cluster.
+
+    Each partition's task hashes its ids and splits the hashes into ``B`` buckets by value; bucket ``b``'s
+    task receives slice ``b`` of every partition and counts repeats among them (a sort). Equal ids hash
+    alike and meet in one bucket; a bucket holds ``1/B`` of the hashes (8 bytes an id), and only two
+    numbers per bucket come back. (Measured on this 2-core machine with 1M ids: 0.5-0.7 s, against
+    1.4-1.6 s for Dask's own ``value_counts(split_out=B)``, whose shuffle has a larger fixed cost.)
+    """
+    dask, _ = _dask()
+    buckets = max(1, min(ddf.npartitions, _MAX_ID_BUCKETS))
+    split = [
+        dask.delayed(_split_hashes, nout=buckets, pure=True)(part, buckets)
+        for part in ddf["distinct_id"].to_delayed()
+    ]
+    counted = dask.compute(*[dask.delayed(_count_repeats)(*[s[b] for s in split]) for b in range(buckets)])
+    extra = sum(n for n, _ in counted)
+    if not extra:
+        return
+    wanted = next(h for _, h in counted if h is not None)
+    # the frame's own partitions (a projected column may be read in fewer, larger ones): numbers the user's
+    found = dask.compute(*[dask.delayed(_rows_with_hash)(part, wanted) for part in ddf.to_delayed()])
+    where = [(i, label, text) for i, rows in enumerate(found) for label, text in rows]
+    first = where[0][2]
+    parts = sorted({i for i, _, _ in where})
+    shown = ", ".join(f"partition {i} row {label!r}" for i, label, _ in where[:5])
+    raise SimulationInputError(
+        f"distinct_id {first!r} appears more than once ({shown}"
+        f"{', ...' if len(where) > 5 else ''}; {int(extra)} duplicate row(s) in all, "
+        f"{'within one partition' if len(parts) == 1 else 'across partitions'}); each property set must "
+        "have its own id. Drop repeats first (ddf = ddf.drop_duplicates('distinct_id')) or make them "
+        "unique; check_ids=False skips this check.",
+        column="distinct_id",
+        row=where[0][1],
+    )
 
 
 def _evaluate_part(
@@ -267,10 +346,13 @@ def simulate_dask(
     mode: Mode = "server",
     payloads: bool = True,
     group_type_mapping: dict[str, str] | None = None,
+    check_ids: bool = True,
 ) -> DaskSimulation:
     """The local flag engine over a Dask DataFrame, lazily, one partition at a time (see the module doc).
 
     ``definitions`` as for `simulate` (JSON, dicts, models, a LocalEvaluationResponse, a flags DataFrame).
+    A repeated distinct_id is refused as in `simulate` (`SimulationInputError`), counted on the cluster
+    before the result is built (one pass over the ids); ``check_ids=False`` skips it.
     """
     if not is_dask(ddf):
         raise SimulationInputError(
@@ -284,6 +366,10 @@ def simulate_dask(
     if group_type_mapping:
         defs.group_type_mapping.update({str(k): str(v) for k, v in group_type_mapping.items()})
     keys = check_flag_keys(flags, defs.keys)
+    if "distinct_id" not in ddf.columns:
+        normalise_property_sets(ddf._meta)  # the pandas message: no distinct_id column, and the fix
+    if check_ids:
+        check_unique_ids(ddf)
     # the result's columns and dtypes, from the engine over the (empty) meta partition
     meta = _evaluate_part(ddf._meta, defs, mode, keys, None, payloads)
     frame = ddf.map_partitions(

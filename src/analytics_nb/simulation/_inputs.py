@@ -15,11 +15,37 @@ import numpy as np
 import pandas as pd
 
 from analytics_nb.simulation._errors import SimulationInputError
+from analytics_nb.tables import Family, Output, TableInputError, check_output, to_pandas
 from analytics_nb.wire import distinct_id_problem
 from analytics_nb.wire.cells import is_missing
 from analytics_nb.wire.cells import plain_value as json_value
 
-__all__ = ["PropertySets", "is_missing", "json_value", "normalise_property_sets"]
+__all__ = [
+    "PropertySets",
+    "id_text",
+    "is_missing",
+    "json_value",
+    "normalise_property_sets",
+    "output_choice",
+    "read_table",
+]
+
+
+def read_table(property_sets: Any) -> tuple[Any, Family]:
+    """`analytics_nb.tables.to_pandas` with its errors as `SimulationInputError` (what simulate raises)."""
+    try:
+        return to_pandas(property_sets)
+    except TableInputError as exc:
+        raise SimulationInputError(str(exc)) from None
+
+
+def output_choice(output: Any) -> Output | None:
+    """``output=`` checked (`analytics_nb.tables.check_output`), refused with a `SimulationInputError`."""
+    try:
+        return check_output(output)
+    except TableInputError as exc:
+        raise SimulationInputError(str(exc)) from None
+
 
 RESERVED = ("distinct_id", "person_properties", "group_properties", "groups", "ip", "error")
 _SCALAR_TYPES: tuple[type, ...] = (
@@ -306,7 +332,7 @@ def _expand_groups(frame: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def _id_text(ids: pd.Series) -> pd.Series:
+def id_text(ids: pd.Series) -> pd.Series:
     """Ids as Python text (what the service does with numeric ids), vectorised for the common dtypes."""
     kind = pd.api.types.infer_dtype(ids, skipna=False)
     if kind == "string":
@@ -364,8 +390,8 @@ def normalise_property_sets(property_sets: Any) -> PropertySets:
             row=rows[0],
         )
     _check_scalar_column(frame, "distinct_id")
-    id_text = _id_text(ids)
-    empty = id_text.str.strip() == ""
+    texts = id_text(ids)
+    empty = texts.str.strip() == ""
     if empty.any():
         rows = _first_bad(empty)
         raise SimulationInputError(
@@ -373,11 +399,11 @@ def normalise_property_sets(property_sets: Any) -> PropertySets:
             column="distinct_id",
             row=rows[0],
         )
-    dup = id_text.duplicated(keep=False)
+    dup = texts.duplicated(keep=False)
     if dup.any():
-        first = id_text[dup].iloc[0]
-        rows = id_text.index[(id_text == first).to_numpy()][:_MAX_LISTED].tolist()
-        n_dup = int(id_text.duplicated().sum())
+        first = texts[dup].iloc[0]
+        rows = texts.index[(texts == first).to_numpy()][:_MAX_LISTED].tolist()
+        n_dup = int(texts.duplicated().sum())
         raise SimulationInputError(
             f"distinct_id {first!r} appears more than once (rows {', '.join(map(repr, rows))}; {n_dup} "
             "duplicate "
@@ -387,7 +413,7 @@ def normalise_property_sets(property_sets: Any) -> PropertySets:
             column="distinct_id",
             row=rows[0],
         )
-    frame["distinct_id"] = id_text.astype(object)
+    frame["distinct_id"] = texts.astype(object)
     if "error" in frame.columns:
         raise SimulationInputError(
             "property sets have a column named 'error', which the result reserves for row errors; rename it "

@@ -110,7 +110,7 @@ class ChunkedEvaluator:
             if evaluator is None:
                 evaluator = make_evaluator(self._chunk(start), self.defs, mode=self.mode)
             self._first = None  # built once; later runs rebuild it like the others
-            part = evaluator.run(flags, payloads=payloads, reasons=reasons)
+            part: pd.DataFrame = evaluator.run(flags, payloads=payloads, reasons=reasons)
             parts.append(part)
             if progress is not None:
                 progress.update(len(part))
@@ -165,5 +165,7 @@ def run_local(
         finally:
             bar.close()
     else:
-        out = evaluator.run(flags, payloads=payloads, reasons=reasons)
+        # pandas here even when the caller's evaluator was built over Polars / Arrow (it answers in that
+        # family by default); the result's `.data` converts at the end
+        out = evaluator.run(flags, payloads=payloads, reasons=reasons, output="pandas")
     return conform(out, sets, keys, payloads=payloads, reasons=reasons)

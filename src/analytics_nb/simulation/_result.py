@@ -11,9 +11,10 @@ from typing import Any, Literal
 import pandas as pd
 
 from analytics_nb.simulation._errors import SimulationInputError
-from analytics_nb.simulation._families import Output, check_output, from_pandas
+from analytics_nb.simulation._inputs import output_choice
 from analytics_nb.simulation._output import flag_columns
 from analytics_nb.simulation._summary import crosstab, format_share, summarize
+from analytics_nb.tables import Output, from_pandas
 
 __all__ = ["SimulationResult"]
 
@@ -52,7 +53,7 @@ class SimulationResult:
 
     def to(self, output: Output) -> Any:
         """``.frame`` as "pandas", "polars" or "arrow" (flag columns as described in the README)."""
-        return from_pandas(self.frame, check_output(output) or "pandas")
+        return from_pandas(self.frame, output_choice(output) or "pandas")
 
     # -- basics ----------------------------------------------------------------------------------------------
     @property

@@ -40,8 +40,13 @@ from analytics_nb.errors import PostHogError
 from analytics_nb.simulation._compare import compare
 from analytics_nb.simulation._definitions import Definitions, flag_references, live_flags, load_definitions
 from analytics_nb.simulation._errors import SimulationInputError
-from analytics_nb.simulation._families import Family, Output, check_output, default_output, to_pandas
-from analytics_nb.simulation._inputs import PropertySets, check_flag_keys, normalise_property_sets
+from analytics_nb.simulation._inputs import (
+    PropertySets,
+    check_flag_keys,
+    normalise_property_sets,
+    output_choice,
+    read_table,
+)
 from analytics_nb.simulation._local import ChunkedEvaluator, local_evaluator, run_local
 from analytics_nb.simulation._output import flag_columns
 from analytics_nb.simulation._remote import (
@@ -54,6 +59,7 @@ from analytics_nb.simulation._remote import (
     with_estimate,
 )
 from analytics_nb.simulation._result import SimulationResult
+from analytics_nb.tables import Family, Output, default_output
 
 if TYPE_CHECKING:
     from analytics_nb.flags import FrameEvaluator
@@ -500,8 +506,8 @@ def _begin(
     for, the property sets as pandas (Polars / Arrow / DuckDB / parquet read over Arrow buffers) with the
     family they came in, and the given definitions."""
     options = check_options(**option_values, core=core, has_definitions=definitions is not None)
-    chosen = check_output(output)
-    raw, family = to_pandas(property_sets)
+    chosen = output_choice(output)
+    raw, family = read_table(property_sets)
     return options, chosen, family, normalise_property_sets(raw), _given(definitions)
 
 

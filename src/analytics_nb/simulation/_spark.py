@@ -20,9 +20,9 @@ import pandas as pd
 
 from analytics_nb.simulation._definitions import Definitions, live_flags, load_definitions
 from analytics_nb.simulation._errors import SimulationInputError
-from analytics_nb.simulation._families import text_column
 from analytics_nb.simulation._inputs import check_flag_keys, normalise_property_sets
 from analytics_nb.simulation._local import conform, make_evaluator
+from analytics_nb.tables import text_column
 
 __all__ = ["simulate_spark", "spark_batches", "spark_columns"]
 

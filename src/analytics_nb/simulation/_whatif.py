@@ -16,17 +16,16 @@ import pandas as pd
 
 from analytics_nb.simulation._definitions import Definitions, flag_references, live_flags, load_definitions
 from analytics_nb.simulation._errors import SimulationInputError
-from analytics_nb.simulation._families import (
-    Output,
-    check_output,
-    default_output,
-    family_of,
-    from_pandas,
-    to_pandas,
+from analytics_nb.simulation._inputs import (
+    PropertySets,
+    check_flag_keys,
+    normalise_property_sets,
+    output_choice,
+    read_table,
 )
-from analytics_nb.simulation._inputs import PropertySets, check_flag_keys, normalise_property_sets
 from analytics_nb.simulation._local import conform, make_evaluator
 from analytics_nb.simulation._output import flag_columns
+from analytics_nb.tables import Output, default_output, family_of, from_pandas
 
 __all__ = [
     "WhatIf",
@@ -354,21 +353,27 @@ class WhatIf:
         self.flags = check_flag_keys(flags, self.definitions.keys)
         self.mode = mode
         self.sets: PropertySets | None = None
-        self.output: Output = check_output(output) or "pandas"
+        chosen = output_choice(output)
+        self.output: Output = chosen or "pandas"
         if family_of(property_sets) == "records" and _is_evaluator(property_sets):
             self.evaluator = property_sets
+            # an evaluator built over Polars / Arrow answers in that family: so does this session
+            given: Output = getattr(property_sets, "output", "pandas")
+            self.output = chosen or given
         else:
-            raw, family = to_pandas(property_sets)  # Polars / Arrow / DuckDB / parquet at the edge
-            self.output = check_output(output) or default_output(family)
+            raw, family = read_table(property_sets)  # Polars / Arrow / DuckDB / parquet at the edge
+            self.output = chosen or default_output(family)
             self.sets = normalise_property_sets(raw)
             self.evaluator = make_evaluator(self.sets, self.definitions, mode=mode)
         self.base = self._run(self.definitions.flags)
 
     def _run(self, flags: list[dict[str, Any]]) -> pd.DataFrame:
-        out: pd.DataFrame = self.evaluator.run(flags, payloads=False, reasons=False)
         if self.sets is not None:
+            out: pd.DataFrame = self.evaluator.run(flags, payloads=False, reasons=False)
             return conform(out, self.sets, None, payloads=False, reasons=False)
-        return out
+        # the caller's own evaluator: pandas here whatever family it answers in (``output`` converts)
+        mine: pd.DataFrame = self.evaluator.run(flags, payloads=False, reasons=False, output="pandas")
+        return mine
 
     def run(self, edited: Any) -> WhatIfResult:
         """Evaluate ``edited`` definitions and compare with the current ones.

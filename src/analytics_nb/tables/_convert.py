@@ -1,5 +1,5 @@
-"""Input families beyond pandas, converted at the edge: Polars (eager and lazy), PyArrow tables and datasets,
-DuckDB relations and parquet paths become the pandas frame the local engine reads, and results go back.
+"""Families beyond pandas, converted at the edge: Polars (eager and lazy), PyArrow tables and datasets,
+DuckDB relations and parquet paths become the pandas frame the flag engine reads, and results go back.
 
 Every conversion goes through Arrow and reads it with ``types_mapper=pd.ArrowDtype``, so the columns keep
 Arrow's buffers (no copy of the values; Polars' ``to_arrow`` and DuckDB's Arrow export share theirs where the
@@ -21,13 +21,14 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from analytics_nb.simulation._errors import SimulationInputError
+from analytics_nb.tables._errors import TableInputError
 
 __all__ = [
     "OUTPUTS",
     "Family",
     "Output",
     "check_output",
+    "default_output",
     "family_of",
     "from_pandas",
     "text_column",
@@ -53,7 +54,7 @@ def _is_parquet_path(obj: Any) -> bool:
 
 def family_of(obj: Any) -> Family:
     """The family of ``obj`` (without importing any library): pandas, polars, arrow, duckdb, parquet or
-    records (lists of dicts and dicts, which `normalise_property_sets` reads)."""
+    records (anything else: lists of dicts and dicts, which the simulation reads as property sets)."""
     if isinstance(obj, pd.DataFrame):
         return "pandas"
     root = _root(obj)
@@ -72,7 +73,7 @@ def check_output(output: Any) -> Output | None:
     """``output=`` checked: None (the caller's family) or one of pandas / polars / arrow."""
     if output is None or output in OUTPUTS:
         return output  # type: ignore[no-any-return]
-    raise SimulationInputError(
+    raise TableInputError(
         f"output={output!r}: use 'pandas', 'polars' or 'arrow' (or leave it out for the input's family)."
     )
 
@@ -84,7 +85,7 @@ def _need(module: str) -> Any:
         return importlib.import_module(module)
     except ImportError as exc:  # pragma: no cover - depends on the environment
         extra = _EXTRAS.get(module.split(".", 1)[0], module)
-        raise SimulationInputError(
+        raise TableInputError(
             f"this needs {module!r}, which is not installed: pip install 'analytics-nb[{extra}]'."
         ) from exc
 
@@ -103,7 +104,7 @@ def _to_arrow(obj: Any) -> Any:
         if isinstance(obj, pl.LazyFrame):
             obj = obj.collect()
         if not isinstance(obj, pl.DataFrame):
-            raise SimulationInputError(
+            raise TableInputError(
                 f"a Polars {type(obj).__name__} is not a table of property sets; "
                 "pass a DataFrame or LazyFrame."
             )
@@ -117,35 +118,36 @@ def _to_arrow(obj: Any) -> Any:
         ds = _need("pyarrow.dataset")
         if isinstance(obj, ds.Dataset):
             return obj.to_table()
-        raise SimulationInputError(
+        raise TableInputError(
             f"a PyArrow {type(obj).__name__} is not a table; pass a Table, RecordBatch or dataset."
         )
     if family == "duckdb":
         # DuckDBPyRelation: to_arrow_table (duckdb >= 1.4) or fetch_arrow_table (older)
         fetch = getattr(obj, "to_arrow_table", None) or getattr(obj, "fetch_arrow_table", None)
         if fetch is None:
-            raise SimulationInputError(
+            raise TableInputError(
                 f"a DuckDB {type(obj).__name__} is not a relation; pass con.sql('select ...') or con.table()."
             )
         return fetch()
     if family == "parquet":
         path = Path(obj)
         if not path.exists():
-            raise SimulationInputError(f"parquet path {str(obj)!r} does not exist.")
+            raise TableInputError(f"parquet path {str(obj)!r} does not exist.")
         pq = _need("pyarrow.parquet")
         return pq.read_table(path)
-    raise SimulationInputError(f"unsupported property sets of type {type(obj).__name__}.")
+    raise TableInputError(f"unsupported table of type {type(obj).__name__}.")
 
 
 def to_pandas(obj: Any) -> tuple[Any, Family]:
-    """``(what normalise_property_sets reads, the family)``: pandas frames and records pass through; the
-    other families become a pandas frame over Arrow buffers."""
+    """``(a pandas frame or the records as given, the family)``: pandas frames and records pass through;
+    the other families become a pandas frame over Arrow buffers. A Dask or Spark frame is refused with the
+    runner that evaluates it where it lives."""
     family = family_of(obj)
     if _root(obj) in ("dask", "dask_expr", "pyspark"):
         runner = (
             "simulate_dask(ddf, definitions=...)" if _root(obj) != "pyspark" else "simulate_spark(sdf, ...)"
         )
-        raise SimulationInputError(
+        raise TableInputError(
             f"a {type(obj).__name__} is evaluated where it lives, not collected: use "
             f"analytics_nb.simulation.{runner} (lazy results, summaries on the cluster)."
         )
@@ -166,6 +168,8 @@ def default_output(family: Family) -> Output:
 def _arrow_column(series: pd.Series) -> Any:
     """A result column as an Arrow array (see the module docstring for flag columns)."""
     pa = _need("pyarrow")
+    if isinstance(series.dtype, pd.CategoricalDtype):  # e.g. reason columns: text in Arrow and Polars
+        return pa.array(text_column(series), type=pa.string())
     if str(series.dtype) == "boolean":
         return pa.array([None if v is pd.NA else bool(v) for v in series.tolist()], type=pa.bool_())
     if isinstance(series.dtype, pd.ArrowDtype):
