@@ -17,7 +17,10 @@ PKEY = "phc_PROJECTproject1234567890"
 def test_region_presets_split_app_and_ingestion_hosts() -> None:
     assert resolve_hosts("us") == ("https://us.posthog.com", "https://us.i.posthog.com")
     assert resolve_hosts("EU") == ("https://eu.posthog.com", "https://eu.i.posthog.com")
-    assert resolve_hosts("https://eu.i.posthog.com/") == ("https://eu.posthog.com", "https://eu.i.posthog.com")
+    assert resolve_hosts("https://eu.i.posthog.com/") == (
+        "https://eu.posthog.com",
+        "https://eu.i.posthog.com",
+    )
 
 
 def test_self_hosted_uses_one_host_for_everything() -> None:

@@ -151,8 +151,12 @@ def test_reset_without_retries_is_a_network_error_without_secrets(sb: Any) -> No
 
 def test_connection_refused_is_a_network_error() -> None:
     key = "phx_" + "Q" * 40
-    with Client(f"http://127.0.0.1:{_free_port()}", personal_api_key=key, max_retries=1,
-                retry_backoff=0.01) as client, pytest.raises(NetworkError) as info:
+    with (
+        Client(
+            f"http://127.0.0.1:{_free_port()}", personal_api_key=key, max_retries=1, retry_backoff=0.01
+        ) as client,
+        pytest.raises(NetworkError) as info,
+    ):
         client.playlists.list()
     assert "QQQQQQ" not in _all_text(info.value)
     assert info.value.__context__ is None and info.value.__cause__ is None
@@ -215,8 +219,12 @@ def test_plain_text_bodies_of_the_flags_service_are_read() -> None:
     assert isinstance(err, AuthenticationError)
     assert err.detail is not None and err.detail.startswith("The provided API key is invalid")
     rate = error_from_response(
-        429, '{"type":"validation_error","code":"rate_limit_exceeded","detail":"Rate limit exceeded",'
-        '"attr":null}', method="POST", url="http://h/flags/", retry_after_header="3")
+        429,
+        '{"type":"validation_error","code":"rate_limit_exceeded","detail":"Rate limit exceeded","attr":null}',
+        method="POST",
+        url="http://h/flags/",
+        retry_after_header="3",
+    )
     assert isinstance(rate, RateLimitedError) and rate.retry_after == 3.0
 
 

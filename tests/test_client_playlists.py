@@ -179,9 +179,14 @@ def test_delete_is_refused_with_the_soft_delete_explanation(client: Client, sand
 def test_recordings_add_list_remove(client: Client) -> None:
     created = client.playlists.create("collection", "Hand-picked")
     assert client.playlists.recordings(created.short_id) == []
-    source = next(p for p in client.playlists.list(type="collection") if p.short_id != created.short_id
-                  and p.recordings_counts and p.recordings_counts.collection
-                  and p.recordings_counts.collection.count)
+    source = next(
+        p
+        for p in client.playlists.list(type="collection")
+        if p.short_id != created.short_id
+        and p.recordings_counts
+        and p.recordings_counts.collection
+        and p.recordings_counts.collection.count
+    )
     existing = client.playlists.recordings(source.short_id)
     assert existing and all(isinstance(r, Recording) for r in existing)
     session_id = existing[0].id
@@ -210,9 +215,11 @@ def test_frame_has_one_row_per_playlist(client: Client) -> None:
 
 
 def test_recordings_frame(client: Client) -> None:
-    source = next(p for p in client.playlists.list(type="collection")
-                  if p.recordings_counts and p.recordings_counts.collection
-                  and p.recordings_counts.collection.count)
+    source = next(
+        p
+        for p in client.playlists.list(type="collection")
+        if p.recordings_counts and p.recordings_counts.collection and p.recordings_counts.collection.count
+    )
     frame = client.playlists.recordings_frame(source.short_id)
     assert len(frame) == source.recordings_counts.collection.count  # type: ignore[union-attr]
 

@@ -16,6 +16,7 @@ from analytics_nb.simulation import SimulationInputError, WhatIf, simulate, simu
 dd = pytest.importorskip("dask.dataframe", reason="the 'dask' extra is not installed")
 distributed = pytest.importorskip("distributed", reason="the 'dask' extra is not installed")
 pa = pytest.importorskip("pyarrow", reason="the 'arrow' extra is not installed")
+dask = pytest.importorskip("dask", reason="the 'dask' extra is not installed")
 
 from test_simulate_families import family_flags, person_frame  # noqa: E402
 
@@ -209,3 +210,24 @@ def test_unique_ids_pass_the_check_and_the_answers_stay_pandas(
 ) -> None:
     got = simulate_dask(dd.from_pandas(frame, npartitions=5), definitions=family_flags())
     pd.testing.assert_frame_equal(got.summary(), expected.summary())
+
+
+def test_a_hash_collision_of_different_ids_is_not_a_repeat(
+    frame: pd.DataFrame, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The check counts 64-bit hashes; two different ids that hash alike must not be refused (a regression:
+    the first version reported the colliding hash's id as repeated). Run in-process with a hasher that
+    collides on purpose (every id of one length hashes alike)."""
+    from analytics_nb.simulation import _distributed
+
+    monkeypatch.setattr(
+        _distributed, "_hash_texts", lambda text: text.str.len().to_numpy(dtype="uint64", na_value=0)
+    )
+    unique = dd.from_pandas(frame, npartitions=3)
+    with dask.config.set(scheduler="synchronous"):
+        _distributed.check_unique_ids(unique)  # every id collides with others of its length: no error
+        repeated = frame.copy()
+        repeated.loc[N - 1, "distinct_id"] = "user-3"
+        with pytest.raises(SimulationInputError, match=r"'user-3' appears more than once") as caught:
+            _distributed.check_unique_ids(dd.from_pandas(repeated, npartitions=3))
+    assert "1 duplicate row(s) in all, across partitions" in str(caught.value)

@@ -82,17 +82,22 @@ def _id_hashes(ids: pd.Series) -> pd.Series:
     """One partition's ids as 64-bit hashes of their text (what simulate compares: ``1`` and ``"1"`` are one
     id); missing ids are left out - the partition's own check names them."""
     present = ids[ids.notna()]
-    text = id_text(present).to_numpy(dtype=object)
-    return pd.Series(pd.util.hash_array(text, categorize=False), dtype="uint64", name="distinct_id")
+    return pd.Series(_hash_texts(id_text(present)), dtype="uint64", name="distinct_id")
 
 
-def _rows_with_hash(part: pd.DataFrame, wanted: int) -> list[tuple[Any, str]]:
-    """(index label, id text) of the rows of one partition whose id hashes to ``wanted``."""
+def _hash_texts(text: pd.Series) -> np.ndarray:
+    """64-bit hashes of id texts (pandas' own hasher): equal texts hash alike, different ones almost never."""
+    return pd.util.hash_array(text.to_numpy(dtype=object), categorize=False)
+
+
+def _rows_with_hashes(part: pd.DataFrame, wanted: frozenset[int]) -> list[tuple[int, Any, str]]:
+    """(hash, index label, id text) of the rows of one partition whose id hashes to one of ``wanted``."""
     ids = part["distinct_id"]
     present = ids[ids.notna()]
     text = id_text(present)
-    hit = pd.util.hash_array(text.to_numpy(dtype=object), categorize=False) == wanted
-    return list(zip(present.index[hit].tolist(), text[hit].tolist(), strict=True))
+    hashes = _hash_texts(text)
+    hit = np.isin(hashes, np.fromiter(wanted, dtype=np.uint64, count=len(wanted)))
+    return list(zip(hashes[hit].tolist(), present.index[hit].tolist(), text[hit].tolist(), strict=True))
 
 
 def _split_hashes(ids: pd.Series, buckets: int) -> tuple[np.ndarray, ...]:
@@ -102,11 +107,17 @@ def _split_hashes(ids: pd.Series, buckets: int) -> tuple[np.ndarray, ...]:
     return tuple(hashes[which == b] for b in range(buckets))
 
 
-def _count_repeats(*slices: np.ndarray) -> tuple[int, int | None]:
-    """(rows beyond the first of each repeated hash, one repeated hash or None) over one bucket's slices."""
+def _count_repeats(*slices: np.ndarray) -> tuple[int, list[int]]:
+    """(rows beyond the first of each repeated hash, up to ``_CANDIDATES`` repeated hashes) over one
+    bucket's slices."""
     ordered = np.sort(np.concatenate(slices)) if slices else np.empty(0, dtype=np.uint64)
     same = ordered[1:] == ordered[:-1]
-    return int(same.sum()), (int(ordered[1:][same][0]) if same.any() else None)
+    return int(same.sum()), np.unique(ordered[1:][same])[:_CANDIDATES].tolist()
+
+
+#: repeated hashes per bucket whose rows are looked up to confirm a repeat (a 64-bit collision of two
+#: different ids is about 3e-6 likely at 10M ids; eight false ones in a row in one bucket is never seen)
+_CANDIDATES = 8
 
 
 def check_unique_ids(ddf: Any) -> None:
@@ -126,19 +137,29 @@ def check_unique_ids(ddf: Any) -> None:
         for part in ddf["distinct_id"].to_delayed()
     ]
     counted = dask.compute(*[dask.delayed(_count_repeats)(*[s[b] for s in split]) for b in range(buckets)])
-    extra = sum(n for n, _ in counted)
-    if not extra:
+    hash_extra = sum(n for n, _ in counted)
+    if not hash_extra:
         return
-    wanted = next(h for _, h in counted if h is not None)
+    wanted = frozenset(h for _, hashes in counted for h in hashes)
     # the frame's own partitions (a projected column may be read in fewer, larger ones): numbers the user's
-    found = dask.compute(*[dask.delayed(_rows_with_hash)(part, wanted) for part in ddf.to_delayed()])
-    where = [(i, label, text) for i, rows in enumerate(found) for label, text in rows]
-    first = where[0][2]
-    parts = sorted({i for i, _, _ in where})
-    shown = ", ".join(f"partition {i} row {label!r}" for i, label, _ in where[:5])
+    found = dask.compute(*[dask.delayed(_rows_with_hashes)(part, wanted) for part in ddf.to_delayed()])
+    by_text: dict[str, list[tuple[int, Any]]] = {}
+    per_hash: dict[int, int] = {}
+    for i, rows in enumerate(found):
+        for h, label, text in rows:
+            by_text.setdefault(text, []).append((i, label))
+            per_hash[h] = per_hash.get(h, 0) + 1
+    repeats = {text: where for text, where in by_text.items() if len(where) > 1}
+    if not repeats:
+        return  # a 64-bit hash collision of different ids: nothing repeats
+    # rows beyond the first of each repeated id: the hash count less what collisions of different ids added
+    extra = hash_extra - sum(n - 1 for n in per_hash.values()) + sum(len(w) - 1 for w in repeats.values())
+    first, where = next(iter(repeats.items()))
+    parts = sorted({i for i, _ in where})
+    shown = ", ".join(f"partition {i} row {label!r}" for i, label in where[:5])
     raise SimulationInputError(
         f"distinct_id {first!r} appears more than once ({shown}"
-        f"{', ...' if len(where) > 5 else ''}; {int(extra)} duplicate row(s) in all, "
+        f"{', ...' if len(where) > 5 else ''}; {extra} duplicate row(s) in all, "
         f"{'within one partition' if len(parts) == 1 else 'across partitions'}); each property set must "
         "have its own id. Drop repeats first (ddf = ddf.drop_duplicates('distinct_id')) or make them "
         "unique; check_ids=False skips this check.",

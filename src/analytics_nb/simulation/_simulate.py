@@ -295,9 +295,7 @@ def _remote_result(prepared: _Prepared, rows: Sequence[RemoteRow]) -> pd.DataFra
     return _inactive_off(frame, rows, defs) if defs is not None else frame
 
 
-async def _remote_rows(
-    prepared: _Prepared, core: Core, into: list[RemoteRow | None]
-) -> list[RemoteRow]:
+async def _remote_rows(prepared: _Prepared, core: Core, into: list[RemoteRow | None]) -> list[RemoteRow]:
     """Every row's answer (also written to ``into`` as they arrive); a long run is estimated first."""
     options = prepared.options
     requests = prepared.sets.requests()
