@@ -211,11 +211,9 @@ def test_frame_has_one_row_per_playlist(client: Client) -> None:
 
 
 def test_recordings_frame(client: Client) -> None:
-    source = next(
-        p
-        for p in client.playlists.list(type="collection")
-        if p.recordings_counts and p.recordings_counts.collection and p.recordings_counts.collection.count
-    )
+    source = next(p for p in client.playlists.list(type="collection")
+                  if p.recordings_counts and p.recordings_counts.collection
+                  and p.recordings_counts.collection.count)
     frame = client.playlists.recordings_frame(source.short_id)
     assert len(frame) == source.recordings_counts.collection.count  # type: ignore[union-attr]
 
