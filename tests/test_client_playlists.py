@@ -272,3 +272,17 @@ def test_max_items_cuts_inside_a_page_in_records_iter_and_frame(client: Client) 
     unpinned = [r["id"] for r in every if not r["pinned"]]
     got = client.playlists.records(page_size=7, pinned=False, max_items=9)
     assert [r["id"] for r in got] == unpinned[:9]
+
+
+def test_page_dedup_fast_check_only_takes_the_usual_page() -> None:
+    from analytics_nb.client._pagination import _distinct_new_ids
+
+    seen = {1}
+    assert _distinct_new_ids([{"id": 2}, {"id": 3}], "id", seen) == [2, 3]
+    assert _distinct_new_ids([{"id": 2}, {"id": 1}], "id", seen) is None  # seen before
+    assert _distinct_new_ids([{"id": 2}, {"id": 2}], "id", seen) is None  # repeated in the page
+    assert _distinct_new_ids([{"id": 2}, {"id": None}], "id", seen) is None  # keyless
+    assert _distinct_new_ids([{"id": 2}, {"name": "x"}], "id", seen) is None  # key missing
+    assert _distinct_new_ids([{"id": 2}, ["id"]], "id", seen) is None  # not a dict
+    assert _distinct_new_ids([{"id": [1]}], "id", seen) is None  # unhashable
+    assert _distinct_new_ids([{"id": 1.0}], "id", seen) is None  # equal to a seen id

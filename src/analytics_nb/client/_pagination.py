@@ -15,6 +15,7 @@ import asyncio
 import warnings
 from collections.abc import AsyncGenerator, Mapping
 from dataclasses import dataclass, field
+from operator import itemgetter
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
@@ -235,6 +236,25 @@ async def iter_pages(
         bar.close()
 
 
+def _distinct_new_ids(page: list[Any], key: str, seen: set[Any]) -> list[Any] | None:
+    """The ``key`` of every record of ``page`` when each record is a dict holding a non-null ``key`` seen
+    neither before nor elsewhere in the page (the usual page, checked at C speed); None otherwise (the
+    caller then goes record by record)."""
+    try:
+        ids = list(map(itemgetter(key), page))
+    except (KeyError, TypeError, IndexError):  # a record without the key, or not a dict
+        return None
+    if not all(r.__class__ is dict for r in page) or None in ids:
+        return None
+    try:
+        distinct = set(ids)
+    except TypeError:  # an unhashable id: the record-by-record path reports it as before
+        return None
+    if len(distinct) != len(ids) or not distinct.isdisjoint(seen):
+        return None
+    return ids
+
+
 async def iter_record_pages(
     core: Core,
     path: str,
@@ -282,17 +302,23 @@ async def iter_record_pages(
         )
         try:
             async for page in pages:
-                fresh: list[dict[str, Any]] = []
-                for record in page:
-                    ident = record.get(key) if isinstance(record, dict) else None
-                    if ident is None:
-                        keyless = True
-                    else:
-                        walk_ids.add(ident)
-                        if ident in seen:
-                            continue
-                        seen.add(ident)
-                    fresh.append(record)
+                ids = _distinct_new_ids(page, key, seen)
+                if ids is not None:  # the usual page: every record keyed, none seen before, no repeats
+                    walk_ids.update(ids)
+                    seen.update(ids)
+                    fresh = page
+                else:
+                    fresh = []
+                    for record in page:
+                        ident = record.get(key) if isinstance(record, dict) else None
+                        if ident is None:
+                            keyless = True
+                        else:
+                            walk_ids.add(ident)
+                            if ident in seen:
+                                continue
+                            seen.add(ident)
+                        fresh.append(record)
                 if max_items is not None and n + len(fresh) >= max_items:
                     fresh = fresh[: max_items - n]
                     if fresh:
