@@ -7,6 +7,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import httpx
+import pandas as pd
 import pytest
 
 from analytics_nb import Client
@@ -233,3 +234,62 @@ def test_rows_added_while_listing_neither_repeat_nor_push_others_out(client: Cli
     assert len(got) == len(set(got))  # the shift made pages overlap: repeats were dropped
     assert set(before) <= set(got)  # and the rows pushed past the old count were still fetched
     assert set(got) - set(before) <= set(added)
+
+
+# -- issue 15: the frame is built in parts while pages arrive ----------------------------------------------
+@pytest.mark.parametrize(
+    "filters",
+    [
+        {},
+        {"page_size": 7},
+        {"page_size": 3, "order": "name"},
+        {"pinned": False, "page_size": 4},
+        {"offset": 5},
+    ],
+)
+def test_frame_built_in_parts_equals_one_build_of_the_records(
+    client: Client, monkeypatch: pytest.MonkeyPatch, filters: dict[str, Any]
+) -> None:
+    from analytics_nb.frames import FrameParts, playlists_frame
+
+    built: list[int] = []
+    real_add = FrameParts.add
+
+    def add(self: FrameParts, records: Any) -> None:
+        built.append(len(records))
+        real_add(self, records)
+
+    monkeypatch.setattr(FrameParts, "PART_ROWS", 5)  # several parts even for the demo's 64 playlists
+    monkeypatch.setattr(FrameParts, "add", add)
+    df = client.playlists.frame(**filters)
+    records = client.playlists.records(**filters)
+    pd.testing.assert_frame_equal(df, playlists_frame(records))
+    assert sum(built) == len(records)
+    if "page_size" in filters:
+        assert len(built) > 2  # it really went page by page, in several parts
+
+
+def test_max_items_cuts_inside_a_page_in_records_iter_and_frame(client: Client) -> None:
+    every = client.playlists.records(page_size=7)
+    assert [r["id"] for r in client.playlists.records(page_size=7, max_items=10)] == [
+        r["id"] for r in every[:10]
+    ]
+    assert [p.id for p in client.playlists.iter(page_size=7, max_items=10)] == [r["id"] for r in every[:10]]
+    assert client.playlists.frame(page_size=7, max_items=10)["id"].tolist() == [r["id"] for r in every[:10]]
+    unpinned = [r["id"] for r in every if not r["pinned"]]
+    got = client.playlists.records(page_size=7, pinned=False, max_items=9)
+    assert [r["id"] for r in got] == unpinned[:9]
+
+
+def test_page_dedup_fast_check_only_takes_the_usual_page() -> None:
+    from analytics_nb.client._pagination import _distinct_new_ids
+
+    seen = {1}
+    assert _distinct_new_ids([{"id": 2}, {"id": 3}], "id", seen) == [2, 3]
+    assert _distinct_new_ids([{"id": 2}, {"id": 1}], "id", seen) is None  # seen before
+    assert _distinct_new_ids([{"id": 2}, {"id": 2}], "id", seen) is None  # repeated in the page
+    assert _distinct_new_ids([{"id": 2}, {"id": None}], "id", seen) is None  # keyless
+    assert _distinct_new_ids([{"id": 2}, {"name": "x"}], "id", seen) is None  # key missing
+    assert _distinct_new_ids([{"id": 2}, ["id"]], "id", seen) is None  # not a dict
+    assert _distinct_new_ids([{"id": [1]}], "id", seen) is None  # unhashable
+    assert _distinct_new_ids([{"id": 1.0}], "id", seen) is None  # equal to a seen id

@@ -15,6 +15,7 @@ import asyncio
 import warnings
 from collections.abc import AsyncGenerator, Mapping
 from dataclasses import dataclass, field
+from operator import itemgetter
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
@@ -28,6 +29,7 @@ __all__ = [
     "PageGuard",
     "check_page_size",
     "collect",
+    "iter_record_pages",
     "iter_records",
 ]
 
@@ -234,7 +236,26 @@ async def iter_pages(
         bar.close()
 
 
-async def iter_records(
+def _distinct_new_ids(page: list[Any], key: str, seen: set[Any]) -> list[Any] | None:
+    """The ``key`` of every record of ``page`` when each record is a dict holding a non-null ``key`` seen
+    neither before nor elsewhere in the page (the usual page, checked at C speed); None otherwise (the
+    caller then goes record by record)."""
+    try:
+        ids = list(map(itemgetter(key), page))
+    except (KeyError, TypeError, IndexError):  # a record without the key, or not a dict
+        return None
+    if not all(r.__class__ is dict for r in page) or None in ids:
+        return None
+    try:
+        distinct = set(ids)
+    except TypeError:  # an unhashable id: the record-by-record path reports it as before
+        return None
+    if len(distinct) != len(ids) or not distinct.isdisjoint(seen):
+        return None
+    return ids
+
+
+async def iter_record_pages(
     core: Core,
     path: str,
     *,
@@ -244,8 +265,11 @@ async def iter_records(
     max_items: int | None = None,
     key: str = "id",
     desc: str = "records",
-) -> AsyncGenerator[dict[str, Any], None]:
-    """Yield every record exactly once (de-duplicated by ``key``) in the service's order, up to ``max_items``.
+) -> AsyncGenerator[list[dict[str, Any]], None]:
+    """Yield the records of each page that were not yielded before, as one list a page (empty lists are
+    skipped): every record exactly once (de-duplicated by ``key``) in the service's order, up to
+    ``max_items``. Callers that work a page at a time (frames) use this; ``iter_records`` yields the same
+    records one by one.
 
     A full listing (``offset=0``, no ``max_items``) checks itself: if the pages' ``count`` changed during the
     walk, or fewer distinct records came than ``count`` said (a row renamed meanwhile moved into pages
@@ -278,19 +302,31 @@ async def iter_records(
         )
         try:
             async for page in pages:
-                for record in page:
-                    ident = record.get(key) if isinstance(record, dict) else None
-                    if ident is None:
-                        keyless = True
-                    else:
-                        walk_ids.add(ident)
-                        if ident in seen:
-                            continue
-                        seen.add(ident)
-                    yield record
-                    n += 1
-                    if max_items is not None and n >= max_items:
-                        return
+                ids = _distinct_new_ids(page, key, seen)
+                if ids is not None:  # the usual page: every record keyed, none seen before, no repeats
+                    walk_ids.update(ids)
+                    seen.update(ids)
+                    fresh = page
+                else:
+                    fresh = []
+                    for record in page:
+                        ident = record.get(key) if isinstance(record, dict) else None
+                        if ident is None:
+                            keyless = True
+                        else:
+                            walk_ids.add(ident)
+                            if ident in seen:
+                                continue
+                            seen.add(ident)
+                        fresh.append(record)
+                if max_items is not None and n + len(fresh) >= max_items:
+                    fresh = fresh[: max_items - n]
+                    if fresh:
+                        yield fresh
+                    return
+                n += len(fresh)
+                if fresh:
+                    yield fresh
         finally:
             await pages.aclose()
         if not checkable or keyless or not state.counts:
@@ -312,6 +348,37 @@ async def iter_records(
                 ),
                 stacklevel=2,
             )
+
+
+async def iter_records(
+    core: Core,
+    path: str,
+    *,
+    params: Mapping[str, Any] | None = None,
+    page_size: int = MAX_PAGE_SIZE,
+    offset: int = 0,
+    max_items: int | None = None,
+    key: str = "id",
+    desc: str = "records",
+) -> AsyncGenerator[dict[str, Any], None]:
+    """Yield every record exactly once (de-duplicated by ``key``) in the service's order, up to ``max_items``;
+    the records of ``iter_record_pages`` one by one (see there for the self-check of a full listing)."""
+    pages = iter_record_pages(
+        core,
+        path,
+        params=params,
+        page_size=page_size,
+        offset=offset,
+        max_items=max_items,
+        key=key,
+        desc=desc,
+    )
+    try:
+        async for page in pages:
+            for record in page:
+                yield record
+    finally:
+        await pages.aclose()
 
 
 async def collect(core: Core, path: str, **kw: Any) -> list[dict[str, Any]]:

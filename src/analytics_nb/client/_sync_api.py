@@ -93,7 +93,12 @@ class SyncPlaylists:
         return self._loop.run(self._resource.records(**filters))
 
     def frame(self, **filters: Unpack[PlaylistFilters]) -> pd.DataFrame:
-        """A DataFrame of the playlists matching the filters (``analytics_nb.frames.playlists_frame``)."""
+        """A DataFrame of the playlists matching the filters (``analytics_nb.frames.playlists_frame``).
+
+        The frame is built in parts while later pages are still on their way (the service answers the
+        next pages meanwhile), then the parts are joined; the result is the frame ``playlists_frame`` gives
+        for all the records at once (same columns, dtypes, values and errors: see ``FrameParts``).
+        """
         return self._loop.run(self._resource.frame(**filters))
 
     def get(self, short_id: str) -> Playlist:

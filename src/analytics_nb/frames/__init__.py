@@ -19,12 +19,13 @@ from analytics_nb.frames._convert import (
 )
 from analytics_nb.frames._csv import HEADER_PREFIX, read_csv, to_csv
 from analytics_nb.frames._hog_functions import hog_function_templates_frame, hog_functions_frame
-from analytics_nb.frames._schema import DTYPES, KNOWN_COLUMNS
+from analytics_nb.frames._schema import DTYPES, KNOWN_COLUMNS, FrameParts
 
 __all__ = [
     "DTYPES",
     "HEADER_PREFIX",
     "KNOWN_COLUMNS",
+    "FrameParts",
     "activity_frame",
     "decide_frame",
     "events_frame",

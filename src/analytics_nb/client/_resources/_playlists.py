@@ -7,11 +7,11 @@ import builtins
 import datetime as _dt
 import enum
 import threading
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from typing import TYPE_CHECKING, Any, Final, Literal, TypedDict, Unpack
 
 from analytics_nb.client._core import Core, parse_model
-from analytics_nb.client._pagination import MAX_PAGE_SIZE, iter_records
+from analytics_nb.client._pagination import MAX_PAGE_SIZE, iter_record_pages
 from analytics_nb.client._resources._base import Resource, check_choice, check_id, iso, require_text
 from analytics_nb.errors import ConflictError, NotFoundError
 from analytics_nb.models import Playlist, Recording, RecordingsPage
@@ -169,8 +169,25 @@ class Playlists(Resource):
         **filters: Any,
     ) -> AsyncIterator[dict[str, Any]]:
         """Raw playlist dicts (wire shape) matching ``filters``, every page, each once."""
+        pages = self._record_pages(page_size=page_size, offset=offset, max_items=max_items, **filters)
+        try:
+            async for page in pages:
+                for record in page:
+                    yield record
+        finally:
+            await pages.aclose()
+
+    async def _record_pages(
+        self,
+        *,
+        page_size: int = MAX_PAGE_SIZE,
+        offset: int = 0,
+        max_items: int | None = None,
+        **filters: Any,
+    ) -> AsyncGenerator[builtins.list[dict[str, Any]], None]:
+        """``iter_records`` a page at a time (lists of raw dicts; pages left empty by the filter skipped)."""
         params, unpinned_only = self._query(filters)
-        async for record in iter_records(
+        pages = iter_record_pages(
             self._core,
             self._path(),
             params=params,
@@ -178,10 +195,15 @@ class Playlists(Resource):
             offset=offset,
             max_items=None if unpinned_only else max_items,
             desc="playlists",
-        ):
-            if unpinned_only and record.get("pinned"):
-                continue
-            yield record
+        )
+        try:
+            async for page in pages:
+                if unpinned_only:
+                    page = [record for record in page if not record.get("pinned")]
+                if page:
+                    yield page
+        finally:
+            await pages.aclose()
 
     async def iter(self, **filters: Unpack[PlaylistFilters]) -> AsyncIterator[Playlist]:
         """Iterate over the (non-deleted) playlists matching the filters, fetching pages concurrently.
@@ -207,14 +229,27 @@ class Playlists(Resource):
     async def records(self, **filters: Unpack[PlaylistFilters]) -> builtins.list[dict[str, Any]]:
         """All playlists matching the filters as raw wire dicts (fastest; see ``iter``)."""
         max_items = filters.get("max_items")
-        out = [record async for record in self.iter_records(**filters)]
+        out: builtins.list[dict[str, Any]] = []
+        async for page in self._record_pages(**filters):
+            out.extend(page)
         return out if max_items is None else out[:max_items]
 
     async def frame(self, **filters: Unpack[PlaylistFilters]) -> pd.DataFrame:
-        """A DataFrame of the playlists matching the filters (``analytics_nb.frames.playlists_frame``)."""
-        from analytics_nb.frames import playlists_frame
+        """A DataFrame of the playlists matching the filters (``analytics_nb.frames.playlists_frame``).
 
-        return playlists_frame(await self.records(**filters))
+        The frame is built in parts while later pages are still on their way (the service answers the
+        next pages meanwhile), then the parts are joined; the result is the frame ``playlists_frame`` gives
+        for all the records at once (same columns, dtypes, values and errors: see ``FrameParts``).
+        """
+        from analytics_nb.frames import FrameParts, playlists_frame
+
+        max_items = filters.get("max_items")
+        if max_items is not None:
+            return playlists_frame(await self.records(**filters))
+        parts = FrameParts(playlists_frame)
+        async for page in self._record_pages(**filters):
+            parts.add(page)
+        return parts.frame()
 
     async def get(self, short_id: str) -> Playlist:
         """One playlist by ``short_id`` (soft-deleted ones raise NotFoundError)."""
