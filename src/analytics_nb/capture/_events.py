@@ -10,7 +10,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import uuid as uuid_mod
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -64,6 +64,18 @@ _encoder = json.JSONEncoder(separators=(",", ":"), allow_nan=False)
 _stable = json.JSONEncoder(separators=(",", ":"), sort_keys=True, allow_nan=True, default=repr)
 encode_event = _encoder.encode
 """Compact ASCII JSON text of one event dict (its length is its size in bytes)."""
+
+
+def _orjson_dumps() -> Callable[[Any], bytes] | None:
+    try:
+        import orjson
+    except ImportError:
+        return None
+    return orjson.dumps
+
+
+#: orjson (the `fast` extra) when installed: encodes a batch of events in a fifth of `json`'s time.
+_ORJSON_DUMPS = _orjson_dumps()
 
 
 class EventError(ValueError):
@@ -202,9 +214,19 @@ class PreparedFrame:
         """JSON text of row ``pos`` (not refused)."""
         return encode_event(self.body(pos))
 
-    def encode_many(self, positions: list[int]) -> str:
-        """JSON array text of several rows in one encoder call (much faster than one call per event)."""
-        return encode_event([self.body(p) for p in positions])
+    def encode_many(self, positions: list[int]) -> bytes:
+        """JSON array (UTF-8) of several rows in one encoder call (much faster than one call per event).
+
+        orjson when installed: the same values as `json`'s text (a float is spelt the shortest way by both,
+        `1e-5` or `1e-05`; text is sent as UTF-8 rather than `\\u` escapes); what orjson refuses (a lone
+        surrogate, an integer beyond 64 bits) is encoded by `json`, whose escapes the caller checks."""
+        bodies = [self.body(p) for p in positions]
+        if _ORJSON_DUMPS is not None:
+            try:
+                return _ORJSON_DUMPS(bodies)
+            except TypeError:  # orjson.JSONEncodeError
+                pass
+        return encode_event(bodies).encode("ascii")
 
     def all_older_than(self, age: dt.timedelta) -> bool:
         """True when every event to send is at least ``age`` old (drives ``historical_migration=None``)."""
