@@ -10,7 +10,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import uuid as uuid_mod
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -64,6 +64,18 @@ _encoder = json.JSONEncoder(separators=(",", ":"), allow_nan=False)
 _stable = json.JSONEncoder(separators=(",", ":"), sort_keys=True, allow_nan=True, default=repr)
 encode_event = _encoder.encode
 """Compact ASCII JSON text of one event dict (its length is its size in bytes)."""
+
+
+def _orjson_dumps() -> Callable[[Any], bytes] | None:
+    try:
+        import orjson
+    except ImportError:
+        return None
+    return orjson.dumps
+
+
+#: orjson (the `fast` extra) when installed: encodes a batch of events in a fifth of `json`'s time.
+_ORJSON_DUMPS = _orjson_dumps()
 
 
 class EventError(ValueError):
@@ -202,9 +214,19 @@ class PreparedFrame:
         """JSON text of row ``pos`` (not refused)."""
         return encode_event(self.body(pos))
 
-    def encode_many(self, positions: list[int]) -> str:
-        """JSON array text of several rows in one encoder call (much faster than one call per event)."""
-        return encode_event([self.body(p) for p in positions])
+    def encode_many(self, positions: list[int]) -> bytes:
+        """JSON array (UTF-8) of several rows in one encoder call (much faster than one call per event).
+
+        orjson when installed: the same values as `json`'s text (a float is spelt the shortest way by both,
+        `1e-5` or `1e-05`; text is sent as UTF-8 rather than `\\u` escapes); what orjson refuses (a lone
+        surrogate, an integer beyond 64 bits) is encoded by `json`, whose escapes the caller checks."""
+        bodies = [self.body(p) for p in positions]
+        if _ORJSON_DUMPS is not None:
+            try:
+                return _ORJSON_DUMPS(bodies)
+            except TypeError:  # orjson.JSONEncodeError
+                pass
+        return encode_event(bodies).encode("ascii")
 
     def all_older_than(self, age: dt.timedelta) -> bool:
         """True when every event to send is at least ``age`` old (drives ``historical_migration=None``)."""
@@ -241,21 +263,93 @@ def _refuse(refused: dict[int, str], pos: int, reason: str) -> None:
     refused.setdefault(pos, reason)
 
 
-def _content_uuids(df: pd.DataFrame, rows: list[int], parts: list[tuple[Any, ...]]) -> list[str]:
+#: The function `_stable` writes text with (ensure_ascii).
+_encode_text = json.encoder.encode_basestring_ascii
+_FLOAT_WORDS = {"nan": "NaN", "inf": "Infinity", "-inf": "-Infinity"}  # `_stable`'s spelling (allow_nan)
+
+
+def _stable_texts(values: list[Any]) -> list[str]:
+    """``_stable.encode(v)`` of each value, a whole column at a time when it holds one plain type (the
+    encoder's own functions for text, integers and floats, so the text is the same)."""
+    kinds = set(map(type, values))
+    if kinds <= {str}:
+        return list(map(_encode_text, values))
+    if kinds <= {int}:
+        return list(map(int.__repr__, values))
+    if kinds <= {float}:
+        return [_FLOAT_WORDS.get(t, t) for t in map(float.__repr__, values)]
+    if kinds <= {bool}:
+        return ["true" if v else "false" for v in values]
+    return list(map(_stable.encode, values))
+
+
+def _stable_properties(
+    n: int, columns: list[tuple[str, list[Any], np.ndarray | None]]
+) -> list[str | None] | None:
+    """Each row's properties as ``_stable`` encodes them (sorted keys), without the braces, built column by
+    column: ``columns`` are (key, values, present) of the property columns. None when two columns share a
+    key (then the rows are encoded one by one)."""
+    keys = [key for key, _values, _present in columns]
+    if len(set(keys)) != len(keys):
+        return None
+    fragments: list[list[str | None]] = []
+    for key, values, present in sorted(columns, key=lambda column: column[0]):
+        prefix = _encode_text(key) + ":"
+        if present is None:
+            fragments.append([prefix + t for t in _stable_texts(values)])
+            continue
+        where = np.flatnonzero(present).tolist()
+        column: list[str | None] = [None] * n
+        for i, text in zip(where, _stable_texts([values[i] for i in where]), strict=True):
+            column[i] = prefix + text
+        fragments.append(column)
+    if not fragments:
+        return [""] * n
+    if all(None not in column for column in fragments):
+        return [",".join(row) for row in zip(*fragments, strict=True)]  # no None in any column here
+    return [",".join(filter(None, row)) for row in zip(*fragments, strict=True)]
+
+
+def _content_uuids(
+    df: pd.DataFrame,
+    rows: list[int],
+    parts: list[tuple[Any, ...]],
+    properties_text: list[str | None] | None = None,
+    refused: dict[int, str] | None = None,
+) -> list[str]:
     """Uuids from each row's content and place: its index label (and which repeat of that label it is, for
     a non-unique index) plus event, distinct_id, timestamp and properties. Keyed on the label, not the
-    position, so re-sending a subset (``df[report.status != "sent"]``) gives each row the uuid it had."""
+    position, so re-sending a subset (``df[report.status != "sent"]``) gives each row the uuid it had.
+
+    The hashed text is ``_stable.encode([label, occurrence, event, distinct_id, timestamp, properties])``;
+    with ``properties_text`` (from ``_stable_properties``) the text of a row that is not ``refused`` is put
+    together from column-wise pieces instead, the same text in a fraction of the time."""
     labels = df.index.tolist()
+    label_texts = _stable_texts(labels)
+    refused = refused or {}
     seen: dict[str, int] = {}
     payloads: list[bytes] = []
     for pos, part in zip(rows, parts, strict=True):
-        label = _stable.encode(labels[pos])
+        label = label_texts[pos]
         occurrence = seen.get(label, 0)
         seen[label] = occurrence + 1
-        try:
-            text = _stable.encode([label, occurrence, *part])
-        except (ValueError, TypeError, RecursionError):  # a refused row's leftovers: its place is enough
-            text = _stable.encode([label, occurrence, "row", pos])
+        inner = None if properties_text is None or pos in refused else properties_text[pos]
+        name, did, stamp = part[0], part[1], part[2]
+        if (
+            inner is not None
+            and type(name) is str
+            and type(did) is str
+            and (stamp is None or type(stamp) is str)
+        ):
+            text = (
+                f"[{_encode_text(label)},{occurrence},{_encode_text(name)},{_encode_text(did)},"
+                f"{'null' if stamp is None else _encode_text(stamp)},{{{inner}}}]"
+            )
+        else:
+            try:
+                text = _stable.encode([label, occurrence, *part])
+            except (ValueError, TypeError, RecursionError):  # a refused row's leftovers: its place is enough
+                text = _stable.encode([label, occurrence, "row", pos])
         payloads.append(text.encode("utf-8", "surrogatepass"))
     return content_uuids(payloads)
 
@@ -372,6 +466,14 @@ def prepare_frame(
             full_vals.append(col.values)
         else:
             partial.append((str(c), col.values, col.present))
+    simple = "properties" not in df.columns and not any(str(c).startswith(GROUP_PREFIX) for c in df.columns)
+    properties_text = None
+    if simple and uuids_policy == "content":  # the rows' properties are just these columns
+        properties_text = _stable_properties(
+            n,
+            [(k, v, None) for k, v in zip(full_keys, full_vals, strict=True)]
+            + [(k, v, p) for k, v, p in partial],
+        )
     if full_keys:
         # all columns have n values, so the unchecked zip is safe (and measurably faster here)
         props = [dict(zip(full_keys, row, strict=False)) for row in zip(*full_vals, strict=False)]
@@ -420,7 +522,13 @@ def prepare_frame(
     if uuids_policy == "random":
         made = new_uuids(len(absent))
     else:
-        made = _content_uuids(df, absent, [(names[i], dids[i], timestamps[i], props[i]) for i in absent])
+        made = _content_uuids(
+            df,
+            absent,
+            [(names[i], dids[i], timestamps[i], props[i]) for i in absent],
+            properties_text,
+            refused,
+        )
     for i, uid in zip(absent, made, strict=True):
         row_uuids[i] = uid
 

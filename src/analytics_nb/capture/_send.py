@@ -76,16 +76,17 @@ async def post_event(client: AnyApiClient, event: dict[str, Any]) -> None:
     )
 
 
-def batch_body(key: str, events_json: str, *, historical_migration: bool) -> bytes:
-    """The ``/batch`` JSON body around an encoded event array (no ``sent_at``: timestamps are sent as-is)."""
+def batch_body(key: str, events_json: bytes, *, historical_migration: bool) -> bytes:
+    """The ``/batch`` JSON body around an encoded event array (UTF-8; no ``sent_at``: timestamps are sent
+    as-is)."""
     head = '{"api_key":' + json.dumps(key)
     if historical_migration:
         head += ',"historical_migration":true'
-    return (head + ',"batch":' + events_json + "}").encode("ascii")
+    return (head + ',"batch":').encode("ascii") + events_json + b"}"
 
 
 async def post_batch(
-    client: AnyApiClient, key: str, events_json: str, *, gzip: bool, historical_migration: bool
+    client: AnyApiClient, key: str, events_json: bytes, *, gzip: bool, historical_migration: bool
 ) -> None:
     """POST an encoded event array to ``/batch/`` (gzip optional) with the core's retries (typed errors)."""
     body = batch_body(key, events_json, historical_migration=historical_migration)

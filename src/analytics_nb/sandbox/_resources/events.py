@@ -32,6 +32,7 @@ __all__ = [
     "SCHEMA",
     "event_records",
     "events_frame",
+    "insert_event_rows",
     "insert_events",
     "seed",
     "upgrade_schema",
@@ -95,6 +96,16 @@ def upgrade_schema(store: Store) -> None:
                 conn.execute(statement)
         conn.execute("INSERT INTO events SELECT * FROM events_before_upgrade")
         conn.execute("DROP TABLE events_before_upgrade")  # and its indexes; `SCHEMA` recreates them
+
+
+def insert_event_rows(conn: Any, rows: Sequence[Sequence[Any]]) -> int:
+    """Insert prepared rows (the columns of `_INSERT` in order, JSON columns already text) inside the
+    caller's transaction with one `executemany`; returns how many were new (the others were retries of
+    stored events: PostHog's dedupe key, see the module docstring). Capture's bulk path: one statement for
+    a whole chunk instead of one per event."""
+    before = conn.total_changes
+    conn.executemany(_INSERT, rows)
+    return int(conn.total_changes - before)
 
 
 def insert_events(conn: Any, rows: Sequence[dict[str, Any]]) -> list[bool]:
