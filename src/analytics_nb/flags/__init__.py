@@ -19,12 +19,14 @@ from analytics_nb.flags._evaluate import (
     evaluate_flag,
     evaluate_flags,
 )
-from analytics_nb.flags._frame import FrameEvaluator, evaluate_frame
+from analytics_nb.flags._frame import REASON_CODES, REASON_DTYPE, FrameEvaluator, evaluate_frame
 from analytics_nb.flags._hashing import hash_fraction
 from analytics_nb.flags._operators import PROPERTY_OPERATORS
 
 __all__ = [
     "PROPERTY_OPERATORS",
+    "REASON_CODES",
+    "REASON_DTYPE",
     "CompiledFlag",
     "CompiledFlags",
     "FlagDefinitionError",

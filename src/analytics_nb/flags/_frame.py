@@ -1047,9 +1047,8 @@ class _RunState:
             return -1 if text is None else code_of[text]
 
         # codes in the type pandas keeps for this many categories (int8 below 127), so nothing is converted
-        lookup = np.array(
-            [*(code(v) for v in labels), -1, code("true"), -1], dtype=np.int8 if len(texts) < 127 else np.int32
-        )
+        narrow = np.int8 if len(texts) < 127 else np.int32
+        lookup = np.array([*(code(v) for v in labels), -1, code("true"), -1], dtype=narrow)
         return self._category_column(f"{flag.key}:payload", pd.CategoricalDtype(texts), lookup.take(pos))
 
     def frame(self, *, payloads: bool, reasons: bool) -> pd.DataFrame:
