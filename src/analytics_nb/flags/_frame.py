@@ -1080,8 +1080,9 @@ class _RunState:
                 # the reason codes are REASON_DTYPE's codes; an error row has none
                 codes = np.where(bad_rows, np.int8(-1), res.reason) if any_bad else res.reason
                 extra[f"{flag.key}:reason"] = self._category_column(f"{flag.key}:reason", REASON_DTYPE, codes)
+                # an error row has no condition index either (one found after its flag ran included)
                 extra[f"{flag.key}:condition_index"] = pd.arrays.IntegerArray(
-                    np.maximum(res.index, 0).astype(np.int64), res.index < 0
+                    np.maximum(res.index, 0).astype(np.int64), (res.index < 0) | bad_rows
                 )
         for name, values in extra.items():
             data[name] = (

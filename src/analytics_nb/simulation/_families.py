@@ -174,7 +174,7 @@ def _arrow_column(series: pd.Series) -> Any:
         return pa.array(series.array, from_pandas=True)
     if series.dtype == object or str(series.dtype) in ("string", "str"):
         return pa.array(text_column(series), type=pa.string())
-    return pa.array(np.asarray(series.to_numpy(dtype=object)))
+    return pa.Array.from_pandas(series)  # numbers, datetimes; Int64 (condition indexes) with NA as null
 
 
 def text_column(series: pd.Series) -> list[str | None]:
