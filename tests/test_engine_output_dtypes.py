@@ -45,7 +45,10 @@ def _flags() -> list[dict[str, Any]]:
         {
             "key": "on",
             "active": True,
-            "filters": {"groups": [{"properties": [], "rollout_percentage": 50}], "payloads": {"true": "yes"}},
+            "filters": {
+                "groups": [{"properties": [], "rollout_percentage": 50}],
+                "payloads": {"true": "yes"},
+            },
         },
         {"key": "off", "active": False, "filters": {"groups": [{"properties": []}]}},
     ]
