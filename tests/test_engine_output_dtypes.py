@@ -221,3 +221,11 @@ def test_remote_and_local_columns_share_dtypes_and_compare(client: Client) -> No
         assert str(local[key].dtype) == str(remote[key].dtype), key
     both = result.agreement
     assert both is not None and (both["share"] > 0.9).all()
+
+
+def test_simulation_result_to_csv_reads_back_with_its_categories(tmp_path: Any) -> None:
+    result = simulate(_frame(40, bad=False), engine="local", definitions=_flags(), reasons=True)
+    path = result.to_csv(tmp_path / "sim.csv")
+    back = F.read_csv(path)
+    pd.testing.assert_frame_equal(back, result.frame.reset_index(drop=True))
+    assert back["mv:reason"].dtype == REASON_DTYPE and back["on:payload"].cat.categories.tolist() == ["yes"]
