@@ -567,9 +567,9 @@ class FrameEvaluator:
     def run(self, flags: Any = None, *, payloads: bool = False, reasons: bool = False) -> pd.DataFrame:
         """Evaluate (optionally edited) flags for every row; a DataFrame aligned to the input index.
 
-        Columns: distinct_id, one per flag (boolean dtype, or object holding the variant key / False; NA when
-        unknown), optional `<key>:payload`, `<key>:reason`, `<key>:condition_index`, and `error`.
-        """
+        Columns: distinct_id, one per flag (boolean dtype, or object holding the variant key / False; pd.NA
+        when unknown), optional `<key>:payload` and `<key>:reason` (category; NaN when there is none),
+        `<key>:condition_index` (Int64), and `error` (string). `pd.isna` finds the missing cells of each."""
         compiled = (
             self._compiled
             if flags is None
