@@ -210,3 +210,43 @@ def test_missing_flag_is_reported_as_null(empty_sandbox: Any) -> None:
         assert flag_called(client, "u1", "no-such-flag", None) is False
     (props,) = flag_events(empty_sandbox)["properties"].tolist()
     assert props["$feature_flag_response"] is None and props["$feature/no-such-flag"] is None
+
+
+def test_flag_called_frame_from_category_payload_and_reason_columns(empty_sandbox: Any) -> None:
+    """An engine result's payload and reason columns are ``category`` (missing = NaN): a missing payload or
+    reason is left out of the event, never sent as NaN or "nan"."""
+    from analytics_nb.flags import evaluate_frame
+
+    flags = [
+        {
+            "key": "checkout",
+            "id": 5,
+            "active": True,
+            "filters": {
+                "groups": [{"properties": [], "rollout_percentage": 100}],
+                "multivariate": {
+                    "variants": [
+                        {"key": "test", "rollout_percentage": 50},
+                        {"key": "control", "rollout_percentage": 50},
+                    ]
+                },
+                "payloads": {"test": '{"p": 1}'},
+            },
+        }
+    ]
+    people = pd.DataFrame({"distinct_id": [f"cat-{i}" for i in range(12)]})
+    sim = evaluate_frame(people, flags, payloads=True, reasons=True)
+    assert sim["checkout:payload"].dtype == "category" and sim["checkout:reason"].dtype == "category"
+    assert sim["checkout"].eq("control").any() and sim["checkout"].eq("test").any()
+    with make_client(empty_sandbox) as client:
+        report = flag_called_frame(client, sim, flags, progress=False)
+    assert (report["status"] == "sent").all()
+    got = flag_events(empty_sandbox).set_index("uuid")
+    for uuid, value in zip(report["uuid"], sim["checkout"], strict=True):
+        props = got.loc[uuid, "properties"]
+        assert props["$feature_flag_response"] == value
+        assert props["$feature_flag_reason"] == "condition_match"
+        if value == "test":
+            assert props["$feature_flag_payload"] == '{"p": 1}'
+        else:
+            assert "$feature_flag_payload" not in props, props

@@ -113,17 +113,25 @@ def test_reused_output_columns_stay_independent() -> None:
     for flag in flags:
         flag["filters"]["payloads"] = {"a": '{"x": 1}', "true": '{"on": true}'}
     ev = FrameEvaluator(frame, flags)
-    first = ev.run(payloads=True)
-    second = ev.run(payloads=True)
+    first = ev.run(payloads=True, reasons=True)
+    second = ev.run(payloads=True, reasons=True)
+    # the category columns are handed back too (their codes are the same array)
+    for name in ("mv:payload", "mv:reason"):
+        assert second[name].dtype == "category"
+        assert np.shares_memory(first[name].array.codes, second[name].array.codes)
     before = first.copy(deep=True)
     second.loc[0, "mv"] = "changed"
-    second.loc[0, "mv:payload"] = "changed"
+    # a category column takes only its own categories: write one that differs from row 0's
+    payload = second["mv:payload"]
+    other = next(c for c in payload.cat.categories if c != payload.iloc[0])
+    second.loc[0, "mv:payload"] = other
+    second.loc[0, "mv:reason"] = "flag_disabled"
     second.loc[0, "distinct_id"] = "changed"
     column = second["mv"]
     column.iloc[1] = "changed too"
     pd.testing.assert_frame_equal(first, before)
     assert frame["distinct_id"].iloc[0] == "u0"
-    third = ev.run(payloads=True)
+    third = ev.run(payloads=True, reasons=True)
     pd.testing.assert_frame_equal(third, before)
 
 

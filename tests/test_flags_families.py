@@ -81,11 +81,16 @@ def _source(name: str, table: Any, parquet_path: Path) -> Any:
     }[name]()
 
 
+def _missing(v: Any) -> bool:
+    """A missing cell as the results spell it: pd.NA / None, or NaN in a category column."""
+    return v is None or v is pd.NA or (isinstance(v, float) and v != v)
+
+
 def _pandas_cells(frame: pd.DataFrame, keys: list[str]) -> dict[str, list[Any]]:
     """Comparable cells of a pandas result: NA as None, numpy scalars as Python values."""
     return {
         k: [
-            None if v is None or v is pd.NA else (v.item() if isinstance(v, np.generic) else v)
+            None if _missing(v) else (v.item() if isinstance(v, np.generic) else v)
             for v in frame[k].astype(object).tolist()
         ]
         for k in keys

@@ -138,7 +138,7 @@ def test_frame_agrees_with_scalar_engine(mode: str) -> None:
                 cond = out[f"{key}:condition_index"].iloc[i]
                 assert (cond is pd.NA and res.condition_index is None) or cond == res.condition_index
                 pay = out[f"{key}:payload"].iloc[i]
-                assert (pay is pd.NA and res.payload is None) or pay == res.payload
+                assert (pd.isna(pay) and res.payload is None) or pay == res.payload
                 checked += 1
     assert checked == ROUNDS * 120 * 5
     # every reason code must have been compared, or the agreement proves little

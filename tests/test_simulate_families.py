@@ -155,14 +155,17 @@ def expected(frame: pd.DataFrame) -> Any:
 FLAG_KEYS = ["rollout", "exp", "big", "no-plan", "beta", "score"]
 
 
+def _missing(v: Any) -> bool:
+    """A missing cell as the results spell it: pd.NA / None, or NaN in a category column."""
+    return v is None or v is pd.NA or (isinstance(v, float) and v != v)
+
+
 def _cells(frame: pd.DataFrame, keys: list[str]) -> list[list[Any]]:
     """Comparable cells: NA as None, numpy scalars as Python values."""
     out = []
     for key in keys:
         col = frame[key].astype(object).tolist()
-        out.append(
-            [None if v is None or v is pd.NA else (v.item() if isinstance(v, np.generic) else v) for v in col]
-        )
+        out.append([None if _missing(v) else (v.item() if isinstance(v, np.generic) else v) for v in col])
     return out
 
 

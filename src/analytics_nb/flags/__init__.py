@@ -12,6 +12,8 @@ time.
 
 from __future__ import annotations
 
+from typing import Any
+
 from analytics_nb.flags._definitions import CompiledFlag
 from analytics_nb.flags._errors import FlagDefinitionError
 from analytics_nb.flags._evaluate import (
@@ -21,12 +23,14 @@ from analytics_nb.flags._evaluate import (
     evaluate_flag,
     evaluate_flags,
 )
-from analytics_nb.flags._frame import FrameEvaluator, evaluate_frame
+from analytics_nb.flags._frame import REASON_CODES, FrameEvaluator, evaluate_frame, reason_dtype
 from analytics_nb.flags._hashing import hash_fraction
 from analytics_nb.flags._operators import PROPERTY_OPERATORS
 
 __all__ = [
     "PROPERTY_OPERATORS",
+    "REASON_CODES",
+    "REASON_DTYPE",
     "CompiledFlag",
     "CompiledFlags",
     "FlagDefinitionError",
@@ -38,3 +42,11 @@ __all__ = [
     "evaluate_frame",
     "hash_fraction",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """``REASON_DTYPE``, the categories of every `<key>:reason` column, built on first use (see
+    `reason_dtype`)."""
+    if name == "REASON_DTYPE":
+        return reason_dtype()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

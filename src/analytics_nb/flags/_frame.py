@@ -9,6 +9,7 @@ weights costs a few numpy operations.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -50,6 +51,26 @@ _REASONS = [
     "needs_server",
 ]
 _R = {name: i for i, name in enumerate(_REASONS)}
+#: The categories of every `<key>:reason` column, local and remote alike (so the two compare and concatenate
+#: as categoricals): the engine's codes, then the one code today's flags service sends that the engine never
+#: gives, "missing_dependency" (rust/feature-flags/src/flags/flag_match_reason.rs, FeatureFlagMatchReason's
+#: Display). A code outside this list (a newer service) is appended by the remote frame builder.
+REASON_CODES: tuple[str, ...] = (*_REASONS, "missing_dependency")
+
+
+@functools.cache
+def reason_dtype() -> pd.CategoricalDtype:
+    """The dtype of every `<key>:reason` column (``flags.REASON_DTYPE``). Built on first use: a categorical
+    over text makes pandas 3 load pyarrow for its `str` index, and `import analytics_nb.flags` stays cheap."""
+    return pd.CategoricalDtype(list(REASON_CODES))
+
+
+def __getattr__(name: str) -> Any:
+    if name == "REASON_DTYPE":
+        return reason_dtype()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 _NO_ERROR = ""
 #: codes into a column's distinct values: int32 (half of pandas' int64; 2**31 distinct values is plenty)
 _CODE = np.int32
@@ -577,11 +598,13 @@ class FrameEvaluator:
     ) -> Any:
         """Evaluate (optionally edited) flags for every row; a DataFrame aligned to the input index.
 
-        Columns: distinct_id, one per flag (boolean dtype, or object holding the variant key / False; NA when
-        unknown), optional `<key>:payload`, `<key>:reason`, `<key>:condition_index`, and `error`. The
-        frame is in `output` (default `self.output`, the input's family); in Arrow and Polars a boolean
-        flag is a `bool` column (null where unknown) and a multivariate flag a `string` column (the variant
-        key, "false" where none matched), without the pandas index.
+        Columns: distinct_id, one per flag (boolean dtype, or object holding the variant key / False; pd.NA
+        when unknown), optional `<key>:payload` and `<key>:reason` (category; NaN when there is none),
+        `<key>:condition_index` (Int64), and `error` (string). `pd.isna` finds the missing cells of each.
+        The frame is in `output` (default `self.output`, the input's family); in Arrow and Polars a boolean
+        flag is a `bool` column (null where unknown), a multivariate flag a `string` column (the variant
+        key, "false" where none matched) and a category column a dictionary column, without the pandas
+        index.
         """
         family = check_output(output) or self.output
         compiled = (
@@ -1016,34 +1039,62 @@ class _RunState:
 
     # ------------------------------------------------------------------ output
 
-    def _object_column(self, name: str, lookup: list[Any], pos: np.ndarray) -> pd.Series:
-        """An object column whose row i is ``lookup[pos[i]]``. Building one costs a pointer copy and a
-        reference count a row, so when a what-if re-run gives a column the same values as last time the
-        previous Series is handed back (copy-on-write keeps the two results independent)."""
-        key = tuple(("NA", None) if v is pd.NA else (type(v).__name__, v) for v in lookup)
-        cache = self.ev._object_columns
-        if all(k[0] == "NA" for k in key):
-            # e.g. the payloads of a flag without any: one all-NA column shared by every such column
-            hit = cache.get("")
-            if hit is None:
-                na_values = np.full(self.ev._n, pd.NA, dtype=object)
-                na = pd.Series(na_values, index=self.ev._frame.index, dtype=object, copy=False)
-                hit = cache[""] = ((), pos[:0], na)
-            return hit[2]
-        hit = cache.get(name)
+    def _reused(self, name: str, key: tuple[Any, ...], pos: np.ndarray) -> pd.Series | None:
+        """The column ``name`` of the previous run when it was built from the same ``key`` and ``pos``: a
+        what-if re-run hands unchanged columns back instead of rebuilding them (copy-on-write keeps the two
+        results independent)."""
+        hit = self.ev._object_columns.get(name)
         if hit is not None and hit[0] == key and np.array_equal(hit[1], pos):
             return hit[2]
-        values = np.array(lookup, dtype=object).take(pos)
-        series = pd.Series(values, index=self.ev._frame.index, dtype=object, copy=False)
+        return None
+
+    def _keep(self, name: str, key: tuple[Any, ...], pos: np.ndarray, series: pd.Series) -> pd.Series:
         if not self.ev._one_shot:
-            cache[name] = (key, pos, series)
+            self.ev._object_columns[name] = (key, pos, series)
         return series
+
+    def _object_column(self, name: str, lookup: list[Any], pos: np.ndarray) -> pd.Series:
+        """An object column whose row i is ``lookup[pos[i]]`` (a multivariate flag's values). Building one
+        costs a pointer copy and a reference count a row, so an unchanged one is reused on a re-run."""
+        key = tuple(("NA", None) if v is pd.NA else (type(v).__name__, v) for v in lookup)
+        series = self._reused(name, key, pos)
+        if series is None:
+            values = np.array(lookup, dtype=object).take(pos)
+            series = self._keep(
+                name, key, pos, pd.Series(values, index=self.ev._frame.index, dtype=object, copy=False)
+            )
+        return series
+
+    def _category_column(self, name: str, dtype: pd.CategoricalDtype, codes: np.ndarray) -> pd.Series:
+        """A ``category`` column from its codes (-1 = missing, NaN in pandas); one byte a row."""
+        key = ("category", tuple(dtype.categories))
+        series = self._reused(name, key, codes)
+        if series is None:
+            cat = pd.Categorical.from_codes(codes, dtype=dtype, validate=False)
+            series = self._keep(name, key, codes, pd.Series(cat, index=self.ev._frame.index, copy=False))
+        return series
+
+    def _payload_column(self, flag: CompiledFlag, labels: list[str], pos: np.ndarray) -> pd.Series:
+        """``<key>:payload``: ``category`` over the flag's payload texts; row i is the payload of its value
+        (``pos`` as in `frame`: a variant label, then False, True, NA); missing where there is none."""
+        texts = list(dict.fromkeys(flag.payloads.values()))
+        code_of = {t: i for i, t in enumerate(texts)}
+
+        def code(label: str) -> int:
+            text = flag.payloads.get(label)
+            return -1 if text is None else code_of[text]
+
+        # codes in the type pandas keeps for this many categories (int8 below 127), so nothing is converted
+        narrow = np.int8 if len(texts) < 127 else np.int32
+        lookup = np.array([*(code(v) for v in labels), -1, code("true"), -1], dtype=narrow)
+        return self._category_column(f"{flag.key}:payload", pd.CategoricalDtype(texts), lookup.take(pos))
 
     def frame(self, *, payloads: bool, reasons: bool) -> pd.DataFrame:
         ev = self.ev
         data: dict[str, Any] = {"distinct_id": ev._frame["distinct_id"]}
         extra: dict[str, Any] = {}
         bad_rows = ev._errors != _NO_ERROR
+        any_bad = bool(bad_rows.any())
         for flag in self.compiled.flags:
             # one-shot: each flag's arrays are released once its columns are built
             res = self.results.pop(flag.key) if ev._one_shot else self.results[flag.key]
@@ -1062,16 +1113,16 @@ class _RunState:
                     pd.arrays.BooleanArray(res.kind == _K_TRUE, unknown), index=ev._frame.index, copy=False
                 )
             if payloads:
-                texts = [flag.payloads.get(label, pd.NA) for label in res.labels]
-                extra[f"{flag.key}:payload"] = self._object_column(
-                    f"{flag.key}:payload", [*texts, pd.NA, flag.payloads.get("true", pd.NA), pd.NA], pos
-                )
+                extra[f"{flag.key}:payload"] = self._payload_column(flag, res.labels, pos)
             if reasons:
-                names = np.array(_REASONS, dtype=object)[res.reason]
-                names[ev._errors != _NO_ERROR] = pd.NA
-                extra[f"{flag.key}:reason"] = names
+                # the reason codes are reason_dtype()'s codes; an error row has none
+                codes = np.where(bad_rows, np.int8(-1), res.reason) if any_bad else res.reason
+                extra[f"{flag.key}:reason"] = self._category_column(
+                    f"{flag.key}:reason", reason_dtype(), codes
+                )
+                # an error row has no condition index either (one found after its flag ran included)
                 extra[f"{flag.key}:condition_index"] = pd.arrays.IntegerArray(
-                    np.maximum(res.index, 0).astype(np.int64), res.index < 0
+                    np.maximum(res.index, 0).astype(np.int64), (res.index < 0) | bad_rows
                 )
         for name, values in extra.items():
             data[name] = (
@@ -1080,7 +1131,7 @@ class _RunState:
                 else pd.Series(values, index=ev._frame.index, dtype=object, copy=False)
             )
         out = pd.DataFrame(data, index=ev._frame.index, copy=False)
-        if bad_rows.any():
+        if any_bad:
             errors = ev._errors.copy()
             errors[~bad_rows] = None
             out["error"] = pd.array(errors, dtype="string")

@@ -11,6 +11,7 @@ first time.
 from __future__ import annotations
 
 import hashlib
+import importlib
 import warnings
 from collections.abc import Sequence
 from types import ModuleType
@@ -19,7 +20,7 @@ import numpy as np
 
 _native: ModuleType | None
 try:
-    from analytics_nb.flags import _sha1column as _native  # type: ignore[attr-defined, no-redef]
+    _native = importlib.import_module("analytics_nb.flags._sha1column")  # the optional C extension
 except ImportError:  # not compiled: the hashlib loop below gives the same numbers, slower
     _native = None
 

@@ -69,9 +69,28 @@ def _encode_json(values: list[Any], name: str) -> list[str | None]:
     return out
 
 
+def _plain_categories(dtype: pd.CategoricalDtype) -> list[Any] | None:
+    """The categories as a JSON list when JSON gives every one of them back exactly (text, int, float,
+    bool), else None."""
+    cats = dtype.categories.tolist()
+    if all(isinstance(c, str | bool | int | float) and not isinstance(c, np.generic) for c in cats):
+        return cats
+    return None
+
+
+def _encode_category(series: pd.Series, cats: list[Any]) -> list[str | None]:
+    """A ``category`` column's cells: the text itself when every category is text, else each value's JSON."""
+    as_text = all(isinstance(c, str) for c in cats)
+    texts = [c if as_text else _JSON.encode(c) for c in cats]
+    codes = series.array.codes
+    return [None if code < 0 else texts[code] for code in codes.tolist()]
+
+
 def _encode(series: pd.Series, name: str) -> tuple[str, list[str | None]]:
     """Return (dtype label, text of each cell or None for NA)."""
     dtype = series.dtype
+    if isinstance(dtype, pd.CategoricalDtype) and _plain_categories(dtype) is not None:
+        return "category", _encode_category(series, _plain_categories(dtype) or [])
     if isinstance(dtype, pd.DatetimeTZDtype) or (isinstance(dtype, np.dtype) and dtype.kind == "M"):
         mask = series.isna().to_numpy()
         aware = isinstance(dtype, pd.DatetimeTZDtype)
@@ -133,8 +152,12 @@ def to_csv(df: pd.DataFrame, path_or_buf: Any = None, **kw: Any) -> str | None:
     na: dict[str, str] = {}
     has_cr = False
     text: dict[str, list[str | None]] = {}
+    categories: dict[str, dict[str, Any]] = {}
     for name in frame.columns:
         label, texts = _encode(frame[name], str(name))
+        dtype = frame[name].dtype
+        if isinstance(dtype, pd.CategoricalDtype) and _plain_categories(dtype) is not None:
+            categories[str(name)] = {"values": _plain_categories(dtype), "ordered": bool(dtype.ordered)}
         joined = "\x00".join(t for t in texts if t is not None) + "\x00" + str(name)
         has_cr = has_cr or "\r" in joined
         if "phx_" in joined and _KEY_RE.search(joined):
@@ -148,6 +171,8 @@ def to_csv(df: pd.DataFrame, path_or_buf: Any = None, **kw: Any) -> str | None:
         columns[str(name)] = label
         text[str(name)] = [token if t is None else t for t in texts]
     meta["columns"] = columns
+    if categories:
+        meta["categories"] = categories
     if na:
         meta["na"] = na
     sep = kw.get("sep", ",")
@@ -188,10 +213,22 @@ def _read_text(path_or_buf: Any, encoding: str) -> str:
     raise TypeError(f"read_csv: expected a path, a file object or CSV text, got {type(path_or_buf).__name__}")
 
 
-def _decode(texts: np.ndarray, label: str, token: str, name: str) -> Any:
+def _decode_category(vals: list[Any], mask: np.ndarray, spec: dict[str, Any]) -> pd.Categorical:
+    """A ``category`` column back with its categories (unused ones and their order included)."""
+    cats = list(spec["values"])
+    dtype = pd.CategoricalDtype(cats, ordered=bool(spec.get("ordered")))
+    as_text = all(isinstance(c, str) for c in cats)
+    code_of = {(c if as_text else _JSON.encode(c)): i for i, c in enumerate(cats)}
+    codes = np.array([-1 if m else code_of[v] for v, m in zip(vals, mask, strict=True)], dtype=np.int64)
+    return pd.Categorical.from_codes(codes, dtype=dtype)
+
+
+def _decode(texts: np.ndarray, label: str, token: str, name: str, spec: dict[str, Any] | None = None) -> Any:
     mask = texts == token
     vals = texts.tolist()
     try:
+        if label == "category" and spec is not None:
+            return _decode_category(vals, mask, spec)
         if label == "json":
             return object_column(
                 [
@@ -230,7 +267,7 @@ def _decode(texts: np.ndarray, label: str, token: str, name: str) -> Any:
         if isinstance(dtype, pd.StringDtype):
             return pd.array(raw, dtype=dtype)
         return pd.Series(raw, dtype=object).astype(dtype).array
-    except (TypeError, ValueError) as exc:
+    except (TypeError, ValueError, KeyError) as exc:
         raise ValueError(
             f"read_csv: column {name!r} cannot be read as {label} ({exc}); was the file edited?"
         ) from None
@@ -306,6 +343,7 @@ def read_csv(path_or_buf: Any, **kw: Any) -> pd.DataFrame:
         **kw,
     )
     na: dict[str, str] = meta.get("na", {})
+    cats: dict[str, dict[str, Any]] = meta.get("categories", {})
     data: dict[str, Any] = {}
     for name in raw.columns:
         label = columns.get(str(name))
@@ -313,7 +351,7 @@ def read_csv(path_or_buf: Any, **kw: Any) -> pd.DataFrame:
         data[name] = (
             object_column(values)
             if label is None
-            else _decode(values, label, na.get(str(name), ""), str(name))
+            else _decode(values, label, na.get(str(name), ""), str(name), cats.get(str(name)))
         )
     df = pd.DataFrame(data, index=pd.RangeIndex(len(raw)), columns=list(raw.columns), copy=False)
     index = meta.get("index")

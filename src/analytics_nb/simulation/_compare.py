@@ -9,6 +9,7 @@ import pandas as pd
 
 from analytics_nb.simulation._definitions import Definitions, flag_references
 from analytics_nb.simulation._remote import PARTIAL_ERROR
+from analytics_nb.wire.cells import is_missing
 
 __all__ = ["CAUSES", "compare"]
 
@@ -30,8 +31,9 @@ _GEOIP_PREFIX = "$geoip_"
 
 
 def same_value(a: Any, b: Any) -> bool:
-    """True when two flag values are both known and equal (a variant never equals True)."""
-    if a is None or b is None or a is pd.NA or b is pd.NA:
+    """True when two flag values are both known and equal (a variant never equals True). Missing is any of
+    None, pd.NA or NaN (`is_missing`), whichever the column's dtype uses."""
+    if is_missing(a) or is_missing(b):
         return False
     if isinstance(a, bool) != isinstance(b, bool):
         return False
@@ -41,7 +43,7 @@ def same_value(a: Any, b: Any) -> bool:
 def _values(frame: pd.DataFrame, key: str) -> list[Any]:
     if key not in frame.columns:
         return [None] * len(frame)
-    return [None if v is pd.NA or v is None else v for v in frame[key].astype(object).tolist()]
+    return [None if is_missing(v) else v for v in frame[key].astype(object).tolist()]
 
 
 def _cause(

@@ -63,6 +63,18 @@ class Definitions:
                 out[str(f["key"])] = keys
         return out
 
+    def payload_texts(self) -> dict[str, list[str]]:
+        """Per flag, its payloads as the text the engine outputs (JSON text as given; other JSON encoded), in
+        definition order: the categories of a ``<key>:payload`` column."""
+        out: dict[str, list[str]] = {}
+        for f in self.flags:
+            payloads = (f.get("filters") or {}).get("payloads") or {}
+            if isinstance(payloads, Mapping):
+                given = [p for p in payloads.values() if p is not None]
+                texts = [p if isinstance(p, str) else json.dumps(p) for p in given]
+                out[str(f["key"])] = list(dict.fromkeys(texts))
+        return out
+
     def copy(self) -> Definitions:
         """A deep copy (edits never touch the caller's definitions)."""
         return Definitions(

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 from analytics_nb.simulation._definitions import Definitions
 from analytics_nb.simulation._errors import SimulationInputError
 from analytics_nb.simulation._inputs import PropertySets
-from analytics_nb.simulation._output import select_flags
+from analytics_nb.simulation._output import concat_frames, select_flags
 
 __all__ = [
     "LOCAL_CHUNK_ROWS",
@@ -114,7 +114,7 @@ class ChunkedEvaluator:
             parts.append(part)
             if progress is not None:
                 progress.update(len(part))
-        return pd.concat(parts, axis=0, ignore_index=True)
+        return concat_frames(parts, ignore_index=True)
 
 
 def local_evaluator(

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pandas as pd
 
-__all__ = ["SUFFIXES", "build_frame", "flag_columns", "select_flags"]
+from analytics_nb.flags import REASON_CODES
+
+__all__ = ["SUFFIXES", "build_frame", "concat_frames", "flag_columns", "select_flags"]
 
 SUFFIXES = (":payload", ":reason", ":condition_index")
 
@@ -20,9 +22,15 @@ def flag_column(values: Sequence[Any], index: pd.Index, *, multivariate: bool) -
     return pd.Series(pd.array([None if v is None else bool(v) for v in values], dtype="boolean"), index=index)
 
 
-def text_column(values: Sequence[Any], index: pd.Index) -> pd.Series:
-    """Text or NA (payloads, reasons, errors), kept as ``object`` so that NA is pd.NA."""
-    return pd.Series([pd.NA if v is None else v for v in values], index=index, dtype=object)
+def category_column(
+    values: Sequence[str | None], index: pd.Index, categories: Sequence[str] = ()
+) -> pd.Series:
+    """A ``category`` column (payloads, reasons: a few texts repeated), as the local engine builds them:
+    ``categories`` first (e.g. REASON_CODES, so local and remote reasons share a dtype), then any other
+    text in order of appearance; None is missing (NaN, like pandas 3's ``str``)."""
+    extra = [v for v in dict.fromkeys(values) if v is not None and v not in set(categories)]
+    dtype = pd.CategoricalDtype([*categories, *extra])
+    return pd.Series(pd.Categorical(list(values), dtype=dtype), index=index)
 
 
 def error_column(errors: Sequence[str | None], index: pd.Index) -> pd.Series:
@@ -38,6 +46,7 @@ def build_frame(
     *,
     multivariate: set[str],
     payloads: dict[str, list[Any]] | None = None,
+    payload_texts: Mapping[str, Sequence[str]] | None = None,
     reasons: dict[str, list[Any]] | None = None,
     condition_index: dict[str, list[Any]] | None = None,
     errors: Sequence[str | None],
@@ -48,10 +57,10 @@ def build_frame(
         cols[key] = flag_column(values[key], index, multivariate=key in multivariate)
     if payloads is not None:
         for key in flag_keys:
-            cols[f"{key}:payload"] = text_column(payloads[key], index)
+            cols[f"{key}:payload"] = category_column(payloads[key], index, (payload_texts or {}).get(key, ()))
     if reasons is not None:
         for key in flag_keys:
-            cols[f"{key}:reason"] = text_column(reasons[key], index)
+            cols[f"{key}:reason"] = category_column(reasons[key], index, REASON_CODES)
     if condition_index is not None:
         for key in flag_keys:
             cols[f"{key}:condition_index"] = pd.Series(
@@ -88,3 +97,23 @@ def select_flags(
     else:
         out = out.assign(error=error_column([None] * len(frame), frame.index))
     return out
+
+
+def concat_frames(parts: Sequence[pd.DataFrame], *, ignore_index: bool = False) -> pd.DataFrame:
+    """Result frames one under the other (chunks of one run), keeping their index. A ``category`` column
+    stays one: pandas' concat falls back to ``object`` when the parts' categories differ (remote payloads
+    seen in one chunk and not another), so the parts get the union of the categories first, in order of
+    appearance."""
+    frames = list(parts)
+    if not frames:
+        return pd.DataFrame()
+    merged: dict[str, list[Any]] = {}
+    for frame in frames:
+        for name in frame.columns:
+            dtype = frame[name].dtype
+            if isinstance(dtype, pd.CategoricalDtype):
+                merged.setdefault(name, []).extend(dtype.categories.tolist())
+    if merged:
+        union = {name: pd.CategoricalDtype(list(dict.fromkeys(cats))) for name, cats in merged.items()}
+        frames = [f.astype({n: union[n] for n in f.columns if n in union}) for f in frames]
+    return pd.concat(frames, ignore_index=ignore_index)

@@ -7,6 +7,7 @@ from typing import Any
 import pandas as pd
 
 from analytics_nb._palette import value_colours
+from analytics_nb.wire.cells import is_missing
 
 __all__ = ["plot_shares", "require_matplotlib"]
 
@@ -35,7 +36,7 @@ def plot_shares(summary: pd.DataFrame, *, ax: Any = None) -> Any:
         rows = summary[summary["flag"] == key]
         left = 0.0
         for r in rows.itertuples(index=False):
-            if r.value is pd.NA or pd.isna(r.share):
+            if is_missing(r.value) or pd.isna(r.share):
                 continue
             label = str(r.value)
             ax.barh(

@@ -16,7 +16,7 @@ import logging
 import sys
 import time
 import warnings
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
@@ -325,8 +325,11 @@ def remote_frame(
     multivariate: set[str],
     payloads: bool,
     reasons: bool,
+    payload_texts: Mapping[str, Sequence[str]] | None = None,
 ) -> pd.DataFrame:
-    """Turn per-row decide answers into the result frame (flags the service did not return are NA)."""
+    """Turn per-row decide answers into the result frame (flags the service did not return are NA).
+    ``payload_texts`` (from the definitions) come first in the payload columns' categories, as in the local
+    engine's, so the two engines' payload columns compare and concatenate as categoricals."""
     if flag_keys is None:
         keys: list[str] = list(known_keys or [])
         seen = set(keys)
@@ -367,6 +370,7 @@ def remote_frame(
         values,
         multivariate=mv,
         payloads=pl if payloads else None,
+        payload_texts=payload_texts,
         reasons=rs if reasons else None,
         condition_index=ci if reasons else None,
         errors=errors,

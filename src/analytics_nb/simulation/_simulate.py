@@ -289,6 +289,7 @@ def _remote_result(prepared: _Prepared, rows: Sequence[RemoteRow]) -> pd.DataFra
         flag_keys=prepared.keys,
         known_keys=defs.keys if defs is not None else None,
         multivariate=set(defs.variants()) if defs is not None else set(),
+        payload_texts=defs.payload_texts() if defs is not None else None,
         payloads=options.payloads,
         reasons=options.reasons,
     )

@@ -26,6 +26,7 @@ from analytics_nb.simulation._inputs import (
 from analytics_nb.simulation._local import conform, make_evaluator
 from analytics_nb.simulation._output import flag_columns
 from analytics_nb.tables import Output, default_output, family_of, from_pandas
+from analytics_nb.wire.cells import is_missing
 
 __all__ = [
     "WhatIf",
@@ -207,7 +208,7 @@ def without_condition(definitions: Any, key: str, condition: int) -> Any:
 
 
 def _na(value: Any) -> Any:
-    if value is None or value is pd.NA:
+    if is_missing(value):  # None, pd.NA or NaN: whichever the column's dtype uses
         return pd.NA
     return value.item() if isinstance(value, np.generic) else value
 

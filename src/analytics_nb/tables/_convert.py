@@ -8,8 +8,8 @@ from the object's type's module name, so ``import analytics_nb`` never imports t
 
 Results in Arrow or Polars: a boolean flag is a ``bool`` column (null where pandas has NA, an unknown value);
 a multivariate flag is a ``string`` column holding the variant key, ``"false"`` where no variant matched (the
-JSON text of the value: Arrow has no "bool or text" column) and null where unknown; payloads and errors
-are ``string``.
+JSON text of the value: Arrow has no "bool or text" column) and null where unknown; payloads and reasons
+(``category`` in pandas) are dictionary-encoded strings (Polars: ``Categorical``); errors are ``string``.
 """
 
 from __future__ import annotations
@@ -168,15 +168,15 @@ def default_output(family: Family) -> Output:
 def _arrow_column(series: pd.Series) -> Any:
     """A result column as an Arrow array (see the module docstring for flag columns)."""
     pa = _need("pyarrow")
-    if isinstance(series.dtype, pd.CategoricalDtype):  # e.g. reason columns: text in Arrow and Polars
-        return pa.array(text_column(series), type=pa.string())
     if str(series.dtype) == "boolean":
         return pa.array([None if v is pd.NA else bool(v) for v in series.tolist()], type=pa.bool_())
     if isinstance(series.dtype, pd.ArrowDtype):
         return pa.array(series.array)
+    if isinstance(series.dtype, pd.CategoricalDtype):  # payloads, reasons: a dictionary array
+        return pa.array(series.array, from_pandas=True)
     if series.dtype == object or str(series.dtype) in ("string", "str"):
         return pa.array(text_column(series), type=pa.string())
-    return pa.array(np.asarray(series.to_numpy(dtype=object)))
+    return pa.Array.from_pandas(series)  # numbers, datetimes; Int64 (condition indexes) with NA as null
 
 
 def text_column(series: pd.Series) -> list[str | None]:

@@ -17,7 +17,15 @@ import pandas as pd
 
 from analytics_nb.client import ApiClient as Client
 from analytics_nb.client import AsyncApiClient as AsyncClient
-from analytics_nb.simulation import Definitions, SimulationResult, grid, load_definitions, simulate, whatif
+from analytics_nb.simulation import (
+    Definitions,
+    SimulationResult,
+    concat_frames,
+    grid,
+    load_definitions,
+    simulate,
+    whatif,
+)
 from analytics_nb.widgets._errors import FormError
 from analytics_nb.widgets._panel import Panel, require_sync_client
 from analytics_nb.widgets.simulator._export import ExportView
@@ -341,7 +349,7 @@ class FlagSimulator(Panel):
             self.run_bar.advance(start + len(chunk))
         if len(parts) == 1:
             return parts[0]
-        result = pd.concat([p.frame for p in parts])
+        result = concat_frames([p.frame for p in parts])
         inputs = pd.concat([p.inputs for p in parts])
         return SimulationResult(
             result,
