@@ -346,3 +346,27 @@ def test_what_if_rerun_matches_fresh_evaluation() -> None:
     fresh = evaluate_frame(frame, edited, group_type_mapping=MAPPING, reasons=True)
     pd.testing.assert_frame_equal(rerun, fresh)
     assert not first.equals(rerun)
+
+
+def test_now_fixes_the_instant_relative_dates_are_read_against() -> None:
+    """`now=` pins "-7d" (evaluators over parts of one population pass one instant)."""
+    import datetime as dt
+
+    flag = {
+        "key": "recent",
+        "active": True,
+        "filters": {
+            "groups": [
+                {
+                    "properties": [
+                        {"key": "joined", "operator": "is_date_after", "value": "-7d", "type": "person"}
+                    ],
+                    "rollout_percentage": 100,
+                }
+            ]
+        },
+    }
+    frame = pd.DataFrame({"distinct_id": ["a"], "joined": ["2026-01-15"]})
+    early = evaluate_frame(frame, [flag], now=dt.datetime(2026, 1, 20, tzinfo=dt.UTC))
+    late = evaluate_frame(frame, [flag], now=dt.datetime(2026, 1, 30, tzinfo=dt.UTC))
+    assert bool(early["recent"].iloc[0]) is True and bool(late["recent"].iloc[0]) is False

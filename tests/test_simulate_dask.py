@@ -236,3 +236,13 @@ def test_a_hash_collision_of_different_ids_is_not_a_repeat(
         with pytest.raises(SimulationInputError, match=r"'user-3' appears more than once") as caught:
             _distributed.check_unique_ids(dd.from_pandas(repeated, npartitions=3))
     assert "1 duplicate row(s) in all, across partitions" in str(caught.value)
+
+
+def test_every_partition_and_whatif_reads_relative_dates_against_the_call_instant(
+    cluster_client: Any, frame: pd.DataFrame
+) -> None:
+    """One instant, taken at the simulate_dask call, travels to every partition and to what-if re-runs
+    (the lazy result may be computed much later)."""
+    result = simulate_dask(dd.from_pandas(frame, npartitions=3), definitions=family_flags())
+    assert result.now is not None and result.now.tzinfo is not None
+    assert result.whatif(with_rollout(family_flags(), "rollout", 90)).edited.now == result.now

@@ -114,6 +114,44 @@ def test_chunked_local_evaluation_equals_one_evaluation(
     assert len(whole) == 2_300 and whole.index.equals(sets.frame.index)
 
 
+def test_every_chunk_reads_relative_dates_against_one_instant(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A long run is chunked; a relative date ("-7d") must mean the same instant in every chunk and in a
+    re-run, or a row's answer depends on which chunk holds it (a regression: each chunk's evaluator took
+    its own "now"). The engine's clock is made to jump a day at each reading, as a very long run would."""
+    import datetime as dt
+
+    from analytics_nb.flags import _frame
+
+    real_now = _frame._now
+    clock = iter(dt.datetime(2026, 1, 20, tzinfo=dt.UTC) + dt.timedelta(days=i) for i in range(1_000))
+
+    def jumpy(now: Any, server: bool = False, timezone: str = "UTC") -> Any:
+        return real_now(now if now is not None else next(clock), server, timezone)
+
+    monkeypatch.setattr(_frame, "_now", jumpy)
+    flag = {
+        "key": "recent",
+        "active": True,
+        "filters": {
+            "groups": [
+                {
+                    "properties": [
+                        {"key": "joined", "operator": "is_date_after", "value": "-7d", "type": "person"}
+                    ],
+                    "rollout_percentage": 100,
+                }
+            ]
+        },
+    }
+    frame = pd.DataFrame({"distinct_id": [f"u{i}" for i in range(40)], "joined": ["2026-01-15"] * 40})
+    sets = normalise_property_sets(frame)
+    defs = live_flags(load_definitions([flag]))
+    engine = ChunkedEvaluator(sets, defs, chunk_rows=10)
+    for _ in range(2):  # the first run and a re-run
+        got = engine.run(None)["recent"]
+        assert got.nunique() == 1, got.tolist()  # the old code: True in the first chunks, then False
+
+
 def test_long_local_simulation_shows_a_bar_of_rows_and_equals_the_unchunked_result(
     definitions: Any, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -209,7 +209,8 @@ class FrameEvaluator:
 
     `run()` evaluates the flags given here; `run(flags=edited)` evaluates edited definitions, recomputing
     only what changed (a new rollout percentage or variant split reuses every hash and property match).
-    Relative dates ("-7d") are resolved once, against the time the evaluator was built.
+    Relative dates ("-7d") are resolved once, against `now` (default: the time the evaluator was built;
+    pass one instant to evaluators over parts of one population so that every part reads dates alike).
 
     Missing cells (NaN, None, pd.NA, NaT) mean "this person lacks the property"; `nulls="null"` reads
     them as JSON null instead (present: `is_set` true, `exact "null"` matches in server mode). A `None`
@@ -236,6 +237,7 @@ class FrameEvaluator:
         timezone: str | None = None,
         nulls: str = "absent",
         output: Output | None = None,
+        now: dt.datetime | None = None,
     ) -> None:
         chosen = check_output(output)
         frame, family = _read_frame(frame)
@@ -266,7 +268,7 @@ class FrameEvaluator:
         self._mapping = self._compiled.group_type_mapping
         self._frame = frame
         self._n = len(frame)
-        self._now: dt.datetime = _now(None, self._server, self._compiled.timezone)
+        self._now: dt.datetime = _now(now, self._server, self._compiled.timezone)
         self._errors = np.full(self._n, _NO_ERROR, dtype=object)
         self._ids: list[str | None] = self._load_ids()
         # encoded once, contiguously: every rollout / variant / holdout hash of a person reads this buffer
@@ -1166,9 +1168,11 @@ def evaluate_frame(
     timezone: str | None = None,
     nulls: str = "absent",
     output: Output | None = None,
+    now: dt.datetime | None = None,
 ) -> Any:
     """Evaluate flags for every row of `frame` (one user per row); see FrameEvaluator for what-if re-runs,
-    missing cells (`nulls`), the input families and the other options. The result is in the frame's family
+    missing cells (`nulls`), the instant relative dates are read against (`now`), the input families and
+    the other options. The result is in the frame's family
     (Polars in, Polars out; Arrow in, Arrow out) or in `output` ("pandas", "polars", "arrow")."""
     evaluator = FrameEvaluator(
         frame,
@@ -1181,6 +1185,7 @@ def evaluate_frame(
         timezone=timezone,
         nulls=nulls,
         output=output,
+        now=now,
     )
     evaluator._one_shot = True
     return evaluator.run(payloads=payloads, reasons=reasons)

@@ -22,6 +22,7 @@ name them. ``check_ids=False`` skips that pass over the ids (an export known to 
 
 from __future__ import annotations
 
+import datetime as dt
 import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -175,10 +176,12 @@ def _evaluate_part(
     keys: Sequence[str] | None,
     only: Sequence[str] | None,
     payloads: bool,
+    now: dt.datetime | None = None,
 ) -> pd.DataFrame:
-    """One partition through the local engine; ``only``: evaluate just these flags (a what-if re-run)."""
+    """One partition through the local engine; ``only``: evaluate just these flags (a what-if re-run);
+    ``now``: the run's instant for relative dates (one for every partition)."""
     sets = normalise_property_sets(part)
-    evaluator = make_evaluator(sets, defs, mode=mode)
+    evaluator = make_evaluator(sets, defs, mode=mode, now=now)
     flags = None if only is None else [f for f in defs.flags if f["key"] in set(only)]
     out = evaluator.run(flags, payloads=payloads, reasons=False)
     return conform(out, sets, keys, payloads=payloads, reasons=False)
@@ -192,9 +195,10 @@ def _edit_part(
     needed: Sequence[str],
     affected: Sequence[str],
     payloads: bool,
+    now: dt.datetime | None = None,
 ) -> pd.DataFrame:
     """A base result partition with the ``affected`` flags re-evaluated from the input partition."""
-    new = _evaluate_part(part, defs, mode, None, needed, payloads) if needed else base.iloc[:, :0]
+    new = _evaluate_part(part, defs, mode, None, needed, payloads, now) if needed else base.iloc[:, :0]
     updates: dict[str, Any] = {}
     for key in affected:
         for col in (key, f"{key}:payload"):
@@ -275,6 +279,9 @@ class DaskSimulation:
     mode: Mode = "server"
     flags: list[str] | None = None
     payloads: bool = True
+    #: the instant relative dates ("-7d") are read against, in every partition and what-if re-run: the
+    #: time of the `simulate_dask` call (the lazy result may be computed much later)
+    now: dt.datetime | None = None
 
     def __repr__(self) -> str:
         return f"DaskSimulation(partitions={self.frame.npartitions}, flags={len(self.flag_keys)}, lazy=True)"
@@ -347,6 +354,7 @@ class DaskSimulation:
             sorted(needed),
             keys,
             self.payloads,
+            self.now,
             meta=self.frame._meta,
             align_dataframes=False,
         )
@@ -355,7 +363,9 @@ class DaskSimulation:
             for b, e in zip(self._delayed_parts(self.frame), self._delayed_parts(new_frame), strict=True)
         ]
         total = dask.delayed(_add_moves)(moves).compute()
-        new = DaskSimulation(new_frame, self.inputs, edited_defs, self.mode, self.flags, self.payloads)
+        new = DaskSimulation(
+            new_frame, self.inputs, edited_defs, self.mode, self.flags, self.payloads, now=self.now
+        )
         return DaskWhatIf(total, new)
 
 
@@ -392,8 +402,9 @@ def simulate_dask(
     if check_ids:
         check_unique_ids(ddf)
     # the result's columns and dtypes, from the engine over the (empty) meta partition
-    meta = _evaluate_part(ddf._meta, defs, mode, keys, None, payloads)
+    now = dt.datetime.now(dt.UTC)  # one instant for relative dates in every partition
+    meta = _evaluate_part(ddf._meta, defs, mode, keys, None, payloads, now)
     frame = ddf.map_partitions(
-        _evaluate_part, _shared(defs), mode, keys, None, payloads, meta=meta, align_dataframes=False
+        _evaluate_part, _shared(defs), mode, keys, None, payloads, now, meta=meta, align_dataframes=False
     )
-    return DaskSimulation(frame, ddf, defs, mode, keys, payloads)
+    return DaskSimulation(frame, ddf, defs, mode, keys, payloads, now=now)

@@ -9,6 +9,7 @@ its cached hashes serve every re-run.
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -56,9 +57,14 @@ def check_group_mapping(sets: PropertySets, defs: Definitions) -> None:
 
 
 def make_evaluator(
-    sets: PropertySets, defs: Definitions, *, mode: Literal["server", "sdk"] = "server"
+    sets: PropertySets,
+    defs: Definitions,
+    *,
+    mode: Literal["server", "sdk"] = "server",
+    now: dt.datetime | None = None,
 ) -> FrameEvaluator:
-    """A `FrameEvaluator` over the property sets; it caches hashes so what-if re-runs are fast."""
+    """A `FrameEvaluator` over the property sets; it caches hashes so what-if re-runs are fast. ``now``: the
+    instant relative dates are read against (default: now)."""
     from analytics_nb.flags import FrameEvaluator
 
     check_group_mapping(sets, defs)
@@ -69,6 +75,7 @@ def make_evaluator(
         cohorts=defs.cohorts or None,
         group_type_mapping=defs.group_type_mapping or None,
         property_matching_version=getattr(defs, "property_matching_version", None),
+        now=now,
     )
 
 
@@ -77,7 +84,8 @@ class ChunkedEvaluator:
 
     The first chunk's evaluator is built at once (so bad definitions or a missing group mapping fail before
     any request is sent); the others are built when run and dropped after, so memory stays one chunk's.
-    Relative dates ("-7d") are resolved when each chunk's evaluator is built (seconds apart at most).
+    Relative dates ("-7d") are read against one instant, taken when this evaluator is built, in every
+    chunk and every re-run (so a row's answer does not depend on which chunk holds it).
     """
 
     def __init__(
@@ -92,7 +100,8 @@ class ChunkedEvaluator:
         self.defs = defs
         self.mode: Literal["server", "sdk"] = mode
         self.chunk_rows = chunk_rows
-        self._first: FrameEvaluator | None = make_evaluator(self._chunk(0), defs, mode=mode)
+        self.now = dt.datetime.now(dt.UTC)
+        self._first: FrameEvaluator | None = make_evaluator(self._chunk(0), defs, mode=mode, now=self.now)
 
     def __len__(self) -> int:
         return len(self.sets)
@@ -108,7 +117,7 @@ class ChunkedEvaluator:
         for start in range(0, len(self.sets), self.chunk_rows):
             evaluator = self._first if start == 0 and self._first is not None else None
             if evaluator is None:
-                evaluator = make_evaluator(self._chunk(start), self.defs, mode=self.mode)
+                evaluator = make_evaluator(self._chunk(start), self.defs, mode=self.mode, now=self.now)
             self._first = None  # built once; later runs rebuild it like the others
             part: pd.DataFrame = evaluator.run(flags, payloads=payloads, reasons=reasons)
             parts.append(part)
