@@ -23,7 +23,12 @@ duckdb = pytest.importorskip("duckdb", reason="the 'duckdb' extra is not install
 import pyarrow.dataset as pads  # noqa: E402
 import pyarrow.parquet as pq  # noqa: E402
 
-from test_simulate_families import FLAG_KEYS, family_flags, person_frame  # noqa: E402
+from test_simulate_families import (  # noqa: E402
+    FLAG_KEYS,
+    family_flags,
+    person_frame,
+    with_undecidable_flag,
+)
 
 SOURCES = [
     "polars",
@@ -142,28 +147,7 @@ def test_unknown_values_are_null_where_pandas_has_na(
     source: str, frame: pd.DataFrame, table: Any, parquet_path: Path
 ) -> None:
     """sdk mode cannot settle a date filter on text locally: NA in pandas, null in every family."""
-    flags = [
-        *family_flags(),
-        {
-            "id": 7,
-            "key": "dated",
-            "active": True,
-            "filters": {
-                "groups": [
-                    {
-                        "properties": [
-                            {
-                                "key": "plan",
-                                "operator": "is_date_before",
-                                "value": "2024-01-01",
-                                "type": "person",
-                            }
-                        ]
-                    }
-                ]
-            },
-        },
-    ]
+    flags = with_undecidable_flag()
     want = evaluate_frame(frame, flags, mode="sdk")
     assert want["dated"].isna().all()
     got = evaluate_frame(_source(source, table, parquet_path), flags, mode="sdk")

@@ -22,6 +22,32 @@ import pyarrow.parquet as pq  # noqa: E402
 N = 400
 
 
+def with_undecidable_flag() -> list[dict[str, Any]]:
+    """The family flags plus "dated": a date filter on text, which sdk mode cannot settle locally (NA)."""
+    return [
+        *family_flags(),
+        {
+            "id": 7,
+            "key": "dated",
+            "active": True,
+            "filters": {
+                "groups": [
+                    {
+                        "properties": [
+                            {
+                                "key": "plan",
+                                "operator": "is_date_before",
+                                "value": "2024-01-01",
+                                "type": "person",
+                            }
+                        ]
+                    }
+                ]
+            },
+        },
+    ]
+
+
 def family_flags() -> list[dict[str, Any]]:
     person = "person"
     return [
@@ -284,28 +310,7 @@ def test_unknown_values_are_na_in_every_family(
     source: str, frame: pd.DataFrame, table: Any, parquet_path: Path
 ) -> None:
     """sdk mode cannot settle a date filter on text locally: NA in pandas, NA (null) in every family."""
-    flags = [
-        *family_flags(),
-        {
-            "id": 7,
-            "key": "dated",
-            "active": True,
-            "filters": {
-                "groups": [
-                    {
-                        "properties": [
-                            {
-                                "key": "plan",
-                                "operator": "is_date_before",
-                                "value": "2024-01-01",
-                                "type": "person",
-                            }
-                        ]
-                    }
-                ]
-            },
-        },
-    ]
+    flags = with_undecidable_flag()
     want = simulate(frame, engine="local", definitions=flags, mode="sdk")
     assert want.frame["dated"].isna().all()
     obj, family = _sources(frame, table, parquet_path)[source]
