@@ -551,3 +551,11 @@ def test_activity_frame_reads_numeric_item_ids_and_refuses_bad_detail() -> None:
         F.activity_frame([{"id": "a", "detail": "not an object"}])
     with pytest.raises(TypeError, match="activity_frame"):
         F.activity_frame("nope")
+
+
+@pytest.mark.parametrize("value", [2**64, -(2**63) - 1, 1e300])
+def test_an_integer_beyond_64_bits_is_a_clear_error_naming_the_field(value: Any) -> None:
+    # found with the compact-rows tests: pandas raised a bare OverflowError, which named nothing and which
+    # FrameParts (expecting TypeError/ValueError from a bad value) did not catch
+    with pytest.raises(ValueError, match="field 'id': expected an integer within 64 bits, got"):
+        F.playlists_frame([{"id": 1}, {"id": value}])

@@ -130,10 +130,21 @@ def column(values: Sequence[Any], kind: Kind, name: str) -> Any:
             ) from None
         return parsed.as_unit("us").array
     try:
-        return pd.array(values, dtype=dtype)
-    except (TypeError, ValueError):
+        with np.errstate(invalid="ignore"):  # a float beyond the integer range is reported below instead
+            return pd.array(values, dtype=dtype)
+    except (TypeError, ValueError, OverflowError):
         coerce = {"int": _coerce_int, "float": _coerce_float, "bool": _coerce_bool}[kind]
-        return pd.array([coerce(v, name) for v in values], dtype=dtype)
+        coerced = [coerce(v, name) for v in values]
+    if kind == "int":
+        huge = next(
+            (i for i, v in enumerate(coerced) if v is not None and not _INT64_MIN <= v <= _INT64_MAX), None
+        )
+        if huge is not None:  # pandas would raise a bare OverflowError
+            raise _bad(name, "an integer within 64 bits", values[huge], "this column holds 64-bit integers")
+    return pd.array(coerced, dtype=dtype)
+
+
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 
 
 _NONE = type(None)
