@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import asyncio
 import warnings
-from collections.abc import AsyncGenerator, Mapping
+from collections.abc import AsyncGenerator, Callable, Mapping
 from dataclasses import dataclass, field
-from operator import itemgetter
+from operator import attrgetter, itemgetter
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
@@ -31,6 +31,7 @@ __all__ = [
     "collect",
     "iter_record_pages",
     "iter_records",
+    "record_value",
 ]
 
 MAX_PAGE_SIZE = 500
@@ -77,7 +78,7 @@ class PageGuard:
         """Check that a page brought at least one record not seen before (within ``STALL_PAGES`` pages)."""
         fresh = False
         for record in records:
-            ident = record.get(self.key) if isinstance(record, dict) else None
+            ident = record_value(record, self.key)
             if ident is None or ident not in self._ids:
                 fresh = True
             if ident is not None:
@@ -129,6 +130,17 @@ def _offset_of(url: str | None) -> int | None:
     return _query_int(url, "offset")
 
 
+def record_value(record: Any, key: str) -> Any:
+    """A record's ``key`` field: a dict as the service sends it, or a compact row decoded by a
+    ``frames.RowFormat`` (a msgspec ``Struct``, whose fields are attributes); None when absent or when the
+    record is neither."""
+    if isinstance(record, dict):
+        return record.get(key)
+    if key in getattr(record.__class__, "__struct_fields__", ()):
+        return getattr(record, key)
+    return None
+
+
 def _envelope(body: Any, path: str) -> tuple[list[dict[str, Any]], int | None, str | None]:
     if isinstance(body, list):  # an unpaginated list endpoint
         return body, len(body), None
@@ -138,9 +150,16 @@ def _envelope(body: Any, path: str) -> tuple[list[dict[str, Any]], int | None, s
     return body["results"], count if isinstance(count, int) else None, body.get("next")
 
 
-async def _page(core: Core, path: str, params: dict[str, Any], offset: int, limit: int) -> Any:
+async def _page(
+    core: Core,
+    path: str,
+    params: dict[str, Any],
+    offset: int,
+    limit: int,
+    decoder: Callable[[bytes], Any] | None = None,
+) -> Any:
     async with core.semaphore:
-        return await core.get_json(path, params={**params, "limit": limit, "offset": offset})
+        return await core.get_json(path, params={**params, "limit": limit, "offset": offset}, decoder=decoder)
 
 
 async def iter_pages(
@@ -153,10 +172,12 @@ async def iter_pages(
     max_items: int | None = None,
     desc: str = "records",
     seen: _Pass | None = None,
-) -> AsyncGenerator[list[dict[str, Any]], None]:
+    decoder: Callable[[bytes], Any] | None = None,
+) -> AsyncGenerator[list[Any], None]:
     """Yield the pages of a list endpoint in order; after the first, up to ``max_concurrency`` in flight.
 
-    ``seen`` collects the ``count`` of every page (``iter_records`` uses it to check the walk).
+    ``seen`` collects the ``count`` of every page (``iter_records`` uses it to check the walk). ``decoder``
+    reads each page first (see ``Core.get_json``): records are then its compact rows where a page fits.
     """
     check_page_size(page_size)
     state = seen if seen is not None else _Pass()
@@ -164,7 +185,7 @@ async def iter_pages(
     if max_items is not None and 0 < max_items < page_size:
         page_size = max_items
     base = {k: v for k, v in (params or {}).items() if v is not None}
-    first = await _page(core, path, base, offset, page_size)
+    first = await _page(core, path, base, offset, page_size, decoder)
     results, count, next_url = _envelope(first, path)
     state.note(count)
     if not next_url or not results:
@@ -186,7 +207,7 @@ async def iter_pages(
             guard.page(results)
             while next_url:
                 guard.link(next_url)
-                body = await core.get_json(next_url)
+                body = await core.get_json(next_url, decoder=decoder)
                 results, _count, next_url = _envelope(body, path)
                 guard.page(results)
                 bar.update(len(results))
@@ -195,7 +216,7 @@ async def iter_pages(
                     return
             return
         offsets = list(range(position, end, limit))
-        tasks = [asyncio.ensure_future(_page(core, path, base, o, limit)) for o in offsets]
+        tasks = [asyncio.ensure_future(_page(core, path, base, o, limit, decoder)) for o in offsets]
         last_next: str | None = None
         for task_offset, task in zip(offsets, tasks, strict=True):
             body = await task
@@ -205,7 +226,7 @@ async def iter_pages(
             # A short page in the middle (rows deleted meanwhile, or a smaller server clamp): fill the gap.
             while got < limit and last_next and task_offset + got < end:
                 more, more_count, last_next = _envelope(
-                    await _page(core, path, base, task_offset + got, limit - got), path
+                    await _page(core, path, base, task_offset + got, limit - got, decoder), path
                 )
                 state.note(more_count)
                 if not more:
@@ -218,7 +239,7 @@ async def iter_pages(
         next_url = last_next
         while next_url and max_items is None:
             guard.link(next_url)
-            body = await core.get_json(next_url)
+            body = await core.get_json(next_url, decoder=decoder)
             results, page_count, next_url = _envelope(body, path)
             state.note(page_count)
             guard.page(results)
@@ -237,14 +258,26 @@ async def iter_pages(
 
 
 def _distinct_new_ids(page: list[Any], key: str, seen: set[Any]) -> list[Any] | None:
-    """The ``key`` of every record of ``page`` when each record is a dict holding a non-null ``key`` seen
-    neither before nor elsewhere in the page (the usual page, checked at C speed); None otherwise (the
-    caller then goes record by record)."""
-    try:
-        ids = list(map(itemgetter(key), page))
-    except (KeyError, TypeError, IndexError):  # a record without the key, or not a dict
+    """The ``key`` of every record of ``page`` when the records are all dicts (or all rows of one
+    ``RowFormat``) holding a non-null ``key`` seen neither before nor elsewhere in the page (the usual page,
+    checked at C speed); None otherwise (the caller then goes record by record)."""
+    if not page:
+        return []
+    kind = page[0].__class__
+    getter: Callable[[Any], Any]
+    if kind is dict:
+        getter = itemgetter(key)
+    elif key in getattr(kind, "__struct_fields__", ()):
+        getter = attrgetter(key)
+    else:
         return None
-    if not all(r.__class__ is dict for r in page) or None in ids:
+    if not all(r.__class__ is kind for r in page):
+        return None
+    try:
+        ids = list(map(getter, page))
+    except (KeyError, TypeError, IndexError):  # a record without the key
+        return None
+    if None in ids:
         return None
     try:
         distinct = set(ids)
@@ -265,11 +298,13 @@ async def iter_record_pages(
     max_items: int | None = None,
     key: str = "id",
     desc: str = "records",
-) -> AsyncGenerator[list[dict[str, Any]], None]:
+    decoder: Callable[[bytes], Any] | None = None,
+) -> AsyncGenerator[list[Any], None]:
     """Yield the records of each page that were not yielded before, as one list a page (empty lists are
     skipped): every record exactly once (de-duplicated by ``key``) in the service's order, up to
     ``max_items``. Callers that work a page at a time (frames) use this; ``iter_records`` yields the same
-    records one by one.
+    records one by one. With ``decoder`` (``frames.RowFormat.decode``) the records of a page that fits it
+    are compact rows rather than dicts (frame builders take both).
 
     A full listing (``offset=0``, no ``max_items``) checks itself: if the pages' ``count`` changed during the
     walk, or fewer distinct records came than ``count`` said (a row renamed meanwhile moved into pages
@@ -299,6 +334,7 @@ async def iter_record_pages(
             max_items=max_items,
             desc=desc if walk == 1 else f"{desc} (check {walk - 1})",
             seen=state,
+            decoder=decoder,
         )
         try:
             async for page in pages:
@@ -310,7 +346,7 @@ async def iter_record_pages(
                 else:
                     fresh = []
                     for record in page:
-                        ident = record.get(key) if isinstance(record, dict) else None
+                        ident = record_value(record, key)
                         if ident is None:
                             keyless = True
                         else:

@@ -8,6 +8,7 @@ fields kept as Python objects; unknown record fields become extra columns at the
 from __future__ import annotations
 
 from analytics_nb.frames._convert import (
+    PLAYLIST_ROWS,
     activity_frame,
     decide_frame,
     events_frame,
@@ -19,13 +20,16 @@ from analytics_nb.frames._convert import (
 )
 from analytics_nb.frames._csv import HEADER_PREFIX, read_csv, to_csv
 from analytics_nb.frames._hog_functions import hog_function_templates_frame, hog_functions_frame
+from analytics_nb.frames._rows import RowFormat
 from analytics_nb.frames._schema import DTYPES, KNOWN_COLUMNS, FrameParts
 
 __all__ = [
     "DTYPES",
     "HEADER_PREFIX",
     "KNOWN_COLUMNS",
+    "PLAYLIST_ROWS",
     "FrameParts",
+    "RowFormat",
     "activity_frame",
     "decide_frame",
     "events_frame",

@@ -8,6 +8,7 @@ from typing import Any
 
 import pandas as pd
 
+from analytics_nb.frames._rows import RowFormat
 from analytics_nb.frames._schema import (
     Kind,
     as_records,
@@ -19,6 +20,7 @@ from analytics_nb.frames._schema import (
 from analytics_nb.models import CaptureBatch, DecideResponse, FeatureFlag, LocalEvaluationResponse
 
 __all__ = [
+    "PLAYLIST_ROWS",
     "activity_frame",
     "decide_frame",
     "events_frame",
@@ -440,3 +442,13 @@ def activity_frame(entries: Any) -> pd.DataFrame:
             extra["item_id"] = str(item_id)  # the service sends text; some callers give the numeric id
         out.append({**row, **extra})
     return build_frame(out, ACTIVITY_COLUMNS, users=("user",), tail=ACTIVITY_TAIL)
+
+
+PLAYLIST_ROWS = RowFormat(
+    "Playlist",
+    spec=PLAYLIST_COLUMNS,
+    users=("created_by", "last_modified_by"),
+    tail=PLAYLIST_TAIL,
+    build=playlists_frame,
+)
+"""Playlist listing pages decoded into compact rows (the ``fast`` extra), building the ``playlists_frame``."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import gc
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -21,7 +22,9 @@ __all__ = [
     "SECRET_FIELDS",
     "FrameParts",
     "Kind",
+    "UserBlock",
     "as_records",
+    "assemble_frame",
     "build_frame",
     "column",
     "object_column",
@@ -347,20 +350,76 @@ def _build(
 ) -> pd.DataFrame:
     cols, n = transpose(records)
     missing = [None] * n
+    people = {
+        prefix: UserBlock([u if u.__class__ is dict else _as_user(u) for u in cols.get(prefix, missing)])
+        for prefix in users
+    }
+    return assemble_frame(cols, n, spec, people, tail, extras)
+
+
+class UserBlock:
+    """The nested user field of every record, as ``users[codes[i]]`` for record ``i``.
+
+    Listings repeat a handful of users over thousands of rows; a caller that can tell equal users apart
+    cheaply (``frames._rows`` compares their raw JSON) passes each distinct user once with the codes, and
+    each user column is built from the distinct users and then taken by code. Without codes there is one
+    user per record. JSON values (``hedgehog_config``, unknown fields) that are containers are copied for
+    each row, so that editing one cell never changes another row's.
+    """
+
+    def __init__(self, users: list[dict[str, Any]], codes: np.ndarray | None = None) -> None:
+        self.users = users
+        self.codes = codes
+
+    def columns(self, prefix: str, extras: bool) -> tuple[dict[str, Any], list[tuple[str, Any]]]:
+        """The typed ``{prefix}_*`` columns, and the extra (unknown field) columns as ``(name, values)``."""
+        ucols, _ = transpose(self.users)
+        missing = [None] * len(self.users)
+        data: dict[str, Any] = {}
+        for key, kind in USER_COLUMNS:
+            name = f"{prefix}_{key}"
+            values = ucols.get(key, missing)
+            if self.codes is None:
+                data[name] = column(values, kind, name)
+            elif kind == "json":
+                data[name] = object_column(self._per_row(values))
+            else:
+                data[name] = column(values, kind, name).take(self.codes)
+        extra: list[tuple[str, Any]] = []
+        if extras:
+            known_user = {key for key, _ in USER_COLUMNS}
+            for key in sorted(set(ucols) - known_user - SECRET_FIELDS):
+                values = ucols[key]
+                extra.append((f"{prefix}_{key}", values if self.codes is None else self._per_row(values)))
+        return data, extra
+
+    def _per_row(self, values: Sequence[Any]) -> list[Any]:
+        """One value per row from one value per distinct user (containers copied for every row)."""
+        picked = [values[code] for code in self.codes.tolist()] if self.codes is not None else list(values)
+        if any(isinstance(v, dict | list) for v in values):
+            picked = [copy.deepcopy(v) if isinstance(v, dict | list) else v for v in picked]
+        return picked
+
+
+def assemble_frame(
+    cols: Mapping[str, Sequence[Any]],
+    n: int,
+    spec: Sequence[tuple[str, Kind]],
+    users: Mapping[str, UserBlock],
+    tail: Sequence[tuple[str, Kind]],
+    extras: bool,
+) -> pd.DataFrame:
+    """The frame of ``n`` records given as columns of raw values (``cols``) and their nested users: ``spec``
+    columns, the flattened user columns, ``tail``, then extra columns (see ``build_frame``)."""
+    missing = [None] * n
     data: dict[str, Any] = {}
     for name, kind in spec:
         data[name] = column(cols.get(name, missing), kind, name)
     extra_user_cols: list[tuple[str, Any]] = []
-    known_user = {key for key, _ in USER_COLUMNS}
-    for prefix in users:
-        people = [u if u.__class__ is dict else _as_user(u) for u in cols.get(prefix, missing)]
-        ucols, _ = transpose(people)
-        for key, kind in USER_COLUMNS:
-            name = f"{prefix}_{key}"
-            data[name] = column(ucols.get(key, missing), kind, name)
-        if extras:
-            for key in sorted(set(ucols) - known_user - SECRET_FIELDS):
-                extra_user_cols.append((f"{prefix}_{key}", ucols[key]))
+    for prefix, block in users.items():
+        typed, extra = block.columns(prefix, extras)
+        data.update(typed)
+        extra_user_cols.extend(extra)
     for name, kind in tail:
         data[name] = column(cols.get(name, missing), kind, name)
     for name, values in extra_user_cols:
