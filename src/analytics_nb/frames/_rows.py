@@ -161,4 +161,4 @@ class RowFormat:
             decoded = [msgspec.json.decode(raw) for raw in index]
             users = [u if u.__class__ is dict else _as_user(u) for u in decoded]
             people[prefix] = UserBlock(users, codes)
-        return assemble_frame(cols, n, self.spec, people, self.tail, True)
+        return assemble_frame(cols, n, self.spec, people, self.tail, extras=True)

@@ -354,7 +354,7 @@ def _build(
         prefix: UserBlock([u if u.__class__ is dict else _as_user(u) for u in cols.get(prefix, missing)])
         for prefix in users
     }
-    return assemble_frame(cols, n, spec, people, tail, extras)
+    return assemble_frame(cols, n, spec, people, tail, extras=extras)
 
 
 class UserBlock:
@@ -407,6 +407,7 @@ def assemble_frame(
     spec: Sequence[tuple[str, Kind]],
     users: Mapping[str, UserBlock],
     tail: Sequence[tuple[str, Kind]],
+    *,
     extras: bool,
 ) -> pd.DataFrame:
     """The frame of ``n`` records given as columns of raw values (``cols``) and their nested users: ``spec``
