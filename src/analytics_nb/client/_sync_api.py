@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from analytics_nb.client._pagination import MAX_PAGE_SIZE
 from analytics_nb.client._resources._playlists import _UNSET
+from analytics_nb.client._resources._recordings import CALLS_PER_MINUTE
 
 if TYPE_CHECKING:
     import builtins
@@ -23,6 +24,7 @@ if TYPE_CHECKING:
     from analytics_nb.client._resources._hog_functions import HogFunctions, HogFunctionTemplates
     from analytics_nb.client._resources._playlists import PlaylistFilters, Playlists
     from analytics_nb.client._resources._projects import Organizations, Projects
+    from analytics_nb.client._resources._recordings import Incomplete
     from analytics_nb.client._resources._transformations import Transformations
     from analytics_nb.models import (
         ActivityPage,
@@ -196,24 +198,90 @@ class SyncPlaylists:
         """One ``GET .../recordings/`` answer ``{results, has_next, version}``; ``params`` go to the query."""
         return self._loop.run(self._resource.recordings_page(short_id, **params))
 
-    def recordings(self, short_id: str, **params: Any) -> builtins.list[Recording]:
-        """Every recording in the playlist (all pages while ``has_next``), as models."""
-        return self._loop.run(self._resource.recordings(short_id, **params))
+    def recordings(
+        self, short_id: str, *, session_ids: Any = None, incomplete: Incomplete = "warn", **params: Any
+    ) -> builtins.list[Recording]:
+        """Every recording of the playlist the service can give, as models; never silently fewer.
 
-    def recordings_frame(self, short_id: str, **params: Any) -> pd.DataFrame:
-        """The playlist's recordings as a DataFrame (``analytics_nb.frames.recordings_frame``)."""
-        return self._loop.run(self._resource.recordings_frame(short_id, **params))
+        A collection is answered by the service with one query capped at 50 recordings that ignores
+        ``limit``/``offset`` (plus its items in long-term storage, and only recordings started within a
+        year). So that a long collection is not cut short, recordings of ids this client added
+        (``add_recordings``/``add_recording``) and of ``session_ids`` (a list, or a DataFrame with a
+        ``session_id`` column) are also fetched by id through ``/session_recordings/``, which pages. When
+        fewer recordings than the playlist's items come back, a ``IncompleteRecordingsWarning`` names how
+        many are missing and why (``incomplete="raise"``: ``IncompleteRecordingsError``; ``"ignore"``).
+        Saved-filter playlists are paged (``params`` go to the query); synthetic ones are walked by slice.
+        """
+        return self._loop.run(
+            self._resource.recordings(short_id, session_ids=session_ids, incomplete=incomplete, **params)
+        )
+
+    def recordings_frame(
+        self, short_id: str, *, session_ids: Any = None, incomplete: Incomplete = "warn", **params: Any
+    ) -> pd.DataFrame:
+        """The playlist's recordings as a DataFrame (``analytics_nb.frames.recordings_frame``), fetched and
+        checked as ``recordings`` does (a warning or error when some are missing).
+        """
+        return self._loop.run(
+            self._resource.recordings_frame(
+                short_id, session_ids=session_ids, incomplete=incomplete, **params
+            )
+        )
 
     def add_recording(self, short_id: str, session_recording_id: str) -> dict[str, Any]:
         """Add a recording to a collection playlist (idempotent); answers ``{"success": True}``.
 
-        PostHog Cloud refuses personal API keys here (403, explained in the error).
+        PostHog refuses personal API keys here (403, explained in the error): see ``add_recordings``.
         """
         return self._loop.run(self._resource.add_recording(short_id, session_recording_id))
 
     def remove_recording(self, short_id: str, session_recording_id: str) -> dict[str, Any]:
-        """Remove a recording from a playlist; answers ``{"success": True}`` (Cloud: see add_recording)."""
+        """Remove a recording from a playlist; answers ``{"success": True}`` (personal keys: see
+        ``add_recordings``).
+        """
         return self._loop.run(self._resource.remove_recording(short_id, session_recording_id))
+
+    def add_recordings(
+        self,
+        short_id: str,
+        session_ids: Any,
+        *,
+        column: str | None = None,
+        calls_per_minute: float = CALLS_PER_MINUTE,
+    ) -> pd.DataFrame:
+        """Add many recordings to a collection through ``recordings/bulk_add`` (20 ids a call, spaced under
+        the playlist API's 240/minute throttle) and return a per-id report: ``session_id``, ``batch``,
+        ``status`` ("added", "already in playlist", or "added or already in playlist" when the service's
+        counts cannot tell, "duplicate", "failed", "not sent") and ``detail``.
+
+        ``session_ids``: a list (or Series) of ids, or a DataFrame with a ``session_id`` column (``column=``
+        names another). PostHog refuses personal API keys for this action on every current build (the
+        error explains it; nothing is changed); the sandbox's spec profile allows it. A failure after the
+        first call keeps the report (those ids "failed"/"not sent") and warns.
+        """
+        return self._loop.run(
+            self._resource.add_recordings(
+                short_id, session_ids, column=column, calls_per_minute=calls_per_minute
+            )
+        )
+
+    def remove_recordings(
+        self,
+        short_id: str,
+        session_ids: Any,
+        *,
+        column: str | None = None,
+        calls_per_minute: float = CALLS_PER_MINUTE,
+    ) -> pd.DataFrame:
+        """Remove many recordings from a playlist through ``recordings/bulk_delete`` (20 a call, paced as
+        ``add_recordings``); per-id report with ``status`` "removed", "not in playlist", "removed or not in
+        playlist", "duplicate", "failed" or "not sent". Same personal-key refusal as ``add_recordings``.
+        """
+        return self._loop.run(
+            self._resource.remove_recordings(
+                short_id, session_ids, column=column, calls_per_minute=calls_per_minute
+            )
+        )
 
 
 class SyncTransformations:

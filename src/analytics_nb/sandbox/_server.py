@@ -152,6 +152,7 @@ class Sandbox:
         activity_score: float | None = None,
         person_properties: dict[str, Any] | None = None,
         playlist: str | None = None,
+        long_term: bool = False,
     ) -> str:
         """Store a recording as if it had been ingested (playlists only list ingested ones) and return its id.
 
@@ -160,6 +161,8 @@ class Sandbox:
         `console_log_count`, `console_warn_count`, `console_error_count`. The person is the stored one for
         `distinct_id` merged with `person_properties`. `playlist` (a collection's short_id) also adds it
         there, as `POST .../recordings/<id>/` would. A new uuid4 is used when `session_id` is None.
+        `long_term=True` marks it persisted to long-term storage: a collection answers it even when it
+        started more than a year ago (PostHog loads those by id from Postgres).
         """
         return playlists.insert_recording(
             self.ctx.store,
@@ -175,6 +178,7 @@ class Sandbox:
             activity_score=activity_score,
             person_properties=person_properties,
             playlist=playlist,
+            long_term=long_term,
         )
 
     def set_flags_quota_limited(self, limited: bool = True) -> None:

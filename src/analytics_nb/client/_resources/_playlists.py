@@ -13,6 +13,14 @@ from typing import TYPE_CHECKING, Any, Final, Literal, TypedDict, Unpack
 from analytics_nb.client._core import Core, parse_model
 from analytics_nb.client._pagination import MAX_PAGE_SIZE, iter_record_pages, record_value
 from analytics_nb.client._resources._base import Resource, check_choice, check_id, iso, require_text
+from analytics_nb.client._resources._recordings import (
+    CALLS_PER_MINUTE,
+    NO_PERSONAL_KEYS,
+    Incomplete,
+    bulk_change,
+    collect_recordings,
+    session_id_list,
+)
 from analytics_nb.errors import ConflictError, NotFoundError
 from analytics_nb.models import Playlist, Recording, RecordingsPage
 
@@ -29,11 +37,6 @@ SOFT_DELETE = (
     "Playlists cannot be hard-deleted: the service answers 405 to DELETE. They are soft-deleted instead: "
     "call client.playlists.archive(short_id) (PATCH deleted=true), and client.playlists.restore(short_id) "
     "brings one back."
-)
-NO_PERSONAL_KEYS = (
-    "PostHog Cloud refuses personal API keys for adding or removing recordings in a playlist "
-    "(the action does not support personal API key access): do it in the PostHog app, or against a "
-    "self-hosted instance or the sandbox that allows it."
 )
 RESEND_FILTERS = (
     "The service requires a saved-filter playlist's filters on every update, and this playlist's filters "
@@ -101,6 +104,9 @@ class Playlists(Resource):
     def __init__(self, core: Core) -> None:
         super().__init__(core)
         self._archived_filters: dict[str, Any] = {}
+        #: Ids this client added to each collection (and did not remove since): ``recordings`` fetches
+        #: them by id past the service's 50-recording cap on a collection's answer.
+        self._added: dict[tuple[str, str, str], dict[str, None]] = {}
 
     def _path(self, suffix: str = "") -> str:
         return self._core.project_path("session_recording_playlists/" + suffix)
@@ -417,48 +423,163 @@ class Playlists(Resource):
         body = await self._core.get_json(self._item_path(short_id, "recordings/"), params=params or None)
         return parse_model(RecordingsPage, body)
 
-    async def _recording_records(self, short_id: str, **params: Any) -> builtins.list[dict[str, Any]]:
-        records: builtins.list[dict[str, Any]] = []
-        seen: set[Any] = set()
-        query = dict(params)
-        for _ in range(10_000):
-            body = await self._core.get_json(self._item_path(short_id, "recordings/"), params=query or None)
-            results = body.get("results", []) if isinstance(body, dict) else []
-            fresh = [r for r in results if not (isinstance(r, dict) and r.get("id") in seen)]
-            seen.update(r.get("id") for r in fresh if isinstance(r, dict))
-            records.extend(fresh)
-            if not (isinstance(body, dict) and body.get("has_next")) or not fresh:
-                break
-            query["offset"] = int(query.get("offset", 0)) + len(results)
-        return records
+    async def _recording_records(
+        self,
+        short_id: str,
+        session_ids: Any,
+        incomplete: Incomplete,
+        params: dict[str, Any],
+    ) -> builtins.list[dict[str, Any]]:
+        short_id = require_text("short_id", short_id)
+        playlist = await self._core.get_json(self._item_path(short_id))
+        if not isinstance(playlist, dict):
+            playlist = {"short_id": short_id}
+        known = builtins.list(self._added.get(self._key(short_id), {}))
+        if session_ids is not None:
+            known = session_id_list(session_ids) + known
+        return await collect_recordings(
+            self._core,
+            playlist,
+            self._item_path(short_id),
+            self._core.project_path("session_recordings/"),
+            known_ids=known,
+            incomplete=incomplete,
+            params=params,
+        )
 
-    async def recordings(self, short_id: str, **params: Any) -> builtins.list[Recording]:
-        """Every recording in the playlist (all pages while ``has_next``), as models."""
-        return [parse_model(Recording, r) for r in await self._recording_records(short_id, **params)]
+    async def recordings(
+        self,
+        short_id: str,
+        *,
+        session_ids: Any = None,
+        incomplete: Incomplete = "warn",
+        **params: Any,
+    ) -> builtins.list[Recording]:
+        """Every recording of the playlist the service can give, as models; never silently fewer.
 
-    async def recordings_frame(self, short_id: str, **params: Any) -> pd.DataFrame:
-        """The playlist's recordings as a DataFrame (``analytics_nb.frames.recordings_frame``)."""
+        A collection is answered by the service with one query capped at 50 recordings that ignores
+        ``limit``/``offset`` (plus its items in long-term storage, and only recordings started within a
+        year). So that a long collection is not cut short, recordings of ids this client added
+        (``add_recordings``/``add_recording``) and of ``session_ids`` (a list, or a DataFrame with a
+        ``session_id`` column) are also fetched by id through ``/session_recordings/``, which pages. When
+        fewer recordings than the playlist's items come back, a ``IncompleteRecordingsWarning`` names how
+        many are missing and why (``incomplete="raise"``: ``IncompleteRecordingsError``; ``"ignore"``).
+        Saved-filter playlists are paged (``params`` go to the query); synthetic ones are walked by slice.
+        """
+        records = await self._recording_records(short_id, session_ids, incomplete, params)
+        return [parse_model(Recording, r) for r in records]
+
+    async def recordings_frame(
+        self,
+        short_id: str,
+        *,
+        session_ids: Any = None,
+        incomplete: Incomplete = "warn",
+        **params: Any,
+    ) -> pd.DataFrame:
+        """The playlist's recordings as a DataFrame (``analytics_nb.frames.recordings_frame``), fetched and
+        checked as ``recordings`` does (a warning or error when some are missing)."""
         from analytics_nb.frames import recordings_frame
 
-        return recordings_frame(await self._recording_records(short_id, **params))
+        return recordings_frame(await self._recording_records(short_id, session_ids, incomplete, params))
 
     async def add_recording(self, short_id: str, session_recording_id: str) -> dict[str, Any]:
         """Add a recording to a collection playlist (idempotent); answers ``{"success": True}``.
 
-        PostHog Cloud refuses personal API keys here (403, explained in the error).
+        PostHog refuses personal API keys here (403, explained in the error): see ``add_recordings``.
         """
-        path = self._item_path(
-            short_id, f"recordings/{require_text('session_recording_id', session_recording_id)}/"
-        )
+        session_recording_id = require_text("session_recording_id", session_recording_id)
+        path = self._item_path(short_id, f"recordings/{session_recording_id}/")
         body = await self._core.send_json(
             "POST", path, None, idempotent=True, explain={403: NO_PERSONAL_KEYS}
         )
+        self._remember(short_id, [session_recording_id])
         return body if isinstance(body, dict) else {"success": True}
 
     async def remove_recording(self, short_id: str, session_recording_id: str) -> dict[str, Any]:
-        """Remove a recording from a playlist; answers ``{"success": True}`` (Cloud: see add_recording)."""
-        path = self._item_path(
-            short_id, f"recordings/{require_text('session_recording_id', session_recording_id)}/"
-        )
+        """Remove a recording from a playlist; answers ``{"success": True}`` (personal keys: see
+        ``add_recordings``)."""
+        session_recording_id = require_text("session_recording_id", session_recording_id)
+        path = self._item_path(short_id, f"recordings/{session_recording_id}/")
         body = await self._core.send_json("DELETE", path, None, explain={403: NO_PERSONAL_KEYS})
+        self._forget(short_id, [session_recording_id])
         return body if isinstance(body, dict) else {"success": True}
+
+    async def add_recordings(
+        self,
+        short_id: str,
+        session_ids: Any,
+        *,
+        column: str | None = None,
+        calls_per_minute: float = CALLS_PER_MINUTE,
+    ) -> pd.DataFrame:
+        """Add many recordings to a collection through ``recordings/bulk_add`` (20 ids a call, spaced under
+        the playlist API's 240/minute throttle) and return a per-id report: ``session_id``, ``batch``,
+        ``status`` ("added", "already in playlist", or "added or already in playlist" when the service's
+        counts cannot tell, "duplicate", "failed", "not sent") and ``detail``.
+
+        ``session_ids``: a list (or Series) of ids, or a DataFrame with a ``session_id`` column (``column=``
+        names another). PostHog refuses personal API keys for this action on every current build (the
+        error explains it; nothing is changed); the sandbox's spec profile allows it. A failure after the
+        first call keeps the report (those ids "failed"/"not sent") and warns.
+        """
+        ids = session_id_list(session_ids, column)
+        report = await bulk_change(
+            self._core,
+            self._item_path(short_id, "recordings/bulk_add/"),
+            "add",
+            ids,
+            calls_per_minute=calls_per_minute,
+        )
+        self._remember(
+            short_id,
+            [
+                i
+                for i, s in zip(report["session_id"], report["status"], strict=True)
+                if s not in ("failed", "not sent")
+            ],
+        )
+        return report
+
+    async def remove_recordings(
+        self,
+        short_id: str,
+        session_ids: Any,
+        *,
+        column: str | None = None,
+        calls_per_minute: float = CALLS_PER_MINUTE,
+    ) -> pd.DataFrame:
+        """Remove many recordings from a playlist through ``recordings/bulk_delete`` (20 a call, paced as
+        ``add_recordings``); per-id report with ``status`` "removed", "not in playlist", "removed or not in
+        playlist", "duplicate", "failed" or "not sent". Same personal-key refusal as ``add_recordings``."""
+        ids = session_id_list(session_ids, column)
+        report = await bulk_change(
+            self._core,
+            self._item_path(short_id, "recordings/bulk_delete/"),
+            "remove",
+            ids,
+            calls_per_minute=calls_per_minute,
+        )
+        self._forget(
+            short_id,
+            [
+                i
+                for i, s in zip(report["session_id"], report["status"], strict=True)
+                if s not in ("failed", "not sent")
+            ],
+        )
+        return report
+
+    def _key(self, short_id: str) -> tuple[str, str, str]:
+        config = self._core.config
+        return (config.app_url, str(config.project_id), str(short_id).strip())
+
+    def _remember(self, short_id: str, ids: builtins.list[str]) -> None:
+        known = self._added.setdefault(self._key(short_id), {})
+        for session_id in ids:
+            known[str(session_id)] = None
+
+    def _forget(self, short_id: str, ids: builtins.list[str]) -> None:
+        known = self._added.get(self._key(short_id), {})
+        for session_id in ids:
+            known.pop(str(session_id), None)

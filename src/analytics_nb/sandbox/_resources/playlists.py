@@ -37,6 +37,14 @@ MAX_LIMIT = 500
 #: Orders `?order=` accepts (each also with `-`); anything else means the default `-last_modified_at`.
 ORDER_FIELDS = ("last_modified_at", "created_at", "name")
 MATERIAL_FIELDS = ("name", "description", "filters")
+#: `SessionRecordingListFromQuery.SESSION_RECORDINGS_DEFAULT_LIMIT`: a `RecordingsQuery` without `limit`
+#: answers at most this many recordings from ClickHouse (`has_next` says more matched).
+RECORDINGS_DEFAULT_LIMIT = 50
+#: A collection's recordings are queried with `date_from="-1y"` (`session_recording_playlist_api.py`,
+#: `recordings`): ClickHouse rows that started earlier are not answered (long-term-stored ones still are).
+COLLECTION_WINDOW = timedelta(days=365)
+#: The bulk endpoints take at most this many ids a call (`bulk_add_recordings`, `bulk_delete_recordings`).
+BULK_MAX = 20
 _ALNUM = string.ascii_letters + string.digits
 
 SCHEMA = """
@@ -59,6 +67,9 @@ CREATE TABLE IF NOT EXISTS recordings (
     viewed INTEGER NOT NULL DEFAULT 0,
     activity_score REAL,
     person TEXT,
+    -- 1: persisted to long-term storage (PostHog's `SessionRecording.object_storage_path` set): loaded from
+    -- Postgres by id, outside the one-year window and the 50-row cap of the ClickHouse query.
+    lts INTEGER NOT NULL DEFAULT 0,
     PRIMARY KEY (project_id, session_id)
 );
 CREATE TABLE IF NOT EXISTS playlists (
@@ -342,8 +353,14 @@ def user_exists(store: Store, user_id: int) -> bool:
 def playlist_recordings_rows(
     store: Store, project_id: int, playlist: sqlite3.Row, *, limit: int, offset: int
 ) -> tuple[list[sqlite3.Row], bool]:
-    """Recordings of a playlist and whether more follow: a collection's items (newest added first); a saved
-    filter's pinned items, else the project's newest recordings (its filters are not evaluated)."""
+    """Recordings of a playlist and whether more follow.
+
+    A collection is answered as the service does (`session_recording_playlist_api.py`, `recordings`): one
+    `RecordingsQuery(session_ids=<all items, newest added first>, date_from="-1y")` whose `limit`/`offset`
+    are not the request's, so at most `RECORDINGS_DEFAULT_LIMIT` of its ingested recordings come back (the
+    newest by start time), plus every long-term-stored one (see `recordings_for_ids`). A saved filter: its
+    pinned items, else the project's newest recordings paged by `limit`/`offset` (its filters are not
+    evaluated here)."""
     if playlist["type"] == "filters":
         rows = store.query(
             "SELECT r.* FROM recordings r JOIN playlist_items i ON i.session_id=r.session_id "
@@ -357,12 +374,50 @@ def playlist_recordings_rows(
             (project_id, limit + 1, offset),
         )
         return rows[:limit], len(rows) > limit
-    rows = store.query(
-        "SELECT r.* FROM playlist_items i JOIN recordings r ON r.session_id=i.session_id AND r.project_id=? "
-        "WHERE i.playlist_id=? ORDER BY i.created_at DESC, i.rowid DESC",
-        (project_id, playlist["id"]),
+    items = store.query(
+        "SELECT session_id FROM playlist_items WHERE playlist_id=? ORDER BY created_at DESC, rowid DESC",
+        (playlist["id"],),
     )
-    return rows, False
+    return collection_recordings(store, project_id, [r["session_id"] for r in items])
+
+
+def collection_recordings(store: Store, project_id: int, ids: list[str]) -> tuple[list[sqlite3.Row], bool]:
+    """The service's collection query over `ids`: `date_from="-1y"`, the default limit, no offset."""
+    window_start = (datetime.now(UTC) - COLLECTION_WINDOW).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return recordings_for_ids(store, project_id, ids, date_from=window_start)
+
+
+def recordings_for_ids(
+    store: Store,
+    project_id: int,
+    ids: list[str],
+    *,
+    date_from: str | None,
+    date_to: str | None = None,
+    limit: int = RECORDINGS_DEFAULT_LIMIT,
+    offset: int = 0,
+) -> tuple[list[sqlite3.Row], bool]:
+    """What `list_recordings_from_query` answers for a query naming `session_ids`
+    (`posthog/session_recordings/session_recording_api.py`): the long-term-stored ones are loaded by id
+    from Postgres (no date window, no limit); the others come from ClickHouse within `date_from`/`date_to`,
+    newest first, `limit` of them from `offset`, and `has_next` says more matched; the whole answer is in
+    the order of `ids`. Ids with no stored recording are simply absent, as in the service."""
+    unique = list(dict.fromkeys(ids))
+    if not unique:
+        return [], False
+    rows = _recordings_by_ids(store, project_id, unique)
+    persisted = [r for r in rows if r["lts"]]
+    recent = [
+        r
+        for r in rows
+        if not r["lts"]
+        and (date_from is None or r["start_time"] >= date_from)
+        and (date_to is None or r["start_time"] <= date_to)
+    ]
+    page = recent[offset : offset + limit]
+    position = {session_id: i for i, session_id in enumerate(unique)}
+    answered = sorted(persisted + page, key=lambda r: position[r["session_id"]])
+    return answered, len(recent) > offset + limit
 
 
 # -- storage: writes -----------------------------------------------------------------------------------------
@@ -430,12 +485,14 @@ def update_playlist_row(
     return row
 
 
-def add_item(store: Store, playlist_id: int, session_id: str) -> None:
-    """Add a recording to a collection (idempotent)."""
-    store.execute(
-        "INSERT OR IGNORE INTO playlist_items(playlist_id, session_id, created_at) VALUES (?,?,?)",
-        (playlist_id, session_id, now_iso()),
-    )
+def add_item(store: Store, playlist_id: int, session_id: str) -> bool:
+    """Add a recording to a collection (idempotent); True when it was not there yet."""
+    with store.transaction() as conn:
+        cur = conn.execute(
+            "INSERT OR IGNORE INTO playlist_items(playlist_id, session_id, created_at) VALUES (?,?,?)",
+            (playlist_id, session_id, now_iso()),
+        )
+        return cur.rowcount > 0
 
 
 def remove_item(store: Store, playlist_id: int, session_id: str) -> bool:
@@ -771,22 +828,67 @@ def serialize_recording(row: sqlite3.Row) -> dict[str, Any]:
 
 
 async def playlist_recordings(request: Request) -> Response:
-    """GET .../recordings/: `{results, has_next, version}` (not the playlist); deleted playlists are 404."""
+    """GET .../recordings/: `{results, has_next, version}` (not the playlist); deleted playlists are 404.
+
+    `limit` (default 50) and `offset` are read but, as in the service, only a synthetic playlist uses them
+    (to slice its session ids); a collection answers its one capped query whatever they say."""
     ctx = context_of(request)
     ctx.authenticate_personal(request, SCOPE_READ, throttle=THROTTLE)
     project_id = ctx.project_id_of(request)
     short_id = request.path_params["short_id"]
     q = request.query_params
-    limit = _page_params(request)[0] if "limit" in q else 50
+    limit = _page_params(request)[0] if "limit" in q else RECORDINGS_DEFAULT_LIMIT
     offset = int_param(q.get("offset"), 0, name="offset")
     entry = _synthetic_entry(short_id)
     if entry is not None and ctx.is_cloud:
-        ids = _synthetic_items(ctx.store, project_id, short_id)
-        rows = _recordings_by_ids(ctx.store, project_id, ids)
-        return _recordings_response(rows[offset : offset + limit], has_next=offset + limit < len(rows))
+        ids = _synthetic_items(ctx.store, project_id, short_id)[offset : offset + limit]
+        rows, has_next = collection_recordings(ctx.store, project_id, ids)
+        return _recordings_response(rows, has_next=has_next)
     playlist = _get_row(ctx.store, project_id, short_id)
     rows, has_next = playlist_recordings_rows(ctx.store, project_id, playlist, limit=limit, offset=offset)
     return _recordings_response(rows, has_next=has_next)
+
+
+def _session_ids_param(raw: str) -> list[str]:
+    """`session_ids` as the service reads it (`query_as_params_to_dict`: a JSON array of strings)."""
+    try:
+        value = loads(raw)
+    except ValueError:
+        value = None
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise validation_error(
+            'session_ids must be a JSON array of session ids, e.g. ["0190...", "0191..."]', "session_ids"
+        )
+    return value
+
+
+async def list_recordings(request: Request) -> Response:
+    """GET /session_recordings/: the project's recordings as `RecordingsQuery` reads its query parameters
+    (`session_ids` as a JSON array, `date_from` default `-3d`, `date_to`, `limit` default 50, `offset`), in
+    the shape of a playlist's recordings. With `session_ids`, long-term-stored ones come whatever the dates
+    (see `recordings_for_ids`)."""
+    ctx = context_of(request)
+    ctx.authenticate_personal(request, "session_recording:read", throttle=THROTTLE)
+    project_id = ctx.project_id_of(request)
+    q = request.query_params
+    limit = int_param(q.get("limit"), RECORDINGS_DEFAULT_LIMIT, name="limit") or RECORDINGS_DEFAULT_LIMIT
+    offset = int_param(q.get("offset"), 0, name="offset")
+    date_from = parse_date(q.get("date_from") or "-3d", "date_from")
+    date_to = parse_date(q["date_to"], "date_to") if q.get("date_to") else None
+    if "session_ids" in q:
+        ids = _session_ids_param(q["session_ids"])
+        rows, has_next = recordings_for_ids(
+            ctx.store, project_id, ids, date_from=date_from, date_to=date_to, limit=limit, offset=offset
+        )
+        return _recordings_response(rows, has_next=has_next)
+    where, params = "project_id=? AND start_time>=?", [project_id, date_from]
+    if date_to is not None:
+        where, params = where + " AND start_time<=?", [*params, date_to]
+    rows = ctx.store.query(
+        f"SELECT * FROM recordings WHERE {where} ORDER BY start_time DESC LIMIT ? OFFSET ?",
+        [*params, limit + 1, offset],
+    )
+    return _recordings_response(rows[:limit], has_next=len(rows) > limit)
 
 
 def _recordings_by_ids(store: Store, project_id: int, ids: list[str]) -> list[sqlite3.Row]:
@@ -835,6 +937,66 @@ async def remove_recording(request: Request) -> Response:
     return SafeJSONResponse({"success": True})
 
 
+def _bulk_ids(body: Any) -> list[Any]:
+    """The bulk endpoints' `session_recording_ids`, checked as the service does (a non-empty list of at most
+    `BULK_MAX`), with the service's messages."""
+    ids = body.get("session_recording_ids", []) if isinstance(body, dict) else []
+    if not ids or not isinstance(ids, list):
+        raise validation_error("session_recording_ids must be provided as a non-empty array")
+    if len(ids) > BULK_MAX:
+        raise validation_error(f"Cannot process more than {BULK_MAX} recordings at once")
+    return ids
+
+
+def _bulk_id(value: Any) -> str | None:
+    """One id as the service's ORM lookup would take it (strings and integers), else None (the service logs
+    the failure and counts it neither added nor deleted)."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    return None
+
+
+async def bulk_add_recordings(request: Request) -> Response:
+    """POST .../recordings/bulk_add: add up to 20 recordings to a collection ->
+    `{"success", "added_count" (new items only), "total_requested"}` (`bulk_add_recordings`, hidden from
+    the service's schema). Like the one-by-one action it is in neither scope list, so the cloud profile
+    refuses personal keys."""
+    ctx = context_of(request)
+    raw = await read_body(request)
+    ctx.authenticate_personal(request, _modify_scope(ctx), throttle=THROTTLE)
+    project_id = ctx.project_id_of(request)
+    row = _get_row(ctx.store, project_id, request.path_params["short_id"])
+    ids = _bulk_ids(parse_json_body(request, raw))
+    if row["type"] == "filters":
+        raise validation_error("Cannot add recordings to a playlist that is type 'filters'.")
+    added = 0
+    for value in ids:
+        session_id = _bulk_id(value)
+        if session_id is not None and add_item(ctx.store, row["id"], session_id):
+            added += 1
+    return SafeJSONResponse({"success": True, "added_count": added, "total_requested": len(ids)})
+
+
+async def bulk_delete_recordings(request: Request) -> Response:
+    """POST .../recordings/bulk_delete: remove up to 20 recordings ->
+    `{"success", "deleted_count" (items that were there), "total_requested"}`; ids not in the playlist are
+    skipped (no 500, unlike the one-by-one DELETE)."""
+    ctx = context_of(request)
+    raw = await read_body(request)
+    ctx.authenticate_personal(request, _modify_scope(ctx), throttle=THROTTLE)
+    project_id = ctx.project_id_of(request)
+    row = _get_row(ctx.store, project_id, request.path_params["short_id"])
+    ids = _bulk_ids(parse_json_body(request, raw))
+    deleted = 0
+    for value in ids:
+        session_id = _bulk_id(value)
+        if session_id is not None and remove_item(ctx.store, row["id"], session_id):
+            deleted += 1
+    return SafeJSONResponse({"success": True, "deleted_count": deleted, "total_requested": len(ids)})
+
+
 _BASE = "/api/projects/{project_id}/session_recording_playlists/"
 _ENV = "/api/environments/{project_id}/session_recording_playlists/"
 _LIST_QUERY = (
@@ -864,7 +1026,23 @@ def _ep(method: str, suffix: str, handler: Any, op: str, summary: str, **kw: Any
 
 
 _ITEM = "{short_id}/recordings/{session_recording_id}/"
+_RECORDINGS = "/api/projects/{project_id}/session_recordings/"
 ENDPOINTS = [
+    Endpoint(
+        "GET",
+        _RECORDINGS,
+        list_recordings,
+        "session_recordings_list",
+        "List recordings (RecordingsQuery parameters: session_ids as a JSON array, date_from, limit, offset)",
+        aliases=("/api/environments/{project_id}/session_recordings/",),
+        query=(
+            Query("session_ids"),
+            Query("date_from"),
+            Query("date_to"),
+            Query("limit", "integer", minimum=0),
+            Query("offset", "integer", minimum=0),
+        ),
+    ),
     _ep("GET", "", list_playlists, "playlists_list", "List playlists", query=_LIST_QUERY, returns="page"),
     _ep("POST", "", create_playlist, "playlists_create", "Create a playlist", body=PlaylistWrite, status=201),
     _ep("GET", "{short_id}/", get_playlist, "playlists_retrieve", "Get a playlist"),
@@ -894,6 +1072,22 @@ ENDPOINTS = [
         "playlists_recordings",
         "Recordings of a playlist",
         query=(Query("limit", "integer", minimum=0), Query("offset", "integer", minimum=0)),
+    ),
+    _ep(
+        "POST",
+        "{short_id}/recordings/bulk_add/",
+        bulk_add_recordings,
+        "playlists_recordings_bulk_add",
+        "Add up to 20 recordings to a collection (hidden from the service's schema)",
+        documented=False,
+    ),
+    _ep(
+        "POST",
+        "{short_id}/recordings/bulk_delete/",
+        bulk_delete_recordings,
+        "playlists_recordings_bulk_delete",
+        "Remove up to 20 recordings from a playlist (hidden from the service's schema)",
+        documented=False,
     ),
     _ep("POST", _ITEM, add_recording, "playlists_recordings_add", "Add a recording to a collection"),
     _ep(
@@ -953,9 +1147,11 @@ def insert_recording(
     activity_score: float | None = None,
     person_properties: dict[str, Any] | None = None,
     playlist: str | None = None,
+    long_term: bool = False,
 ) -> str:
     """Store one recording as if ingested (the shape the seed writes), optionally in a collection playlist;
-    returns its session id. Bad input raises ValueError/TypeError naming the argument."""
+    returns its session id. `long_term`: also persisted to long-term storage (answered by id whatever its
+    age). Bad input raises ValueError/TypeError naming the argument."""
     if session_id is None:
         session_id = str(uuid.uuid4())
     if not isinstance(session_id, str) or not session_id.strip():
@@ -1028,7 +1224,7 @@ def insert_recording(
             "INSERT INTO recordings(project_id, session_id, distinct_id, start_time, end_time, "
             "recording_duration, active_seconds, inactive_seconds, click_count, keypress_count, "
             "mouse_activity_count, console_log_count, console_warn_count, console_error_count, start_url, "
-            "viewed, activity_score, person) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            "viewed, activity_score, person, lts) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             (
                 project_id,
                 session_id,
@@ -1043,6 +1239,7 @@ def insert_recording(
                 int(bool(viewed)),
                 score,
                 dumps(person),
+                int(bool(long_term)),
             ),
         )
         if target is not None:
