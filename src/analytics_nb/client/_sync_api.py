@@ -78,11 +78,13 @@ class SyncPlaylists:
     def iter(self, **filters: Unpack[PlaylistFilters]) -> Iterator[Playlist]:
         """Iterate over the (non-deleted) playlists matching the filters, fetching pages concurrently.
 
-        Filters: ``created_by`` (user id), ``short_id``, ``pinned`` (True: only pinned; False: only unpinned,
-        applied here because the service ignores the value), ``user=True`` (created by me), ``type``
-        ("collection"/"filters"), ``collection_type`` ("synthetic"/"custom"), ``date_from``/``date_to``
-        (last modified; datetime or text like "-7d"), ``search`` (name), ``session_recording_id``, ``order``
-        (``[-]last_modified_at|created_at|name``). Paging: ``page_size`` (<=500), ``offset``, ``max_items``.
+        Filters: ``created_by`` (user id, or email: resolved among the users this client can see),
+        ``short_id`` (checked here too: the newest service ignores it), ``pinned`` (True: only pinned;
+        False: only unpinned, applied here because the service ignores the value), ``user=True``
+        (created by me), ``type`` ("collection"/"filters"), ``collection_type`` ("synthetic"/"custom"),
+        ``date_from``/``date_to`` (last modified; datetime or text like "-7d"), ``search`` (name),
+        ``session_recording_id``, ``order`` (``[-]last_modified_at|created_at|name``). Paging:
+        ``page_size`` (<=500), ``offset``, ``max_items``.
         """
         return self._loop.iterate(self._resource.iter(**filters))
 
@@ -99,9 +101,15 @@ class SyncPlaylists:
 
         The frame is built in parts while later pages are still on their way (the service answers the
         next pages meanwhile), then the parts are joined; the result is the frame ``playlists_frame`` gives
-        for all the records at once (same columns, dtypes, values and errors: see ``FrameParts``). With the
-        ``fast`` extra (msgspec) pages are decoded straight into compact rows (``frames.PLAYLIST_ROWS``),
-        which halves the client's CPU; a page that does not fit them exactly is read as JSON dicts.
+        for all the records at once, plus ``recordings_count`` (same columns, dtypes, values and errors: see
+        ``FrameParts``). With the ``fast`` extra (msgspec) pages are decoded straight into compact rows
+        (``frames.PLAYLIST_ROWS``), which halves the client's CPU; a page that does not fit them exactly is
+        read as JSON dicts.
+
+        ``recordings_count`` (Int64) is read from each row's ``recordings_counts`` (no request per
+        playlist): a collection's item count (0 when the service says none), a saved filter's cached match
+        count, NA when the service has not counted it (a saved filter its background job has not run on).
+        It counts items, not loadable recordings: see ``recordings``.
         """
         return self._loop.run(self._resource.frame(**filters))
 

@@ -181,6 +181,20 @@ class Sandbox:
             long_term=long_term,
         )
 
+    def set_switch(self, name: str, on: bool = True) -> None:
+        """Turn a behaviour of a newer (or older) service build on or off: `new_url_playlists` (the cloud
+        profile's dynamic "New URL" synthetic playlists, behind a feature flag in PostHog) or
+        `no_plugin_api` (plugins, plugin configs and `pipeline_*` routes answer 404, as after PostHog PR
+        #97440)."""
+        from ._context import SWITCHES
+
+        if name not in SWITCHES:
+            raise ValueError(f"unknown switch {name!r}; use one of {', '.join(SWITCHES)}")
+        if on:
+            self.ctx.switches.add(name)
+        else:
+            self.ctx.switches.discard(name)
+
     def set_flags_quota_limited(self, limited: bool = True) -> None:
         """Make `/decide` and `/flags` answer as a billing-limited project (`quotaLimited: ["feature_flags"]`,
         no flags) until called with False."""

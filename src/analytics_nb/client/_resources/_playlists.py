@@ -77,7 +77,7 @@ async def _acquire(lock: threading.Lock) -> None:
 class PlaylistFilters(TypedDict, total=False):
     """Every list filter the real service understands, plus paging controls (see ``Playlists.iter``)."""
 
-    created_by: int
+    created_by: int | str
     short_id: str
     pinned: bool
     user: bool
@@ -98,6 +98,31 @@ FILTERS = frozenset(PlaylistFilters.__annotations__) - PAGING
 """The service's list filters: the keys of ``PlaylistFilters`` other than the paging controls."""
 
 
+def _recordings_count(counts: Any, kind: Any) -> Any:
+    collection = counts.get("collection") if isinstance(counts, dict) else None
+    saved = counts.get("saved_filters") if isinstance(counts, dict) else None
+    items = collection.get("count") if isinstance(collection, dict) else None
+    if isinstance(items, int) and items > 0:
+        return items
+    matched = saved.get("count") if isinstance(saved, dict) else None
+    if kind == "filters":
+        return matched if isinstance(matched, int) else None
+    return 0 if isinstance(collection, dict) else None
+
+
+def with_recordings_count(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` with a ``recordings_count`` column (before ``filters``) from its ``recordings_counts``."""
+    import pandas as pd
+
+    if "recordings_counts" not in frame.columns or "recordings_count" in frame.columns:
+        return frame
+    kinds = frame["type"] if "type" in frame.columns else pd.Series([None] * len(frame), index=frame.index)
+    values = [_recordings_count(c, k) for c, k in zip(frame["recordings_counts"], kinds, strict=True)]
+    where = list(frame.columns).index("filters") if "filters" in frame.columns else len(frame.columns)
+    frame.insert(where, "recordings_count", pd.Series(values, index=frame.index, dtype="Int64"))
+    return frame
+
+
 class Playlists(Resource):
     """``/api/projects/:id/session_recording_playlists/``: every endpoint, with the real service's rules."""
 
@@ -116,8 +141,8 @@ class Playlists(Resource):
 
     @staticmethod
     def _query(filters: Mapping[str, Any]) -> tuple[dict[str, Any], bool]:
-        """Query parameters for the ``PlaylistFilters`` given, and whether ``pinned=False`` must be applied
-        on this side."""
+        """Query parameters for the ``PlaylistFilters`` given (``created_by`` already an id), and whether
+        ``pinned=False`` must be applied on this side (``short_id`` always is: see ``_record_pages``)."""
         unknown = sorted(set(filters) - FILTERS)
         if unknown:
             raise ValueError(
@@ -194,14 +219,19 @@ class Playlists(Resource):
     ) -> AsyncGenerator[builtins.list[Any], None]:
         """``iter_records`` a page at a time (lists of raw dicts, or of ``decoder``'s compact rows; pages left
         empty by the filter skipped)."""
+        filters = await self._resolve_created_by(filters)
         params, unpinned_only = self._query(filters)
+        # The newest service's list() never applies `short_id` (it skips the filter backend), so it is
+        # also checked here; older builds narrow the answer themselves.
+        only_short_id = params.get("short_id")
+        local = unpinned_only or only_short_id is not None
         pages = iter_record_pages(
             self._core,
             self._path(),
             params=params,
             page_size=page_size,
             offset=offset,
-            max_items=None if unpinned_only else max_items,
+            max_items=None if local else max_items,
             desc="playlists",
             decoder=decoder,
         )
@@ -209,19 +239,48 @@ class Playlists(Resource):
             async for page in pages:
                 if unpinned_only:
                     page = [record for record in page if not record_value(record, "pinned")]
+                if only_short_id is not None:
+                    page = [r for r in page if record_value(r, "short_id") == only_short_id]
                 if page:
                     yield page
         finally:
             await pages.aclose()
 
+    async def _resolve_created_by(self, filters: dict[str, Any]) -> dict[str, Any]:
+        """``created_by`` given as an email becomes the user's id, found among the users this client can
+        see: the key's own user, then the authors and editors of the project's playlists."""
+        email = filters.get("created_by")
+        if not (isinstance(email, str) and "@" in email):
+            return filters
+        wanted = email.strip().lower()
+        me = await self._core.get_json("/api/users/@me/")
+        if isinstance(me, dict) and str(me.get("email", "")).lower() == wanted and me.get("id") is not None:
+            return {**filters, "created_by": me["id"]}
+        seen: set[str] = set()
+        async for record in self.iter_records():
+            for field in ("created_by", "last_modified_by"):
+                user = record.get(field)
+                if isinstance(user, dict) and user.get("email"):
+                    seen.add(str(user["email"]))
+                    if str(user["email"]).lower() == wanted and user.get("id") is not None:
+                        return {**filters, "created_by": user["id"]}
+        raise ValueError(
+            f"created_by={email!r}: no user with that email among the users this client can see (you, and "
+            f"the {len(seen)} people who created or edited the project's playlists). Pass the user's "
+            "integer id instead: it is the created_by_id column of client.playlists.frame(), or the "
+            "member's id in PostHog under Settings > Organization > Members."
+        )
+
     async def iter(self, **filters: Unpack[PlaylistFilters]) -> AsyncIterator[Playlist]:
         """Iterate over the (non-deleted) playlists matching the filters, fetching pages concurrently.
 
-        Filters: ``created_by`` (user id), ``short_id``, ``pinned`` (True: only pinned; False: only unpinned,
-        applied here because the service ignores the value), ``user=True`` (created by me), ``type``
-        ("collection"/"filters"), ``collection_type`` ("synthetic"/"custom"), ``date_from``/``date_to``
-        (last modified; datetime or text like "-7d"), ``search`` (name), ``session_recording_id``, ``order``
-        (``[-]last_modified_at|created_at|name``). Paging: ``page_size`` (<=500), ``offset``, ``max_items``.
+        Filters: ``created_by`` (user id, or email: resolved among the users this client can see),
+        ``short_id`` (checked here too: the newest service ignores it), ``pinned`` (True: only pinned;
+        False: only unpinned, applied here because the service ignores the value), ``user=True``
+        (created by me), ``type`` ("collection"/"filters"), ``collection_type`` ("synthetic"/"custom"),
+        ``date_from``/``date_to`` (last modified; datetime or text like "-7d"), ``search`` (name),
+        ``session_recording_id``, ``order`` (``[-]last_modified_at|created_at|name``). Paging:
+        ``page_size`` (<=500), ``offset``, ``max_items``.
         """
         count = 0
         max_items = filters.get("max_items")
@@ -248,19 +307,25 @@ class Playlists(Resource):
 
         The frame is built in parts while later pages are still on their way (the service answers the
         next pages meanwhile), then the parts are joined; the result is the frame ``playlists_frame`` gives
-        for all the records at once (same columns, dtypes, values and errors: see ``FrameParts``). With the
-        ``fast`` extra (msgspec) pages are decoded straight into compact rows (``frames.PLAYLIST_ROWS``),
-        which halves the client's CPU; a page that does not fit them exactly is read as JSON dicts.
+        for all the records at once, plus ``recordings_count`` (same columns, dtypes, values and errors: see
+        ``FrameParts``). With the ``fast`` extra (msgspec) pages are decoded straight into compact rows
+        (``frames.PLAYLIST_ROWS``), which halves the client's CPU; a page that does not fit them exactly is
+        read as JSON dicts.
+
+        ``recordings_count`` (Int64) is read from each row's ``recordings_counts`` (no request per
+        playlist): a collection's item count (0 when the service says none), a saved filter's cached match
+        count, NA when the service has not counted it (a saved filter its background job has not run on).
+        It counts items, not loadable recordings: see ``recordings``.
         """
         from analytics_nb.frames import PLAYLIST_ROWS, FrameParts, playlists_frame
 
         max_items = filters.get("max_items")
         if max_items is not None:
-            return playlists_frame(await self.records(**filters))
+            return with_recordings_count(playlists_frame(await self.records(**filters)))
         parts = FrameParts(PLAYLIST_ROWS.frame)
         async for page in self._record_pages(decoder=PLAYLIST_ROWS.decode, **filters):
             parts.add(page)
-        return parts.frame()
+        return with_recordings_count(parts.frame())
 
     async def get(self, short_id: str) -> Playlist:
         """One playlist by ``short_id`` (soft-deleted ones raise NotFoundError)."""

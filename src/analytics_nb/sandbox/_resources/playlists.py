@@ -28,6 +28,14 @@ from .._errors import APIError, not_found, server_error, validation_error
 from .._http import SafeJSONResponse, int_param, page_links, page_response, parse_json_body, read_body
 from .._store import Store, dumps, loads, now_iso
 from .._validation import Bool, Char, Choice, JSONValue, RequestModel, validate
+from .synthetic_playlists import (
+    NEW_URL_SWITCH,
+    Synthetic,
+    all_synthetic,
+    find_synthetic,
+    serialize_synthetic,
+    synthetic_items,
+)
 
 SCOPE_READ = "session_recording_playlist:read"
 SCOPE_WRITE = "session_recording_playlist:write"
@@ -101,16 +109,6 @@ CREATE TABLE IF NOT EXISTS playlist_items (
 );
 """
 
-#: The six read-only collections the newest cloud builds mix into the list (cloud profile only).
-SYNTHETIC = (
-    (-1, "synthetic-watch-history", "Watch history", "Recordings you have watched"),
-    (-2, "synthetic-commented", "Recordings with comments", "Recordings that have comments"),
-    (-3, "synthetic-shared", "Shared recordings", "Recordings shared with a link"),
-    (-4, "synthetic-exported", "Exported recordings", "Recordings exported to a file"),
-    (-6, "synthetic-expiring", "Expiring soon", "Recordings that will expire soon"),
-    (-7, "synthetic-frustrated", "Frustration signals", "Recordings with rage clicks or errors"),
-)
-
 
 def generate_short_id(rng: Any = None) -> str:
     """8 characters from [A-Za-z0-9], as the real `generate_short_id`."""
@@ -173,45 +171,6 @@ def _serialize_many(store: Store, rows: list[sqlite3.Row]) -> list[dict[str, Any
     return [serialize(r, users, counts.get(r["id"], (0, 0))) for r in rows]
 
 
-def _synthetic_items(store: Store, project_id: int, short_id: str) -> list[str]:
-    if short_id == "synthetic-watch-history":
-        rows = store.query(
-            "SELECT session_id FROM recordings WHERE project_id=? AND viewed=1 ORDER BY start_time DESC",
-            (project_id,),
-        )
-        return [r["session_id"] for r in rows]
-    if short_id == "synthetic-frustrated":
-        rows = store.query(
-            "SELECT session_id FROM recordings WHERE project_id=? AND console_error_count>=5 "
-            "ORDER BY start_time DESC",
-            (project_id,),
-        )
-        return [r["session_id"] for r in rows]
-    return []
-
-
-def _synthetic(store: Store, project_id: int, entry: tuple[int, str, str, str]) -> dict[str, Any]:
-    pid, short_id, name, description = entry
-    n = len(_synthetic_items(store, project_id, short_id))
-    return {
-        "id": pid,
-        "short_id": short_id,
-        "name": name,
-        "derived_name": None,
-        "description": description,
-        "pinned": False,
-        "created_at": None,
-        "created_by": None,
-        "deleted": False,
-        "filters": {},
-        "last_modified_at": None,
-        "last_modified_by": None,
-        "recordings_counts": _counts(n, 0),
-        "type": "collection",
-        "is_synthetic": True,
-    }
-
-
 _REL = re.compile(r"^-?(\d+)([hdwmyHM])(Start|End)?$")
 
 
@@ -259,8 +218,11 @@ def _get_row(store: Store, project_id: int, short_id: str, *, include_deleted: b
     return row
 
 
-def _synthetic_entry(short_id: str) -> tuple[int, str, str, str] | None:
-    return next((e for e in SYNTHETIC if e[1] == short_id), None)
+def _synthetic_of(ctx: SandboxContext, project_id: int, short_id: str) -> Synthetic | None:
+    """The synthetic playlist `short_id` names, in the cloud profile (which serves them) only."""
+    if not ctx.is_cloud or not short_id.startswith("synthetic-"):
+        return None
+    return find_synthetic(ctx.store, project_id, short_id, new_urls=NEW_URL_SWITCH in ctx.switches)
 
 
 @dataclass(frozen=True)
@@ -523,7 +485,7 @@ class PlaylistWrite(RequestModel):
 
 
 # -- handlers ------------------------------------------------------------------------------------------------
-def _list_filters(request: Request, store: Store, user: User) -> ListFilters:
+def _list_filters(request: Request, store: Store, user: User, *, newest: bool = False) -> ListFilters:
     q = request.query_params
     created_by = None
     if "created_by" in q:
@@ -544,7 +506,8 @@ def _list_filters(request: Request, store: Store, user: User) -> ListFilters:
         field, descending = "last_modified_at", True
     return ListFilters(
         created_by=created_by,
-        short_id=q.get("short_id"),
+        # The newest `list()` never runs the DjangoFilterBackend, so `short_id` is not applied there.
+        short_id=None if newest else q.get("short_id"),
         user_id=user.id if "user" in q else None,
         pinned="pinned" in q,
         type=q["type"] if q.get("type") in ("collection", "filters") else None,
@@ -705,18 +668,23 @@ async def list_playlists(request: Request) -> Response:
     user = ctx.authenticate_personal(request, SCOPE_READ, throttle=THROTTLE)
     project_id = ctx.project_id_of(request)
     q = request.query_params
-    f = _list_filters(request, ctx.store, user)
+    f = _list_filters(request, ctx.store, user, newest=ctx.is_cloud)
     limit, offset = _page_params(request)
+    # `_filter_synthetic_playlists`: user, created_by, pinned, type=filters and collection_type=custom drop
+    # them; search matches name or description; short_id, dates and session_recording_id do not apply.
     include_synthetic = (
         ctx.is_cloud
         and q.get("collection_type") != "custom"
-        and not ({"user", "created_by", "pinned", "short_id", "session_recording_id"} & set(q.keys()))
+        and not ({"user", "created_by", "pinned"} & set(q.keys()))
         and q.get("type") != "filters"
     )
     if not include_synthetic:
         return _stored_page(request, ctx.store, project_id, f, limit=limit, offset=offset)
     results = _serialize_many(ctx.store, find_playlists(ctx.store, project_id, f))
-    synth = [_synthetic(ctx.store, project_id, e) for e in SYNTHETIC]
+    synth = [
+        serialize_synthetic(ctx.store, project_id, entry)
+        for entry in all_synthetic(ctx.store, project_id, new_urls=NEW_URL_SWITCH in ctx.switches)
+    ]
     if f.search is not None:
         needle = f.search.lower()
         synth = [s for s in synth if needle in s["name"].lower() or needle in s["description"].lower()]
@@ -758,9 +726,9 @@ async def get_playlist(request: Request) -> Response:
     short_id = request.path_params["short_id"]
     if "short_id" in request.query_params and request.query_params["short_id"] != short_id:
         raise not_found()
-    entry = _synthetic_entry(short_id)
-    if entry is not None and ctx.is_cloud:
-        return SafeJSONResponse(_synthetic(ctx.store, project_id, entry))
+    entry = _synthetic_of(ctx, project_id, short_id)
+    if entry is not None:
+        return SafeJSONResponse(serialize_synthetic(ctx.store, project_id, entry))
     row = _get_row(ctx.store, project_id, short_id)
     return SafeJSONResponse(_serialize_many(ctx.store, [row])[0])
 
@@ -774,7 +742,7 @@ async def update_playlist(request: Request) -> Response:
     project_id = ctx.project_id_of(request)
     short_id = request.path_params["short_id"]
     data = validate(PlaylistWrite, parse_json_body(request, body))
-    if _synthetic_entry(short_id) is not None and ctx.is_cloud:
+    if _synthetic_of(ctx, project_id, short_id) is not None:
         raise validation_error("Cannot update synthetic playlists")
     row = _get_row(ctx.store, project_id, short_id, include_deleted=True)
     fields = data.columns()
@@ -839,9 +807,9 @@ async def playlist_recordings(request: Request) -> Response:
     q = request.query_params
     limit = _page_params(request)[0] if "limit" in q else RECORDINGS_DEFAULT_LIMIT
     offset = int_param(q.get("offset"), 0, name="offset")
-    entry = _synthetic_entry(short_id)
-    if entry is not None and ctx.is_cloud:
-        ids = _synthetic_items(ctx.store, project_id, short_id)[offset : offset + limit]
+    entry = _synthetic_of(ctx, project_id, short_id)
+    if entry is not None:
+        ids = synthetic_items(ctx.store, project_id, entry)[offset : offset + limit]
         rows, has_next = collection_recordings(ctx.store, project_id, ids)
         return _recordings_response(rows, has_next=has_next)
     playlist = _get_row(ctx.store, project_id, short_id)
