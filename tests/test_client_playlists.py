@@ -129,7 +129,9 @@ def test_create_get_update_collection(client: Client) -> None:
 def test_update_of_saved_filter_playlist_resends_its_filters(client: Client) -> None:
     filters = {"events": [{"id": "$pageview", "type": "events"}], "date_from": "-7d"}
     created = client.playlists.create("filters", "Pageviews", filters=filters)
-    renamed = client.playlists.update(created.short_id, name="Pageviews (renamed)")
+    with pytest.raises(ValidationError, match="Nothing was changed"):  # only what the caller gives is sent
+        client.playlists.update(created.short_id, name="Pageviews (renamed)")
+    renamed = client.playlists.update(created.short_id, name="Pageviews (renamed)", keep_filters=True)
     assert renamed.name == "Pageviews (renamed)"
     assert renamed.filters == filters
 

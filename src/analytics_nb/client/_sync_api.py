@@ -157,21 +157,24 @@ class SyncPlaylists:
         pinned: bool = _UNSET,
         filters: dict[str, Any] | None = _UNSET,
         deleted: bool = _UNSET,
+        keep_filters: bool = False,
         **extra: Any,
     ) -> Playlist:
-        """PATCH the fields given (and only those); ``None`` clears a field.
+        """PATCH exactly the fields given (and only those); ``None`` clears a field.
 
-        The real service refuses any update of a saved-filter ("filters") playlist that does not carry its
-        ``filters`` (posthog-notes §3.3), so when ``filters`` is not given the stored filters are read and
-        sent along, the one field resent without being asked. So that the resend cannot undo a concurrent
-        change of the filters:
+        Nothing the caller did not give is sent, so an update can never write back a value another
+        session changed meanwhile (issue 27 #3: resending the filters it had read undid concurrent filter
+        changes made from other processes). The service refuses any update of a saved-filter
+        ("filters") playlist that lacks its ``filters`` (posthog-notes §3.3): such an update is refused
+        (``ValidationError`` saying so; nothing changed) unless you pass ``filters=`` (the filters it should
+        have) or ``keep_filters=True``. ``keep_filters=True`` reads the stored filters and resends them: a
+        best effort, safe within this process (one lock per playlist serializes it with every update that
+        sets filters) but not across processes, where a filters change landing between the read and the
+        write is undone.
 
-        * in this process, the read and the write of the resend, and any update that sets ``filters``, run
-          under one lock per playlist (two clients in one kernel never undo each other);
-        * across processes (no conditional update exists on this API), an update that sets ``filters`` reads
-          the playlist back right after writing; if its filters are no longer the ones written (another
-          session wrote them meanwhile, possibly resending older filters), it raises ``ConflictError`` with
-          the playlist as stored now in ``.current``: look at it and apply your change again.
+        An update that sets ``filters`` reads the playlist back right after writing; if its filters are no
+        longer the ones written (another session wrote them meanwhile), it raises ``ConflictError`` with
+        the playlist as stored now in ``.current``.
         """
         return self._loop.run(
             self._resource.update(
@@ -182,6 +185,7 @@ class SyncPlaylists:
                 pinned=pinned,
                 filters=filters,
                 deleted=deleted,
+                keep_filters=keep_filters,
                 **extra,
             )
         )

@@ -21,7 +21,7 @@ from analytics_nb.client._resources._recordings import (
     collect_recordings,
     session_id_list,
 )
-from analytics_nb.errors import ConflictError, NotFoundError
+from analytics_nb.errors import ConflictError, NotFoundError, ValidationError
 from analytics_nb.models import Playlist, Recording, RecordingsPage
 
 if TYPE_CHECKING:
@@ -37,6 +37,13 @@ SOFT_DELETE = (
     "Playlists cannot be hard-deleted: the service answers 405 to DELETE. They are soft-deleted instead: "
     "call client.playlists.archive(short_id) (PATCH deleted=true), and client.playlists.restore(short_id) "
     "brings one back."
+)
+SEND_FILTERS = (
+    "Nothing was changed. The service requires a saved-filter playlist's filters with every update, and "
+    "this client sends only the fields you give (resending filters it had read could undo another "
+    "session's change). Pass filters=... (the filters the playlist should have, e.g. "
+    "client.playlists.get(short_id).filters), or keep_filters=True to resend the stored ones (safe within "
+    "this process, best effort across processes)."
 )
 RESEND_FILTERS = (
     "The service requires a saved-filter playlist's filters on every update, and this playlist's filters "
@@ -372,21 +379,24 @@ class Playlists(Resource):
         pinned: bool = _UNSET,
         filters: dict[str, Any] | None = _UNSET,
         deleted: bool = _UNSET,
+        keep_filters: bool = False,
         **extra: Any,
     ) -> Playlist:
-        """PATCH the fields given (and only those); ``None`` clears a field.
+        """PATCH exactly the fields given (and only those); ``None`` clears a field.
 
-        The real service refuses any update of a saved-filter ("filters") playlist that does not carry its
-        ``filters`` (posthog-notes §3.3), so when ``filters`` is not given the stored filters are read and
-        sent along, the one field resent without being asked. So that the resend cannot undo a concurrent
-        change of the filters:
+        Nothing the caller did not give is sent, so an update can never write back a value another
+        session changed meanwhile (issue 27 #3: resending the filters it had read undid concurrent filter
+        changes made from other processes). The service refuses any update of a saved-filter
+        ("filters") playlist that lacks its ``filters`` (posthog-notes §3.3): such an update is refused
+        (``ValidationError`` saying so; nothing changed) unless you pass ``filters=`` (the filters it should
+        have) or ``keep_filters=True``. ``keep_filters=True`` reads the stored filters and resends them: a
+        best effort, safe within this process (one lock per playlist serializes it with every update that
+        sets filters) but not across processes, where a filters change landing between the read and the
+        write is undone.
 
-        * in this process, the read and the write of the resend, and any update that sets ``filters``, run
-          under one lock per playlist (two clients in one kernel never undo each other);
-        * across processes (no conditional update exists on this API), an update that sets ``filters`` reads
-          the playlist back right after writing; if its filters are no longer the ones written (another
-          session wrote them meanwhile, possibly resending older filters), it raises ``ConflictError`` with
-          the playlist as stored now in ``.current``: look at it and apply your change again.
+        An update that sets ``filters`` reads the playlist back right after writing; if its filters are no
+        longer the ones written (another session wrote them meanwhile), it raises ``ConflictError`` with
+        the playlist as stored now in ``.current``.
         """
         if "type" in extra:
             raise ValueError(
@@ -412,30 +422,44 @@ class Playlists(Resource):
         lock = _write_lock((config.app_url, config.project_id, short_id))
         await _acquire(lock)
         try:
-            return await self._update_locked(short_id, body)
+            return await self._update_locked(short_id, body, keep_filters=keep_filters)
         finally:
             lock.release()
 
-    async def _update_locked(self, short_id: str, body: dict[str, Any]) -> Playlist:
-        explain: dict[int, str] = {}
+    async def _stored_filters(self, short_id: str, body: dict[str, Any]) -> Any:
+        """The filters ``keep_filters`` resends: read now, or (soft-deleted, unreadable) the ones this
+        client archived; ``_UNSET`` when neither is known."""
+        if body.get("deleted") is not False:  # a soft-deleted playlist cannot be read back
+            try:
+                current = await self._core.get_json(self._item_path(short_id))
+            except NotFoundError:
+                current = None
+            if isinstance(current, dict) and current.get("type") == "filters":
+                return current.get("filters")
+        return self._archived_filters.get(short_id, _UNSET)
+
+    async def _update_locked(self, short_id: str, body: dict[str, Any], *, keep_filters: bool) -> Playlist:
         resent = False
-        if "filters" not in body:
-            stored: Any = _UNSET
-            if body.get("deleted") is not False:  # a soft-deleted playlist cannot be read back
-                try:
-                    current = await self._core.get_json(self._item_path(short_id))
-                except NotFoundError:
-                    current = None
-                if isinstance(current, dict) and current.get("type") == "filters":
-                    stored = current.get("filters")
-            if stored is _UNSET and short_id in self._archived_filters:
-                stored = self._archived_filters[short_id]
+        if "filters" not in body and keep_filters:
+            stored = await self._stored_filters(short_id, body)
             if stored is not _UNSET:
                 body["filters"] = stored
                 resent = True
-            else:
-                explain[400] = RESEND_FILTERS
-        result = await self._core.send_json("PATCH", self._item_path(short_id), body, explain=explain or None)
+        try:
+            result = await self._core.send_json("PATCH", self._item_path(short_id), body)
+        except ValidationError as exc:
+            if "filters" in body or "remove all filters" not in (exc.detail or ""):
+                raise
+            raise ValidationError(
+                f"{exc} {RESEND_FILTERS if keep_filters else SEND_FILTERS}",
+                status=exc.status,
+                type=exc.type,
+                code=exc.code,
+                detail=exc.detail,
+                attr=exc.attr,
+                method=exc.method,
+                url=exc.url,
+            ) from None
         playlist = parse_model(Playlist, result)
         if "filters" in body and not resent and playlist.type == "filters" and not playlist.deleted:
             await self._check_filters_kept(short_id, body["filters"])
@@ -469,14 +493,14 @@ class Playlists(Resource):
 
     async def archive(self, short_id: str) -> Playlist:
         """Soft-delete a playlist (PATCH ``deleted=true``); it disappears from list/get until restored."""
-        return await self.update(short_id, deleted=True)
+        return await self.update(short_id, deleted=True, keep_filters=True)
 
     async def restore(self, short_id: str, *, filters: dict[str, Any] | None = None) -> Playlist:
         """Undo ``archive`` (PATCH ``deleted=false``); pass ``filters`` for a saved-filter playlist archived
         by another session (the service needs them and hides the playlist until it is restored)."""
         if filters is not None:
             return await self.update(short_id, deleted=False, filters=filters)
-        return await self.update(short_id, deleted=False)
+        return await self.update(short_id, deleted=False, keep_filters=True)
 
     async def delete(self, short_id: str) -> None:
         """Playlists cannot be hard-deleted: this asks the service and raises MethodNotAllowedError (405)
