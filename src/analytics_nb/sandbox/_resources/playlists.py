@@ -55,6 +55,9 @@ COLLECTION_WINDOW = timedelta(days=365)
 BULK_MAX = 20
 _ALNUM = string.ascii_letters + string.digits
 
+#: Columns newer than some database files (`_seeding.open_store` adds them when missing).
+ADDED_COLUMNS = (("recordings", "lts", "INTEGER NOT NULL DEFAULT 0"),)
+
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS recordings (
     project_id INTEGER NOT NULL,
