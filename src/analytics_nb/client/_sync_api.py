@@ -331,13 +331,15 @@ class SyncTransformations:
     def list(
         self, *, page_size: int = MAX_PAGE_SIZE, offset: int = 0, max_items: int | None = None
     ) -> builtins.list[Transformation]:
-        """All transformations as models."""
+        """All transformations as models (an instance without the plugin API says so: see ``records``)."""
         return self._loop.run(self._resource.list(page_size=page_size, offset=offset, max_items=max_items))
 
     def records(
         self, *, page_size: int = MAX_PAGE_SIZE, offset: int = 0, max_items: int | None = None
     ) -> builtins.list[dict[str, Any]]:
-        """All transformations as raw wire dicts."""
+        """All transformations as raw wire dicts. On an instance that no longer serves the plugin API
+        (PostHog PR #97440) the NotFoundError says so and points to ``client.hog_functions``.
+        """
         return self._loop.run(self._resource.records(page_size=page_size, offset=offset, max_items=max_items))
 
     def frame(self, *, max_items: int | None = None) -> pd.DataFrame:

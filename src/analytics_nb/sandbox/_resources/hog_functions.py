@@ -602,12 +602,15 @@ def _check_masking(value: dict[str, Any] | None) -> dict[str, Any] | None:
 _PAIRS = {")": "(", "]": "[", "}": "{"}
 
 
-def compile_filters(filters: dict[str, Any]) -> dict[str, Any]:
-    """`filters` as the service stores and returns them after `compile_filters_bytecode`: `source`
-    (default "events", the filters serializer's default) and `bytecode` added, `bytecode_error` cleared.
-    The bytecode is a stand-in (`BYTECODE_STUB`): the sandbox does not compile filters."""
+def compile_filters(filters: dict[str, Any], type_: str) -> dict[str, Any]:
+    """`filters` as the service stores and returns them after `compile_filters_bytecode`: `source` (given,
+    else "internal-events" for an internal destination, as `test_hog_function.py`
+    `test_internal_destinations_can_be_managed_without_addon` shows, else "events") and `bytecode` added,
+    `bytecode_error` cleared. The bytecode is a stand-in (`BYTECODE_STUB`): the sandbox does not compile
+    filters."""
     out = {k: v for k, v in filters.items() if k not in ("bytecode", "bytecode_error")}
-    out.setdefault("source", "events")
+    if not out.get("source"):
+        out["source"] = "internal-events" if type_ == "internal_destination" else "events"
     out["bytecode"] = list(BYTECODE_STUB)
     return out
 
@@ -720,7 +723,7 @@ def _resolve(
         values["encrypted_inputs"] = secret_inputs
 
     if "filters" in sent or creating:
-        values["filters"] = compile_filters(data.filters or {})
+        values["filters"] = compile_filters(data.filters or {}, type_)
     if "batch_export_id" in sent:
         values["batch_export_id"] = _check_uuid("batch_export_id", data.batch_export_id)
     if "masking" in sent:
