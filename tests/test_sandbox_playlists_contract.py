@@ -419,6 +419,8 @@ def test_created_by_email_and_recordings_count(cloud: Sandbox) -> None:
         ]
         with pytest.raises(ValueError, match="created_by_id column"):
             client.playlists.list(created_by="nobody@example.com")
+        with pytest.raises(ValueError, match="created_by_id column"):
+            client.playlists.list(created_by="Ada")  # neither an id nor an email
         cloud.clear_requests()
         frame = client.playlists.frame()
         assert len(cloud.requests()) == 1  # one page, no call per playlist

@@ -163,7 +163,14 @@ class Playlists(Resource):
         session_recording_id, order = filters.get("session_recording_id"), filters.get("order")
         params: dict[str, Any] = {}
         if created_by is not None:
-            params["created_by"] = check_id("created_by", created_by)
+            try:
+                params["created_by"] = check_id("created_by", created_by)
+            except ValueError:
+                raise ValueError(
+                    f"created_by={created_by!r}: give a user's integer id or email. The id is the "
+                    "created_by_id column of client.playlists.frame(), or the member's id in PostHog under "
+                    "Settings > Organization > Members."
+                ) from None
         if short_id is not None:
             params["short_id"] = require_text("short_id", short_id)
         unpinned_only = False
