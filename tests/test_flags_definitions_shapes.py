@@ -287,3 +287,18 @@ def test_evaluate_frame_of_a_client_flags_frame_gives_every_flag(sandbox: Any) -
     pd.testing.assert_frame_equal(
         out[cohort_free].astype(object), full[cohort_free].astype(object), check_dtype=False
     )
+
+
+@pytest.mark.parametrize("shape", ["flags frame", "response model", "payload JSON text", "list of models"])
+def test_flag_called_frame_reads_ids_and_versions_from_every_shape(
+    shape: str, empty_sandbox: Any, tmp_path: Path
+) -> None:
+    from analytics_nb.capture import flag_called_frame
+
+    outcomes = evaluate_frame(PROPS.head(2), FLAGS)
+    with Client(empty_sandbox.url, project_api_key=empty_sandbox.project_api_key) as client:
+        report = flag_called_frame(client, outcomes, SHAPES[shape](tmp_path), progress=False)
+    assert set(report["key"]) == set(KEYS)
+    sent = empty_sandbox.events().set_index("uuid")["properties"]
+    exp = [sent[u] for u, k in zip(report["uuid"], report["key"], strict=True) if k == "exp"]
+    assert exp and all(p["$feature_flag_id"] == 3 and p["$feature_flag_version"] == 4 for p in exp)

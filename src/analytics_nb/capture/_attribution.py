@@ -56,17 +56,24 @@ def flag_items(flags: Any) -> list[str | dict[str, Any]] | None:
     so nothing further in reads model attributes and a shape it cannot read is an error, never keys."""
     if flags is None:
         return None
-    if isinstance(flags, str):
+    if isinstance(flags, str) and not _definitions_text(flags):
         return [flags]
     if not isinstance(flags, (list, tuple, set, frozenset)):
         return list(read_definitions(flags).flags)
     items: list[str | dict[str, Any]] = []
     for item in flags:
-        if isinstance(item, str):
+        if isinstance(item, str) and not _definitions_text(item):
             items.append(item)
         else:
             items.extend(read_definitions(item).flags)
     return items
+
+
+def _definitions_text(text: str) -> bool:
+    """Text that is definitions (JSON, or a path to a .json file), not a flag key: PostHog's keys are letters,
+    digits, ``-`` and ``_`` (PostHog's posthog/api/feature_flag.py, `FeatureFlagSerializer.validate_key`)."""
+    stripped = text.lstrip()
+    return stripped[:1] in ("{", "[") or text.endswith(".json")
 
 
 def _flag_keys(flags: Any) -> list[str] | None:
