@@ -211,6 +211,10 @@ def read_definitions(
 def _read(source: Any) -> Definitions:
     if isinstance(source, Definitions):
         return source
+    if type(source) is dict:  # the common shapes first: one flag, a payload, a list of flags
+        return _mapping_source(source)
+    if type(source) is list:
+        return Definitions([_flag(item, f"item {i}") for i, item in enumerate(source)], kind=_kind(source))
     if isinstance(source, LocalEvaluationResponse):
         return _payload(source.model_dump(by_alias=True, mode="json", exclude_unset=True), "response")
     if isinstance(source, FeatureFlag):
@@ -234,10 +238,12 @@ def _read(source: Any) -> Definitions:
         return _mapping_source(source)
     if isinstance(source, Iterable):
         items = list(source)
-        flags = [_flag(item, f"item {i}") for i, item in enumerate(items)]
-        kind = "models" if items and all(isinstance(f, FeatureFlag) for f in items) else "dicts"
-        return Definitions(flags, kind=kind)
+        return Definitions([_flag(item, f"item {i}") for i, item in enumerate(items)], kind=_kind(items))
     raise DefinitionsError(f"definitions: cannot read a {type(source).__name__}; pass {SHAPES}.")
+
+
+def _kind(items: list[Any]) -> str:
+    return "models" if items and all(isinstance(f, FeatureFlag) for f in items) else "dicts"
 
 
 def _mapping_source(source: Mapping[str, Any]) -> Definitions:
@@ -290,7 +296,12 @@ def _mapping(value: Any) -> dict[str, str]:
 
 def _flag(item: Any, where: str) -> dict[str, Any]:
     """One flag definition as a wire-shape dict (a shallow copy; ``filters`` given as JSON text is parsed)."""
-    if isinstance(item, FeatureFlag):
+    if isinstance(item, dict):
+        data = dict(item)
+        key, filters = data.get("key"), data.get("filters")
+        if type(key) is str and key and type(filters) is dict:  # the common case: nothing to convert
+            return data
+    elif isinstance(item, FeatureFlag):
         data = item.model_dump(by_alias=True, mode="json", exclude_unset=True)
     elif callable(getattr(item, "model_dump", None)) and not isinstance(item, type):
         data = item.model_dump(by_alias=True, mode="json")
