@@ -147,7 +147,9 @@ PINNED = {
 def uuids_digest(df: pd.DataFrame) -> str:
     import hashlib
 
-    uuids = prepare_frame(df, on_naive_timestamp="utc").uuids
+    prepared = prepare_frame(df, on_naive_timestamp="utc")
+    # a row's identity within a run (its uuid is this keyed with the run), or its own uuid
+    uuids = [r or u for r, u in zip(prepared.row_ids, prepared.uuids, strict=True)]
     return hashlib.sha256(",".join(uuids).encode()).hexdigest()[:32]
 
 
@@ -183,7 +185,7 @@ def test_column_wise_content_uuids_equal_the_row_by_row_encoding(
     for key, values in columns.items():
         df[key] = pd.Series(values, dtype=object, index=df.index)
     prepared = prepare_frame(df)
-    assert prepared.uuids == reference_uuids(df, prepared)
+    assert prepared.row_ids == reference_uuids(df, prepared)
 
 
 def reference_uuids(df: pd.DataFrame, prepared: Any) -> list[str]:

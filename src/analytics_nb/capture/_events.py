@@ -29,6 +29,7 @@ from analytics_nb.capture._values import (
     json_value,
     new_uuid7,
     new_uuids,
+    run_uuids,
 )
 from analytics_nb.wire import check_distinct_id, distinct_id_problem
 
@@ -38,6 +39,7 @@ __all__ = [
     "MAX_EVENT_BYTES",
     "MAX_REQUEST_BYTES",
     "EventError",
+    "MissingTimestampWarning",
     "PreparedFrame",
     "build_event",
     "encode_event",
@@ -80,6 +82,28 @@ _ORJSON_DUMPS = _orjson_dumps()
 
 class EventError(ValueError):
     """An event that cannot be sent as given; the message names the field and the fix."""
+
+
+class MissingTimestampWarning(UserWarning):
+    """Events sent without a timestamp: the service stamps each with its arrival time, so their time is when
+    they were sent, and a retry or resume that lands on another (UTC) day is stored again: PostHog merges a
+    uuid only within one day (its events table is a ReplacingMergeTree on team, day, event, distinct_id,
+    uuid). ``count`` is how many events of the call have none."""
+
+    def __init__(self, message: str, *, count: int = 0) -> None:
+        super().__init__(message)
+        self.count = count
+
+
+def missing_timestamp_warning(missing: int, total: int) -> MissingTimestampWarning:
+    """The warning for ``missing`` of ``total`` events without a timestamp (``MissingTimestampWarning``)."""
+    return MissingTimestampWarning(
+        f"{missing:,} of {total:,} events have no timestamp: the service stamps each with its arrival time, "
+        "so their time is when they were sent, and a resume that lands on another day (UTC) stores them "
+        "again (PostHog merges a uuid only within one day). Add a 'timestamp' column saying when each "
+        "event happened.",
+        count=missing,
+    )
 
 
 _SURROGATE = (
@@ -196,6 +220,23 @@ class PreparedFrame:
     timestamps: list[str | None]
     properties: list[dict[str, Any]]
     refused: dict[int, str] = field(default_factory=dict)
+    #: Each row's identity within a run (``content_uuids`` of its index label, repeat of that label and
+    #: content); None for a row with its own ``uuid`` and with ``uuids="random"``.
+    row_ids: list[str | None] = field(default_factory=list)
+    #: The run the derived uuids belong to (a UUID text; ``set_run``); None when no uuid is derived.
+    run_key: str | None = None
+
+    def set_run(self, run_key: str) -> None:
+        """Derive the uuids of the rows without one for the run ``run_key`` (``run_uuids``)."""
+        where = [i for i, r in enumerate(self.row_ids) if r is not None]
+        made = run_uuids([self.row_ids[i] or "" for i in where], run_key)
+        for i, uid in zip(where, made, strict=True):
+            self.uuids[i] = uid
+        self.run_key = run_key if where else None
+
+    def missing_timestamps(self) -> int:
+        """How many events to send (not refused) have no timestamp."""
+        return sum(1 for i, t in enumerate(self.timestamps) if t is None and i not in self.refused)
 
     def body(self, pos: int) -> dict[str, Any]:
         """The wire dict of row ``pos`` (not refused)."""
@@ -317,7 +358,8 @@ def _content_uuids(
     properties_text: list[str | None] | None = None,
     refused: dict[int, str] | None = None,
 ) -> list[str]:
-    """Uuids from each row's content and place: its index label (and which repeat of that label it is, for
+    """Row ids (``PreparedFrame.row_ids``; the uuids are these keyed with the run) from each row's content
+    and place: its index label (and which repeat of that label it is, for
     a non-unique index) plus event, distinct_id, timestamp and properties. Keyed on the label, not the
     position, so re-sending a subset (``df[report.status != "sent"]``) gives each row the uuid it had.
 
@@ -355,12 +397,17 @@ def _content_uuids(
 
 
 def prepare_frame(
-    df: pd.DataFrame, *, on_naive_timestamp: NaivePolicy = "local", uuids: UuidPolicy = "content"
+    df: pd.DataFrame,
+    *,
+    on_naive_timestamp: NaivePolicy = "local",
+    uuids: UuidPolicy = "content",
+    run_key: str | None = None,
 ) -> PreparedFrame:
     """Validate and convert an events frame (see ``capture_frame``) without per-row pandas indexing.
 
-    Rows without a ``uuid`` get one from their content and index label (``uuids="content"``, the default:
-    the same frame sent again carries the same uuids) or a fresh UUIDv7 (``uuids="random"``).
+    Rows without a ``uuid`` get one derived from the run key and their row id (``uuids="content"``, the
+    default: index label, its repeat, and content; the same frame in the same run carries the same uuids,
+    in another run other ones; ``run_key=None`` starts a new run) or a fresh UUIDv7 (``uuids="random"``).
     """
     if uuids not in UUID_POLICIES:
         raise ValueError(f"uuids={uuids!r} must be 'content' (derived from each row) or 'random'")
@@ -519,8 +566,10 @@ def prepare_frame(
             groups.setdefault(type_name, key)
 
     absent = [i for i, u in enumerate(row_uuids) if u is None]
+    row_ids: list[str | None] = [None] * n
     if uuids_policy == "random":
-        made = new_uuids(len(absent))
+        for i, uid in zip(absent, new_uuids(len(absent)), strict=True):
+            row_uuids[i] = uid
     else:
         made = _content_uuids(
             df,
@@ -529,8 +578,8 @@ def prepare_frame(
             properties_text,
             refused,
         )
-    for i, uid in zip(absent, made, strict=True):
-        row_uuids[i] = uid
+        for i, rid in zip(absent, made, strict=True):
+            row_ids[i] = rid
 
     prepared = PreparedFrame(
         n=n,
@@ -540,5 +589,8 @@ def prepare_frame(
         timestamps=timestamps,
         properties=props,
         refused=refused,
+        row_ids=row_ids,
     )
+    if uuids_policy == "content":
+        prepared.set_run(run_key or new_uuid7())
     return prepared

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, Literal, Self
 from analytics_nb.capture import (
     DEFAULT_BATCH_BYTES,
     NaivePolicy,
+    Resume,
     UuidPolicy,
     acapture_event,
     acapture_frame,
@@ -79,6 +80,7 @@ class AsyncClient(AsyncApiClient):
         on_naive_timestamp: NaivePolicy = "local",
         batch_attempts: int = 2,
         uuids: UuidPolicy = "content",
+        resume: Resume = None,
     ) -> pd.DataFrame:
         """Capture one event per row of ``df`` via ``/batch/`` and return the report
         (``analytics_nb.capture.capture_frame`` describes the columns and options)."""
@@ -94,6 +96,7 @@ class AsyncClient(AsyncApiClient):
             on_naive_timestamp=on_naive_timestamp,
             batch_attempts=batch_attempts,
             uuids=uuids,
+            resume=resume,
         )
 
     async def flag_called(

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, Self
 
-from analytics_nb.capture import DEFAULT_BATCH_BYTES, NaivePolicy, UuidPolicy, capture_frame
+from analytics_nb.capture import DEFAULT_BATCH_BYTES, NaivePolicy, Resume, UuidPolicy, capture_frame
 from analytics_nb.client import ApiClient
 from analytics_nb.embedded import connect_sandbox
 from analytics_nb.session._async_client import AsyncClient
@@ -54,6 +54,7 @@ class Client(ClientMethods, ApiClient):
         on_naive_timestamp: NaivePolicy = "local",
         batch_attempts: int = 2,
         uuids: UuidPolicy = "content",
+        resume: Resume = None,
     ) -> pd.DataFrame:
         """Capture one event per row of ``df`` via ``/batch/`` and return the report
         (``analytics_nb.capture.capture_frame`` describes the columns and options)."""
@@ -71,6 +72,7 @@ class Client(ClientMethods, ApiClient):
             on_naive_timestamp=on_naive_timestamp,
             batch_attempts=batch_attempts,
             uuids=uuids,
+            resume=resume,
         )
 
     def simulate(
