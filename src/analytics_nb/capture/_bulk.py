@@ -31,8 +31,10 @@ from analytics_nb.capture._events import (
     PreparedFrame,
     UuidPolicy,
     build_event,
+    message_bytes,
     missing_timestamp_warning,
     prepare_frame,
+    too_big_reason,
 )
 from analytics_nb.capture._runs import Resume, choose_run, remember_run
 from analytics_nb.capture._send import (
@@ -192,13 +194,6 @@ async def _deliver(
         return
 
 
-def _too_big(n_bytes: int) -> str:
-    return (
-        f"the event is {n_bytes:,} bytes of JSON, over the service's {MAX_EVENT_BYTES:,}-byte limit per "
-        "event; move large values out of its properties"
-    )
-
-
 def _unicode_problem(text: str) -> str | None:
     """The reason an encoded event is not valid Unicode (a lone surrogate escaped as ``\\udXXX``), or None.
     A safety net behind the per-value checks: such text makes the service refuse the whole batch."""
@@ -317,11 +312,12 @@ async def _send_batches(
             chunk = todo[start : start + batch_size]
             text = prepared.encode_many(chunk)
             size = len(text)
-            # the service measures an event as `json` spells it: at most 1.25x orjson's bytes (`1e-05` for
-            # `1e-5`), so a quarter is added before comparing with the per-event limit
+            # the whole batch's queue-message size bounds each event's; `json` spells floats at most 1.25x
+            # orjson's bytes (`1e-05` for `1e-5`), so a quarter is added before comparing with the limit
+            bound = message_bytes(text)
             if (
                 size <= max_batch_bytes
-                and size + size // 4 <= MAX_EVENT_BYTES
+                and bound + bound // 4 <= MAX_EVENT_BYTES
                 and b"\\ud" not in text
                 and b"\\uD" not in text
             ):
@@ -329,13 +325,16 @@ async def _send_batches(
                 await flush(chunk, text)
                 continue
             # Large events or escaped surrogates: encode one by one, refuse what the service would refuse
-            # (over 2 MB, invalid Unicode), pack the rest by bytes.
+            # (over the per-event limit, invalid Unicode), pack the rest by bytes.
             positions: list[int] = []
             size = 2
             for pos in chunk:
                 one_text = prepared.encode(pos)
                 n_bytes = len(one_text)
-                problem = _too_big(n_bytes) if n_bytes > MAX_EVENT_BYTES else _unicode_problem(one_text)
+                n_message = message_bytes(one_text)
+                problem = (
+                    too_big_reason(n_message) if n_message > MAX_EVENT_BYTES else _unicode_problem(one_text)
+                )
                 if problem is not None:
                     run.status[pos] = "refused"
                     run.reason[pos] = problem
@@ -596,7 +595,8 @@ def capture_frame(
     failed batches), with a ``ResumedRunWarning``; ``resume=False`` always starts a new run (see
     ``capture._runs``). Events without a timestamp get a ``MissingTimestampWarning``: the service stamps
     them on arrival. ``uuids="random"`` gives fresh UUIDv7s instead.
-    Rows the service would refuse (empty name or id, over 2 MB, infinite numbers, text that is not valid
+    Rows the service would refuse (empty name or id, a name or id over 200 characters, over the service's
+    1,000,000-byte per-event limit, infinite numbers, text that is not valid
     Unicode, nesting deeper than ``MAX_NESTING``) are refused here with the reason; the rest go on.
 
     Batches hold at most ``batch_size`` (1000) events and ``max_batch_bytes`` (5 MB) of JSON, ``concurrency``

@@ -1,8 +1,8 @@
 """Build and validate capture events, one at a time or a whole DataFrame at once.
 
 A frame is turned into per-event JSON text column by column; rows that the service would reject (empty
-event name or distinct_id, bad uuid, over 2 MB, values JSON cannot carry) are refused here with a reason,
-so that one bad row never sinks a batch.
+event name or distinct_id, bad uuid, over the service's per-event limit, values JSON cannot carry) are
+refused here with a reason, so that one bad row never sinks a batch.
 """
 
 from __future__ import annotations
@@ -37,21 +37,35 @@ __all__ = [
     "HISTORICAL_AGE",
     "MAX_DISTINCT_ID_CHARS",
     "MAX_EVENT_BYTES",
+    "MAX_EVENT_NAME_CHARS",
     "MAX_REQUEST_BYTES",
     "EventError",
     "MissingTimestampWarning",
     "PreparedFrame",
     "build_event",
     "encode_event",
+    "message_bytes",
     "prepare_frame",
+    "too_big_reason",
 ]
 
-MAX_EVENT_BYTES = 2 * 1024 * 1024
-"""Largest single event the service accepts (its ``/capture`` body limit and per-event limit)."""
+MAX_EVENT_BYTES = 1_000_000
+"""Largest message one event may become in the capture service's Kafka queue: its producer's
+``message.max.bytes`` (``rust/capture/src/config.rs``, ``kafka_producer_message_max_bytes``, default 1000000).
+A bigger one is answered 400 ``maximum event size exceeded`` (``CaptureError::EventTooBig``) after the events
+before it in the request were published (``rust/capture/src/sinks/kafka.rs``, ``publish``)."""
+MESSAGE_OVERHEAD = 512
+"""Bytes the service's queue message adds around an event's JSON (uuid, distinct_id, ip, now, token, ...
+fields): an estimate on the large side, so an event refused here is never one the service would take."""
 MAX_REQUEST_BYTES = 20 * 1024 * 1024
-"""Largest ``/batch`` request body the service accepts."""
+"""Largest request body the service accepts on every v0 capture path (its one wire cap, else 413:
+``rust/capture/tests/integration_wire_body_limits.rs``)."""
 MAX_DISTINCT_ID_CHARS = 200
-"""The service cuts longer distinct ids to this length; they are refused here instead of changed silently."""
+"""The service cuts longer distinct ids to this length (v1 capture refuses them:
+``rust/capture/src/v1/analytics/constants.rs``); they are refused here instead of changed silently."""
+MAX_EVENT_NAME_CHARS = 200
+"""Longest event name v1 capture accepts (``CAPTURE_V1_MAX_EVENT_NAME_LENGTH`` in
+``rust/capture/src/v1/analytics/constants.rs``); longer ones are refused here."""
 HISTORICAL_AGE = dt.timedelta(hours=48)
 """``historical_migration=None`` turns the batch flag on when every event is at least this old."""
 
@@ -122,7 +136,29 @@ def _check_name(event: Any) -> str | None:
         return "event name is empty; every event needs a non-empty 'event' name"
     if not event.isascii() and has_lone_surrogate(event):
         return f"event name {_SURROGATE}"
+    if len(event) > MAX_EVENT_NAME_CHARS:
+        return (
+            f"event name is {len(event)} characters; PostHog's capture accepts at most "
+            f"{MAX_EVENT_NAME_CHARS}, so shorten it"
+        )
     return None
+
+
+def message_bytes(text: str | bytes) -> int:
+    """The size of the queue message an event (or, as an upper bound for each, a whole batch) becomes in
+    the capture service: its JSON text is carried as a JSON string (each ``"`` and ``\\`` escaped) inside
+    an envelope of ``MESSAGE_OVERHEAD`` bytes."""
+    data = text if isinstance(text, bytes) else text.encode("utf-8", "surrogatepass")
+    return len(data) + data.count(b'"') + data.count(b"\\") + MESSAGE_OVERHEAD
+
+
+def too_big_reason(n_bytes: int) -> str:
+    """The refusal reason of an event whose queue message would be ``n_bytes``."""
+    return (
+        f"the event would be a {n_bytes:,}-byte message in the service's queue, over its "
+        f"{MAX_EVENT_BYTES:,}-byte limit per event (PostHog answers 400 'maximum event size exceeded'); "
+        "move large values out of its properties"
+    )
 
 
 def _distinct_id(value: Any) -> tuple[str | None, str | None]:
@@ -200,12 +236,9 @@ def build_event(
             body["timestamp"] = iso_timestamp(timestamp, on_naive=on_naive_timestamp)
         except ValueConversionError as exc:
             raise EventError(f"timestamp: {exc}") from exc
-    size = len(encode_event(body))
+    size = message_bytes(encode_event(body))
     if size > MAX_EVENT_BYTES:
-        raise EventError(
-            f"the event is {size:,} bytes of JSON, over the service's {MAX_EVENT_BYTES:,}-byte limit per "
-            "event; move large values out of its properties"
-        )
+        raise EventError(too_big_reason(size))
     return body
 
 
@@ -431,7 +464,7 @@ def prepare_frame(
 
     names = df["event"].to_numpy(dtype=object).tolist()
     for i, name in enumerate(names):
-        if type(name) is str and name and name.isascii():
+        if type(name) is str and name and name.isascii() and len(name) <= MAX_EVENT_NAME_CHARS:
             continue
         reason = _check_name(name)
         if reason:
