@@ -38,7 +38,9 @@ from . import persons
 from .events import events_frame, insert_event_rows
 
 __all__ = [
+    "BATCH_BODY",
     "BATCH_LIMIT",
+    "CAPTURE_BODY",
     "ENDPOINTS",
     "EVENT_LIMIT",
     "SCHEMA",
@@ -712,22 +714,40 @@ async def capture_endpoint(request: Request) -> Response:
 
 
 _TEXT_ERRORS = (400, 401, 413)
-#: The body every capture path takes (one event, an array, or `{batch: [...]}`), as documented.
-CAPTURE_BODY: dict[str, Any] = {
+#: One event as the document describes it: what the service takes without a 400 (a token, a non-empty
+#: name of at most 200 characters, a distinct id; `rust/capture/src/api.rs` errors). The service also takes
+#: an array of events and `{batch: [...]}` on every path (`_decode_and_capture`).
+EVENT_SCHEMA: dict[str, Any] = {
     "type": "object",
+    "required": ["event", "distinct_id"],
+    "properties": {
+        "event": {"type": "string", "minLength": 1, "maxLength": MAX_EVENT_NAME},
+        "distinct_id": {"type": "string", "minLength": 1, "pattern": r"\S"},
+        "properties": {"type": "object"},
+        "uuid": {"type": "string", "format": "uuid"},
+        "timestamp": {"type": "string", "format": "date-time"},
+    },
+}
+#: The body of `/capture`, `/e`, `/i/v0/e`: one event with its project token.
+CAPTURE_BODY: dict[str, Any] = {
+    **EVENT_SCHEMA,
+    "required": ["api_key", "event", "distinct_id"],
+    "properties": {"api_key": {"type": "string"}, **EVENT_SCHEMA["properties"]},
+}
+#: The body of `/batch`: `{api_key, batch: [event, ...]}` (at least one, at most `MAX_EVENTS`).
+BATCH_BODY: dict[str, Any] = {
+    "type": "object",
+    "required": ["api_key", "batch"],
     "properties": {
         "api_key": {"type": "string"},
-        "event": {"type": "string"},
-        "distinct_id": {"type": "string"},
-        "properties": {"type": "object"},
-        "uuid": {"type": "string"},
-        "timestamp": {"type": "string"},
-        "batch": {"type": "array", "items": {"type": "object"}},
+        "batch": {"type": "array", "minItems": 1, "maxItems": MAX_EVENTS, "items": EVENT_SCHEMA},
+        "historical_migration": {"type": "boolean"},
     },
 }
 
 
 def _capture_endpoints(path: str, summary: str, limit: str) -> list[Endpoint]:
+    body = BATCH_BODY if path == "/batch/" else CAPTURE_BODY
     common: dict[str, Any] = {
         "auth": "token",
         "errors": _TEXT_ERRORS,
@@ -742,7 +762,7 @@ def _capture_endpoints(path: str, summary: str, limit: str) -> list[Endpoint]:
             capture_endpoint,
             name,
             f"{summary} (body up to {limit})",
-            body_schema=CAPTURE_BODY,
+            body_schema=body,
             **common,
         ),
         Endpoint(
@@ -751,7 +771,7 @@ def _capture_endpoints(path: str, summary: str, limit: str) -> list[Endpoint]:
             capture_endpoint,
             f"{name}_get",
             "The same with the body in `?data=` (base64 or JSON)",
-            query=(Query("data"), Query("compression")),
+            query=(Query("data", required=True, content=body),),
             **common,
         ),
         Endpoint(
