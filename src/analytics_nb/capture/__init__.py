@@ -19,6 +19,7 @@ from analytics_nb.capture._events import (
     MAX_EVENT_BYTES,
     MAX_REQUEST_BYTES,
     EventError,
+    MissingTimestampWarning,
     UuidPolicy,
     build_event,
 )
@@ -32,6 +33,7 @@ from analytics_nb.capture._flag_called import (
     flag_called_frame,
     flag_called_properties,
 )
+from analytics_nb.capture._runs import Resume, ResumedRunWarning
 from analytics_nb.capture._values import NaivePolicy, json_value, new_uuid7
 
 __all__ = [
@@ -42,7 +44,10 @@ __all__ = [
     "MAX_REQUEST_BYTES",
     "EventError",
     "FlagCalledCache",
+    "MissingTimestampWarning",
     "NaivePolicy",
+    "Resume",
+    "ResumedRunWarning",
     "UuidPolicy",
     "acapture_event",
     "acapture_frame",

@@ -304,6 +304,7 @@ def launch(
         raise
     sock.listen(2048)
     actual_port = sock.getsockname()[1]
+    app.allowed_hosts.add(host.strip("[]").lower())  # the bound name, besides 127.0.0.1 and localhost
     config = uvicorn.Config(
         app,
         log_level="warning",

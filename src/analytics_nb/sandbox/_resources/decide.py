@@ -590,7 +590,7 @@ DECIDE_BODY: dict[str, Any] = {
         "$anon_distinct_id": {"type": "string"},
     },
 }
-_QUERY = (Query("v", "integer"), Query("config"), Query("compression"))
+_QUERY = (Query("v"), Query("config"), Query("compression"))  # `v` read leniently: text in the document
 
 
 def _endpoints(path: str, handler: Any, name: str, summary: str) -> list[Endpoint]:

@@ -23,7 +23,7 @@ import threading
 import weakref
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from starlette.requests import Request
 from starlette.responses import Response
@@ -453,7 +453,9 @@ def _normalise_payloads(filters: dict[str, Any]) -> None:
 class FeatureFlagWrite(RequestModel):
     """Body of POST (create; `key` required) and PATCH/PUT (partial update) of a feature flag."""
 
-    key: Text() = None  # type: ignore[valid-type]
+    create_schema: ClassVar[dict[str, Any]] = {"required": ["key"]}  # the OpenAPI document (safety)
+
+    key: Text(min_length=1) = None  # type: ignore[valid-type]
     name: Text() = None  # type: ignore[valid-type]
     filters: JSONObject(code="not_a_dict") = None  # type: ignore[valid-type]
     active: StrictBool() = None  # type: ignore[valid-type]

@@ -27,7 +27,7 @@ import uuid
 from datetime import UTC, datetime, timedelta
 from functools import cache
 from importlib import resources
-from typing import Any
+from typing import Any, ClassVar
 
 from pydantic import Field
 from starlette.requests import Request
@@ -439,6 +439,10 @@ _ORDER = JSONValue(schema={"type": "integer", "minimum": 0, "maximum": 32767, "n
 class HogFunctionWrite(RequestModel):
     """Body of POST (create) and PATCH/PUT (update). Fields the model does not list are ignored, as DRF does;
     the checks that need the stored function or the template are in `_resolve`."""
+
+    create_schema: ClassVar[dict[str, Any]] = {  # the OpenAPI document (safety)
+        "anyOf": [{"required": ["hog"]}, {"required": ["template_id"]}]
+    }
 
     type: Choice(*TYPES, allow_null=True) = None  # type: ignore[valid-type]
     name: Char(max_length=400) = None  # type: ignore[valid-type]
@@ -963,7 +967,10 @@ ENDPOINTS = [  # named actions before `{hog_function_id}`
         "Set the execution order of transformations",
         body_schema={
             "type": "object",
-            "properties": {"orders": {"type": "object", "additionalProperties": {"type": "integer"}}},
+            "required": ["orders"],  # "No orders provided" otherwise (safety: conformance)
+            "properties": {
+                "orders": {"type": "object", "minProperties": 1, "additionalProperties": {"type": "integer"}}
+            },
         },
         returns="list",
     ),

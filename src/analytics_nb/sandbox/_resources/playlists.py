@@ -15,7 +15,7 @@ import string
 import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, ClassVar
 
 from pydantic import Field
 from starlette.requests import Request
@@ -473,6 +473,8 @@ def remove_item(store: Store, playlist_id: int, session_id: str) -> bool:
 class PlaylistWrite(RequestModel):
     """Body of POST (create) and PATCH/PUT (partial update); `type` only counts on create."""
 
+    create_schema: ClassVar[dict[str, Any]] = {"required": ["type"]}  # the OpenAPI document (safety)
+
     type: Choice("collection", "filters", allow_null=True) = None  # type: ignore[valid-type]
     name: Char(max_length=400) = None  # type: ignore[valid-type]
     derived_name: Char(max_length=400) = None  # type: ignore[valid-type]
@@ -491,7 +493,7 @@ class PlaylistWrite(RequestModel):
 def _list_filters(request: Request, store: Store, user: User, *, newest: bool = False) -> ListFilters:
     q = request.query_params
     created_by = None
-    if "created_by" in q:
+    if q.get("created_by"):  # an empty value is no filter, as django-filter reads it (safety: conformance)
         raw = q["created_by"]
         if not (raw.isdigit() and int(raw) < 2**63 and user_exists(store, int(raw))):
             raise APIError(
