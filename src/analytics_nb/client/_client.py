@@ -19,7 +19,7 @@ import httpx
 from analytics_nb.client._config import ClientConfig, SecretKey, config_from_env, mask, resolve_hosts
 from analytics_nb.client._core import Core
 from analytics_nb.client._decide import decide as _decide
-from analytics_nb.client._loop import LoopThread
+from analytics_nb.client._loop import LoopStopper, LoopThread
 from analytics_nb.client._resources import (
     FeatureFlags,
     HogFunctions,
@@ -251,7 +251,7 @@ class AsyncApiClient(_Common):
         await self.close()
 
 
-def _shutdown(loop: LoopThread, core: Core, callbacks: list[Callable[[], Any]]) -> None:
+def _shutdown(loop: LoopStopper, core: Core, callbacks: list[Callable[[], Any]]) -> None:
     """Finalizer of a sync Client: close connections, stop the loop thread, run close callbacks."""
     try:
         if loop.running and not core.closed:
@@ -324,7 +324,11 @@ class ApiClient(ApiClientMethods, _Common):
         self.feature_flags = SyncFeatureFlags(self._async.feature_flags, self._loop)
         self.projects = SyncProjects(self._async.projects, self._loop)
         self.organizations = SyncOrganizations(self._async.organizations, self._loop)
-        self._finalizer = weakref.finalize(self, _shutdown, self._loop, self._core, self._on_close)
+        # Every sync resource (and each iterator it hands out) holds the loop, and the loop holds this client:
+        # a client reachable only through `client.playlists` stays open (issue 27 #5). The finalizer holds
+        # only the loop's stopper, so an unreachable client is still collected and closed.
+        self._loop.owner = self
+        self._finalizer = weakref.finalize(self, _shutdown, self._loop.stopper, self._core, self._on_close)
 
     def run(self, coro: Coroutine[Any, Any, T]) -> T:
         """Run a coroutine on this client's loop and return its result (how capture and simulation run their
