@@ -20,6 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from _local_http import Answer, local_server
+from _sandbox_helpers import playlist_records
 from analytics_nb import Client
 from analytics_nb.client._pagination import _distinct_new_ids, record_value
 from analytics_nb.frames import PLAYLIST_ROWS, RowFormat, playlists_frame
@@ -271,7 +272,7 @@ def test_frame_over_http_reads_repeats_once_and_keeps_unknown_fields() -> None:
 
     with local_server({LIST: listing}) as server, _client(server.url) as client:
         frame = client.playlists.frame(page_size=2)
-        records = client.playlists.records(page_size=2)
+        records = playlist_records(client, page_size=2)
     assert frame["id"].tolist() == [1, 2, 3, 4, 5]
     assert frame["owner"].tolist() == [None, None, None, "kept", None]
     _same(("frame", frame), _outcome(playlists_frame, records))
@@ -328,7 +329,7 @@ def test_frame_from_rows_equals_the_frame_of_the_records(
     monkeypatch.setattr(PLAYLIST_ROWS, "decode", counted)
     with Client(varied.url, personal_api_key=varied.personal_api_key, progress=False) as client:
         frame = client.playlists.frame(page_size=page_size)
-        records = client.playlists.records(page_size=page_size)
+        records = playlist_records(client, page_size=page_size)
     assert fits and all(fits)  # every page of the sandbox's answer fits the rows
     _same(("frame", frame), _outcome(playlists_frame, records))
     assert 0 < frame["created_by_email"].isna().sum() < len(frame)  # no creator, or one since deleted

@@ -7,12 +7,22 @@ import builtins
 import datetime as _dt
 import enum
 import threading
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from typing import TYPE_CHECKING, Any, Final, Literal, TypedDict, Unpack
 
 from analytics_nb.client._core import Core, parse_model
-from analytics_nb.client._pagination import MAX_PAGE_SIZE, iter_record_pages, record_value
-from analytics_nb.client._resources._base import Resource, check_choice, check_id, iso, require_text
+from analytics_nb.client._pagination import iter_record_pages, record_value
+from analytics_nb.client._resources._base import (
+    Pages,
+    Resource,
+    check_choice,
+    check_id,
+    collect_frame,
+    collect_models,
+    iso,
+    iterate_models,
+    require_text,
+)
 from analytics_nb.errors import ConflictError, NotFoundError
 from analytics_nb.models import Playlist, Recording, RecordingsPage
 
@@ -160,53 +170,14 @@ class Playlists(Resource):
             params["order"] = check_choice("order", order, ORDERS)
         return params, unpinned_only
 
-    async def iter_records(
-        self,
-        *,
-        page_size: int = MAX_PAGE_SIZE,
-        offset: int = 0,
-        max_items: int | None = None,
-        **filters: Any,
-    ) -> AsyncIterator[dict[str, Any]]:
-        """Raw playlist dicts (wire shape) matching ``filters``, every page, each once."""
-        pages = self._record_pages(page_size=page_size, offset=offset, max_items=max_items, **filters)
-        try:
-            async for page in pages:
-                for record in page:
-                    yield record
-        finally:
-            await pages.aclose()
-
-    async def _record_pages(
-        self,
-        *,
-        page_size: int = MAX_PAGE_SIZE,
-        offset: int = 0,
-        max_items: int | None = None,
-        decoder: Callable[[bytes], Any] | None = None,
-        **filters: Any,
-    ) -> AsyncGenerator[builtins.list[Any], None]:
-        """``iter_records`` a page at a time (lists of raw dicts, or of ``decoder``'s compact rows; pages left
-        empty by the filter skipped)."""
+    def _pages(self, decoder: Callable[[bytes], Any] | None = None, **filters: Any) -> Pages:
+        """The listing's pages (the one paging path), ``pinned=False`` applied on this side."""
+        paging = {key: filters.pop(key) for key in PAGING & set(filters)}
         params, unpinned_only = self._query(filters)
-        pages = iter_record_pages(
-            self._core,
-            self._path(),
-            params=params,
-            page_size=page_size,
-            offset=offset,
-            max_items=None if unpinned_only else max_items,
-            desc="playlists",
-            decoder=decoder,
+        keep = (lambda record: not record_value(record, "pinned")) if unpinned_only else None
+        return iter_record_pages(
+            self._core, self._path(), params=params, desc="playlists", decoder=decoder, keep=keep, **paging
         )
-        try:
-            async for page in pages:
-                if unpinned_only:
-                    page = [record for record in page if not record_value(record, "pinned")]
-                if page:
-                    yield page
-        finally:
-            await pages.aclose()
 
     async def iter(self, **filters: Unpack[PlaylistFilters]) -> AsyncIterator[Playlist]:
         """Iterate over the (non-deleted) playlists matching the filters, fetching pages concurrently.
@@ -217,44 +188,24 @@ class Playlists(Resource):
         (last modified; datetime or text like "-7d"), ``search`` (name), ``session_recording_id``, ``order``
         (``[-]last_modified_at|created_at|name``). Paging: ``page_size`` (<=500), ``offset``, ``max_items``.
         """
-        count = 0
-        max_items = filters.get("max_items")
-        async for record in self.iter_records(**filters):
-            yield parse_model(Playlist, record)
-            count += 1
-            if max_items is not None and count >= max_items:
-                return
+        async for playlist in iterate_models(self._pages(**filters), Playlist):
+            yield playlist
 
     async def list(self, **filters: Unpack[PlaylistFilters]) -> builtins.list[Playlist]:
         """All playlists matching the filters (see ``iter``) as models."""
-        return [playlist async for playlist in self.iter(**filters)]
-
-    async def records(self, **filters: Unpack[PlaylistFilters]) -> builtins.list[dict[str, Any]]:
-        """All playlists matching the filters as raw wire dicts (fastest; see ``iter``)."""
-        max_items = filters.get("max_items")
-        out: builtins.list[dict[str, Any]] = []
-        async for page in self._record_pages(**filters):
-            out.extend(page)
-        return out if max_items is None else out[:max_items]
+        return await collect_models(self._pages(**filters), Playlist)
 
     async def frame(self, **filters: Unpack[PlaylistFilters]) -> pd.DataFrame:
-        """A DataFrame of the playlists matching the filters (``analytics_nb.frames.playlists_frame``).
+        """A DataFrame of the playlists matching the filters (see ``iter``; columns as
+        ``analytics_nb.frames.playlists_frame`` gives them).
 
-        The frame is built in parts while later pages are still on their way (the service answers the
-        next pages meanwhile), then the parts are joined; the result is the frame ``playlists_frame`` gives
-        for all the records at once (same columns, dtypes, values and errors: see ``FrameParts``). With the
-        ``fast`` extra (msgspec) pages are decoded straight into compact rows (``frames.PLAYLIST_ROWS``),
-        which halves the client's CPU; a page that does not fit them exactly is read as JSON dicts.
+        With the ``fast`` extra (msgspec) pages are decoded straight into compact rows
+        (``frames.PLAYLIST_ROWS``), which halves the client's CPU; a page that does not fit them exactly is
+        read as JSON dicts, and then the frame is built from dicts (the same columns, dtypes and values).
         """
-        from analytics_nb.frames import PLAYLIST_ROWS, FrameParts, playlists_frame
+        from analytics_nb.frames import PLAYLIST_ROWS
 
-        max_items = filters.get("max_items")
-        if max_items is not None:
-            return playlists_frame(await self.records(**filters))
-        parts = FrameParts(PLAYLIST_ROWS.frame)
-        async for page in self._record_pages(decoder=PLAYLIST_ROWS.decode, **filters):
-            parts.add(page)
-        return parts.frame()
+        return await collect_frame(self._pages(decoder=PLAYLIST_ROWS.decode, **filters), PLAYLIST_ROWS.frame)
 
     async def get(self, short_id: str) -> Playlist:
         """One playlist by ``short_id`` (soft-deleted ones raise NotFoundError)."""
