@@ -404,10 +404,7 @@ async def iter_record_pages(
     counts; a walk stopped by its cap (see ``_Walk``) warns the same way. Records without ``key`` cannot be
     checked (nor de-duplicated).
     """
-    if max_items is not None and (
-        isinstance(max_items, bool) or not isinstance(max_items, int) or max_items < 0
-    ):
-        raise ValueError(f"max_items={max_items!r} must be a non-negative integer or None.")
+    _check_max_items(max_items)
     check_page_size(page_size)
     if max_items == 0:
         return
@@ -443,31 +440,48 @@ async def iter_record_pages(
                     yield fresh
         finally:
             walk.close()
-        if walk.capped is not None:
-            warnings.warn(
-                IncompleteListingWarning(walk.capped, read=len(seen), counts=sorted(set(walk.counts))),
-                stacklevel=2,
-            )
+        if not _walk_again(
+            walk, walk_ids, checkable=checkable and not keyless, read=len(seen), last=walk_number
+        ):
             return
-        if not checkable or keyless or not walk.counts:
-            return
-        counts = set(walk.counts)
-        if len(counts) == 1 and len(walk_ids) == walk.counts[0]:
-            return  # the count held still through this walk and every row of it was read
-        if walk_number == MAX_PASSES:
-            low, high = min(counts), max(counts)
-            said = f"{low:,}" if low == high else f"between {low:,} and {high:,}"
-            warnings.warn(
-                IncompleteListingWarning(
-                    f"Listing {desc} may be incomplete: {len(seen):,} distinct records were read while the "
-                    f"service counted {said} and rows kept changing through {MAX_PASSES} walks (offset "
-                    "paging skips a row that moves into pages already read). List again when edits have "
-                    "settled, or order by a field that does not change (e.g. order='created_at').",
-                    read=len(seen),
-                    counts=sorted(counts),
-                ),
-                stacklevel=2,
-            )
+
+
+def _check_max_items(max_items: Any) -> None:
+    if max_items is not None and (
+        isinstance(max_items, bool) or not isinstance(max_items, int) or max_items < 0
+    ):
+        raise ValueError(f"max_items={max_items!r} must be a non-negative integer or None.")
+
+
+def _walk_again(walk: _Walk, walk_ids: set[Any], *, checkable: bool, read: int, last: int) -> bool:
+    """After a walk: whether to walk the list again (its ``count`` moved, or fewer distinct records came
+    than it said). A walk stopped by its cap, or the last check walk still short, warns with the counts."""
+    if walk.capped is not None:
+        warnings.warn(
+            IncompleteListingWarning(walk.capped, read=read, counts=sorted(set(walk.counts))), stacklevel=4
+        )
+        return False
+    if not checkable or not walk.counts:
+        return False
+    counts = set(walk.counts)
+    if len(counts) == 1 and len(walk_ids) == walk.counts[0]:
+        return False  # the count held still through this walk and every row of it was read
+    if last < MAX_PASSES:
+        return True
+    low, high = min(counts), max(counts)
+    said = f"{low:,}" if low == high else f"between {low:,} and {high:,}"
+    warnings.warn(
+        IncompleteListingWarning(
+            f"Listing {walk.desc.split(' (check')[0]} may be incomplete: {read:,} distinct records were read "
+            f"while the service counted {said} and rows kept changing through {MAX_PASSES} walks (offset "
+            "paging skips a row that moves into pages already read). List again when edits have settled, "
+            "or order by a field that does not change (e.g. order='created_at').",
+            read=read,
+            counts=sorted(counts),
+        ),
+        stacklevel=4,
+    )
+    return False
 
 
 def _fresh(page: list[Any], key: str, seen: set[Any], walk_ids: set[Any]) -> tuple[list[Any], bool]:
