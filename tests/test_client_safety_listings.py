@@ -191,7 +191,7 @@ def _endless(state: dict[str, int], *, count: int | None) -> Any:
 
 
 def test_endless_next_past_the_count_stops_with_a_warning(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("analytics_nb.client._pagination.MARGIN_RECORDS", 20)
+    monkeypatch.setattr("analytics_nb.client._pagination.MARGIN_RECORDS", 20, raising=False)
     state = {"calls": 0}
     with (
         local_server({LIST: _endless(state, count=6)}) as server,
@@ -207,7 +207,7 @@ def test_endless_next_past_the_count_stops_with_a_warning(monkeypatch: pytest.Mo
 
 
 def test_endless_next_without_a_count_stops_at_the_page_cap(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("analytics_nb.client._pagination.MAX_FOLLOWED_PAGES", 30)
+    monkeypatch.setattr("analytics_nb.client._pagination.MAX_FOLLOWED_PAGES", 30, raising=False)
     state = {"calls": 0}
     with (
         local_server({LIST: _endless(state, count=None)}) as server,
