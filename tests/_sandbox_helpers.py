@@ -35,7 +35,7 @@ def playlist_records(client: Any, **filters: Any) -> list[dict[str, Any]]:
 
     async def collect() -> list[dict[str, Any]]:
         records: list[dict[str, Any]] = []
-        async for page in client._async.playlists._pages(**filters):
+        async for page in await client._async.playlists._pages(**filters):
             records.extend(page)
         return records
 

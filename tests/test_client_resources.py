@@ -188,7 +188,7 @@ def test_cloud_refuses_personal_keys_on_recordings_with_an_explanation(cloud_san
         target = client.playlists.create("collection", "cloud")
         with pytest.raises(PermissionDeniedError) as info:
             client.playlists.add_recording(target.short_id, "some-session")
-        assert "PostHog Cloud refuses personal API keys" in str(info.value)
+        assert "PostHog refuses personal API keys" in str(info.value)
         assert info.value.status == 403
         with pytest.raises(PermissionDeniedError, match="refuses personal API keys"):
             client.playlists.remove_recording(target.short_id, "some-session")

@@ -14,7 +14,8 @@ import numpy as np
 import pandas as pd
 
 from analytics_nb.capture._values import is_missing
-from analytics_nb.models import DecideResponse, FeatureFlag
+from analytics_nb.flags import read_definitions
+from analytics_nb.models import DecideResponse
 
 __all__ = ["attribute", "feature_properties", "flag_columns", "flag_values", "outcome_frame"]
 
@@ -50,22 +51,29 @@ def _is_flag_name(name: Any) -> bool:
 
 def flag_items(flags: Any) -> list[str | dict[str, Any]] | None:
     """``flags=`` at the edge: None, or a list of keys and flag definitions in the one canonical shape, the
-    wire dict (``FeatureFlag`` models are dumped to it here, so nothing further in reads model attributes)."""
+    wire dict. Keys are text; definitions in any shape are read by the flag engine's one reader
+    (`analytics_nb.flags.read_definitions`: a local-evaluation response, a flags DataFrame, models, dicts),
+    so nothing further in reads model attributes and a shape it cannot read is an error, never keys."""
     if flags is None:
         return None
-    if isinstance(flags, str):
+    if isinstance(flags, str) and not _definitions_text(flags):
         return [flags]
+    if not isinstance(flags, (list, tuple, set, frozenset)):
+        return list(read_definitions(flags).flags)
     items: list[str | dict[str, Any]] = []
     for item in flags:
-        if isinstance(item, str):
+        if isinstance(item, str) and not _definitions_text(item):
             items.append(item)
-        elif isinstance(item, FeatureFlag):
-            items.append(item.model_dump(by_alias=True, mode="json"))
-        elif isinstance(item, Mapping) and "key" in item:
-            items.append(dict(item))
         else:
-            raise TypeError(f"flags= must hold flag keys or flag definitions, not {type(item).__name__}")
+            items.extend(read_definitions(item).flags)
     return items
+
+
+def _definitions_text(text: str) -> bool:
+    """Text that is definitions (JSON, or a path to a .json file), not a flag key: PostHog's keys are letters,
+    digits, ``-`` and ``_`` (PostHog's posthog/api/feature_flag.py, `FeatureFlagSerializer.validate_key`)."""
+    stripped = text.lstrip()
+    return stripped[:1] in ("{", "[") or text.endswith(".json")
 
 
 def _flag_keys(flags: Any) -> list[str] | None:

@@ -40,7 +40,7 @@ from analytics_nb.capture._send import (
     run_blocking,
 )
 from analytics_nb.capture._values import NAIVE_POLICIES, NaivePolicy, is_missing
-from analytics_nb.client import AnyApiClient, ApiClient, progress_enabled
+from analytics_nb.client import AnyApiClient, ApiClient, progress_enabled, run_interruptible
 from analytics_nb.errors import (
     AuthenticationError,
     CaptureInterrupted,
@@ -582,17 +582,25 @@ def capture_frame(
     if not isinstance(client, ApiClient):
         return run_blocking(client, coro, "acapture_frame")  # raises: an AsyncClient awaits acapture_frame
     run.sync_caller = True
-    try:
-        return client.run(coro)
-    except KeyboardInterrupt:
-        # The client's loop was asked to cancel the send; wait for the batches in flight to settle (a second
-        # Ctrl-C stops waiting), then report what happened.
-        run.interrupted = True
-        if run.started.wait(0.5):
-            run.settled.wait(SETTLE_SECONDS + 10)
+
+    def stop() -> None:
+        run.interrupted = True  # no new request while the batches in flight settle
+
+    def report_interrupted(_: KeyboardInterrupt) -> pd.DataFrame:
         report = _report(df, run, historical)
         _remember(client, report)
         raise _interrupted(report) from None
+
+    # Ctrl-C is handled in one place (client.run_interruptible): the loop cancels the send, the batches in
+    # flight settle (a second Ctrl-C stops waiting), then the report says what happened.
+    return run_interruptible(
+        client,
+        coro,
+        run,
+        settle_seconds=SETTLE_SECONDS + 10,
+        on_interrupt=report_interrupted,
+        before_wait=stop,
+    )
 
 
 def _event_with_flags(

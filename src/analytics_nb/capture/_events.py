@@ -354,17 +354,11 @@ def _content_uuids(
     return content_uuids(payloads)
 
 
-def prepare_frame(
-    df: pd.DataFrame, *, on_naive_timestamp: NaivePolicy = "local", uuids: UuidPolicy = "content"
-) -> PreparedFrame:
-    """Validate and convert an events frame (see ``capture_frame``) without per-row pandas indexing.
-
-    Rows without a ``uuid`` get one from their content and index label (``uuids="content"``, the default:
-    the same frame sent again carries the same uuids) or a fresh UUIDv7 (``uuids="random"``).
-    """
+def _check_frame(df: Any, uuids: Any) -> None:
+    """The frame-level checks of ``prepare_frame``: a DataFrame with ``event`` and ``distinct_id``, unique
+    column names, a usable ``distinct_id`` column and a known ``uuids`` policy (each raises with the fix)."""
     if uuids not in UUID_POLICIES:
         raise ValueError(f"uuids={uuids!r} must be 'content' (derived from each row) or 'random'")
-    uuids_policy = uuids
     if not isinstance(df, pd.DataFrame):
         raise TypeError(f"capture_frame needs a pandas DataFrame of events, not {type(df).__name__}")
     missing_cols = [c for c in ("event", "distinct_id") if c not in df.columns]
@@ -379,9 +373,10 @@ def prepare_frame(
     problem = distinct_id_problem(df["distinct_id"])
     if problem:
         raise EventError(problem)
-    n = len(df)
-    refused: dict[int, str] = {}
 
+
+def _event_names(df: pd.DataFrame, refused: dict[int, str]) -> list[Any]:
+    """The ``event`` column as names (plain ASCII text kept as is; a bad name refuses its row)."""
     names = df["event"].to_numpy(dtype=object).tolist()
     for i, name in enumerate(names):
         if type(name) is str and name and name.isascii():
@@ -391,10 +386,13 @@ def prepare_frame(
             _refuse(refused, i, reason)
         else:
             names[i] = str(name)
+    return names
 
-    raw_ids = df["distinct_id"].to_numpy(dtype=object).tolist()
+
+def _distinct_ids(df: pd.DataFrame, refused: dict[int, str]) -> list[str | None]:
+    """The ``distinct_id`` column as text (a bad id refuses its row)."""
     dids: list[str | None] = []
-    for i, value in enumerate(raw_ids):
+    for i, value in enumerate(df["distinct_id"].to_numpy(dtype=object).tolist()):
         if (
             type(value) is str
             and value
@@ -408,57 +406,72 @@ def prepare_frame(
         if reason:
             _refuse(refused, i, reason)
         dids.append(did)
+    return dids
 
-    row_uuids: list[str | None] = [None] * n
-    if "uuid" in df.columns:
-        for i, value in enumerate(df["uuid"].to_numpy(dtype=object).tolist()):
-            uid, reason = _uuid(value)
-            if reason:
-                _refuse(refused, i, reason)
-            row_uuids[i] = uid
-        seen: dict[str, int] = {}
-        for i, uid in enumerate(row_uuids):
-            if uid is None:
-                continue
-            first = seen.setdefault(uid, i)
-            if first != i:
-                _refuse(
-                    refused,
-                    i,
-                    f"uuid {uid} is also used by row {df.index[first]!r}; the service keeps only "
-                    "one event per uuid, so give each event its own",
-                )
-    timestamps: list[str | None] = [None] * n
-    if "timestamp" in df.columns:
-        column: pd.Series = df["timestamp"]
-        ts = (
-            column
-            if getattr(column.dtype, "kind", "O") == "M"
-            else _parse_text_timestamps(column, on_naive_timestamp)
-        )
-        if ts is not None:
-            col = convert_column(ts, name="timestamp", on_naive=on_naive_timestamp)
-            for i, reason in col.errors.items():
-                _refuse(refused, i, reason.replace("column 'timestamp' holds", "timestamp is one of"))
-            present = col.present
-            for i, value in enumerate(col.values):
-                if present is None or present[i]:
-                    timestamps[i] = value
-        else:
-            for i, value in enumerate(df["timestamp"].to_numpy(dtype=object).tolist()):
-                if is_missing(value):
-                    continue
-                try:
-                    timestamps[i] = iso_timestamp(value, on_naive=on_naive_timestamp)
-                except ValueConversionError as exc:
-                    _refuse(refused, i, f"timestamp: {exc}")
 
+def _given_uuids(df: pd.DataFrame, refused: dict[int, str]) -> list[str | None]:
+    """The rows' own uuids (None where the row has none); a bad or repeated uuid refuses its row."""
+    row_uuids: list[str | None] = [None] * len(df)
+    if "uuid" not in df.columns:
+        return row_uuids
+    for i, value in enumerate(df["uuid"].to_numpy(dtype=object).tolist()):
+        uid, reason = _uuid(value)
+        if reason:
+            _refuse(refused, i, reason)
+        row_uuids[i] = uid
+    seen: dict[str, int] = {}
+    for i, uid in enumerate(row_uuids):
+        if uid is None:
+            continue
+        first = seen.setdefault(uid, i)
+        if first != i:
+            _refuse(
+                refused,
+                i,
+                f"uuid {uid} is also used by row {df.index[first]!r}; the service keeps only "
+                "one event per uuid, so give each event its own",
+            )
+    return row_uuids
+
+
+def _timestamps(df: pd.DataFrame, on_naive: NaivePolicy, refused: dict[int, str]) -> list[str | None]:
+    """The ``timestamp`` column as ISO 8601 text (None where missing); a bad timestamp refuses its row."""
+    timestamps: list[str | None] = [None] * len(df)
+    if "timestamp" not in df.columns:
+        return timestamps
+    column: pd.Series = df["timestamp"]
+    ts = column if getattr(column.dtype, "kind", "O") == "M" else _parse_text_timestamps(column, on_naive)
+    if ts is not None:
+        col = convert_column(ts, name="timestamp", on_naive=on_naive)
+        for i, reason in col.errors.items():
+            _refuse(refused, i, reason.replace("column 'timestamp' holds", "timestamp is one of"))
+        present = col.present
+        for i, value in enumerate(col.values):
+            if present is None or present[i]:
+                timestamps[i] = value
+        return timestamps
+    for i, value in enumerate(column.to_numpy(dtype=object).tolist()):
+        if is_missing(value):
+            continue
+        try:
+            timestamps[i] = iso_timestamp(value, on_naive=on_naive)
+        except ValueConversionError as exc:
+            _refuse(refused, i, f"timestamp: {exc}")
+    return timestamps
+
+
+def _column_properties(
+    df: pd.DataFrame, on_naive: NaivePolicy, refused: dict[int, str], *, content: bool
+) -> tuple[list[dict[str, Any]], list[str | None] | None]:
+    """Each row's properties from the property columns (missing cells left out), and, when the rows'
+    properties are just these columns and uuids come from content, their stable JSON texts."""
+    n = len(df)
     prop_cols = [c for c in df.columns if c not in RESERVED_COLUMNS and not str(c).startswith(GROUP_PREFIX)]
     full_keys: list[str] = []
     full_vals: list[list[Any]] = []
     partial: list[tuple[str, list[Any], np.ndarray]] = []
     for c in prop_cols:
-        col = convert_column(df[c], name=str(c), on_naive=on_naive_timestamp)
+        col = convert_column(df[c], name=str(c), on_naive=on_naive)
         for i, reason in col.errors.items():
             _refuse(refused, i, reason)
         if col.present is None:
@@ -468,7 +481,7 @@ def prepare_frame(
             partial.append((str(c), col.values, col.present))
     simple = "properties" not in df.columns and not any(str(c).startswith(GROUP_PREFIX) for c in df.columns)
     properties_text = None
-    if simple and uuids_policy == "content":  # the rows' properties are just these columns
+    if simple and content:  # the rows' properties are just these columns
         properties_text = _stable_properties(
             n,
             [(k, v, None) for k, v in zip(full_keys, full_vals, strict=True)]
@@ -482,29 +495,37 @@ def prepare_frame(
     for key, values, present in partial:
         for i in np.flatnonzero(present).tolist():
             props[i][key] = values[i]
+    return props, properties_text
 
-    if "properties" in df.columns:
-        for i, value in enumerate(df["properties"].to_numpy(dtype=object).tolist()):
-            if value is None or (not isinstance(value, Mapping) and is_missing(value)):
-                continue
-            if isinstance(value, str):  # JSON text, as in CSV exports
-                try:
-                    value = json.loads(value) if value.strip() else {}
-                except ValueError:
-                    _refuse(refused, i, "'properties' holds text that is not JSON; use a dict per row")
-                    continue
-            if not isinstance(value, Mapping):
-                _refuse(refused, i, f"'properties' must hold dicts, not {type(value).__name__}")
-                continue
+
+def _merge_properties_column(
+    df: pd.DataFrame, props: list[dict[str, Any]], on_naive: NaivePolicy, refused: dict[int, str]
+) -> None:
+    """Merge each row's ``properties`` dict (or JSON text) under its property columns (a column wins)."""
+    for i, value in enumerate(df["properties"].to_numpy(dtype=object).tolist()):
+        if value is None or (not isinstance(value, Mapping) and is_missing(value)):
+            continue
+        if isinstance(value, str):  # JSON text, as in CSV exports
             try:
-                base = json_value(value, on_naive=on_naive_timestamp)
-            except ValueConversionError as exc:
-                _refuse(refused, i, f"properties: {exc}")
+                value = json.loads(value) if value.strip() else {}
+            except ValueError:
+                _refuse(refused, i, "'properties' holds text that is not JSON; use a dict per row")
                 continue
-            base = {k: v for k, v in base.items() if v is not None}
-            base.update(props[i])  # a property column wins over the same key in the dict
-            props[i] = base
+        if not isinstance(value, Mapping):
+            _refuse(refused, i, f"'properties' must hold dicts, not {type(value).__name__}")
+            continue
+        try:
+            base = json_value(value, on_naive=on_naive)
+        except ValueConversionError as exc:
+            _refuse(refused, i, f"properties: {exc}")
+            continue
+        base = {k: v for k, v in base.items() if v is not None}
+        base.update(props[i])  # a property column wins over the same key in the dict
+        props[i] = base
 
+
+def _add_groups(df: pd.DataFrame, props: list[dict[str, Any]]) -> None:
+    """``group:<type>`` columns into each row's ``$groups`` (a group already in the properties is kept)."""
     group_cols = [c for c in df.columns if str(c).startswith(GROUP_PREFIX) and str(c).count(":") == 1]
     for c in group_cols:
         type_name = str(c)[len(GROUP_PREFIX) :]
@@ -518,8 +539,29 @@ def prepare_frame(
                 props[i]["$groups"] = groups
             groups.setdefault(type_name, key)
 
+
+def prepare_frame(
+    df: pd.DataFrame, *, on_naive_timestamp: NaivePolicy = "local", uuids: UuidPolicy = "content"
+) -> PreparedFrame:
+    """Validate and convert an events frame (see ``capture_frame``) without per-row pandas indexing.
+
+    Rows without a ``uuid`` get one from their content and index label (``uuids="content"``, the default:
+    the same frame sent again carries the same uuids) or a fresh UUIDv7 (``uuids="random"``).
+    """
+    _check_frame(df, uuids)
+    n = len(df)
+    refused: dict[int, str] = {}
+    names = _event_names(df, refused)
+    dids = _distinct_ids(df, refused)
+    row_uuids = _given_uuids(df, refused)
+    timestamps = _timestamps(df, on_naive_timestamp, refused)
+    props, properties_text = _column_properties(df, on_naive_timestamp, refused, content=uuids == "content")
+    if "properties" in df.columns:
+        _merge_properties_column(df, props, on_naive_timestamp, refused)
+    _add_groups(df, props)
+
     absent = [i for i, u in enumerate(row_uuids) if u is None]
-    if uuids_policy == "random":
+    if uuids == "random":
         made = new_uuids(len(absent))
     else:
         made = _content_uuids(

@@ -28,6 +28,14 @@ from analytics_nb.client._resources import (
     Projects,
     Transformations,
 )
+from analytics_nb.client._verbs import (
+    async_method,
+    bind_arguments,
+    run_interruptible,
+    same_signature,
+    sync_method,
+    verb_form_matches,
+)
 
 __all__ = [
     "MAX_PAGE_SIZE",
@@ -46,8 +54,14 @@ __all__ = [
     "Playlists",
     "Projects",
     "Transformations",
+    "async_method",
+    "bind_arguments",
     "decide_body",
     "loads_json",
     "progress_bar",
     "progress_enabled",
+    "run_interruptible",
+    "same_signature",
+    "sync_method",
+    "verb_form_matches",
 ]

@@ -26,6 +26,7 @@ from analytics_nb.flags._evaluate import (
 from analytics_nb.flags._frame import REASON_CODES, FrameEvaluator, evaluate_frame, reason_dtype
 from analytics_nb.flags._hashing import hash_fraction
 from analytics_nb.flags._operators import PROPERTY_OPERATORS
+from analytics_nb.flags._reader import Definitions, DefinitionsError, read_definitions
 
 __all__ = [
     "PROPERTY_OPERATORS",
@@ -33,6 +34,8 @@ __all__ = [
     "REASON_DTYPE",
     "CompiledFlag",
     "CompiledFlags",
+    "Definitions",
+    "DefinitionsError",
     "FlagDefinitionError",
     "FlagResult",
     "FrameEvaluator",
@@ -41,6 +44,7 @@ __all__ = [
     "evaluate_flags",
     "evaluate_frame",
     "hash_fraction",
+    "read_definitions",
 ]
 
 

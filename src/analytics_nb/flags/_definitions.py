@@ -120,31 +120,6 @@ def as_plain(obj: Any) -> Any:
     return obj
 
 
-def split_flag_input(
-    flags: Any,
-) -> tuple[list[Any], Mapping[str, Any] | None, Mapping[str, Any] | None, Any]:
-    """Accept a list of flags, one flag, or a local-evaluation payload
-    {flags, group_type_mapping, cohorts, property_matching_version}; the last item is the payload's
-    property_matching_version (None when not given)."""
-    flags = as_plain(flags)
-    if isinstance(flags, Mapping):
-        if "flags" in flags and "key" not in flags:
-            items = [as_plain(f) for f in flags.get("flags") or []]
-            return (
-                items,
-                flags.get("group_type_mapping"),
-                flags.get("cohorts"),
-                flags.get("property_matching_version"),
-            )
-        return [flags], None, None, None
-    if isinstance(flags, (str, bytes)) or not isinstance(flags, Iterable):
-        raise TypeError(
-            "flags must be a list of flag definitions (dicts or FeatureFlag models), "
-            f"got {type(flags).__name__}"
-        )
-    return [as_plain(f) for f in flags], None, None, None
-
-
 # ------------------------------------------------------------------------------------------ helpers
 
 

@@ -12,16 +12,15 @@ from analytics_nb.flags._definitions import (
     CompiledFlag,
     ConditionSpec,
     FilterSpec,
-    as_plain,
     compile_cohorts,
     compile_flag,
     dependency_order,
     error_flag,
-    split_flag_input,
 )
 from analytics_nb.flags._errors import FlagDefinitionError
 from analytics_nb.flags._hashing import hash_fraction, holdout_fraction
 from analytics_nb.flags._operators import FALSE, INCONCLUSIVE, SERVER_ONLY, TRUE
+from analytics_nb.flags._reader import read_definitions
 from analytics_nb.flags._service_rules import team_zone
 from analytics_nb.flags._values import MISSING, BadValueError, normalize, service_text
 
@@ -336,25 +335,21 @@ def compile_flags(
             property_matching_version=property_matching_version,
             timezone=timezone or flags.timezone,
         )
-    items, payload_mapping, payload_cohorts, payload_version = split_flag_input(flags)
+    # the one reader of every definitions shape (flags._reader): a shape it cannot read raises, always
+    defs = read_definitions(flags)
     version = _matching_version(
-        property_matching_version if property_matching_version is not None else payload_version
+        property_matching_version if property_matching_version is not None else defs.property_matching_version
     )
     compiled: list[CompiledFlag] = []
-    skipped: list[str] = []
-    for raw in items:
+    for raw in defs.flags:
         try:
             compiled.append(compile_flag(raw, strict=strict, matching_version=version))
         except FlagDefinitionError as exc:
             if strict:
                 raise
-            plain = as_plain(raw)
-            key = plain.get("key") if isinstance(plain, Mapping) else None
-            if isinstance(key, str) and key:
-                compiled.append(error_flag(plain, str(exc)))
-            else:
-                skipped.append(str(exc))
-    cohort_src = cohorts if cohorts is not None else payload_cohorts
+            compiled.append(error_flag(raw, str(exc)))
+    payload_mapping = defs.group_type_mapping or None
+    cohort_src = cohorts if cohorts is not None else (defs.cohorts or None)
     cohort_errors: dict[str, str] | None = None if strict else {}
     return CompiledFlags(
         compiled,
@@ -366,7 +361,6 @@ def compile_flags(
         cohort_errors=cohort_errors,
         property_matching_version=version,
         timezone=timezone or "UTC",
-        skipped=skipped,
     )
 
 
@@ -941,6 +935,25 @@ def _device_text(device_id: Any) -> str | None:
     return str(v) or None
 
 
+def _one_flag(
+    flag: Any, cohorts: Mapping[str, Any] | None, group_type_mapping: Mapping[str, str] | None
+) -> tuple[dict[str, Any], Mapping[str, Any] | None, Mapping[str, str] | None, int | None]:
+    """The one flag `evaluate_flag` was given (any definitions shape holding exactly one flag), with the
+    cohorts, group type mapping and matching version it carries unless the caller gave them."""
+    defs = read_definitions(flag)
+    if len(defs.flags) != 1:
+        raise ValueError(
+            f"evaluate_flag takes one flag; these definitions hold {len(defs.flags)} "
+            f"({defs.keys[:5]!r}): use evaluate_flags, or pick one"
+        )
+    return (
+        defs.flags[0],
+        cohorts if cohorts is not None else (defs.cohorts or None),
+        group_type_mapping if group_type_mapping is not None else (defs.group_type_mapping or None),
+        defs.property_matching_version,
+    )
+
+
 def evaluate_flag(
     flag: Any,
     distinct_id: Any,
@@ -955,7 +968,7 @@ def evaluate_flag(
     now: dt.datetime | None = None,
     hash_key_overrides: Mapping[str, str] | None = None,
     device_id: Any = None,
-    property_matching_version: int = 1,
+    property_matching_version: int | None = None,
     timezone: str = "UTC",
     strict: bool = False,
 ) -> FlagResult:
@@ -971,17 +984,20 @@ def evaluate_flag(
     cannot be evaluated gives reason "error" (`FlagResult.error` says why) unless `strict`, which raises.
     """
     server = check_mode(mode)
-    version = _matching_version(property_matching_version)
     if isinstance(flag, CompiledFlag):
         compiled = flag
+        version = _matching_version(property_matching_version)
     else:
+        raw, cohorts, group_type_mapping, given_version = _one_flag(flag, cohorts, group_type_mapping)
+        version = _matching_version(
+            property_matching_version if property_matching_version is not None else given_version
+        )
         try:
-            compiled = compile_flag(flag, strict=strict, matching_version=version)
+            compiled = compile_flag(raw, strict=strict, matching_version=version)
         except FlagDefinitionError as exc:
-            plain = as_plain(flag)
-            if strict or not isinstance(plain, Mapping) or not isinstance(plain.get("key"), str):
+            if strict:
                 raise
-            compiled = error_flag(plain, str(exc))
+            compiled = error_flag(raw, str(exc))
     did = _distinct_id_text(distinct_id)
     person = _prepare_person(person_properties, did, server)
     gkeys, gprops = _prepare_groups(groups, group_properties, server)

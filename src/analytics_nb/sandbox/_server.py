@@ -152,6 +152,7 @@ class Sandbox:
         activity_score: float | None = None,
         person_properties: dict[str, Any] | None = None,
         playlist: str | None = None,
+        long_term: bool = False,
     ) -> str:
         """Store a recording as if it had been ingested (playlists only list ingested ones) and return its id.
 
@@ -160,6 +161,8 @@ class Sandbox:
         `console_log_count`, `console_warn_count`, `console_error_count`. The person is the stored one for
         `distinct_id` merged with `person_properties`. `playlist` (a collection's short_id) also adds it
         there, as `POST .../recordings/<id>/` would. A new uuid4 is used when `session_id` is None.
+        `long_term=True` marks it persisted to long-term storage: a collection answers it even when it
+        started more than a year ago (PostHog loads those by id from Postgres).
         """
         return playlists.insert_recording(
             self.ctx.store,
@@ -175,7 +178,22 @@ class Sandbox:
             activity_score=activity_score,
             person_properties=person_properties,
             playlist=playlist,
+            long_term=long_term,
         )
+
+    def set_switch(self, name: str, on: bool = True) -> None:
+        """Turn a behaviour of a newer (or older) service build on or off: `new_url_playlists` (the cloud
+        profile's dynamic "New URL" synthetic playlists, behind a feature flag in PostHog) or
+        `no_plugin_api` (plugins, plugin configs and `pipeline_*` routes answer 404, as after PostHog PR
+        #97440)."""
+        from ._context import SWITCHES
+
+        if name not in SWITCHES:
+            raise ValueError(f"unknown switch {name!r}; use one of {', '.join(SWITCHES)}")
+        if on:
+            self.ctx.switches.add(name)
+        else:
+            self.ctx.switches.discard(name)
 
     def set_flags_quota_limited(self, limited: bool = True) -> None:
         """Make `/decide` and `/flags` answer as a billing-limited project (`quotaLimited: ["feature_flags"]`,

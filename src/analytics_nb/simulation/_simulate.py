@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 import sys
 import threading
 import time
@@ -35,7 +36,16 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import pandas as pd
 
-from analytics_nb.client import AnyApiClient, ApiClient, AsyncApiClient, Core, FeatureFlags, progress_bar
+from analytics_nb.client import (
+    ApiClient,
+    AsyncApiClient,
+    Core,
+    FeatureFlags,
+    bind_arguments,
+    progress_bar,
+    run_interruptible,
+    same_signature,
+)
 from analytics_nb.errors import PostHogError
 from analytics_nb.simulation._compare import compare
 from analytics_nb.simulation._definitions import Definitions, flag_references, live_flags, load_definitions
@@ -475,27 +485,33 @@ def _run_sync(
     given: Definitions | None,
     started: float,
 ) -> SimulationResult:
-    """Run `_evaluate` on the sync client's loop; after Ctrl-C return the rows done as a partial result."""
+    """Run `_evaluate` on the sync client's loop; after Ctrl-C return the rows done as a partial result
+    (`client.run_interruptible` waits for the cancelled run to hand them over)."""
     outcome = _Outcome()
-    try:
-        return client.run(_evaluate(options, sets, given, client.core, started, outcome))
-    except KeyboardInterrupt:
-        # The loop was asked to cancel the run; wait for it to hand over the rows answered so far (a second
-        # Ctrl-C stops waiting). Requests in flight are cancelled; the client stays usable.
-        if outcome.started.wait(0.5):
-            outcome.settled.wait(SETTLE_SECONDS)
-        partial = outcome.result
-        if partial is None:
-            raise
-        if not partial.partial:  # the run had finished when Ctrl-C came
-            return partial
-        print(
-            f"simulate interrupted: returning the {partial.rows_done:,} of {partial.rows_total:,} rows done "
-            "(result.partial is True; result.remaining holds the rest).",
-            file=sys.stderr,
-            flush=True,
-        )
+    return run_interruptible(
+        client,
+        _evaluate(options, sets, given, client.core, started, outcome),
+        outcome,
+        settle_seconds=SETTLE_SECONDS,
+        on_interrupt=lambda exc: _interrupted(outcome, exc),
+    )
+
+
+def _interrupted(outcome: _Outcome, exc: KeyboardInterrupt) -> SimulationResult:
+    """What a sync `simulate` answers after Ctrl-C: the partial result handed over (requests in flight are
+    cancelled; the client stays usable), else the interrupt goes on."""
+    partial = outcome.result
+    if partial is None:
+        raise exc
+    if not partial.partial:  # the run had finished when Ctrl-C came
         return partial
+    print(
+        f"simulate interrupted: returning the {partial.rows_done:,} of {partial.rows_total:,} rows done "
+        "(result.partial is True; result.remaining holds the rest).",
+        file=sys.stderr,
+        flush=True,
+    )
+    return partial
 
 
 def _begin(
@@ -579,72 +595,26 @@ def simulate(
     return result
 
 
-async def asimulate(
-    property_sets: Any,
-    flags: Sequence[str] | str | None = None,
-    engine: Engine = "remote",
-    *,
-    client: AnyApiClient | None = None,
-    definitions: Any = None,
-    mode: Mode = "server",
-    concurrency: int | None = None,
-    progress: bool | None = None,
-    payloads: bool = True,
-    reasons: bool = False,
-    evaluator: FrameEvaluator | None = None,
-    group_type_mapping: dict[str, str] | None = None,
-    estimate: bool = True,
-    warn_minutes: float | None = WARN_MINUTES,
-    output: Output | None = None,
-) -> SimulationResult:
-    """`simulate` for async code and `AsyncClient`: the decide requests run on the caller's event loop.
-
-    Cancelled during a remote or both run (``task.cancel()``, Ctrl-C in Jupyter), it returns the rows
-    answered so far as a partial result (``result.partial``) instead of raising; with none it re-raises.
-    """
+@same_signature(simulate)
+async def asimulate(*args: Any, **kwargs: Any) -> SimulationResult:
+    # `simulate` for async code and `AsyncClient` (same parameters and docstring): the decide requests run on
+    # the caller's event loop. Cancelled during a remote or both run (``task.cancel()``, Ctrl-C in Jupyter),
+    # it returns the rows answered so far as a partial result (``result.partial``); with none it re-raises.
+    arguments = bind_arguments(simulate, args, kwargs)
+    client = arguments.pop("client")
+    property_sets, definitions, output = (
+        arguments.pop(k) for k in ("property_sets", "definitions", "output")
+    )
     if isinstance(client, ApiClient):
         # A sync Client awaited from async code: its calls block, so run them off this loop.
-        return await asyncio.to_thread(
-            simulate,
-            property_sets,
-            flags,
-            engine,
-            client=client,
-            definitions=definitions,
-            mode=mode,
-            concurrency=concurrency,
-            progress=progress,
-            payloads=payloads,
-            reasons=reasons,
-            evaluator=evaluator,
-            group_type_mapping=group_type_mapping,
-            estimate=estimate,
-            warn_minutes=warn_minutes,
-            output=output,
-        )
+        return await asyncio.to_thread(functools.partial(simulate, *args, **kwargs))
     if client is not None and not isinstance(client, AsyncApiClient):
         raise TypeError(
             f"client= must be an analytics_nb Client or AsyncClient, got {type(client).__name__}."
         )
     started = time.perf_counter()
     core = None if client is None else client.core
-    options, chosen, family, sets, given = _begin(
-        property_sets,
-        definitions,
-        output,
-        engine=engine,
-        mode=mode,
-        flags=flags,
-        concurrency=concurrency,
-        progress=progress,
-        payloads=payloads,
-        reasons=reasons,
-        group_type_mapping=group_type_mapping,
-        evaluator=evaluator,
-        core=core,
-        estimate=estimate,
-        warn_minutes=warn_minutes,
-    )
+    options, chosen, family, sets, given = _begin(property_sets, definitions, output, core=core, **arguments)
     if core is None:
         prepared = _prepare(options, sets, given)
         result = _result(prepared, _local(prepared), None, started)

@@ -200,21 +200,14 @@ def compile_definitions(
 ) -> tuple[Any, frozenset[str]]:
     """The engine's compiled form of a project's flags and the keys of those it cannot evaluate: the engine
     isolates each bad definition to its own flag, answered as failing (`errorsWhileComputingFlags`)."""
-    from analytics_nb.flags import compile_flags
+    from analytics_nb.flags import Definitions, compile_flags
 
-    version = property_matching_version
+    # the engine's one definitions shape, as /flags/definitions serves it
+    defs = Definitions(definitions, cohorts, mapping, "local_evaluation_dict", property_matching_version)
     try:
-        compiled = compile_flags(
-            definitions,
-            cohorts=cohorts,
-            group_type_mapping=mapping,
-            timezone=timezone,
-            property_matching_version=version,
-        )
+        compiled = compile_flags(defs, timezone=timezone)
     except ValueError:  # e.g. a project time zone that is not an IANA name: fall back to UTC
-        compiled = compile_flags(
-            definitions, cohorts=cohorts, group_type_mapping=mapping, property_matching_version=version
-        )
+        compiled = compile_flags(defs)
     return compiled, frozenset(compiled.errors)
 
 
