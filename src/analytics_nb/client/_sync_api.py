@@ -67,14 +67,6 @@ class SyncPlaylists:
     def __repr__(self) -> str:
         return f"<sync {self._resource!r}>"
 
-    def iter_records(
-        self, *, page_size: int = MAX_PAGE_SIZE, offset: int = 0, max_items: int | None = None, **filters: Any
-    ) -> Iterator[dict[str, Any]]:
-        """Raw playlist dicts (wire shape) matching ``filters``, every page, each once."""
-        return self._loop.iterate(
-            self._resource.iter_records(page_size=page_size, offset=offset, max_items=max_items, **filters)
-        )
-
     def iter(self, **filters: Unpack[PlaylistFilters]) -> Iterator[Playlist]:
         """Iterate over the (non-deleted) playlists matching the filters, fetching pages concurrently.
 
@@ -92,19 +84,13 @@ class SyncPlaylists:
         """All playlists matching the filters (see ``iter``) as models."""
         return self._loop.run(self._resource.list(**filters))
 
-    def records(self, **filters: Unpack[PlaylistFilters]) -> builtins.list[dict[str, Any]]:
-        """All playlists matching the filters as raw wire dicts (fastest; see ``iter``)."""
-        return self._loop.run(self._resource.records(**filters))
-
     def frame(self, **filters: Unpack[PlaylistFilters]) -> pd.DataFrame:
-        """A DataFrame of the playlists matching the filters (``analytics_nb.frames.playlists_frame``).
+        """A DataFrame of the playlists matching the filters (see ``iter``): the columns of
+        ``analytics_nb.frames.playlists_frame``, plus ``recordings_count``.
 
-        The frame is built in parts while later pages are still on their way (the service answers the
-        next pages meanwhile), then the parts are joined; the result is the frame ``playlists_frame`` gives
-        for all the records at once, plus ``recordings_count`` (same columns, dtypes, values and errors: see
-        ``FrameParts``). With the ``fast`` extra (msgspec) pages are decoded straight into compact rows
+        With the ``fast`` extra (msgspec) pages are decoded straight into compact rows
         (``frames.PLAYLIST_ROWS``), which halves the client's CPU; a page that does not fit them exactly is
-        read as JSON dicts.
+        read as JSON dicts, and then the frame is built from dicts (the same columns, dtypes and values).
 
         ``recordings_count`` (Int64) is read from each row's ``recordings_counts`` (no request per
         playlist): a collection's item count (0 when the service says none), a saved filter's cached match
@@ -312,14 +298,6 @@ class SyncTransformations:
     def __repr__(self) -> str:
         return f"<sync {self._resource!r}>"
 
-    def iter_records(
-        self, *, page_size: int = MAX_PAGE_SIZE, offset: int = 0, max_items: int | None = None
-    ) -> Iterator[dict[str, Any]]:
-        """Raw transformation dicts, every page, each once."""
-        return self._loop.iterate(
-            self._resource.iter_records(page_size=page_size, offset=offset, max_items=max_items)
-        )
-
     def iter(
         self, *, page_size: int = MAX_PAGE_SIZE, offset: int = 0, max_items: int | None = None
     ) -> Iterator[Transformation]:
@@ -331,16 +309,10 @@ class SyncTransformations:
     def list(
         self, *, page_size: int = MAX_PAGE_SIZE, offset: int = 0, max_items: int | None = None
     ) -> builtins.list[Transformation]:
-        """All transformations as models (an instance without the plugin API says so: see ``records``)."""
-        return self._loop.run(self._resource.list(page_size=page_size, offset=offset, max_items=max_items))
-
-    def records(
-        self, *, page_size: int = MAX_PAGE_SIZE, offset: int = 0, max_items: int | None = None
-    ) -> builtins.list[dict[str, Any]]:
-        """All transformations as raw wire dicts. On an instance that no longer serves the plugin API
-        (PostHog PR #97440) the NotFoundError says so and points to ``client.hog_functions``.
+        """All transformations as models. On an instance that no longer serves the plugin API (PostHog PR
+        #97440) the NotFoundError says so and points to ``client.hog_functions``.
         """
-        return self._loop.run(self._resource.records(page_size=page_size, offset=offset, max_items=max_items))
+        return self._loop.run(self._resource.list(page_size=page_size, offset=offset, max_items=max_items))
 
     def frame(self, *, max_items: int | None = None) -> pd.DataFrame:
         """A DataFrame of the transformations (``analytics_nb.frames.transformations_frame``)."""
@@ -431,30 +403,6 @@ class SyncHogFunctions:
     def __repr__(self) -> str:
         return f"<sync {self._resource!r}>"
 
-    def iter_records(
-        self,
-        *,
-        type: str | Sequence[str] | None = None,
-        enabled: bool | None = None,
-        search: str | None = None,
-        full: bool = False,
-        page_size: int = MAX_PAGE_SIZE,
-        offset: int = 0,
-        max_items: int | None = None,
-    ) -> Iterator[dict[str, Any]]:
-        """Raw function dicts (wire shape), every page, each once, in the service's order."""
-        return self._loop.iterate(
-            self._resource.iter_records(
-                type=type,
-                enabled=enabled,
-                search=search,
-                full=full,
-                page_size=page_size,
-                offset=offset,
-                max_items=max_items,
-            )
-        )
-
     def iter(
         self,
         *,
@@ -508,20 +456,6 @@ class SyncHogFunctions:
                 offset=offset,
                 max_items=max_items,
             )
-        )
-
-    def records(
-        self,
-        *,
-        type: str | Sequence[str] | None = None,
-        enabled: bool | None = None,
-        search: str | None = None,
-        full: bool = False,
-        max_items: int | None = None,
-    ) -> builtins.list[dict[str, Any]]:
-        """All live functions matching the filters as raw wire dicts."""
-        return self._loop.run(
-            self._resource.records(type=type, enabled=enabled, search=search, full=full, max_items=max_items)
         )
 
     def frame(
@@ -665,19 +599,18 @@ class SyncHogFunctionTemplates:
     def __repr__(self) -> str:
         return f"<sync {self._resource!r}>"
 
-    def iter_records(
+    def iter(
         self,
         *,
         type: str | Sequence[str] = "destination",
         template_id: str | None = None,
-        page_size: int = MAX_PAGE_SIZE,
         max_items: int | None = None,
-    ) -> Iterator[dict[str, Any]]:
-        """Raw template dicts of the given type(s), every page."""
+    ) -> Iterator[HogFunctionTemplate]:
+        """Iterate over the templates of ``type`` (one type or a list; the service's default is
+        ``destination``), every page; the service leaves deprecated templates out (``get`` finds them).
+        """
         return self._loop.iterate(
-            self._resource.iter_records(
-                type=type, template_id=template_id, page_size=page_size, max_items=max_items
-            )
+            self._resource.iter(type=type, template_id=template_id, max_items=max_items)
         )
 
     def list(
@@ -687,9 +620,7 @@ class SyncHogFunctionTemplates:
         template_id: str | None = None,
         max_items: int | None = None,
     ) -> builtins.list[HogFunctionTemplate]:
-        """Templates of ``type`` (one type or a list; the service's default is ``destination``), every page;
-        deprecated templates are left out by the service (``get`` still finds them).
-        """
+        """Templates of ``type`` (see ``iter``) as models."""
         return self._loop.run(self._resource.list(type=type, template_id=template_id, max_items=max_items))
 
     def frame(
@@ -716,29 +647,17 @@ class SyncFeatureFlags:
     def __repr__(self) -> str:
         return f"<sync {self._resource!r}>"
 
-    def iter_records(
-        self, *, page_size: int = MAX_PAGE_SIZE, max_items: int | None = None, **params: Any
-    ) -> Iterator[dict[str, Any]]:
-        """Raw flag definitions, every page, each once; ``params`` go to the query string."""
-        return self._loop.iterate(
-            self._resource.iter_records(page_size=page_size, max_items=max_items, **params)
-        )
-
     def iter(
         self, *, page_size: int = MAX_PAGE_SIZE, max_items: int | None = None, **params: Any
     ) -> Iterator[FeatureFlag]:
-        """Iterate over the project's flag definitions as models."""
+        """Iterate over the project's flag definitions as models; ``params`` go to the query string."""
         return self._loop.iterate(self._resource.iter(page_size=page_size, max_items=max_items, **params))
 
     def list(
         self, *, page_size: int = MAX_PAGE_SIZE, max_items: int | None = None, **params: Any
     ) -> builtins.list[FeatureFlag]:
-        """All flag definitions of the project."""
+        """All flag definitions of the project (see ``iter``)."""
         return self._loop.run(self._resource.list(page_size=page_size, max_items=max_items, **params))
-
-    def records(self, *, max_items: int | None = None, **params: Any) -> builtins.list[dict[str, Any]]:
-        """All flag definitions as raw wire dicts."""
-        return self._loop.run(self._resource.records(max_items=max_items, **params))
 
     def frame(self, *, max_items: int | None = None, **params: Any) -> pd.DataFrame:
         """A DataFrame of the flag definitions (``analytics_nb.frames.feature_flags_frame``)."""

@@ -7,8 +7,16 @@ from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
 from analytics_nb.client._core import parse_model
-from analytics_nb.client._pagination import MAX_PAGE_SIZE, iter_records
-from analytics_nb.client._resources._base import Resource, check_id, require_text
+from analytics_nb.client._pagination import MAX_PAGE_SIZE, iter_record_pages
+from analytics_nb.client._resources._base import (
+    Pages,
+    Resource,
+    check_id,
+    collect_frame,
+    collect_models,
+    iterate_models,
+    require_text,
+)
 from analytics_nb.models import FeatureFlag, LocalEvaluationResponse
 
 if TYPE_CHECKING:
@@ -23,37 +31,29 @@ class FeatureFlags(Resource):
     def _path(self, suffix: str = "") -> str:
         return self._core.project_path("feature_flags/" + suffix)
 
-    async def iter_records(
-        self, *, page_size: int = MAX_PAGE_SIZE, max_items: int | None = None, **params: Any
-    ) -> AsyncIterator[dict[str, Any]]:
-        """Raw flag definitions, every page, each once; ``params`` go to the query string."""
-        async for record in iter_records(
+    def _pages(self, page_size: int = MAX_PAGE_SIZE, max_items: int | None = None, **params: Any) -> Pages:
+        return iter_record_pages(
             self._core, self._path(), params=params, page_size=page_size, max_items=max_items, desc="flags"
-        ):
-            yield record
+        )
 
     async def iter(
         self, *, page_size: int = MAX_PAGE_SIZE, max_items: int | None = None, **params: Any
     ) -> AsyncIterator[FeatureFlag]:
-        """Iterate over the project's flag definitions as models."""
-        async for record in self.iter_records(page_size=page_size, max_items=max_items, **params):
-            yield parse_model(FeatureFlag, record)
+        """Iterate over the project's flag definitions as models; ``params`` go to the query string."""
+        async for flag in iterate_models(self._pages(page_size, max_items, **params), FeatureFlag):
+            yield flag
 
     async def list(
         self, *, page_size: int = MAX_PAGE_SIZE, max_items: int | None = None, **params: Any
     ) -> builtins.list[FeatureFlag]:
-        """All flag definitions of the project."""
-        return [f async for f in self.iter(page_size=page_size, max_items=max_items, **params)]
-
-    async def records(self, *, max_items: int | None = None, **params: Any) -> builtins.list[dict[str, Any]]:
-        """All flag definitions as raw wire dicts."""
-        return [r async for r in self.iter_records(max_items=max_items, **params)]
+        """All flag definitions of the project (see ``iter``)."""
+        return await collect_models(self._pages(page_size, max_items, **params), FeatureFlag)
 
     async def frame(self, *, max_items: int | None = None, **params: Any) -> pd.DataFrame:
         """A DataFrame of the flag definitions (``analytics_nb.frames.feature_flags_frame``)."""
         from analytics_nb.frames import feature_flags_frame
 
-        return feature_flags_frame(await self.records(max_items=max_items, **params))
+        return await collect_frame(self._pages(max_items=max_items, **params), feature_flags_frame)
 
     async def get(self, id: int) -> FeatureFlag:
         """One flag definition by numeric id."""

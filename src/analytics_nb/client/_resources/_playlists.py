@@ -7,12 +7,22 @@ import builtins
 import datetime as _dt
 import enum
 import threading
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from typing import TYPE_CHECKING, Any, Final, Literal, TypedDict, Unpack
 
 from analytics_nb.client._core import Core, parse_model
-from analytics_nb.client._pagination import MAX_PAGE_SIZE, iter_record_pages, record_value
-from analytics_nb.client._resources._base import Resource, check_choice, check_id, iso, require_text
+from analytics_nb.client._pagination import iter_record_pages, record_value
+from analytics_nb.client._resources._base import (
+    Pages,
+    Resource,
+    check_choice,
+    check_id,
+    collect_frame,
+    collect_models,
+    iso,
+    iterate_models,
+    require_text,
+)
 from analytics_nb.client._resources._recordings import (
     CALLS_PER_MINUTE,
     NO_PERSONAL_KEYS,
@@ -149,7 +159,7 @@ class Playlists(Resource):
     @staticmethod
     def _query(filters: Mapping[str, Any]) -> tuple[dict[str, Any], bool]:
         """Query parameters for the ``PlaylistFilters`` given (``created_by`` already an id), and whether
-        ``pinned=False`` must be applied on this side (``short_id`` always is: see ``_record_pages``)."""
+        ``pinned=False`` must be applied on this side (``short_id`` always is: see ``_pages``)."""
         unknown = sorted(set(filters) - FILTERS)
         if unknown:
             raise ValueError(
@@ -205,60 +215,26 @@ class Playlists(Resource):
             params["order"] = check_choice("order", order, ORDERS)
         return params, unpinned_only
 
-    async def iter_records(
-        self,
-        *,
-        page_size: int = MAX_PAGE_SIZE,
-        offset: int = 0,
-        max_items: int | None = None,
-        **filters: Any,
-    ) -> AsyncIterator[dict[str, Any]]:
-        """Raw playlist dicts (wire shape) matching ``filters``, every page, each once."""
-        pages = self._record_pages(page_size=page_size, offset=offset, max_items=max_items, **filters)
-        try:
-            async for page in pages:
-                for record in page:
-                    yield record
-        finally:
-            await pages.aclose()
-
-    async def _record_pages(
-        self,
-        *,
-        page_size: int = MAX_PAGE_SIZE,
-        offset: int = 0,
-        max_items: int | None = None,
-        decoder: Callable[[bytes], Any] | None = None,
-        **filters: Any,
-    ) -> AsyncGenerator[builtins.list[Any], None]:
-        """``iter_records`` a page at a time (lists of raw dicts, or of ``decoder``'s compact rows; pages left
-        empty by the filter skipped)."""
+    async def _pages(self, decoder: Callable[[bytes], Any] | None = None, **filters: Any) -> Pages:
+        """The listing's pages (the one paging path); ``created_by`` given as an email is resolved first,
+        and ``pinned=False`` and ``short_id`` are applied on this side too (``keep``)."""
+        paging = {key: filters.pop(key) for key in PAGING & set(filters)}
         filters = await self._resolve_created_by(filters)
         params, unpinned_only = self._query(filters)
         # The newest service's list() never applies `short_id` (it skips the filter backend), so it is
         # also checked here; older builds narrow the answer themselves.
         only_short_id = params.get("short_id")
-        local = unpinned_only or only_short_id is not None
-        pages = iter_record_pages(
-            self._core,
-            self._path(),
-            params=params,
-            page_size=page_size,
-            offset=offset,
-            max_items=None if local else max_items,
-            desc="playlists",
-            decoder=decoder,
+        keep = None
+        if unpinned_only or only_short_id is not None:
+
+            def keep(record: Any) -> bool:
+                if unpinned_only and record_value(record, "pinned"):
+                    return False
+                return only_short_id is None or record_value(record, "short_id") == only_short_id
+
+        return iter_record_pages(
+            self._core, self._path(), params=params, desc="playlists", decoder=decoder, keep=keep, **paging
         )
-        try:
-            async for page in pages:
-                if unpinned_only:
-                    page = [record for record in page if not record_value(record, "pinned")]
-                if only_short_id is not None:
-                    page = [r for r in page if record_value(r, "short_id") == only_short_id]
-                if page:
-                    yield page
-        finally:
-            await pages.aclose()
 
     async def _resolve_created_by(self, filters: dict[str, Any]) -> dict[str, Any]:
         """``created_by`` given as an email becomes the user's id, found among the users this client can
@@ -271,13 +247,14 @@ class Playlists(Resource):
         if isinstance(me, dict) and str(me.get("email", "")).lower() == wanted and me.get("id") is not None:
             return {**filters, "created_by": me["id"]}
         seen: set[str] = set()
-        async for record in self.iter_records():
-            for field in ("created_by", "last_modified_by"):
-                user = record.get(field)
-                if isinstance(user, dict) and user.get("email"):
-                    seen.add(str(user["email"]))
-                    if str(user["email"]).lower() == wanted and user.get("id") is not None:
-                        return {**filters, "created_by": user["id"]}
+        async for page in iter_record_pages(self._core, self._path(), desc="playlists"):
+            for record in page:
+                for field in ("created_by", "last_modified_by"):
+                    user = record.get(field)
+                    if isinstance(user, dict) and user.get("email"):
+                        seen.add(str(user["email"]))
+                        if str(user["email"]).lower() == wanted and user.get("id") is not None:
+                            return {**filters, "created_by": user["id"]}
         raise ValueError(
             f"created_by={email!r}: no user with that email among the users this client can see (you, and "
             f"the {len(seen)} people who created or edited the project's playlists). Pass the user's "
@@ -296,50 +273,30 @@ class Playlists(Resource):
         ``session_recording_id``, ``order`` (``[-]last_modified_at|created_at|name``). Paging:
         ``page_size`` (<=500), ``offset``, ``max_items``.
         """
-        count = 0
-        max_items = filters.get("max_items")
-        async for record in self.iter_records(**filters):
-            yield parse_model(Playlist, record)
-            count += 1
-            if max_items is not None and count >= max_items:
-                return
+        async for playlist in iterate_models(await self._pages(**filters), Playlist):
+            yield playlist
 
     async def list(self, **filters: Unpack[PlaylistFilters]) -> builtins.list[Playlist]:
         """All playlists matching the filters (see ``iter``) as models."""
-        return [playlist async for playlist in self.iter(**filters)]
-
-    async def records(self, **filters: Unpack[PlaylistFilters]) -> builtins.list[dict[str, Any]]:
-        """All playlists matching the filters as raw wire dicts (fastest; see ``iter``)."""
-        max_items = filters.get("max_items")
-        out: builtins.list[dict[str, Any]] = []
-        async for page in self._record_pages(**filters):
-            out.extend(page)
-        return out if max_items is None else out[:max_items]
+        return await collect_models(await self._pages(**filters), Playlist)
 
     async def frame(self, **filters: Unpack[PlaylistFilters]) -> pd.DataFrame:
-        """A DataFrame of the playlists matching the filters (``analytics_nb.frames.playlists_frame``).
+        """A DataFrame of the playlists matching the filters (see ``iter``): the columns of
+        ``analytics_nb.frames.playlists_frame``, plus ``recordings_count``.
 
-        The frame is built in parts while later pages are still on their way (the service answers the
-        next pages meanwhile), then the parts are joined; the result is the frame ``playlists_frame`` gives
-        for all the records at once, plus ``recordings_count`` (same columns, dtypes, values and errors: see
-        ``FrameParts``). With the ``fast`` extra (msgspec) pages are decoded straight into compact rows
+        With the ``fast`` extra (msgspec) pages are decoded straight into compact rows
         (``frames.PLAYLIST_ROWS``), which halves the client's CPU; a page that does not fit them exactly is
-        read as JSON dicts.
+        read as JSON dicts, and then the frame is built from dicts (the same columns, dtypes and values).
 
         ``recordings_count`` (Int64) is read from each row's ``recordings_counts`` (no request per
         playlist): a collection's item count (0 when the service says none), a saved filter's cached match
         count, NA when the service has not counted it (a saved filter its background job has not run on).
         It counts items, not loadable recordings: see ``recordings``.
         """
-        from analytics_nb.frames import PLAYLIST_ROWS, FrameParts, playlists_frame
+        from analytics_nb.frames import PLAYLIST_ROWS
 
-        max_items = filters.get("max_items")
-        if max_items is not None:
-            return with_recordings_count(playlists_frame(await self.records(**filters)))
-        parts = FrameParts(PLAYLIST_ROWS.frame)
-        async for page in self._record_pages(decoder=PLAYLIST_ROWS.decode, **filters):
-            parts.add(page)
-        return with_recordings_count(parts.frame())
+        pages = await self._pages(decoder=PLAYLIST_ROWS.decode, **filters)
+        return with_recordings_count(await collect_frame(pages, PLAYLIST_ROWS.frame))
 
     async def get(self, short_id: str) -> Playlist:
         """One playlist by ``short_id`` (soft-deleted ones raise NotFoundError)."""

@@ -15,8 +15,15 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mappin
 from typing import TYPE_CHECKING, Any
 
 from analytics_nb.client._core import parse_model
-from analytics_nb.client._pagination import MAX_PAGE_SIZE, PageGuard, iter_records
-from analytics_nb.client._resources._base import Resource, check_id
+from analytics_nb.client._pagination import MAX_PAGE_SIZE, PageGuard, iter_record_pages
+from analytics_nb.client._resources._base import (
+    Pages,
+    Resource,
+    check_id,
+    collect_frame,
+    collect_models,
+    iterate_models,
+)
 from analytics_nb.errors import NotFoundError
 from analytics_nb.models import ActivityPage, PluginConfig, Transformation
 
@@ -111,51 +118,45 @@ class Transformations(Resource):
             return exc
         return exc
 
-    async def iter_records(
-        self, *, page_size: int = MAX_PAGE_SIZE, offset: int = 0, max_items: int | None = None
-    ) -> AsyncIterator[dict[str, Any]]:
-        """Raw transformation dicts, every page, each once."""
-        async for record in iter_records(
+    async def _pages(
+        self, page_size: int = MAX_PAGE_SIZE, offset: int = 0, max_items: int | None = None
+    ) -> Pages:
+        """The listing's pages (the one paging path; the organization is resolved first)."""
+        return iter_record_pages(
             self._core,
             await self._path(),
             page_size=page_size,
             offset=offset,
             max_items=max_items,
             desc="transformations",
-        ):
-            yield record
+        )
 
     async def iter(
         self, *, page_size: int = MAX_PAGE_SIZE, offset: int = 0, max_items: int | None = None
     ) -> AsyncIterator[Transformation]:
         """Iterate over the organization's transformations (pages fetched concurrently)."""
-        async for record in self.iter_records(page_size=page_size, offset=offset, max_items=max_items):
-            yield parse_model(Transformation, record)
+        async for transformation in iterate_models(
+            await self._pages(page_size, offset, max_items), Transformation
+        ):
+            yield transformation
 
     async def list(
         self, *, page_size: int = MAX_PAGE_SIZE, offset: int = 0, max_items: int | None = None
     ) -> builtins.list[Transformation]:
-        """All transformations as models (an instance without the plugin API says so: see ``records``)."""
-        records = await self.records(page_size=page_size, offset=offset, max_items=max_items)
-        return [parse_model(Transformation, r) for r in records]
-
-    async def records(
-        self, *, page_size: int = MAX_PAGE_SIZE, offset: int = 0, max_items: int | None = None
-    ) -> builtins.list[dict[str, Any]]:
-        """All transformations as raw wire dicts. On an instance that no longer serves the plugin API
-        (PostHog PR #97440) the NotFoundError says so and points to ``client.hog_functions``."""
-        try:
-            return [
-                r async for r in self.iter_records(page_size=page_size, offset=offset, max_items=max_items)
-            ]
-        except NotFoundError as exc:
-            raise await self._not_found(exc) from None
+        """All transformations as models. On an instance that no longer serves the plugin API (PostHog PR
+        #97440) the NotFoundError says so and points to ``client.hog_functions``."""
+        pages = await self._pages(page_size, offset, max_items)
+        found: builtins.list[Transformation] = await self._call(collect_models, pages, Transformation)
+        return found
 
     async def frame(self, *, max_items: int | None = None) -> pd.DataFrame:
         """A DataFrame of the transformations (``analytics_nb.frames.transformations_frame``)."""
         from analytics_nb.frames import transformations_frame
 
-        return transformations_frame(await self.records(max_items=max_items))
+        frame: pd.DataFrame = await self._call(
+            collect_frame, await self._pages(max_items=max_items), transformations_frame
+        )
+        return frame
 
     async def get(self, id: int) -> Transformation:
         """One transformation by id."""
@@ -199,9 +200,8 @@ class Transformations(Resource):
         from analytics_nb.frames import transformation_sources_frame
 
         if ids is None:
-            wanted = [int(r["id"]) for r in await self.records()]
-        else:
-            wanted = [check_id("ids", i) for i in ids]
+            ids = [t.id for t in await self.list() if t.id is not None]
+        wanted = [check_id("ids", i) for i in ids]
 
         async def one(plugin_id: int) -> tuple[int, dict[str, str | None]]:
             async with self._core.semaphore:
