@@ -217,10 +217,11 @@ print(json.dumps({"seen": seen, "file": readable(token_file), "environ": readabl
 def test_the_token_is_on_no_command_line_and_other_users_cannot_read_it(
     tmp_path: Path, mode: tuple[str, ...]
 ) -> None:
-    """Issue 27 #2: the token used to be an argument (``--IdentityProvider.token=...``), which every local user
-    reads in ``ps`` / ``/proc/<pid>/cmdline`` and then drives the Jupyter API (code execution). Now it goes
-    through a 0600 file named by JUPYTER_TOKEN_FILE: no process started by the script has it in its argv, the
-    server asks for it, and another user (``nobody``) sees it neither in any cmdline nor in the file."""
+    """Issue 27 #2: the token used to be an argument (``--IdentityProvider.token=...``), which every local
+    user reads in ``ps`` / ``/proc/<pid>/cmdline`` and then drives the Jupyter API (code execution). Now it
+    goes through a 0600 file named by JUPYTER_TOKEN_FILE: no process started by the script has it in its
+    argv, the server asks for it, and another user (``nobody``) sees it neither in any cmdline nor in the
+    file."""
     token = "secret-" + os.urandom(12).hex()
     with _serving(tmp_path, token, *mode) as (proc, base):
         tree = _descendants(proc.pid)
@@ -240,7 +241,8 @@ def test_the_token_is_on_no_command_line_and_other_users_cannot_read_it(
         # the token is needed: without it the server refuses (Voila sends to its login page)
         probe = "/" if mode else "/api/kernels"
         assert httpx.get(f"{base}{probe}", timeout=5).status_code in (302, 401, 403)
-        assert httpx.get(f"{base}{probe}", params={"token": "a-token-from-the-environment"}, timeout=5).status_code in (302, 401, 403)
+        stray = {"token": "a-token-from-the-environment"}
+        assert httpx.get(f"{base}{probe}", params=stray, timeout=5).status_code in (302, 401, 403)
         assert httpx.get(f"{base}{probe}", params={"token": token}, timeout=5).status_code == 200
         if os.geteuid() == 0 and Path("/usr/bin/python3").exists():
             seen = subprocess.run(
@@ -258,7 +260,8 @@ def test_the_token_is_on_no_command_line_and_other_users_cannot_read_it(
     assert not token_file.exists()  # removed when the server stopped
     # the script prints the URL to open (its user's terminal); the server itself logs the token masked only
     logged = [line for line in (tmp_path / "lab.log").read_text().splitlines() if token in line]
-    assert [line.split("?token=")[0] for line in logged] == [f"Open the notebooks at: {base}/" + ("" if mode else "lab")]
+    opened = f"Open the notebooks at: {base}/" + ("" if mode else "lab")
+    assert [line.split("?token=")[0] for line in logged] == [opened]
 
 
 @pytest.mark.slow
