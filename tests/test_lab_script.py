@@ -350,3 +350,67 @@ def test_the_script_installs_what_every_example_notebook_imports() -> None:
             if not dists & installed:
                 missing[module] = sorted(notebooks)
         assert missing == {}, f"scripts/lab {' '.join(args)} installs .[{','.join(extras)}] without {missing}"
+
+
+@pytest.mark.slow
+def test_voila_shows_the_error_text_of_a_failing_cell(tmp_path: Path) -> None:
+    """Issue 29 #5: Voila showed only "There was an error when executing cell [1]" for 06_scale's missing
+    pyarrow. The script's Voila command (from its --dry-run) shows the error itself."""
+    venv = Path(sys.prefix)
+    if not (venv / "bin" / "voila").exists():
+        pytest.skip("voila is not installed in this venv")
+    port = _free_port()
+    out = _run(
+        "--voila", "--dry-run", "--no-install", "--port", str(port), ANALYTICS_NB_VENV=str(venv)
+    ).stdout
+    voila = _commands(out)[-1]
+    assert "--VoilaConfiguration.show_tracebacks=True" in voila
+    pages = tmp_path / "pages"
+    pages.mkdir()
+    cell = {"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None}
+    notebook = {
+        "cells": [
+            {**cell, "source": "import not_a_module_for_this_test"},
+            {**cell, "source": "print('after')"},
+        ],
+        "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}},
+        "nbformat": 4,
+        "nbformat_minor": 5,
+    }
+    (pages / "failing.ipynb").write_text(json.dumps(notebook))
+    token_file = tmp_path / "token"
+    token_file.write_text("voila-error-token")
+    token_file.chmod(0o600)
+    command = [voila[0], str(pages), *voila[2:], "--no-browser"]
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANALYTICS_NB_", "JUPYTER_"))}
+    env.update(
+        JUPYTER_TOKEN_FILE=str(token_file),
+        JUPYTER_CONFIG_DIR=str(tmp_path / "config"),
+        JUPYTER_RUNTIME_DIR=str(tmp_path / "runtime"),
+        JUPYTER_PLATFORM_DIRS="1",
+    )
+    log = (tmp_path / "voila.log").open("w")
+    proc = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 90
+        page = None
+        while page is None:
+            assert proc.poll() is None, (tmp_path / "voila.log").read_text()[-2000:]
+            with contextlib.suppress(httpx.HTTPError):
+                answer = httpx.get(
+                    f"{base}/voila/render/failing.ipynb", params={"token": "voila-error-token"}, timeout=60
+                )
+                if answer.status_code == 200:
+                    page = answer.text
+            assert time.monotonic() < deadline, "Voila did not render within 90 s"
+            time.sleep(0.25)
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(5)
+        log.close()
+    assert "No module named" in page and "not_a_module_for_this_test" in page
