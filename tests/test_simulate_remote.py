@@ -81,7 +81,10 @@ def test_remote_grid_with_flag_subset_and_reasons(
 ) -> None:
     sandbox.clear_requests()
     result = client.simulate(fresh, ["new-checkout", "beta-feature"], reasons=True, concurrency=4)
-    assert list(result.frame.columns[:3]) == ["distinct_id", "new-checkout", "beta-feature"]
+    assert list(result.outputs.columns[:3]) == ["distinct_id", "new-checkout", "beta-feature"]
+    assert result.input_columns and list(result.frame.columns[1 : 1 + len(result.input_columns)]) == list(
+        result.input_columns
+    )
     assert (
         "new-checkout:reason" in result.frame.columns
         and "new-checkout:condition_index" in result.frame.columns

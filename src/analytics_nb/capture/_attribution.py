@@ -119,11 +119,13 @@ def flag_values(flags: Any, *, keys: Iterable[str] | None = None) -> dict[str, b
             f"{{flag_key: value}} dict, not {type(flags).__name__}"
         )
     wanted = None if keys is None else set(keys)
+    # a row of a simulation frame carries its input columns (country, plan): named in attrs, never flags
+    inputs = set(flags.attrs.get("analytics_nb.input_columns", ())) if isinstance(flags, pd.Series) else set()
     out: dict[str, bool | str] = {}
     for key, value in items:
         if wanted is not None and key not in wanted:
             continue
-        if wanted is None and not _is_flag_name(key):
+        if wanted is None and (not _is_flag_name(key) or key in inputs):
             continue
         value = _plain(value)
         if value is None:
@@ -169,13 +171,16 @@ def flag_columns(frame: pd.DataFrame, flags: Any = None) -> list[str]:
     """The flag-value columns of an outcomes frame: ``flags=`` when given (checked), else every column that is
     not ``distinct_id``, ``error``, ``group:<type>``, an input column name or a ``<key>:...`` extra."""
     keys = _flag_keys(flags)
+    # a simulation frame names the input property columns (country, plan) it carries in its attrs
+    # (simulation/_result.py, INPUT_COLUMNS_ATTR): they are never flags
+    inputs = set(frame.attrs.get("analytics_nb.input_columns", ()))
+    found = [str(c) for c in frame.columns if _is_flag_name(c) and str(c) not in inputs]
     if keys is None:
-        return [str(c) for c in frame.columns if _is_flag_name(c)]
+        return found
     missing = [k for k in keys if k not in frame.columns]
     if missing:
         raise KeyError(
-            f"the outcomes frame has no column for flag(s) {missing}; its flag columns are "
-            f"{[c for c in frame.columns if _is_flag_name(c)]}"
+            f"the outcomes frame has no column for flag(s) {missing}; its flag columns are {found}"
         )
     return keys
 

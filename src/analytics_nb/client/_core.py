@@ -239,6 +239,9 @@ class Core:
         self._network_errors: tuple[type[BaseException], ...] = (httpx.TransportError, *transport_errors())
         self.closed = False
         self.retries_done = 0
+        #: Called as ``listener(method, path)`` after each successful write (not GET/HEAD/OPTIONS), on the
+        #: client's event loop: keep them short (the PlaylistEditor marks its list outdated).
+        self.write_listeners: list[Callable[[str, str], None]] = []
         key = config.personal_api_key
         self._auth: _KeyAuth | None = _KeyAuth(key) if key is not None else None
         install_log_redaction()
@@ -383,6 +386,8 @@ class Core:
             status = response.status_code
             log.debug("%s %s -> %d", call.method, call.safe_url, status)
             if 200 <= status < 300:
+                if self.write_listeners and call.method not in ("GET", "HEAD", "OPTIONS"):
+                    self._tell_write(call.method, path)
                 return response
             if status < 400:  # a redirect (or another non-final answer) is never used as data
                 self._follow(call, response)
@@ -541,6 +546,14 @@ class Core:
         log.debug("%s %s -> %d, retry %d in %.2fs", call.method, call.safe_url, status, call.attempt, wait)
         await asyncio.sleep(wait)
         return True
+
+    def _tell_write(self, method: str, path: str) -> None:
+        """Tell the write listeners about a successful write; a failing listener never fails the request."""
+        for listener in list(self.write_listeners):
+            try:
+                listener(method.upper(), path)
+            except Exception:
+                log.debug("a write listener failed", exc_info=True)
 
     def _target(self, url: str, query: Mapping[str, Any] | None) -> tuple[httpx.URL, str]:
         """The parsed URL (``query`` merged) and its scrubbed text, cached for URLs sent again and again (a

@@ -241,11 +241,12 @@ class RunEstimate:
         set_description = getattr(self.bar, "set_description", None)
         if set_description is not None:
             set_description(f"decide ≈{_duration(seconds)}")
+        # stdout: an estimate is a status line, and stderr shows red like an error in JupyterLab (issue 29 #7)
         write = getattr(self.bar, "write", None)  # tqdm.write keeps a terminal bar intact
         if write is not None:
-            write(self.line, file=self.stream or sys.stderr)
+            write(self.line, file=self.stream or sys.stdout)
         else:
-            print(self.line, file=self.stream or sys.stderr, flush=True)
+            print(self.line, file=self.stream or sys.stdout, flush=True)
         if self.warn_minutes is not None and self.minutes > self.warn_minutes:
             warnings.warn(
                 f"this remote simulation of {self.total:,} rows is expected to take about "

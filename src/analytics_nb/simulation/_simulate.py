@@ -508,7 +508,7 @@ def _interrupted(outcome: _Outcome, exc: KeyboardInterrupt) -> SimulationResult:
     print(
         f"simulate interrupted: returning the {partial.rows_done:,} of {partial.rows_total:,} rows done "
         "(result.partial is True; result.remaining holds the rest).",
-        file=sys.stderr,
+        file=sys.stdout,  # a status line, not an error: stderr shows red in JupyterLab (issue 29 #7)
         flush=True,
     )
     return partial
