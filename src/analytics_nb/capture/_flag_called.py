@@ -7,6 +7,7 @@ of reported keys is an LRU bounded to ``FLAG_CALLED_CACHE_SIZE`` entries, kept h
 
 from __future__ import annotations
 
+import datetime as dt
 import threading
 import weakref
 from collections import OrderedDict
@@ -297,6 +298,9 @@ async def aflag_called_frame(
     rows: list[dict[str, Any]] = []
     events: list[dict[str, Any]] = []
     reserved: list[Hashable] = []
+    # Stamped when the checks are reported, as the SDKs stamp $feature_flag_called when the code reads a flag:
+    # an event without a timestamp would take its arrival time and, re-sent on another day, be stored twice.
+    now = dt.datetime.now(dt.UTC)
     for key in keys:
         values = frame[key].to_numpy(dtype=object).tolist()
         payloads = column(f"{key}:payload")
@@ -329,7 +333,7 @@ async def aflag_called_frame(
                 props["$groups"] = {t: str(v) for t, v in groups.items()}
             rows.append(row)
             reserved.append(dedup)
-            events.append({"event": EVENT, "distinct_id": did, "properties": props})
+            events.append({"event": EVENT, "distinct_id": did, "timestamp": now, "properties": props})
     sent_rows = [r for r in rows if "status" not in r]
     if events:
         try:
