@@ -10,7 +10,7 @@ import pytest
 
 from analytics_nb import AsyncClient, Client
 from analytics_nb.sandbox import Sandbox
-from analytics_nb.simulation import SimulationInputError, asimulate, grid, simulate
+from analytics_nb.simulation import FailedFlagsWarning, SimulationInputError, asimulate, grid, simulate
 from analytics_nb.simulation._output import flag_columns
 
 
@@ -123,7 +123,8 @@ def test_errors_while_computing_flags_mark_rows_and_keep_computed_flags(
 ) -> None:
     sandbox.set_flag_failures(["new-checkout"])
     try:
-        result = simulate(fresh.head(12), engine="remote", client=client)
+        with pytest.warns(FailedFlagsWarning, match="new-checkout: 12"):
+            result = simulate(fresh.head(12), engine="remote", client=client)
     finally:
         sandbox.set_flag_failures([])
     frame = result.frame
@@ -137,7 +138,7 @@ def test_errors_while_computing_flags_mark_rows_and_keep_computed_flags(
 def test_injected_503s_still_give_every_row(sandbox: Sandbox, client: Client, fresh: pd.DataFrame) -> None:
     clean = simulate(fresh, engine="remote", client=client).frame
     sandbox.clear_requests()
-    fault = sandbox.faults.add(path="/decide*", status=503, rate=0.3)
+    fault = sandbox.faults.add(path="/flags*", status=503, rate=0.3)
     try:
         result = simulate(fresh, engine="remote", client=client, concurrency=8)
     finally:
@@ -155,7 +156,7 @@ def test_injected_503s_still_give_every_row(sandbox: Sandbox, client: Client, fr
 def test_one_failing_row_never_loses_the_others(
     sandbox: Sandbox, client: Client, fresh: pd.DataFrame
 ) -> None:
-    fault = sandbox.faults.add(path="/decide*", status=500, rate=0.5)  # 500 is not retried
+    fault = sandbox.faults.add(path="/flags*", status=500, rate=0.5)  # 500 is not retried
     try:
         result = simulate(fresh, engine="remote", client=client)
     finally:
@@ -283,7 +284,7 @@ def test_injected_resets_and_502s_are_retried_and_keep_every_row(
 ) -> None:
     clean = simulate(fresh, engine="remote", client=client).frame
     before = client._core.retries_done
-    resets = sandbox.faults.add(path="/decide*", reset=True, rate=0.2)
+    resets = sandbox.faults.add(path="/flags*", reset=True, rate=0.2)
     try:
         result = simulate(fresh, engine="remote", client=client, concurrency=3)
     finally:
@@ -291,7 +292,7 @@ def test_injected_resets_and_502s_are_retried_and_keep_every_row(
     assert client._core.retries_done > before
     mid = client._core.retries_done
     sandbox.clear_requests()
-    bad_gateway = sandbox.faults.add(path="/decide*", status=502, rate=0.2)
+    bad_gateway = sandbox.faults.add(path="/flags*", status=502, rate=0.2)
     try:
         again = simulate(fresh, engine="remote", client=client, concurrency=3)
     finally:

@@ -205,11 +205,12 @@ class AsyncApiClient(_Common):
         person_properties: Mapping[str, Any] | None = None,
         group_properties: Mapping[str, Mapping[str, Any]] | None = None,
         ip: str | None = None,
-        endpoint: Literal["decide", "flags"] = "decide",
+        endpoint: Literal["decide", "flags"] = "flags",
         version: int | None = None,
     ) -> DecideResponse:
-        """Evaluate every flag for one user remotely: ``POST /decide/?v=3``, or ``/flags/?v=2``
-        with ``endpoint="flags"``.
+        """Evaluate every flag for one user remotely: ``POST /flags/?v=4`` as posthog-python 7.91.1 does,
+        or the legacy ``/decide/?v=3`` with ``endpoint="decide"``. A flag the service failed to evaluate
+        is None (``response.failures`` says why), never False.
 
         ``person_properties`` / ``groups`` / ``group_properties`` override the stored ones; ``ip`` is sent as
         ``X-Forwarded-For`` so the service derives the ``$geoip_*`` properties from it.
