@@ -20,13 +20,16 @@ from analytics_nb.client._pacing import AdaptiveLimit
 from analytics_nb.client._pagination import MAX_PAGE_SIZE
 from analytics_nb.client._progress import progress_bar, progress_enabled
 from analytics_nb.client._resources import (
+    DefinitionsCache,
     FeatureFlags,
     HogFunctions,
     HogFunctionTemplates,
+    LegacyEndpointWarning,
     Organizations,
     Playlists,
     Projects,
     Transformations,
+    cached_definitions,
 )
 
 __all__ = [
@@ -38,14 +41,17 @@ __all__ = [
     "AsyncApiClient",
     "ClientConfig",
     "Core",
+    "DefinitionsCache",
     "FeatureFlags",
     "HogFunctionTemplates",
     "HogFunctions",
+    "LegacyEndpointWarning",
     "LoopThread",
     "Organizations",
     "Playlists",
     "Projects",
     "Transformations",
+    "cached_definitions",
     "decide_body",
     "loads_json",
     "progress_bar",

@@ -55,6 +55,7 @@ def _config(
     personal_api_key: str | None,
     project_api_key: str | None,
     project_id: int | str,
+    secret_api_key: str | None = None,
     organization_id: str | None,
     timeout: float,
     max_retries: int,
@@ -74,6 +75,7 @@ def _config(
         ingest_url=ingest_url,
         personal_api_key=None if personal_api_key is None else SecretKey(personal_api_key),
         project_api_key=project_api_key,
+        secret_api_key=None if secret_api_key is None else SecretKey(secret_api_key, name="secret_api_key"),
         project_id=project,
         organization_id=str(organization_id) if organization_id else None,
         timeout=timeout,
@@ -102,7 +104,8 @@ class _Common:
     @classmethod
     def from_env(cls, **overrides: Any) -> Self:
         """A client from ``POSTHOG_HOST``, ``POSTHOG_PERSONAL_API_KEY``, ``POSTHOG_PROJECT_API_KEY``,
-        ``POSTHOG_PROJECT_ID`` and ``POSTHOG_ORGANIZATION_ID`` (keyword ``overrides`` win;
+        ``POSTHOG_SECRET_API_KEY``, ``POSTHOG_PROJECT_ID`` and ``POSTHOG_ORGANIZATION_ID`` (keyword
+        ``overrides`` win;
         host defaults to "us")."""
         return cls(**config_from_env(**overrides))
 
@@ -126,7 +129,8 @@ class _Common:
         host = c.app_url if c.app_url == c.ingest_url else f"{c.app_url} + {c.ingest_url}"
         return (
             f"{type(self).__name__}(host={host!r}, project_id={c.project_id!r}, "
-            f"personal_api_key={mask(c.personal_api_key)!r}, project_api_key={mask(c.project_api_key)!r})"
+            f"personal_api_key={mask(c.personal_api_key)!r}, project_api_key={mask(c.project_api_key)!r}"
+            + (f", secret_api_key={mask(c.secret_api_key)!r})" if c.secret_api_key is not None else ")")
         )
 
     @property
@@ -148,10 +152,12 @@ class AsyncApiClient(_Common):
     ``async with``.
 
     ``host``: "us", "eu" (app host for ``/api``, ingestion host for decide/capture) or a self-hosted base URL.
-    Keys: ``personal_api_key`` (``phx_...``, for ``/api``) and ``project_api_key`` (``phc_...``, for decide
-    and capture; read from the project when omitted). Retries: ``max_retries`` with jittered backoff;
-    ``rate_limit=True`` keeps under the service's per-key limits. ``http_transport``: ``"auto"`` (aiohttp's
-    connector under httpx when the ``fast`` extra is installed), ``"aiohttp"`` or ``"httpx"``.
+    Keys: ``personal_api_key`` (``phx_...``, for ``/api``), ``project_api_key`` (``phc_...``, for flags
+    and capture; read from the project when omitted) and ``secret_api_key`` (``phs_...``, a Project Secret
+    API Key with ``feature_flag:read``: flag definitions from ``/flags/definitions``). Retries:
+    ``max_retries`` with jittered backoff; ``rate_limit=True`` keeps under the service's per-key limits.
+    ``http_transport``: ``"auto"`` (aiohttp's connector under httpx when the ``fast`` extra is installed),
+    ``"aiohttp"`` or ``"httpx"``.
     """
 
     def __init__(
@@ -160,6 +166,7 @@ class AsyncApiClient(_Common):
         *,
         personal_api_key: str | None = None,
         project_api_key: str | None = None,
+        secret_api_key: str | None = None,
         project_id: int | str = "@current",
         organization_id: str | None = None,
         timeout: float = 30.0,
@@ -176,6 +183,7 @@ class AsyncApiClient(_Common):
             host,
             personal_api_key=personal_api_key,
             project_api_key=project_api_key,
+            secret_api_key=secret_api_key,
             project_id=project_id,
             organization_id=organization_id,
             timeout=timeout,
@@ -286,6 +294,7 @@ class ApiClient(ApiClientMethods, _Common):
         *,
         personal_api_key: str | None = None,
         project_api_key: str | None = None,
+        secret_api_key: str | None = None,
         project_id: int | str = "@current",
         organization_id: str | None = None,
         timeout: float = 30.0,
@@ -302,6 +311,7 @@ class ApiClient(ApiClientMethods, _Common):
             host,
             personal_api_key=personal_api_key,
             project_api_key=project_api_key,
+            secret_api_key=secret_api_key,
             project_id=project_id,
             organization_id=organization_id,
             timeout=timeout,

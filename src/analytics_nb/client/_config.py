@@ -21,6 +21,7 @@ REGIONS: dict[str, tuple[str, str]] = {
 ENV_VARS = (
     "POSTHOG_HOST",
     "POSTHOG_PERSONAL_API_KEY",
+    "POSTHOG_SECRET_API_KEY",
     "POSTHOG_PROJECT_API_KEY",
     "POSTHOG_PROJECT_ID",
     "POSTHOG_ORGANIZATION_ID",
@@ -149,6 +150,9 @@ class ClientConfig:
     ingest_url: str
     personal_api_key: SecretKey | None = field(default=None, repr=False)
     project_api_key: str | None = field(default=None, repr=False)
+    secret_api_key: SecretKey | None = field(default=None, repr=False)
+    """A Project Secret API Key (``phs_...``, scope ``feature_flag:read``; PostHog #63111, #66174): what
+    today's PostHog wants for flag definitions (``/flags/definitions``) instead of a personal key."""
     project_id: str = "@current"
     organization_id: str | None = None
     timeout: float = 30.0
@@ -178,6 +182,15 @@ class ClientConfig:
         if pak is not None and not isinstance(pak, SecretKey):
             pak = SecretKey(pak)  # whitespace stripped, non-ASCII refused without echoing the key
             object.__setattr__(self, "personal_api_key", pak)
+        sak = self.secret_api_key
+        if sak is not None and not isinstance(sak, SecretKey):
+            sak = SecretKey(sak, name="secret_api_key")
+            object.__setattr__(self, "secret_api_key", sak)
+        if sak is not None and sak.prefix == "phc_":
+            raise ValueError(
+                "secret_api_key looks like a project API key (phc_...); use the project's secret API key "
+                "(phs_..., Project settings > Secret API keys, scope feature_flag:read)."
+            )
         prk = self.project_api_key
         if prk is not None:
             prk = check_key(prk, "project_api_key")
@@ -196,13 +209,14 @@ class ClientConfig:
     @property
     def secrets(self) -> tuple[SecretKey | str, ...]:
         """The keys to scrub from any text the client produces (``errors.redact`` reads both forms)."""
-        return tuple(k for k in (self.personal_api_key, self.project_api_key) if k)
+        return tuple(k for k in (self.personal_api_key, self.secret_api_key, self.project_api_key) if k)
 
     def __repr__(self) -> str:
         return (
             f"ClientConfig(app_url={self.app_url!r}, ingest_url={self.ingest_url!r}, "
             f"personal_api_key={mask(self.personal_api_key)!r}, "
             f"project_api_key={mask(self.project_api_key)!r}, "
+            f"secret_api_key={mask(self.secret_api_key)!r}, "
             f"project_id={self.project_id!r}, organization_id={self.organization_id!r})"
         )
 
@@ -217,6 +231,7 @@ def config_from_env(environ: dict[str, str] | None = None, **overrides: object) 
     for var, name in (
         ("POSTHOG_PERSONAL_API_KEY", "personal_api_key"),
         ("POSTHOG_PROJECT_API_KEY", "project_api_key"),
+        ("POSTHOG_SECRET_API_KEY", "secret_api_key"),
         ("POSTHOG_PROJECT_ID", "project_id"),
         ("POSTHOG_ORGANIZATION_ID", "organization_id"),
     ):

@@ -227,6 +227,11 @@ class Core:
     def __repr__(self) -> str:
         return f"Core({self.config!r})"
 
+    @staticmethod
+    def key_auth(key: SecretKey) -> httpx.Auth:
+        """An ``auth=`` for `request` that sends ``key`` as the Bearer (e.g. the secret API key)."""
+        return _KeyAuth(key)
+
     # -- plumbing ---------------------------------------------------------------------------------------
     def _client(self) -> httpx.AsyncClient:
         if self.closed:
@@ -324,7 +329,7 @@ class Core:
         content: bytes | str | None = None,
         headers: Mapping[str, str] | None = None,
         idempotent: bool = False,
-        auth: bool = True,
+        auth: bool | httpx.Auth = True,
         explain: Mapping[int, str] | None = None,
         pacer: AdaptiveLimit | None = None,
     ) -> httpx.Response:
@@ -337,6 +342,10 @@ class Core:
         followed only on the same origin (see ``_redirect_target``); every failure, transport ones included,
         is a ``PostHogError`` with no httpx exception chained (those hold the request and its headers).
 
+        ``auth``: True sends the personal key, False nothing, an ``httpx.Auth`` (``Core.key_auth(key)``)
+        that key instead (the secret API key for flag definitions). A 304 is returned (not followed) when
+        the request sent ``If-None-Match``.
+
         ``pacer`` (from ``Core.pacer(concurrency)``, for bulk runs): each attempt waits for a place in its
         adaptive window, and a 429 pauses the whole run for ``Retry-After`` and narrows the window instead
         of using up ``max_retries`` (up to ``MAX_THROTTLED`` times for one request): a run slows down to the
@@ -347,7 +356,7 @@ class Core:
         query = None if params is None else {k: _param(v) for k, v in params.items() if v is not None}
         target, safe_url = self._target(url, query)
         send_headers: dict[str, str] = dict(headers or {})
-        if auth and self._auth is None:
+        if auth is True and self._auth is None:
             raise AuthenticationError(
                 f"{method} {safe_url} needs a personal API key: pass personal_api_key='phx_...' to the "
                 "Client or set POSTHOG_PERSONAL_API_KEY.",
@@ -421,7 +430,7 @@ class Core:
             assert response is not None
             status = response.status_code
             log.debug("%s %s -> %d", method, safe_url, status)
-            if 200 <= status < 300:
+            if 200 <= status < 300 or (status == 304 and "If-None-Match" in send_headers):
                 return response
             if status < 400:  # a redirect (or another non-final answer) is never used as data
                 moved = self._redirect_target(method, url, response, redirects)
@@ -490,20 +499,17 @@ class Core:
         url: httpx.URL,
         body: bytes | str | None,
         headers: Mapping[str, str],
-        auth: bool,
+        auth: bool | httpx.Auth,
         pacer: AdaptiveLimit | None,
     ) -> httpx.Response:
         """One attempt on the wire (inside a place of ``pacer`` when given)."""
+        key_auth = auth if isinstance(auth, httpx.Auth) else self._auth if auth else None
         if pacer is None:
-            return await http.request(
-                method, url, content=body, headers=headers, auth=self._auth if auth else None
-            )
+            return await http.request(method, url, content=body, headers=headers, auth=key_auth)
         await pacer.acquire()
         response: httpx.Response | None = None
         try:
-            response = await http.request(
-                method, url, content=body, headers=headers, auth=self._auth if auth else None
-            )
+            response = await http.request(method, url, content=body, headers=headers, auth=key_auth)
         finally:
             pacer.release(ok=response is not None and response.status_code != 429)
         return response
