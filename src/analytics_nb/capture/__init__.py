@@ -25,6 +25,8 @@ from analytics_nb.capture._events import (
 from analytics_nb.capture._flag_called import (
     FLAG_CALLED_CACHE_SIZE,
     FlagCalledCache,
+    UnknownFlagKeyError,
+    UnknownFlagKeyWarning,
     aflag_called,
     aflag_called_frame,
     flag_called,
@@ -43,6 +45,8 @@ __all__ = [
     "EventError",
     "FlagCalledCache",
     "NaivePolicy",
+    "UnknownFlagKeyError",
+    "UnknownFlagKeyWarning",
     "UuidPolicy",
     "acapture_event",
     "acapture_frame",

@@ -109,9 +109,11 @@ class AsyncClient(AsyncApiClient):
         request_id: str | None = None,
         locally_evaluated: bool = False,
         groups: Mapping[str, Any] | None = None,
+        unknown_keys: Literal["warn", "raise", "ignore"] = "warn",
     ) -> bool:
         """Send a ``$feature_flag_called`` event once per (distinct_id, key, response, groups) for this client
-        (``analytics_nb.capture.flag_called``); True when sent, False when already reported."""
+        (``analytics_nb.capture.flag_called``); True when sent, False when already reported. A key the
+        project has no flag for warns with the closest keys (``unknown_keys="raise"`` refuses it)."""
         return await aflag_called(
             self,
             distinct_id,
@@ -124,6 +126,7 @@ class AsyncClient(AsyncApiClient):
             request_id=request_id,
             locally_evaluated=locally_evaluated,
             groups=groups,
+            unknown_keys=unknown_keys,
         )
 
     async def flag_called_frame(
@@ -132,12 +135,19 @@ class AsyncClient(AsyncApiClient):
         flags: Any = None,
         *,
         locally_evaluated: bool | None = None,
+        unknown_keys: Literal["warn", "raise", "ignore"] = "warn",
         **capture_kw: Any,
     ) -> pd.DataFrame:
         """Send ``$feature_flag_called`` for every (row, flag) of a simulation frame, deduplicated
-        (``analytics_nb.capture.flag_called_frame``); returns its report."""
+        (``analytics_nb.capture.flag_called_frame``); returns its report. Flag keys the project does not
+        have warn (``unknown_keys="raise"`` refuses before sending)."""
         return await aflag_called_frame(
-            self, outcomes, flags, locally_evaluated=locally_evaluated, **capture_kw
+            self,
+            outcomes,
+            flags,
+            locally_evaluated=locally_evaluated,
+            unknown_keys=unknown_keys,
+            **capture_kw,
         )
 
     async def simulate(

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
-    from typing import Any
+    from typing import Any, Literal
 
     import pandas as pd
 
@@ -60,9 +60,11 @@ class ClientMethods:
         request_id: str | None = None,
         locally_evaluated: bool = False,
         groups: Mapping[str, Any] | None = None,
+        unknown_keys: Literal["warn", "raise", "ignore"] = "warn",
     ) -> bool:
         """Send a ``$feature_flag_called`` event once per (distinct_id, key, response, groups) for this client
-        (``analytics_nb.capture.flag_called``); True when sent, False when already reported.
+        (``analytics_nb.capture.flag_called``); True when sent, False when already reported. A key the
+        project has no flag for warns with the closest keys (``unknown_keys="raise"`` refuses it).
         """
         return self._loop.run(
             self._async.flag_called(
@@ -76,15 +78,25 @@ class ClientMethods:
                 request_id=request_id,
                 locally_evaluated=locally_evaluated,
                 groups=groups,
+                unknown_keys=unknown_keys,
             )
         )
 
     def flag_called_frame(
-        self, outcomes: Any, flags: Any = None, *, locally_evaluated: bool | None = None, **capture_kw: Any
+        self,
+        outcomes: Any,
+        flags: Any = None,
+        *,
+        locally_evaluated: bool | None = None,
+        unknown_keys: Literal["warn", "raise", "ignore"] = "warn",
+        **capture_kw: Any,
     ) -> pd.DataFrame:
         """Send ``$feature_flag_called`` for every (row, flag) of a simulation frame, deduplicated
-        (``analytics_nb.capture.flag_called_frame``); returns its report.
+        (``analytics_nb.capture.flag_called_frame``); returns its report. Flag keys the project does not
+        have warn (``unknown_keys="raise"`` refuses before sending).
         """
         return self._loop.run(
-            self._async.flag_called_frame(outcomes, flags, locally_evaluated=locally_evaluated, **capture_kw)
+            self._async.flag_called_frame(
+                outcomes, flags, locally_evaluated=locally_evaluated, unknown_keys=unknown_keys, **capture_kw
+            )
         )
