@@ -8,6 +8,7 @@ of reported keys is an LRU bounded to ``FLAG_CALLED_CACHE_SIZE`` entries, kept h
 from __future__ import annotations
 
 import difflib
+import json
 import threading
 import warnings
 import weakref
@@ -200,8 +201,14 @@ def flag_called_properties(
     request_id: str | None = None,
     locally_evaluated: bool = False,
     error: str | None = None,
+    evaluated_at: int | None = None,
+    has_experiment: bool | None = None,
 ) -> dict[str, Any]:
-    """The properties posthog-python 7.91 puts on ``$feature_flag_called`` (optional ones only when known).
+    """The properties posthog-python 7.91.1 puts on ``$feature_flag_called`` of a config-version-1 flag,
+    optional ones only when known, with its rules (``client.py`` ``_capture_feature_flag_called``,
+    ``_add_remote_flag_called_metadata``, ``_capture_flag_called_event``): id and version only when truthy,
+    ``$feature_flag_evaluated_at`` (ms) from the ``/flags`` answer, ``$feature_flag_has_experiment`` when the
+    service reported it (``metadata.has_experiment``, or the definition's ``has_experiment``).
 
     ``error`` becomes ``$feature_flag_error`` (the SDK's codes, e.g. ``flag_missing``)."""
     props: dict[str, Any] = {
@@ -214,14 +221,18 @@ def flag_called_properties(
         props["$feature_flag_payload"] = payload
     if request_id:
         props["$feature_flag_request_id"] = request_id
-    if version is not None and not is_missing(version):
-        props["$feature_flag_version"] = int(version)
-    if flag_id is not None and not is_missing(flag_id):
-        props["$feature_flag_id"] = int(flag_id)
+    if evaluated_at and not is_missing(evaluated_at):
+        props["$feature_flag_evaluated_at"] = int(evaluated_at)
     if reason and not is_missing(reason):
         props["$feature_flag_reason"] = reason
+    if version is not None and not is_missing(version) and int(version):
+        props["$feature_flag_version"] = int(version)
+    if flag_id is not None and not is_missing(flag_id) and int(flag_id):
+        props["$feature_flag_id"] = int(flag_id)
     if error:
         props["$feature_flag_error"] = error
+    if isinstance(has_experiment, bool):
+        props["$feature_flag_has_experiment"] = has_experiment
     return props
 
 
@@ -229,6 +240,18 @@ def flag_called_properties(
 #: ``Client._remote_flag_result_error`` does.
 FLAG_MISSING = "flag_missing"
 ERRORS_WHILE_COMPUTING = "errors_while_computing_flags"
+EVALUATION_FAILED = "evaluation_failed"
+
+
+def _decoded_payload(raw: Any) -> Any:
+    """The payload as posthog-python 7.91.1 puts it on the event (``types.py`` ``_parse_flag_payload``): JSON
+    text decoded, text that is not JSON dropped (None), anything else as is."""
+    if not isinstance(raw, str):
+        return raw
+    try:
+        return json.loads(raw)
+    except ValueError:
+        return None
 
 
 def _from_decide(decide: Any, key: str, kw: dict[str, Any]) -> Any:
@@ -240,12 +263,15 @@ def _from_decide(decide: Any, key: str, kw: dict[str, Any]) -> Any:
         if metadata is not None:
             kw.setdefault("flag_id", metadata.id)
             kw.setdefault("version", metadata.version)
+            kw.setdefault("has_experiment", metadata.has_experiment)
         if reason is not None and reason.description:
             kw.setdefault("reason", reason.description)
     if kw.get("payload") is None:
-        kw["payload"] = decide.get_payload(key)
+        kw["payload"] = _decoded_payload(decide.get_payload(key))
     if not kw.get("request_id"):
         kw["request_id"] = decide.request_id
+    if isinstance(getattr(decide, "evaluated_at", None), int):
+        kw.setdefault("evaluated_at", decide.evaluated_at)
     # As posthog 7.91.1 does (posthog/client.py _remote_flag_result_error): a key the answer does not hold is
     # still reported, with $feature_flag_error "flag_missing" (and "errors_while_computing_flags" first when
     # the service said so), so the event shows that the code asked for a flag that does not exist.
@@ -254,6 +280,8 @@ def _from_decide(decide: Any, key: str, kw: dict[str, Any]) -> Any:
         errors.append(ERRORS_WHILE_COMPUTING)
     if details is None and key not in (getattr(decide, "feature_flags", None) or {}):
         errors.append(FLAG_MISSING)
+    elif details is not None and getattr(details, "failed", False):
+        errors.append(EVALUATION_FAILED)  # the service could not evaluate it: the response is null
     if errors:
         kw["error"] = ",".join(errors)
     return decide.get_value(key)
@@ -346,12 +374,13 @@ def flag_called(
     )
 
 
-def _definitions(flags: Any) -> dict[str, tuple[int | None, int | None]]:
-    """key -> (id, version) from flag definitions given as ``flags=`` (keys alone carry neither)."""
-    out: dict[str, tuple[int | None, int | None]] = {}
+def _definitions(flags: Any) -> dict[str, tuple[int | None, int | None, bool | None]]:
+    """key -> (id, version, has_experiment) from flag definitions given as ``flags=`` (keys alone carry
+    none of them; posthog-python reads the three from the definition of a locally evaluated flag)."""
+    out: dict[str, tuple[int | None, int | None, bool | None]] = {}
     for item in flag_items(flags) or []:
         if not isinstance(item, str):
-            out[str(item["key"])] = (item.get("id"), item.get("version"))
+            out[str(item["key"])] = (item.get("id"), item.get("version"), item.get("has_experiment"))
     return out
 
 
@@ -391,7 +420,7 @@ async def aflag_called_frame(
         values = frame[key].to_numpy(dtype=object).tolist()
         payloads = column(f"{key}:payload")
         reasons = column(f"{key}:reason")
-        flag_id, version = defs.get(key, (None, None))
+        flag_id, version, has_experiment = defs.get(key, (None, None, None))
         for i, did in enumerate(dids):
             value = _plain(values[i])
             groups = {t: v[i] for t, v in group_vals.items() if not is_missing(v[i])}
@@ -414,6 +443,7 @@ async def aflag_called_frame(
                 version=version,
                 reason=None if reasons is None else _plain(reasons[i]),
                 locally_evaluated=locally_evaluated,
+                has_experiment=has_experiment,
             )
             if groups:
                 props["$groups"] = {t: str(v) for t, v in groups.items()}
