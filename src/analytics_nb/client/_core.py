@@ -506,12 +506,12 @@ class Core:
         key_auth = auth if isinstance(auth, httpx.Auth) else self._auth if auth else None
         if pacer is None:
             return await http.request(method, url, content=body, headers=headers, auth=key_auth)
-        await pacer.acquire()
+        started = await pacer.acquire()
         response: httpx.Response | None = None
         try:
             response = await http.request(method, url, content=body, headers=headers, auth=key_auth)
         finally:
-            pacer.release(ok=response is not None and response.status_code != 429)
+            pacer.release(ok=response is not None and response.status_code != 429, started=started)
         return response
 
     def _redirect_target(

@@ -25,7 +25,6 @@ import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import urlsplit
 
 import pandas as pd
 
@@ -35,6 +34,9 @@ from analytics_nb.simulation._inputs import PropertySets
 from analytics_nb.simulation._output import build_frame
 
 __all__ = [
+    "ADAPTIVE",
+    "ADAPTIVE_CEILING",
+    "ADAPTIVE_START",
     "DEFAULT_CONCURRENCY",
     "ENDPOINTS",
     "ESTIMATE_MIN_ROWS",
@@ -51,14 +53,24 @@ __all__ = [
     "with_estimate",
 ]
 
+ADAPTIVE = 0
+"""``concurrency`` value meaning "adapt" (the default, what `default_concurrency` gives): the number of
+requests in flight follows measured throughput, latency and 429s (``client/_pacing.py``,
+`AdaptiveLimit.adapt`) between 1 and `ADAPTIVE_CEILING`, starting at `ADAPTIVE_START`."""
+
+ADAPTIVE_CEILING = 256
+"""The most requests an adaptive run keeps in flight (and connections it may open). The Rust flags service
+limits a client IP to 50 requests/s sustained with a 1000 burst (posthog-notes §5.6): past that it answers
+429, and the window halves and pauses for ``Retry-After``; the ceiling only bounds the client's own cost."""
+
+ADAPTIVE_START = 8
+"""Requests in flight when an adaptive run begins (it grows x1.5 a round while throughput follows)."""
+
 DEFAULT_CONCURRENCY = 10
-"""Decide requests in flight at once. The docs say the public decide endpoint is not rate limited, but the
-real (Rust) flags service limits each client IP to 50 requests/s sustained (1000 burst); 10 in flight keeps a
-simulation well inside that on a real network while still overlapping round trips."""
+"""The former fixed default (10 in flight), kept as a name for callers; ``concurrency=10`` gives it."""
 
 LOOPBACK_CONCURRENCY = 4
-"""The default against a server on this machine (e.g. the sandbox): round trips cost nearly nothing there, the
-CPU is the limit, and more requests in flight only add client overhead."""
+"""The former fixed default against a server on this machine; adaptive runs find it by themselves."""
 
 ESTIMATE_MIN_ROWS = 2000
 """Remote runs over this many rows get an estimate of their duration (measured on their first rows)."""
@@ -104,11 +116,10 @@ def _payload_text(value: Any) -> Any:
 
 
 def default_concurrency(core: Core) -> int:
-    """10 in flight for a real service; 4 when decide goes to a loopback host."""
-    host = urlsplit(core.config.ingest_url).hostname
-    if host in _LOOPBACK_HOSTS:
-        return LOOPBACK_CONCURRENCY
-    return DEFAULT_CONCURRENCY
+    """`ADAPTIVE` for every host: the number in flight is measured, not guessed from the host name (the
+    former defaults, 10 for a real service and 4 on loopback, were far too few at 20-100 ms latency)."""
+    del core
+    return ADAPTIVE
 
 
 def _record_value(d: dict[str, Any]) -> Any:
@@ -313,9 +324,6 @@ def with_estimate(bar: Any, total: int, *, warn_minutes: float | None = WARN_MIN
     return bar
 
 
-_LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
-
-
 async def decide_rows(
     core: Core,
     requests: Sequence[dict[str, Any]],
@@ -328,7 +336,8 @@ async def decide_rows(
     offset: int = 0,
     endpoint: str = "flags",
 ) -> list[RemoteRow]:
-    """Decide every request with at most ``concurrency`` in flight; exceptions become row errors.
+    """Decide every request with at most ``concurrency`` in flight (`ADAPTIVE`: as many as the measured
+    throughput and latency call for, up to `ADAPTIVE_CEILING`); exceptions become row errors.
 
     ``flag_keys``: ask the service for these flags only (``flag_keys_to_evaluate``): the user's ``flags``.
     ``into``: a list the answers are also written to (request ``i`` at ``offset + i``) as they arrive, so
@@ -341,9 +350,13 @@ async def decide_rows(
     keys = [str(k) for k in flag_keys] if flag_keys else None
     results: list[RemoteRow | None] = [None] * len(requests)
     next_index = 0
-    n_workers = max(1, min(int(concurrency), len(requests)))
-    # The pool grown to n_workers connections; 429s slow the run down (Retry-After, a narrower window).
+    adaptive = int(concurrency) == ADAPTIVE
+    n_workers = max(1, min(ADAPTIVE_CEILING if adaptive else int(concurrency), len(requests)))
+    # The pool grown to n_workers connections; 429s slow the run down (Retry-After, a narrower window);
+    # adaptive: the window (requests in flight) follows throughput and latency, up to the ceiling.
     pacer = core.pacer(n_workers)
+    if adaptive:
+        pacer.adapt(ADAPTIVE_START)
 
     async def worker() -> None:
         nonlocal next_index

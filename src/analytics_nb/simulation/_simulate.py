@@ -123,7 +123,9 @@ def check_options(
     if concurrency is None:
         concurrency = default_concurrency(core) if core is not None else DEFAULT_CONCURRENCY
     elif isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
-        raise SimulationInputError(f"concurrency={concurrency!r} must be a positive integer (default 10).")
+        raise SimulationInputError(
+            f"concurrency={concurrency!r} must be a positive integer (default: adaptive, up to 256)."
+        )
     if engine in ("remote", "both") and core is None:
         raise SimulationInputError(
             f"engine={engine!r} sends decide requests and needs client= (a Client with project_api_key); "
@@ -531,8 +533,9 @@ def simulate(
     """Evaluate flags for every property set: ``engine="remote"`` (one decide per row, concurrent),
     ``"local"`` (the flag engine over definitions) or ``"both"`` (and compare them).
 
-    Input is checked before any request is sent; ``concurrency`` defaults to 10 decide requests in flight
-    (4 against a loopback host such as the sandbox, where the CPU, not the round trip, is the limit).
+    Input is checked before any request is sent; ``concurrency`` defaults to adaptive: the number of
+    ``/flags`` requests in flight follows the measured throughput, latency and 429s (up to 256); an integer
+    fixes it.
     With an `AsyncClient` use ``await asimulate(..., client=aclient)`` or ``await aclient.simulate(...)``.
 
     Long runs: past 100,000 rows the local engine shows a progress bar of rows (``progress=False`` or
