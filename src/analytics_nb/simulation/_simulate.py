@@ -333,7 +333,7 @@ async def _remote_rows(prepared: _Prepared, core: Core, into: list[RemoteRow | N
 def _check_remote_keys(keys: list[str], first: RemoteRow) -> None:
     """Without definitions, unknown keys are caught on the first row's answer, before the other rows."""
     if first.error is None:
-        check_flag_keys(keys, list(first.values))
+        check_flag_keys(keys, [*first.values, *first.failed])  # a failed flag exists: it is not a typo
 
 
 def _inactive_off(frame: pd.DataFrame, rows: Sequence[RemoteRow], defs: Definitions) -> pd.DataFrame:
