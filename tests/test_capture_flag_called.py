@@ -128,11 +128,12 @@ def test_decide_details_fill_id_version_reason() -> None:
     kw: dict[str, Any] = {"payload": None, "request_id": None}
     assert _from_decide(decide, "beta", kw) is True
     assert kw == {
-        "payload": '{"a":1}',
+        "payload": {"a": 1},  # decoded, as posthog 7.91.1 puts it on the event (types._parse_flag_payload)
         "request_id": "r-9",
         "flag_id": 12,
         "version": 4,
         "reason": "Matched condition set 1",
+        "has_experiment": None,  # not reported by this answer: no $feature_flag_has_experiment
     }
 
 

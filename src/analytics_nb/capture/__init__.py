@@ -26,6 +26,8 @@ from analytics_nb.capture._events import (
 from analytics_nb.capture._flag_called import (
     FLAG_CALLED_CACHE_SIZE,
     FlagCalledCache,
+    UnknownFlagKeyError,
+    UnknownFlagKeyWarning,
     aflag_called,
     aflag_called_frame,
     flag_called,
@@ -48,6 +50,8 @@ __all__ = [
     "NaivePolicy",
     "Resume",
     "ResumedRunWarning",
+    "UnknownFlagKeyError",
+    "UnknownFlagKeyWarning",
     "UuidPolicy",
     "acapture_event",
     "acapture_frame",

@@ -20,13 +20,16 @@ from analytics_nb.client._pacing import AdaptiveLimit
 from analytics_nb.client._pagination import MAX_PAGE_SIZE
 from analytics_nb.client._progress import progress_bar, progress_enabled
 from analytics_nb.client._resources import (
+    DefinitionsCache,
     FeatureFlags,
     HogFunctions,
     HogFunctionTemplates,
+    LegacyEndpointWarning,
     Organizations,
     Playlists,
     Projects,
     Transformations,
+    cached_definitions,
 )
 from analytics_nb.client._verbs import (
     async_method,
@@ -46,9 +49,11 @@ __all__ = [
     "AsyncApiClient",
     "ClientConfig",
     "Core",
+    "DefinitionsCache",
     "FeatureFlags",
     "HogFunctionTemplates",
     "HogFunctions",
+    "LegacyEndpointWarning",
     "LoopThread",
     "Organizations",
     "Playlists",
@@ -56,6 +61,7 @@ __all__ = [
     "Transformations",
     "async_method",
     "bind_arguments",
+    "cached_definitions",
     "decide_body",
     "loads_json",
     "progress_bar",

@@ -64,6 +64,7 @@ def _config(
     personal_api_key: Any,
     project_api_key: Any,
     project_id: int | str,
+    secret_api_key: Any = None,
     organization_id: str | None,
     timeout: float,
     max_retries: int,
@@ -84,6 +85,7 @@ def _config(
         ingest_url=ingest_url,
         personal_api_key=None if personal_api_key is None else SecretKey(personal_api_key),
         project_api_key=None if project_api_key is None else check_key(project_api_key, "project_api_key"),
+        secret_api_key=None if secret_api_key is None else SecretKey(secret_api_key, name="secret_api_key"),
         project_id=project,
         organization_id=str(organization_id) if organization_id else None,
         timeout=timeout,
@@ -119,7 +121,8 @@ class _Common:
     @classmethod
     def from_env(cls, **overrides: Any) -> Self:
         """A client from ``POSTHOG_HOST``, ``POSTHOG_PERSONAL_API_KEY``, ``POSTHOG_PROJECT_API_KEY``,
-        ``POSTHOG_PROJECT_ID`` and ``POSTHOG_ORGANIZATION_ID`` (keyword ``overrides`` win;
+        ``POSTHOG_SECRET_API_KEY``, ``POSTHOG_PROJECT_ID`` and ``POSTHOG_ORGANIZATION_ID`` (keyword
+        ``overrides`` win;
         host defaults to "us")."""
         __tracebackhide__ = True  # IPython and pytest show the caller's line and the sentence
         overrides = {k: hold_key(v) if k in KEY_ARGUMENTS else v for k, v in overrides.items()}
@@ -147,7 +150,8 @@ class _Common:
         host = c.app_url if c.app_url == c.ingest_url else f"{c.app_url} + {c.ingest_url}"
         return (
             f"{type(self).__name__}(host={host!r}, project_id={c.project_id!r}, "
-            f"personal_api_key={mask(c.personal_api_key)!r}, project_api_key={mask(c.project_api_key)!r})"
+            f"personal_api_key={mask(c.personal_api_key)!r}, project_api_key={mask(c.project_api_key)!r}"
+            + (f", secret_api_key={mask(c.secret_api_key)!r})" if c.secret_api_key is not None else ")")
         )
 
     @property
@@ -169,10 +173,12 @@ class AsyncApiClient(_Common):
     ``async with``.
 
     ``host``: "us", "eu" (app host for ``/api``, ingestion host for decide/capture) or a self-hosted base URL.
-    Keys: ``personal_api_key`` (``phx_...``, for ``/api``) and ``project_api_key`` (``phc_...``, for decide
-    and capture; read from the project when omitted). Retries: ``max_retries`` with jittered backoff;
-    ``rate_limit=True`` keeps under the service's per-key limits. ``http_transport``: ``"auto"`` (aiohttp's
-    connector under httpx when the ``fast`` extra is installed), ``"aiohttp"`` or ``"httpx"``.
+    Keys: ``personal_api_key`` (``phx_...``, for ``/api``), ``project_api_key`` (``phc_...``, for flags
+    and capture; read from the project when omitted) and ``secret_api_key`` (``phs_...``, a Project Secret
+    API Key with ``feature_flag:read``: flag definitions from ``/flags/definitions``). Retries:
+    ``max_retries`` with jittered backoff; ``rate_limit=True`` keeps under the service's per-key limits.
+    ``http_transport``: ``"auto"`` (aiohttp's connector under httpx when the ``fast`` extra is installed),
+    ``"aiohttp"`` or ``"httpx"``.
     """
 
     def __init__(
@@ -181,6 +187,7 @@ class AsyncApiClient(_Common):
         *,
         personal_api_key: str | None = None,
         project_api_key: str | None = None,
+        secret_api_key: str | None = None,
         project_id: int | str = "@current",
         organization_id: str | None = None,
         timeout: float = 30.0,
@@ -196,11 +203,13 @@ class AsyncApiClient(_Common):
         __tracebackhide__ = True  # IPython and pytest show the caller's line and the sentence
         # Wrapped first: a malformed key fails its check below; no frame may hold it as text (issue 27 #6).
         personal_api_key, project_api_key = hold_key(personal_api_key), hold_key(project_api_key)
+        secret_api_key = hold_key(secret_api_key)
         try:
             self._config = _config(
                 host,
                 personal_api_key=personal_api_key,
                 project_api_key=project_api_key,
+                secret_api_key=secret_api_key,
                 project_id=project_id,
                 organization_id=organization_id,
                 timeout=timeout,
@@ -232,11 +241,12 @@ class AsyncApiClient(_Common):
         person_properties: Mapping[str, Any] | None = None,
         group_properties: Mapping[str, Mapping[str, Any]] | None = None,
         ip: str | None = None,
-        endpoint: Literal["decide", "flags"] = "decide",
+        endpoint: Literal["decide", "flags"] = "flags",
         version: int | None = None,
     ) -> DecideResponse:
-        """Evaluate every flag for one user remotely: ``POST /decide/?v=3``, or ``/flags/?v=2``
-        with ``endpoint="flags"``.
+        """Evaluate every flag for one user remotely: ``POST /flags/?v=4`` as posthog-python 7.91.1 does,
+        or the legacy ``/decide/?v=3`` with ``endpoint="decide"``. A flag the service failed to evaluate
+        is None (``response.failures`` says why), never False.
 
         ``person_properties`` / ``groups`` / ``group_properties`` override the stored ones; ``ip`` is sent as
         ``X-Forwarded-For`` so the service derives the ``$geoip_*`` properties from it.
@@ -312,6 +322,7 @@ class ApiClient(ApiClientMethods, _Common):
         *,
         personal_api_key: str | None = None,
         project_api_key: str | None = None,
+        secret_api_key: str | None = None,
         project_id: int | str = "@current",
         organization_id: str | None = None,
         timeout: float = 30.0,
@@ -326,11 +337,13 @@ class ApiClient(ApiClientMethods, _Common):
     ) -> None:
         __tracebackhide__ = True  # IPython and pytest show the caller's line and the sentence
         personal_api_key, project_api_key = hold_key(personal_api_key), hold_key(project_api_key)
+        secret_api_key = hold_key(secret_api_key)
         try:
             self._async = self.async_class(
                 host,
                 personal_api_key=personal_api_key,
                 project_api_key=project_api_key,
+                secret_api_key=secret_api_key,
                 project_id=project_id,
                 organization_id=organization_id,
                 timeout=timeout,

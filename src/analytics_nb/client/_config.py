@@ -31,12 +31,13 @@ REGIONS: dict[str, tuple[str, str]] = {
     "eu": ("https://eu.posthog.com", "https://eu.i.posthog.com"),
 }
 
-KEY_ARGUMENTS = frozenset({"personal_api_key", "project_api_key"})
+KEY_ARGUMENTS = frozenset({"personal_api_key", "project_api_key", "secret_api_key"})
 """The constructor arguments that carry a key (wrapped in a ``HeldKey`` on the way in)."""
 
 ENV_VARS = (
     "POSTHOG_HOST",
     "POSTHOG_PERSONAL_API_KEY",
+    "POSTHOG_SECRET_API_KEY",
     "POSTHOG_PROJECT_API_KEY",
     "POSTHOG_PROJECT_ID",
     "POSTHOG_ORGANIZATION_ID",
@@ -259,6 +260,9 @@ class ClientConfig:
     personal_api_key: SecretKey | None = field(default=None, repr=False)
     project_api_key: str | None = field(default=None, repr=False)
     """The project key (``phc_...``), checked like the personal key (given as text or as a ``HeldKey``)."""
+    secret_api_key: SecretKey | None = field(default=None, repr=False)
+    """A Project Secret API Key (``phs_...``, scope ``feature_flag:read``; PostHog #63111, #66174): what
+    today's PostHog wants for flag definitions (``/flags/definitions``) instead of a personal key."""
     project_id: str = "@current"
     organization_id: str | None = None
     timeout: float = 30.0
@@ -288,6 +292,13 @@ class ClientConfig:
         if self.personal_api_key is not None and not isinstance(self.personal_api_key, SecretKey):
             # whitespace stripped, non-ASCII and quotes refused without echoing the key
             object.__setattr__(self, "personal_api_key", SecretKey(self.personal_api_key))
+        if self.secret_api_key is not None and not isinstance(self.secret_api_key, SecretKey):
+            object.__setattr__(self, "secret_api_key", SecretKey(self.secret_api_key, name="secret_api_key"))
+        if self.secret_api_key is not None and self.secret_api_key.prefix == "phc_":
+            raise ValueError(
+                "secret_api_key looks like a project API key (phc_...); use the project's secret API key "
+                "(phs_..., Project settings > Secret API keys, scope feature_flag:read)."
+            )
         if self.project_api_key is not None:
             object.__setattr__(self, "project_api_key", check_key(self.project_api_key, "project_api_key"))
         pak, prk = self.personal_api_key, self.project_api_key
@@ -305,13 +316,14 @@ class ClientConfig:
     @property
     def secrets(self) -> tuple[SecretKey | str, ...]:
         """The keys to scrub from any text the client produces (``errors.redact`` reads both forms)."""
-        return tuple(k for k in (self.personal_api_key, self.project_api_key) if k)
+        return tuple(k for k in (self.personal_api_key, self.secret_api_key, self.project_api_key) if k)
 
     def __repr__(self) -> str:
         return (
             f"ClientConfig(app_url={self.app_url!r}, ingest_url={self.ingest_url!r}, "
             f"personal_api_key={mask(self.personal_api_key)!r}, "
             f"project_api_key={mask(self.project_api_key)!r}, "
+            f"secret_api_key={mask(self.secret_api_key)!r}, "
             f"project_id={self.project_id!r}, organization_id={self.organization_id!r})"
         )
 
@@ -326,6 +338,7 @@ def config_from_env(environ: dict[str, str] | None = None, **overrides: object) 
     for var, name in (
         ("POSTHOG_PERSONAL_API_KEY", "personal_api_key"),
         ("POSTHOG_PROJECT_API_KEY", "project_api_key"),
+        ("POSTHOG_SECRET_API_KEY", "secret_api_key"),
         ("POSTHOG_PROJECT_ID", "project_id"),
         ("POSTHOG_ORGANIZATION_ID", "organization_id"),
     ):

@@ -213,7 +213,7 @@ class _Call:
     safe_url: str
     body: bytes | str | None
     headers: dict[str, str]
-    auth: bool
+    auth: bool | httpx.Auth
     can_retry: bool
     bucket: str | None
     attempt: int = 0
@@ -248,6 +248,11 @@ class Core:
 
     def __repr__(self) -> str:
         return f"Core({self.config!r})"
+
+    @staticmethod
+    def key_auth(key: SecretKey) -> httpx.Auth:
+        """An ``auth=`` for `request` that sends ``key`` as the Bearer (e.g. the secret API key)."""
+        return _KeyAuth(key)
 
     # -- plumbing ---------------------------------------------------------------------------------------
     def _client(self) -> httpx.AsyncClient:
@@ -346,7 +351,7 @@ class Core:
         content: bytes | str | None = None,
         headers: Mapping[str, str] | None = None,
         idempotent: bool = False,
-        auth: bool = True,
+        auth: bool | httpx.Auth = True,
         explain: Mapping[int, str] | None = None,
         pacer: AdaptiveLimit | None = None,
     ) -> httpx.Response:
@@ -358,6 +363,10 @@ class Core:
         not act on it. ``explain`` maps a status to the sentence the raised error should give. Redirects are
         followed only on the same origin (see ``_redirect_target``); every failure, transport ones included,
         is a ``PostHogError`` with no httpx exception chained (those hold the request and its headers).
+
+        ``auth``: True sends the personal key, False nothing, an ``httpx.Auth`` (``Core.key_auth(key)``)
+        that key instead (the secret API key for flag definitions). A 304 is returned (not followed) when
+        the request sent ``If-None-Match``.
 
         ``pacer`` (from ``Core.pacer(concurrency)``, for bulk runs): each attempt waits for a place in its
         adaptive window, and a 429 pauses the whole run for ``Retry-After`` and narrows the window instead
@@ -385,7 +394,7 @@ class Core:
                 continue
             status = response.status_code
             log.debug("%s %s -> %d", call.method, call.safe_url, status)
-            if 200 <= status < 300:
+            if 200 <= status < 300 or (status == 304 and "If-None-Match" in call.headers):
                 if self.write_listeners and call.method not in ("GET", "HEAD", "OPTIONS"):
                     self._tell_write(call.method, path)
                 return response
@@ -415,7 +424,7 @@ class Core:
         content: bytes | str | None,
         headers: Mapping[str, str] | None,
         idempotent: bool,
-        auth: bool,
+        auth: bool | httpx.Auth,
         explain: Mapping[int, str] | None,
     ) -> _Call:
         """What ``request`` sends: the URL (query merged) and its scrubbed text, the body and headers, whether
@@ -425,7 +434,7 @@ class Core:
         query = None if params is None else {k: _param(v) for k, v in params.items() if v is not None}
         target, safe_url = self._target(url, query)
         send_headers: dict[str, str] = dict(headers or {})
-        if auth and self._auth is None:
+        if auth is True and self._auth is None:
             raise AuthenticationError(
                 f"{method} {safe_url} needs a personal API key: pass personal_api_key='phx_...' to the "
                 "Client or set POSTHOG_PERSONAL_API_KEY.",
@@ -581,22 +590,19 @@ class Core:
         url: httpx.URL,
         body: bytes | str | None,
         headers: Mapping[str, str],
-        auth: bool,
+        auth: bool | httpx.Auth,
         pacer: AdaptiveLimit | None,
     ) -> httpx.Response:
         """One attempt on the wire (inside a place of ``pacer`` when given)."""
+        key_auth = auth if isinstance(auth, httpx.Auth) else self._auth if auth else None
         if pacer is None:
-            return await http.request(
-                method, url, content=body, headers=headers, auth=self._auth if auth else None
-            )
-        await pacer.acquire()
+            return await http.request(method, url, content=body, headers=headers, auth=key_auth)
+        started = await pacer.acquire()
         response: httpx.Response | None = None
         try:
-            response = await http.request(
-                method, url, content=body, headers=headers, auth=self._auth if auth else None
-            )
+            response = await http.request(method, url, content=body, headers=headers, auth=key_auth)
         finally:
-            pacer.release(ok=response is not None and response.status_code != 429)
+            pacer.release(ok=response is not None and response.status_code != 429, started=started)
         return response
 
     def _redirect_target(

@@ -683,9 +683,25 @@ class SyncFeatureFlags:
         """PATCH the fields given (e.g. ``active=False`` or new ``filters``)."""
         return self._loop.run(self._resource.update(id, **fields))
 
-    def local_evaluation(self, *, send_cohorts: bool = True) -> LocalEvaluationResponse:
-        """The definitions the SDKs use for local evaluation: flags, group type mapping and cohorts."""
-        return self._loop.run(self._resource.local_evaluation(send_cohorts=send_cohorts))
+    def definitions(self, *, refresh: bool = False) -> LocalEvaluationResponse:
+        """The definitions the SDKs use for local evaluation (flags, group type mapping, cohorts) from
+        ``/flags/definitions`` as posthog-python 7.91.1 polls it: ``If-None-Match`` with the ETag the client
+        holds, so an unchanged answer (304) reuses them. ``refresh=True`` asks without the ETag.
+
+        Auth: ``secret_api_key`` (``phs_``) when the client has one, else the personal key. A 404 (an
+        older self-hosted PostHog without ``/flags/definitions``) falls back to
+        ``/api/feature_flag/local_evaluation`` with a `LegacyEndpointWarning`.
+        """
+        return self._loop.run(self._resource.definitions(refresh=refresh))
+
+    def local_evaluation(
+        self, *, send_cohorts: bool = True, refresh: bool = False
+    ) -> LocalEvaluationResponse:
+        """The definitions for local evaluation: `definitions` (today's ``/flags/definitions``, ETag-cached;
+        the Django ``/api/feature_flag/local_evaluation`` only where that does not exist). Cohorts always
+        come with them, as the service always sends them (``send_cohorts`` is kept for compatibility).
+        """
+        return self._loop.run(self._resource.local_evaluation(send_cohorts=send_cohorts, refresh=refresh))
 
 
 class SyncProjects:
@@ -746,11 +762,12 @@ class ApiClientMethods:
         person_properties: Mapping[str, Any] | None = None,
         group_properties: Mapping[str, Mapping[str, Any]] | None = None,
         ip: str | None = None,
-        endpoint: Literal["decide", "flags"] = "decide",
+        endpoint: Literal["decide", "flags"] = "flags",
         version: int | None = None,
     ) -> DecideResponse:
-        """Evaluate every flag for one user remotely: ``POST /decide/?v=3``, or ``/flags/?v=2``
-        with ``endpoint="flags"``.
+        """Evaluate every flag for one user remotely: ``POST /flags/?v=4`` as posthog-python 7.91.1 does,
+        or the legacy ``/decide/?v=3`` with ``endpoint="decide"``. A flag the service failed to evaluate
+        is None (``response.failures`` says why), never False.
 
         ``person_properties`` / ``groups`` / ``group_properties`` override the stored ones; ``ip`` is sent as
         ``X-Forwarded-For`` so the service derives the ``$geoip_*`` properties from it.

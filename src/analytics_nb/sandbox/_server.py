@@ -108,6 +108,15 @@ class Sandbox:
             scoped_organizations=scoped_organizations,
         )
 
+    def create_secret_key(self, scopes: list[str] | None = None, *, project_id: int | None = None) -> str:
+        """Issue a Project Secret API Key (`phs_...`) for the sandbox's project (or `project_id`); `scopes`
+        defaults to `["feature_flag:read"]`. `/flags/definitions` accepts it."""
+        return feature_flags.create_secret_key(
+            self.ctx.store,
+            self.project_id if project_id is None else project_id,
+            ["feature_flag:read"] if scopes is None else list(scopes),
+        )
+
     def set_person(self, distinct_id: str, properties: dict[str, Any]) -> None:
         """Merge stored person properties (decide uses them unless the request overrides them)."""
         persons.set_person(self.ctx.store, self.project_id, str(distinct_id), dict(properties))

@@ -18,7 +18,7 @@ from analytics_nb.simulation._errors import LongRunWarning, SimulationInputError
 from analytics_nb.simulation._inputs import normalise_property_sets
 from analytics_nb.simulation._output import concat_frames
 from analytics_nb.simulation._plot import PLOT_HINT
-from analytics_nb.simulation._remote import DEFAULT_CONCURRENCY
+from analytics_nb.simulation._remote import DEFAULT_CONCURRENCY, FailedFlagsWarning
 from analytics_nb.simulation._result import SimulationResult
 from analytics_nb.simulation._simulate import Engine, asimulate, simulate
 from analytics_nb.simulation._spark import simulate_spark
@@ -41,6 +41,7 @@ __all__ = [
     "DaskWhatIf",
     "Definitions",
     "Engine",
+    "FailedFlagsWarning",
     "LongRunWarning",
     "Output",
     "SimulationInputError",

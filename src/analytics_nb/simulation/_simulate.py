@@ -133,7 +133,9 @@ def check_options(
     if concurrency is None:
         concurrency = default_concurrency(core) if core is not None else DEFAULT_CONCURRENCY
     elif isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
-        raise SimulationInputError(f"concurrency={concurrency!r} must be a positive integer (default 10).")
+        raise SimulationInputError(
+            f"concurrency={concurrency!r} must be a positive integer (default: adaptive, up to 256)."
+        )
     if engine in ("remote", "both") and core is None:
         raise SimulationInputError(
             f"engine={engine!r} sends decide requests and needs client= (a Client with project_api_key); "
@@ -341,7 +343,7 @@ async def _remote_rows(prepared: _Prepared, core: Core, into: list[RemoteRow | N
 def _check_remote_keys(keys: list[str], first: RemoteRow) -> None:
     """Without definitions, unknown keys are caught on the first row's answer, before the other rows."""
     if first.error is None:
-        check_flag_keys(keys, list(first.values))
+        check_flag_keys(keys, [*first.values, *first.failed])  # a failed flag exists: it is not a typo
 
 
 def _inactive_off(frame: pd.DataFrame, rows: Sequence[RemoteRow], defs: Definitions) -> pd.DataFrame:
@@ -547,8 +549,9 @@ def simulate(
     """Evaluate flags for every property set: ``engine="remote"`` (one decide per row, concurrent),
     ``"local"`` (the flag engine over definitions) or ``"both"`` (and compare them).
 
-    Input is checked before any request is sent; ``concurrency`` defaults to 10 decide requests in flight
-    (4 against a loopback host such as the sandbox, where the CPU, not the round trip, is the limit).
+    Input is checked before any request is sent; ``concurrency`` defaults to adaptive: the number of
+    ``/flags`` requests in flight follows the measured throughput, latency and 429s (up to 256); an integer
+    fixes it.
     With an `AsyncClient` use ``await asimulate(..., client=aclient)`` or ``await aclient.simulate(...)``.
 
     Long runs: past 100,000 rows the local engine shows a progress bar of rows (``progress=False`` or
