@@ -235,6 +235,8 @@ class _Compiler:
         return self.exp.column(name, quoted=True)
 
     def fn(self, name: str, *args: exp.Expression) -> exp.Expression:
+        if self.dialect == "clickhouse" and name in ("TRANSLATE", "CONCAT"):
+            name = name.lower()  # ClickHouse function names are case-sensitive
         return self.exp.Anonymous(this=name, expressions=list(args))
 
     def case(self, whens: Sequence[tuple[Any, Any]], default: Any) -> Any:
