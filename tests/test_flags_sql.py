@@ -84,11 +84,15 @@ def corpus(seed: int, count: int) -> list[dict[str, Any]]:
         if rng.random() < 0.25:
             flags.append(flag_definition(rng, key, []))
             continue
-        variants = rng.choice([None, None, [("control", 50), ("test", 50)], [("a", 33.3), ("b", 33.3), ("c", 33.4)]])
+        variants = rng.choice(
+            [None, None, [("control", 50), ("test", 50)], [("a", 33.3), ("b", 33.3), ("c", 33.4)]]
+        )
         groups = []
         for _ in range(rng.randrange(4)):
             cond: dict[str, Any] = {
-                "properties": [random_filter(rng, [f["key"] for f in flags]) for _ in range(rng.randrange(3))],
+                "properties": [
+                    random_filter(rng, [f["key"] for f in flags]) for _ in range(rng.randrange(3))
+                ],
                 "rollout_percentage": rng.choice([None, 0, 10, 33.3, 50, 99.9, 100]),
             }
             if variants and rng.random() < 0.3:
@@ -98,7 +102,10 @@ def corpus(seed: int, count: int) -> list[dict[str, Any]]:
         if variants:
             filters["multivariate"] = {"variants": [{"key": k, "rollout_percentage": p} for k, p in variants]}
         if rng.random() < 0.1:
-            filters["holdout"] = {"id": rng.randrange(1, 5), "exclusion_percentage": rng.choice([10, 50, 100])}
+            filters["holdout"] = {
+                "id": rng.randrange(1, 5),
+                "exclusion_percentage": rng.choice([10, 50, 100]),
+            }
         if rng.random() < 0.15:
             filters["early_exit"] = True
         flags.append({"key": key, "id": i + 1, "active": rng.random() > 0.05, "filters": filters,
@@ -132,7 +139,11 @@ def compare(got: pd.DataFrame, want: pd.DataFrame, query: Any) -> tuple[int, int
             w_value = _plain(want.at[did, sf.key])
             if sf.multivariate and isinstance(w_value, bool):
                 w_value = "true" if w_value else "false"
-            expect = (w_value, _plain(want.at[did, f"{sf.key}:reason"]), _plain(want.at[did, f"{sf.key}:condition_index"]))
+            expect = (
+                w_value,
+                _plain(want.at[did, f"{sf.key}:reason"]),
+                _plain(want.at[did, f"{sf.key}:condition_index"]),
+            )
             actual = (value, reason, _plain(got.at[did, f"{sf.key}:condition_index"]))
             assert actual == expect, (sf.key, did, query.mode, [f for f in query_defs if f["key"] == sf.key])
             answered += 1
@@ -206,7 +217,9 @@ def test_simulate_sql_gives_every_answer_of_the_engine(mode: str, tmp_path: Any)
         for key in sim.flags[:10]:
             counts = summary[summary["flag"] == key].set_index("value")["count"].to_dict()
             values = want[key].dropna().astype(object)
-            expect = values.map(lambda v: "true" if v is True else "false" if v is False else v).value_counts()
+            expect = values.map(
+                lambda v: "true" if v is True else "false" if v is False else v
+            ).value_counts()
             assert counts == expect.to_dict()
         cross = sim.crosstab(sim.flags[0], "beta")
         assert cross["count"].sum() == want[sim.flags[0]].notna().sum()
@@ -225,14 +238,23 @@ def test_rollout_bounds_are_exact_at_the_boundary() -> None:
 
 @pytest.mark.parametrize("dialect", ["bigquery", "snowflake", "postgres", "clickhouse", "spark", "duckdb"])
 def test_to_sql_parses_in_every_dialect(dialect: str) -> None:
-    sql = to_sql(query_defs, dialect=dialect, mode="server", schema={"distinct_id": "string", "plan": "string",
-                 "email": "string", "age": "integer", "score": "float", "beta": "boolean"})  # fmt: skip
+    schema = {
+        "distinct_id": "string",
+        "plan": "string",
+        "email": "string",
+        "age": "integer",
+        "score": "float",
+    }
+    sql = to_sql(query_defs, dialect=dialect, mode="server", schema={**schema, "beta": "boolean"})
     assert sqlglot.parse_one(sql, read=dialect) is not None
     assert "needs the local engine" in sql
 
 
 def test_a_flag_sql_cannot_express_is_named_never_answered() -> None:
-    flag = {"key": "re", "filters": {"groups": [{"properties": [{"key": "plan", "operator": "regex", "value": "^p"}]}]}}
+    flag = {
+        "key": "re",
+        "filters": {"groups": [{"properties": [{"key": "plan", "operator": "regex", "value": "^p"}]}]},
+    }
     got, query = run_sql(FRAME, [flag], engine="duckdb", now=NOW)
     assert "regex" in query.local_flags["re"]
     assert got["re"].isna().all()

@@ -11,6 +11,7 @@ every answer is the local engine's answer.
 from __future__ import annotations
 
 import datetime as dt
+import importlib
 import os
 import shutil
 import tempfile
@@ -21,6 +22,7 @@ from typing import Any
 import pandas as pd
 
 from analytics_nb.flags import evaluate_frame
+from analytics_nb.flags._evaluate import Mode
 from analytics_nb.flags._sql import NEEDS_LOCAL, SqlQuery, compile_sql
 from analytics_nb.simulation._summary import Z95
 
@@ -65,11 +67,19 @@ def run_sql(
     import pyarrow as pa
 
     table = pa.Table.from_pandas(frame, preserve_index=False)
-    dialect = {"duckdb": "duckdb", "clickhouse": "clickhouse", "chdb": "clickhouse", "spark": "spark"}.get(engine)
+    dialect = {"duckdb": "duckdb", "clickhouse": "clickhouse", "chdb": "clickhouse", "spark": "spark"}.get(
+        engine
+    )
     if dialect is None:
         raise ValueError(f"engine must be 'duckdb', 'clickhouse' (chDB) or 'spark', got {engine!r}")
     query = compile_sql(
-        definitions, dialect=dialect, mode=mode, table=_TABLE, schema=arrow_schema(table), payloads=payloads, now=now
+        definitions,
+        dialect=dialect,
+        mode=mode,
+        table=_TABLE,
+        schema=arrow_schema(table),
+        payloads=payloads,
+        now=now,
     )
     if dialect == "duckdb":
         import duckdb
@@ -94,13 +104,14 @@ def _run_chdb(query: SqlQuery, table: Any) -> pd.DataFrame:
     """ClickHouse in-process: the table is loaded from a parquet file (nullable columns kept), the
     query's answer read back as Arrow."""
     import pyarrow.parquet as pq
-    from chdb import session
+
+    chdb_session: Any = importlib.import_module("chdb.session")
 
     folder = tempfile.mkdtemp(prefix="anb-chdb-")
     try:
         path = os.path.join(folder, "persons.parquet")
         pq.write_table(table, path)
-        sess = session.Session(os.path.join(folder, "db"))
+        sess = chdb_session.Session(os.path.join(folder, "db"))
         try:
             sess.query(
                 f"CREATE TABLE {_TABLE} ENGINE = Memory AS SELECT * FROM file({_literal(path)}, Parquet) "
@@ -111,7 +122,8 @@ def _run_chdb(query: SqlQuery, table: Any) -> pd.DataFrame:
             sess.close()
     finally:
         shutil.rmtree(folder, ignore_errors=True)
-    return result.to_pandas(types_mapper=pd.ArrowDtype)
+    frame: pd.DataFrame = result.to_pandas(types_mapper=pd.ArrowDtype)
+    return frame
 
 
 def _spark_schema(table: Any) -> Any:
@@ -138,31 +150,50 @@ def _spark_schema(table: Any) -> Any:
 # ------------------------------------------------------------------------------------------ local answers
 
 
-def _local_answers(batch: pd.DataFrame, query: SqlQuery, mode: str, definitions: Any, now: dt.datetime,
-                   payloads: bool, target: Any) -> Any:
+def _local_answers(
+    batch: pd.DataFrame,
+    query: SqlQuery,
+    mode: Mode,
+    definitions: Any,
+    now: dt.datetime,
+    payloads: bool,
+    target: Any,
+) -> Any:
     """The local engine's answers for `batch`, in the SQL answers' shape (Arrow, cast to `target`)."""
     import pyarrow as pa
 
-    got = evaluate_frame(batch, definitions, mode=mode, reasons=True, payloads=payloads, now=now, output="pandas")  # type: ignore[arg-type]
+    got = evaluate_frame(
+        batch, definitions, mode=mode, reasons=True, payloads=payloads, now=now, output="pandas"
+    )
     data: dict[str, Any] = {"distinct_id": batch["distinct_id"].to_numpy(dtype=object)}
     for sf in query.flags:
         values = got[sf.key].astype(object).tolist()
         if sf.multivariate:
             data[sf.key] = [
-                None if not isinstance(v, (str, bool)) else ("true" if v is True else "false" if v is False else v)
+                None
+                if not isinstance(v, (str, bool))
+                else ("true" if v is True else "false" if v is False else v)
                 for v in values
             ]
         else:
             data[sf.key] = [v if isinstance(v, bool) else None for v in values]
-        data[f"{sf.key}:reason"] = [None if pd.isna(v) else str(v) for v in got[f"{sf.key}:reason"].astype(object)]
+        data[f"{sf.key}:reason"] = [
+            None if pd.isna(v) else str(v) for v in got[f"{sf.key}:reason"].astype(object)
+        ]
         data[f"{sf.key}:condition_index"] = [
             None if pd.isna(v) else int(v) for v in got[f"{sf.key}:condition_index"].astype(object)
         ]
         if payloads:
-            data[f"{sf.key}:payload"] = [None if pd.isna(v) else str(v) for v in got[f"{sf.key}:payload"].astype(object)]
+            data[f"{sf.key}:payload"] = [
+                None if pd.isna(v) else str(v) for v in got[f"{sf.key}:payload"].astype(object)
+            ]
     data["error"] = [None if pd.isna(v) else str(v) for v in got["error"].astype(object)]
-    arrays = [pa.array(data[f.name], type=f.type, from_pandas=True) if f.name != "distinct_id"
-              else pa.array(batch["distinct_id"].astype(object).tolist(), type=f.type) for f in target]
+    arrays = [
+        pa.array(data[f.name], type=f.type, from_pandas=True)
+        if f.name != "distinct_id"
+        else pa.array([None if pd.isna(v) else v for v in batch["distinct_id"].astype(object)], type=f.type)
+        for f in target
+    ]
     return pa.Table.from_arrays(arrays, schema=target)
 
 
@@ -210,11 +241,16 @@ class SqlSimulation:
         return self.con.sql(f"SELECT * FROM read_parquet({_literal(str(self.path))})")
 
     def __len__(self) -> int:
-        return int(self.con.sql(f"SELECT count(*) FROM read_parquet({_literal(str(self.path))})").fetchone()[0])
+        return int(
+            self.con.execute(f"SELECT count(*) FROM read_parquet({_literal(str(self.path))})").fetchall()[0][
+                0
+            ]
+        )
 
     def frame(self) -> pd.DataFrame:
         """All answers as pandas (collects every row: for exports that fit in memory)."""
-        return self.relation.df()
+        frame: pd.DataFrame = self.relation.df()
+        return frame
 
     def summary(self, flags: Sequence[str] | None = None, z: float = Z95) -> pd.DataFrame:
         """flag, value, count, share and its 95% Wilson interval, per flag and value, computed in SQL
@@ -229,7 +265,9 @@ class SqlSimulation:
             )
         if not parts:
             return pd.DataFrame(columns=["flag", "value", "count", "share", "low", "high"])
-        return self.con.sql(_wilson(" UNION ALL ".join(parts), "flag", z) + " ORDER BY flag, count DESC").df()
+        sql = _wilson(" UNION ALL ".join(parts), "flag", z) + " ORDER BY flag, count DESC"
+        table: pd.DataFrame = self.con.sql(sql).df()
+        return table
 
     def crosstab(self, flag: str, by: str, z: float = Z95) -> pd.DataFrame:
         """Counts of `flag`'s values within each value of the input column `by`, with the share of each
@@ -239,11 +277,13 @@ class SqlSimulation:
             raise KeyError(f"unknown flag {flag!r}; the flags are {self.flags}")
         src = f"read_parquet({_literal(str(self.path))})"
         inner = (
-            f"SELECT CAST(p.{_quote(by)} AS VARCHAR) AS by_value, CAST(a.{_quote(flag)} AS VARCHAR) AS value, "
+            f"SELECT CAST(p.{_quote(by)} AS VARCHAR) AS by_value, "
+            f"CAST(a.{_quote(flag)} AS VARCHAR) AS value, "
             f"count(*) AS count FROM {src} a JOIN {_TABLE} p USING (distinct_id) "
             f"WHERE a.{_quote(flag)} IS NOT NULL GROUP BY ALL"
         )
-        return self.con.sql(_wilson(inner, "by_value", z) + " ORDER BY by_value, value").df()
+        table: pd.DataFrame = self.con.sql(_wilson(inner, "by_value", z) + " ORDER BY by_value, value").df()
+        return table
 
     def close(self) -> None:
         """Close the connection and delete the working files (the answers too unless `out` was given)."""
@@ -294,7 +334,7 @@ def simulate_sql(
     source: Any,
     definitions: Any,
     *,
-    mode: str = "server",
+    mode: Mode = "server",
     out: str | Path | None = None,
     memory_limit: str = "1GB",
     threads: int | None = None,
@@ -316,14 +356,18 @@ def simulate_sql(
 
     now = now or dt.datetime.now(dt.UTC)
     workdir = tempfile.mkdtemp(prefix="anb-sql-")
-    con = duckdb.connect(config={"memory_limit": memory_limit, "temp_directory": os.path.join(workdir, "spill")})
+    con = duckdb.connect(
+        config={"memory_limit": memory_limit, "temp_directory": os.path.join(workdir, "spill")}
+    )
     try:
         if threads is not None:
             con.execute(f"SET threads = {int(threads)}")
         con.execute("SET preserve_insertion_order = false")
         con.execute(f"CREATE VIEW {_TABLE} AS {_source_sql(source, con)}")
-        schema = {row[0]: row[1] for row in con.sql(f"DESCRIBE {_TABLE}").fetchall()}
-        query = compile_sql(definitions, dialect="duckdb", mode=mode, table=_TABLE, schema=schema, payloads=payloads, now=now)
+        schema = {row[0]: row[1] for row in con.execute(f"DESCRIBE {_TABLE}").fetchall()}
+        query = compile_sql(
+            definitions, dialect="duckdb", mode=mode, table=_TABLE, schema=schema, payloads=payloads, now=now
+        )
         sql_path = os.path.join(workdir, "sql.parquet")
         con.execute(f"COPY ({query.sql}) TO {_literal(sql_path)} (FORMAT parquet)")
         local = _local_condition(query)
@@ -331,7 +375,9 @@ def simulate_sql(
         local_rows = 0
         final = f"SELECT * FROM {sql_src}"
         if local != "FALSE":
-            local_rows = _answer_locally(con, query, definitions, mode, now, payloads, batch_rows, local, sql_src, workdir, progress)
+            local_rows = _answer_locally(
+                con, query, definitions, mode, now, payloads, batch_rows, local, sql_src, workdir, progress
+            )
             if local_rows:
                 local_path = os.path.join(workdir, "local.parquet")
                 final = (
@@ -354,7 +400,7 @@ def _answer_locally(
     con: Any,
     query: SqlQuery,
     definitions: Any,
-    mode: str,
+    mode: Mode,
     now: dt.datetime,
     payloads: bool,
     batch_rows: int,
@@ -375,7 +421,7 @@ def _answer_locally(
             f"SELECT p.* FROM {_TABLE} p SEMI JOIN (SELECT distinct_id FROM {sql_src} WHERE {local}) l "
             "USING (distinct_id)"
         )
-    total = int(con.sql(f"SELECT count(*) FROM ({rows_sql})").fetchone()[0])
+    total = int(con.execute(f"SELECT count(*) FROM ({rows_sql})").fetchall()[0][0])
     if total == 0:
         return 0
     reader = con.sql(rows_sql).to_arrow_reader(batch_rows)
