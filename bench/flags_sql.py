@@ -173,7 +173,7 @@ def run_other(engine: str, export: str, out: str, queue: Any) -> None:
             f"CREATE VIEW persons AS SELECT * FROM file('{export}', Parquet) "
             "SETTINGS schema_inference_make_columns_nullable = 1"
         )
-        sess.query(f"INSERT INTO FUNCTION file('{out}', Parquet) {query.sql.split(chr(10), 3)[-1]}")
+        sess.query(f"INSERT INTO FUNCTION file('{out}', Parquet) {query.sql}")
         sess.close()
     else:
         from pyspark.sql import SparkSession

@@ -259,3 +259,28 @@ def test_a_flag_sql_cannot_express_is_named_never_answered() -> None:
     assert "regex" in query.local_flags["re"]
     assert got["re"].isna().all()
     assert set(got["re:reason"].dropna()) == {NEEDS_LOCAL}
+
+
+@pytest.mark.parametrize("mode", ["server", "sdk"])
+def test_duckdb_answers_are_the_engines_with_matching_version_2(mode: str) -> None:
+    """property_matching_version 2 compares boolean-like values strictly: the SQL follows."""
+    want = evaluate_frame(FRAME, query_defs, mode=mode, reasons=True, now=NOW, property_matching_version=2)
+    got, query = run_sql(FRAME, query_defs, mode=mode, now=NOW, property_matching_version=2)
+    answered, _ = compare(got, want, query)
+    assert answered > 10_000
+
+
+def test_the_kelvin_sign_row_is_left_to_the_local_engine_and_answered_there(tmp_path: Any) -> None:
+    """Python lower-cases the Kelvin sign to an ASCII "k" ("\u212aelvin".lower() == "kelvin"); SQL engines
+    disagree, so that row is needs_local_engine in SQL and the local engine's True in simulate_sql."""
+    frame = pd.DataFrame({"distinct_id": ["a", "b", "c"], "name": ["\u212aelvin", "KELVIN", "k\u00e9lvin"]})
+    flag = {"key": "k", "filters": {"groups": [{"properties": [{"key": "name", "value": "kelvin"}]}]}}
+    got, _ = run_sql(frame, [flag], now=NOW)
+    assert got["k:reason"].tolist() == [NEEDS_LOCAL, "condition_match", "no_condition_match"]
+    sim = simulate_sql(frame, [flag], now=NOW)
+    try:
+        answers = sim.frame().set_index("distinct_id")
+        assert answers.loc[["a", "b", "c"], "k"].tolist() == [True, True, False]
+        assert sim.local_rows == 1
+    finally:
+        sim.close()

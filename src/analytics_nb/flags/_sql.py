@@ -249,8 +249,13 @@ class _Compiler:
         return self.exp.cast(e, "text")
 
     def ascii_lower(self, e: exp.Expression) -> exp.Expression:
-        """Lower-case A-Z only (the service's icontains / starts_with / ends_with): TRANSLATE."""
-        return self.fn("TRANSLATE", e, self.lit(_UPPER), self.lit(_UPPER.lower()))
+        """Lower-case A-Z only (the service's icontains / starts_with / ends_with). ClickHouse's `lower` is
+        ASCII-only; elsewhere `LOWER` of an all-ASCII text is the same, and a text with other characters
+        goes through TRANSLATE of A-Z (slow in DuckDB, so only for those rows)."""
+        if self.dialect == "clickhouse":
+            return self.fn("lower", e)
+        translated = self.fn("TRANSLATE", e.copy(), self.lit(_UPPER), self.lit(_UPPER.lower()))
+        return self.case([(self.is_ascii(e.copy()), self.exp.Lower(this=e.copy()))], translated)
 
     def is_ascii(self, e: exp.Expression) -> exp.Expression:
         """Whether a text is all ASCII: its length in characters equals its length in bytes."""

@@ -60,6 +60,7 @@ def run_sql(
     payloads: bool = False,
     now: dt.datetime | None = None,
     spark: Any = None,
+    property_matching_version: int | None = None,
 ) -> tuple[pd.DataFrame, SqlQuery]:
     """Run the compiled query over an in-memory table on `engine` ("duckdb", "clickhouse" through chDB,
     "spark" through PySpark's session `spark`); the raw SQL answers (rows and flags the query leaves to
@@ -80,6 +81,7 @@ def run_sql(
         schema=arrow_schema(table),
         payloads=payloads,
         now=now,
+        property_matching_version=property_matching_version,
     )
     if dialect == "duckdb":
         import duckdb
