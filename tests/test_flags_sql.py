@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import datetime as dt
 import math
+import os
 import random
+import sys
 from typing import Any
 
 import pandas as pd
@@ -158,6 +160,7 @@ query_defs = corpus(11, 60)
 @pytest.fixture(scope="module")
 def spark() -> Any:
     pyspark_sql = pytest.importorskip("pyspark.sql", reason="pyspark is not installed (the spark extra)")
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # read when the context starts
     session = (
         pyspark_sql.SparkSession.builder.master("local[1]")
         .config("spark.ui.enabled", "false")

@@ -4,6 +4,7 @@ installs Debian's openjdk-17-jre-headless), and skips only where they are missin
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import Any
 
@@ -50,6 +51,7 @@ def test_pyspark_map_in_pandas_gives_the_pandas_answers() -> None:
         "pyspark.sql", reason="pyspark is not installed (optional; too big for the test image)"
     )
     # the Python workers must run this interpreter (the one with analytics_nb), not the first python3 on PATH
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     spark = (
         pyspark_sql.SparkSession.builder.master("local[2]")
         .config("spark.pyspark.python", sys.executable)

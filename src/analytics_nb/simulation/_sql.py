@@ -365,6 +365,9 @@ def simulate_sql(
         if threads is not None:
             con.execute(f"SET threads = {int(threads)}")
         con.execute("SET preserve_insertion_order = false")
+        # DuckDB's own progress bar for the query (shown for queries running over two seconds)
+        bar = progress and not os.environ.get("TQDM_DISABLE")
+        con.execute(f"SET enable_progress_bar = {'true' if bar else 'false'}")
         con.execute(f"CREATE VIEW {_TABLE} AS {_source_sql(source, con)}")
         schema = {row[0]: row[1] for row in con.execute(f"DESCRIBE {_TABLE}").fetchall()}
         query = compile_sql(
