@@ -287,3 +287,29 @@ def test_the_kelvin_sign_row_is_left_to_the_local_engine_and_answered_there(tmp_
         assert sim.local_rows == 1
     finally:
         sim.close()
+
+
+def test_to_sql_without_a_schema_reads_every_property_as_text() -> None:
+    frame = pd.DataFrame({"distinct_id": ["a", "b", "c"], "plan": ["Pro", "free", None]})
+    flag = {"key": "pro", "filters": {"groups": [{"properties": [{"key": "plan", "value": "pro"}]}]}}
+    con = duckdb.connect()
+    con.register("persons", frame)
+    got = con.execute(to_sql([flag])).df()
+    assert got["pro"].tolist() == [True, False, False]
+    assert got["pro:reason"].tolist() == ["condition_match", "no_condition_match", "no_condition_match"]
+
+
+def test_simulate_sql_reads_a_duckdb_relation_and_counts_in_sql() -> None:
+    con = duckdb.connect()
+    rel = con.sql("SELECT 'u' || i AS distinct_id, i % 3 AS n FROM range(1000) t(i)")
+    flag = {
+        "key": "big",
+        "filters": {"groups": [{"properties": [{"key": "n", "operator": "gte", "value": 1}]}]},
+    }
+    sim = simulate_sql(rel, [flag], now=NOW)
+    try:
+        assert len(sim) == 1000 and sim.local_flags == {} and sim.local_rows == 0
+        counts = sim.summary().set_index("value")["count"].to_dict()
+        assert counts == {"true": 666, "false": 334}
+    finally:
+        sim.close()
