@@ -120,6 +120,10 @@ def write_export(path: Path, rows: int) -> None:
 
 
 def _peak_gb() -> float:
+    """This process's peak RSS (VmHWM: ru_maxrss would carry the parent's peak across exec)."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024 / 1024
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024 / 1024
 
 
