@@ -22,6 +22,7 @@ from analytics_nb.simulation._remote import DEFAULT_CONCURRENCY, FailedFlagsWarn
 from analytics_nb.simulation._result import SimulationResult
 from analytics_nb.simulation._simulate import Engine, asimulate, simulate
 from analytics_nb.simulation._spark import simulate_spark
+from analytics_nb.simulation._sql import SqlSimulation, simulate_sql
 from analytics_nb.simulation._summary import wilson_interval
 from analytics_nb.simulation._whatif import (
     WhatIf,
@@ -46,6 +47,7 @@ __all__ = [
     "Output",
     "SimulationInputError",
     "SimulationResult",
+    "SqlSimulation",
     "WhatIf",
     "WhatIfResult",
     "asimulate",
@@ -58,6 +60,7 @@ __all__ = [
     "simulate",
     "simulate_dask",
     "simulate_spark",
+    "simulate_sql",
     "whatif",
     "wilson_interval",
     "with_condition",
