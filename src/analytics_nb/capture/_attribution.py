@@ -7,6 +7,7 @@ conditions may have changed in between). Events whose person has no outcome get 
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -239,6 +240,25 @@ def _is_group_key_column(name: Any) -> bool:
     return text.startswith(GROUP_PREFIX) and text.count(":") == 1
 
 
+class UnknownOutcomeWarning(UserWarning):
+    """Events got no ``$feature/<key>`` because their person's outcome for the flag is unknown (NA)."""
+
+
+def _warn_unknown(unknown: Mapping[str, int]) -> None:
+    """One warning naming the flags whose unknown outcomes left events without ``$feature/<key>``."""
+    if not unknown:
+        return
+    listed = ", ".join(f"{k!r} ({n:,})" for k, n in list(unknown.items())[:10])
+    warnings.warn(
+        f"{sum(unknown.values()):,} $feature/<key> properties were left out because the outcome is unknown "
+        f"(NA, or different across the person's outcome rows), by flag: {listed}. A local simulation answers "
+        "NA when a flag reads a property the property sets have no column for (its MissingPropertyWarning "
+        "names them): add the column or simulate with engine='remote'.",
+        UnknownOutcomeWarning,
+        stacklevel=3,
+    )
+
+
 def attribute(events: pd.DataFrame, outcomes: Any, *, flags: Any = None) -> pd.DataFrame:
     """Add ``$feature/<key>`` and ``$active_feature_flags`` to each event from its person's flag outcomes.
 
@@ -336,12 +356,15 @@ def attribute(events: pd.DataFrame, outcomes: Any, *, flags: Any = None) -> pd.D
         return None
 
     new_props: list[dict[str, Any]] = []
+    unknown: dict[str, int] = {}
     for i, row in enumerate(per_event):
         props: dict[str, Any] = {}
         if row:
             added_active: list[str] = []
             for k, v in row.items():
                 if v is None:
+                    if has(i, f"{FEATURE_PREFIX}{k}") is None:
+                        unknown[k] = unknown.get(k, 0) + 1
                     continue
                 name = f"{FEATURE_PREFIX}{k}"
                 if has(i, name) is not None:
@@ -361,6 +384,7 @@ def attribute(events: pd.DataFrame, outcomes: Any, *, flags: Any = None) -> pd.D
                 if enabled:
                     props[ACTIVE] = enabled
         new_props.append(props)
+    _warn_unknown(unknown)
 
     out = events.copy()
     if has_dicts:

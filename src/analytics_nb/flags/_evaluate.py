@@ -789,9 +789,10 @@ def _evaluate_server(
         sc = flag.super_condition
         if any(f.key in person for f in sc.filters):
             ctx.cond_group = False
-            ok = _all_true(sc, person, ctx) == TRUE and _in_rollout(
-                flag, sc.rollout, _person_bucket(flag, distinct_id, ctx)
-            )
+            code = condition_code(sc, person, ctx)
+            if code == INCONCLUSIVE:
+                return _result(flag, None, "inconclusive", None, _explain(sc, person, ctx))
+            ok = code == TRUE and _in_rollout(flag, sc.rollout, _person_bucket(flag, distinct_id, ctx))
             return _result(flag, ok, "super_condition_value", 0)
 
     # Holdout (`is_holdout_condition_match`): hashed on the flag-level identifier, "holdout-" prefix.
@@ -811,6 +812,7 @@ def _evaluate_server(
     ctx.person = person
     ctx.group_by_index = by_index
     best, best_index = "no_group_type", None
+    pending = _Pending()
     try:
         for cond in flag.conditions:
             agg = cond.aggregation
@@ -830,23 +832,74 @@ def _evaluate_server(
                 bucket = group_key
                 props = by_index.get(agg, _EMPTY)
                 ctx.cond_group = True
-            code = _all_true(cond, props, ctx)
+            code = condition_code(cond, props, ctx)
             if code == SERVER_ONLY:
                 # a cohort the caller did not supply (a static cohort): only the service knows
                 return _result(flag, None, "inconclusive", None, _explain(cond, props, ctx))
             if code != TRUE:
                 best, best_index = _rank(best, best_index, "no_condition_match", cond.index)
+                if code == INCONCLUSIVE:
+                    pending.add(flag, cond, bucket, _in_rollout(flag, cond.rollout, bucket), props, ctx)
                 continue
             if not _in_rollout(flag, cond.rollout, bucket):
                 best, best_index = _rank(best, best_index, "out_of_rollout_bound", cond.index)
+                if flag.early_exit:
+                    # PostHog PR #57321 (flag_matching.rs; posthog-python `_match_flag_conditions`): the
+                    # properties matched but the rollout excludes the person: stop here, False
+                    if pending.value:
+                        return pending.unknown(flag)
+                    return _result(flag, False, "out_of_rollout_bound", cond.index)
                 continue
+            if pending.differs(flag, cond, bucket):
+                return pending.unknown(flag)
             value = _matched_value(flag, cond.variant, bucket)
             return _result(flag, value, "condition_match", cond.index)
     finally:
         ctx.person = None
         ctx.group_by_index = None
         ctx.cond_group = False
+    if pending.value:
+        return pending.unknown(flag)
     return _result(flag, False, best, best_index)
+
+
+class _Pending:
+    """Server mode: conditions passed over whose match was unknown (a dependency without a known value);
+    the answer is known only when every outcome of the unknown gives the same one (as frames do)."""
+
+    __slots__ = ("buckets", "cause", "odd", "stop", "value")
+
+    def __init__(self) -> None:
+        self.value = self.odd = self.stop = False
+        self.buckets: set[str] = set()
+        self.cause: str | None = None
+
+    def add(
+        self,
+        flag: CompiledFlag,
+        cond: ConditionSpec,
+        bucket: str,
+        within: bool,
+        props: Mapping[str, Any],
+        ctx: _Context,
+    ) -> None:
+        self.cause = self.cause or _explain(cond, props, ctx)
+        self.buckets.add(bucket)
+        if within:
+            self.value = True
+            self.odd |= flag.multivariate and cond.variant is not None
+        elif flag.early_exit:
+            self.stop = True
+
+    def differs(self, flag: CompiledFlag, cond: ConditionSpec, bucket: str) -> bool:
+        """Whether a match at `cond` might not be the answer (see frames' `_Pending.differs`)."""
+        if self.stop or self.odd:
+            return True
+        other = cond.variant is not None or bool(self.buckets - {bucket})
+        return self.value and flag.multivariate and other
+
+    def unknown(self, flag: CompiledFlag) -> FlagResult:
+        return _result(flag, None, "inconclusive", None, self.cause)
 
 
 def _rank(best: str, best_index: int | None, new: str, index: int) -> tuple[str, int | None]:
@@ -874,19 +927,6 @@ def _in_rollout(flag: CompiledFlag, rollout: float | None, bucket: str | None) -
     if not bucket:
         return True  # the service hashes an empty identifier to 0.0
     return hash_fraction(flag.key, bucket) <= rollout / 100
-
-
-def _all_true(cond: ConditionSpec, props: Mapping[str, Any], ctx: _Context) -> int:
-    """`is_condition_match` filters: TRUE when every filter matches (errors and undecidable ones do not),
-    SERVER_ONLY when a cohort is unknown, else FALSE."""
-    result = TRUE
-    for spec in cond.filters:
-        code = filter_code(spec, props, ctx)
-        if code == SERVER_ONLY:
-            result = SERVER_ONLY
-        elif code != TRUE:
-            return FALSE
-    return result
 
 
 # ------------------------------------------------------------------------------------------ public API

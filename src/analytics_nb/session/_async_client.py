@@ -157,13 +157,16 @@ class AsyncClient(AsyncApiClient):
         estimate: bool = True,
         warn_minutes: float | None = 10.0,
         output: Output | None = None,
+        missing_columns: Literal["unknown", "not_set"] = "unknown",
     ) -> SimulationResult:
         """Evaluate flags across property sets with this client (``analytics_nb.simulate``):
         ``engine="remote"`` (one decide per row), ``"local"`` (the flag engine over the project's
         definitions) or ``"both"`` (and compare them). A long remote run prints its expected duration
         (and warns past ``warn_minutes``); an interrupted one returns the rows done (``result.partial``).
         Property sets may be pandas, Polars, Arrow, DuckDB or a parquet path; ``result.data`` is the result
-        in their family (Polars in, Polars out) or in ``output`` ("pandas", "polars", "arrow")."""
+        in their family (Polars in, Polars out) or in ``output`` ("pandas", "polars", "arrow"). A property
+        the sets have no column for is unknown (NA where an answer depends on it, with a
+        `MissingPropertyWarning`) unless ``missing_columns="not_set"``."""
         return await asimulate(
             property_sets,
             flags,
@@ -180,4 +183,5 @@ class AsyncClient(AsyncApiClient):
             estimate=estimate,
             warn_minutes=warn_minutes,
             output=output,
+            missing_columns=missing_columns,
         )

@@ -90,13 +90,16 @@ class Client(ClientMethods, ApiClient):
         estimate: bool = True,
         warn_minutes: float | None = 10.0,
         output: Output | None = None,
+        missing_columns: Literal["unknown", "not_set"] = "unknown",
     ) -> SimulationResult:
         """Evaluate flags across property sets with this client (``analytics_nb.simulate``):
         ``engine="remote"`` (one decide per row), ``"local"`` (the flag engine over the project's
         definitions) or ``"both"`` (and compare them). A long remote run prints its expected duration
         (and warns past ``warn_minutes``); an interrupted one returns the rows done (``result.partial``).
         Property sets may be pandas, Polars, Arrow, DuckDB or a parquet path; ``result.data`` is the result
-        in their family (Polars in, Polars out) or in ``output`` ("pandas", "polars", "arrow")."""
+        in their family (Polars in, Polars out) or in ``output`` ("pandas", "polars", "arrow"). A property
+        the sets have no column for is unknown (NA where an answer depends on it, with a
+        `MissingPropertyWarning`) unless ``missing_columns="not_set"``."""
         # Written by hand, not generated: the plain function waits, after Ctrl-C, for the cancelled run to
         # hand over the rows answered so far and returns them as a partial SimulationResult.
         return simulate(
@@ -115,4 +118,5 @@ class Client(ClientMethods, ApiClient):
             estimate=estimate,
             warn_minutes=warn_minutes,
             output=output,
+            missing_columns=missing_columns,
         )
