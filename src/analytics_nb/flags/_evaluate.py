@@ -7,6 +7,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
+import pandas as pd
+
 from analytics_nb.flags._definitions import (
     CohortGroup,
     CompiledFlag,
@@ -23,7 +25,7 @@ from analytics_nb.flags._errors import FlagDefinitionError
 from analytics_nb.flags._hashing import hash_fraction, holdout_fraction
 from analytics_nb.flags._operators import FALSE, INCONCLUSIVE, SERVER_ONLY, TRUE
 from analytics_nb.flags._service_rules import team_zone
-from analytics_nb.flags._values import MISSING, BadValueError, normalize, service_text
+from analytics_nb.flags._values import MISSING, BadValueError, Opaque, normalize, sdk_opaque, service_text
 
 Mode = Literal["server", "sdk"]
 FlagValue = bool | str
@@ -415,20 +417,31 @@ def _now(now: dt.datetime | None, server: bool = False, timezone: str = "UTC") -
     return now
 
 
-def normalize_properties(props: Mapping[str, Any] | None, what: str) -> dict[str, Any]:
+def normalize_properties(props: Mapping[str, Any] | None, what: str, server: bool = True) -> dict[str, Any]:
     """Plain values for a property dict. `None` is JSON null (present: the service and the SDK both keep
-    it); a float NaN is a value that no comparison matches (as the SDK reads it); pd.NA and NaT are
-    absent and dropped."""
+    it); a float NaN is a value that no comparison matches (as the SDK reads it).
+
+    Values outside JSON never fail the call: a filter that reads one answers as its reference would
+    (`Opaque`). In sdk mode every value the SDK does not read as JSON (numpy integers and booleans,
+    `pd.NA`, `NaT`, bytes, sets, objects) is kept as given; in server mode values are read as the JSON
+    the client would send (numpy scalars as numbers, `pd.NA` / `NaT` as null, sets as lists), and what
+    cannot be sent (bytes, objects) is kept opaque."""
     out: dict[str, Any] = {}
     if not props:
         return out
     if not isinstance(props, Mapping):
         raise TypeError(f"{what} must be a dict of property name -> value, got {type(props).__name__}")
     for k, v in props.items():
+        if not server and sdk_opaque(v):
+            out[k] = Opaque(v)
+            continue
+        if server and (v is pd.NA or v is pd.NaT):
+            out[k] = None  # the client sends them as JSON null (wire.cells.json_default)
+            continue
         try:
             nv = normalize(v, none_is_null=True, nan_is_value=True)
-        except BadValueError as exc:
-            raise ValueError(f"{what}[{k!r}]: {exc}") from None
+        except BadValueError:
+            nv = Opaque(v)
         if nv is not MISSING:
             out[k] = nv
     return out
@@ -483,7 +496,8 @@ def filter_code(spec: FilterSpec, props: Mapping[str, Any], ctx: _Context) -> in
         if not ctx.server and not m.sdk_supported:
             return INCONCLUSIVE
         code = m.match(v, ctx.server, ctx.now)
-        return FALSE if code == INCONCLUSIVE and ctx.server else code
+        # server mode: unusable values do not match; only a value the client could not send is unknown
+        return FALSE if code == INCONCLUSIVE and ctx.server and type(v) is not Opaque else code
     if spec.kind == "cohort":
         group = ctx.cohorts.get(spec.cohort_id or "")
         if group is None:
@@ -584,6 +598,13 @@ def describe_open_filter(spec: FilterSpec, props: Mapping[str, Any], ctx: _Conte
     if spec.key not in props:
         return f"property {spec.key!r} is not set"
     assert spec.matcher is not None
+    value = props[spec.key]
+    if type(value) is Opaque:
+        kind = type(value.raw).__name__
+        if ctx.server:
+            return f"property {spec.key!r} holds a {kind} value, which cannot be sent to the service as JSON"
+        operator = spec.matcher.operator
+        return f"property {spec.key!r} holds a {kind} value, which the SDK cannot compare ({operator!r})"
     if not spec.matcher.sdk_supported:
         return f"operator {spec.matcher.operator!r} is not evaluated by the official SDK locally"
     return (
@@ -948,7 +969,7 @@ def _prepare_groups(
         if text is not None:
             gkeys[str(name)] = text
     gprops = {
-        str(name): normalize_properties(p, f"group_properties[{name!r}]")
+        str(name): normalize_properties(p, f"group_properties[{name!r}]", server)
         for name, p in (group_properties or {}).items()
     }
     for name, key in (groups or {}).items():
@@ -965,7 +986,7 @@ def _prepare_person(
     """Person properties with `distinct_id` added unless given (the service adds it to every person,
     flag_matching_utils.rs `fetch_and_locally_cache_all_relevant_properties`; the SDK's client too,
     `_person_properties_for_local_evaluation`), and server mode's `$initial_*` fill."""
-    person = normalize_properties(person_properties, "person_properties")
+    person = normalize_properties(person_properties, "person_properties", server)
     person.setdefault("distinct_id", distinct_id)
     if server:
         fill_initial_properties(person)
