@@ -285,6 +285,19 @@ def _matching_version(value: Any) -> int:
     )
 
 
+def _payload_matching_version(value: Any) -> int:
+    """`property_matching_version` as a definitions payload carries it: 2 when it equals the integer 2,
+    else 1 (None, 0, 1, 3, the text "2", anything else). posthog 7.91.1 reads it so
+    (`Client._update_flag_state`: `data.get("property_matching_version", 1)`, then
+    `_match_exact_property`: `property_matching_version != 2` means version 1); server mode reads the
+    payload the same way (the service's own matcher reads the team setting, which only PostHog staff
+    change, and has no other version)."""
+    try:
+        return 2 if value == 2 and not isinstance(value, str) else 1
+    except Exception:  # an object whose == fails: not 2
+        return 1
+
+
 def compile_flags(
     flags: Any,
     *,
@@ -339,8 +352,10 @@ def compile_flags(
             timezone=timezone or flags.timezone,
         )
     items, payload_mapping, payload_cohorts, payload_version = split_flag_input(flags)
-    version = _matching_version(
-        property_matching_version if property_matching_version is not None else payload_version
+    version = (
+        _matching_version(property_matching_version)
+        if property_matching_version is not None
+        else _payload_matching_version(payload_version)
     )
     compiled: list[CompiledFlag] = []
     skipped: list[str] = []
