@@ -552,7 +552,7 @@ def compare(flag: dict[str, Any], subject: dict[str, Any]) -> Any:
         cohorts=COHORTS,
         mode="sdk",
     )
-    context = f"ours={got!r} official={expected!r}"
+    context = f"ours={got!r} official={expected!r} flag={flag!r} subject={subject!r}"
     if expected is INCONCLUSIVE:
         assert got.value is None and got.reason == "inconclusive", context
         assert got.payload is None, context

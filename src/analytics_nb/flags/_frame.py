@@ -737,17 +737,23 @@ class _Pending:
     would give the same one."""
 
     def __init__(self, n: int) -> None:
+        self.n = n
+        #: whether any condition was unknown for some row (the arrays below are built on first use)
+        self.active = False
         #: an unknown condition within its rollout: had it matched, the flag would have matched there
-        self.value = np.zeros(n, dtype=bool)
+        self.value = np.zeros(0, dtype=bool)
         #: ... with a value a later match may not share (a variant override, or another bucket)
-        self.odd = np.zeros(n, dtype=bool)
+        self.odd = np.zeros(0, dtype=bool)
         #: an unknown condition outside its rollout on an early-exit flag: had it matched, False
-        self.stop = np.zeros(n, dtype=bool)
+        self.stop = np.zeros(0, dtype=bool)
         self.buckets: set[str] = set()
 
     def add(
         self, flag: CompiledFlag, cond: ConditionSpec, bucket: str, within: np.ndarray, beyond: np.ndarray
     ) -> None:
+        if not self.active:
+            self.active = True
+            self.value, self.odd, self.stop = (np.zeros(self.n, dtype=bool) for _ in range(3))
         self.value |= within
         if flag.multivariate and cond.variant is not None:
             self.odd |= within
@@ -1135,35 +1141,46 @@ class _RunState:
                 continue
             code = ev._condition_codes(cond, csource, self)
             matched = code == TRUE
-            server_only = code == SERVER_ONLY
-            if server_only.any():
+            # one reduction tells whether any row is open (SERVER_ONLY / INCONCLUSIVE): the common case
+            # skips the rest of this bookkeeping
+            any_open = bool(code.max(initial=TRUE) > TRUE)
+            server_only = code == SERVER_ONLY if any_open else None
+            if server_only is not None and server_only.any():
                 settle(rows & server_only, _K_UNKNOWN, "inconclusive")
                 rank(rows & ~matched & ~server_only, "no_condition_match", cond.index)
             else:
                 rank(rows & ~matched, "no_condition_match", cond.index)
             hit = rows & matched
             # rows whose match is unknown (a property without a column, a dependency with no known value)
-            undecided = rows & (code == INCONCLUSIVE)
-            out = np.zeros(n, dtype=bool)
-            if cond.rollout is not None and cond.rollout != 100 and (hit.any() or undecided.any()):
-                out = ev._hashes(f"{flag.key}.", "", cbucket, hit | undecided) > cond.rollout / 100
+            undecided = rows & (code == INCONCLUSIVE) if any_open else None
+            if undecided is not None and not undecided.any():
+                undecided = None
+            out: np.ndarray | None = None
+            if cond.rollout is not None and cond.rollout != 100 and (undecided is not None or hit.any()):
+                need = hit if undecided is None else hit | undecided
+                out = ev._hashes(f"{flag.key}.", "", cbucket, need) > cond.rollout / 100
                 oor = hit & out
                 rank(oor, "out_of_rollout_bound", cond.index)
                 hit &= ~oor
                 if flag.early_exit and oor.any():
                     # PostHog PR #57321 (flag_matching.rs; posthog-python `_match_flag_conditions`): the
                     # properties matched but the rollout excludes the person: stop here, False
-                    settle(oor & pending.value, _K_UNKNOWN, self.open_reason(flag))
+                    if pending.active:
+                        settle(oor & pending.value, _K_UNKNOWN, self.open_reason(flag))
                     settle(oor & ~decided, _K_FALSE, "out_of_rollout_bound", cond.index)
-            if undecided.any():
-                pending.add(flag, cond, cbucket, undecided & ~out, undecided & out)
-            if pending.value.any() or pending.stop.any():
+            if undecided is not None:
+                if out is None:
+                    pending.add(flag, cond, cbucket, undecided, np.zeros(n, dtype=bool))
+                else:
+                    pending.add(flag, cond, cbucket, undecided & ~out, undecided & out)
+            if pending.active:
                 # a definite match here, but an earlier unknown condition may have answered otherwise
                 settle(hit & pending.differs(flag, cond, cbucket), _K_UNKNOWN, self.open_reason(flag))
                 hit &= ~decided
             self._settle_match(flag, hit, cond.variant, cbucket, "condition_match", cond.index, settle)
         # no condition matched: unknown where an unknown condition would have matched
-        settle(~decided & pending.value, _K_UNKNOWN, self.open_reason(flag))
+        if pending.active:
+            settle(~decided & pending.value, _K_UNKNOWN, self.open_reason(flag))
         und = ~decided
         if und.any():
             by_score = np.full(8, _R["no_group_type"], dtype=np.int8)
