@@ -58,6 +58,8 @@ FILTERS: list[tuple[str, Any]] = [
     ("icontains", "d"),
     ("not_icontains", "d"),
     ("starts_with", "3"),
+    ("starts_with", "2.5"),  # an np.float64's text is its repr(), "np.float64(2.5)", to the SDK
+    ("icontains", "float"),
     ("regex", "^3"),
     ("not_regex", "^3"),
     ("gt", 3),

@@ -11,6 +11,7 @@ text is ``null``), a filter value the service cannot use makes the filter false 
 from __future__ import annotations
 
 import datetime as dt
+import math
 import re
 import warnings
 from collections.abc import Callable
@@ -123,6 +124,13 @@ class PropertyMatcher:
             return self.server_fn(plain, now)
         if not self.sdk_supported:
             return INCONCLUSIVE
+        raw = value.raw
+        if isinstance(raw, float):  # np.float64: a float subclass
+            if op in NUMERIC:
+                return self.sdk_fn(float(raw), now)
+            if op in EQUALITY or op in TEXT or op in REGEX:
+                # `_format_json_float`: non-finite is inconclusive, else the text is repr(value)
+                return self.sdk_fn(repr(raw), now) if math.isfinite(raw) else INCONCLUSIVE
         if op in NUMERIC:
             return self.sdk_fn(True, now)  # the SDK's numeric parse reads no number in a bool either
         if op in DATES:

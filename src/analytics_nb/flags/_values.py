@@ -47,12 +47,14 @@ class Opaque:
 
 
 def sdk_opaque(value: Any) -> bool:
-    """Whether the official SDK reads `value` outside its JSON types: anything but None, str, bool, int,
-    float (their subclasses too: `np.str_`, `np.float64`), dates, Decimal, list and dict. numpy integers
-    and booleans, `np.float32`, `pd.NA`, `NaT`, bytes, sets, tuples and objects are opaque to it."""
+    """Whether the official SDK reads `value` outside its JSON types: anything but None, str (`np.str_`
+    too), bool, int, float, dates, Decimal, list and dict. numpy numbers and booleans, `pd.NA`, `NaT`,
+    bytes, sets, tuples and objects are opaque to it (an `np.float64` is a number to its numeric
+    operators, but its text, `repr()`, is "np.float64(1.5)")."""
     if value is None or value is pd.NaT or value is pd.NA:
         return value is not None
-    if isinstance(value, np.generic) and not isinstance(value, (np.str_, np.float64)):
+    if isinstance(value, np.generic) and not isinstance(value, np.str_):
+        # np.float64 is a float to the SDK's numeric parse, but its text is repr(): "np.float64(1.5)"
         return True
     return not isinstance(value, (str, bool, int, float, dt.date, Decimal, list, dict))
 
