@@ -7,6 +7,7 @@ conditions may have changed in between). Events whose person has no outcome get 
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -252,6 +253,25 @@ def _is_group_key_column(name: Any) -> bool:
     return text.startswith(GROUP_PREFIX) and text.count(":") == 1
 
 
+class UnknownOutcomeWarning(UserWarning):
+    """Events got no ``$feature/<key>`` because their person's outcome for the flag is unknown (NA)."""
+
+
+def _warn_unknown(unknown: Mapping[str, int]) -> None:
+    """One warning naming the flags whose unknown outcomes left events without ``$feature/<key>``."""
+    if not unknown:
+        return
+    listed = ", ".join(f"{k!r} ({n:,})" for k, n in list(unknown.items())[:10])
+    warnings.warn(
+        f"{sum(unknown.values()):,} $feature/<key> properties were left out because the outcome is unknown "
+        f"(NA, or different across the person's outcome rows), by flag: {listed}. A local simulation answers "
+        "NA when a flag reads a property the property sets have no column for (its MissingPropertyWarning "
+        "names them): add the column or simulate with engine='remote'.",
+        UnknownOutcomeWarning,
+        stacklevel=3,
+    )
+
+
 def attribute(events: pd.DataFrame, outcomes: Any, *, flags: Any = None) -> pd.DataFrame:
     """Add ``$feature/<key>`` and ``$active_feature_flags`` to each event from its person's flag outcomes.
 
@@ -273,7 +293,9 @@ def attribute(events: pd.DataFrame, outcomes: Any, *, flags: Any = None) -> pd.D
     event_dids = [_key_text(v) for v in events["distinct_id"].to_numpy(dtype=object).tolist()]
     per_event = _per_event(events, outcomes, event_dids, flags)
     existing = _Existing(events, per_event)
-    new_props = [_event_properties(row, i, existing) for i, row in enumerate(per_event)]
+    unknown: dict[str, int] = {}
+    new_props = [_event_properties(row, i, existing, unknown) for i, row in enumerate(per_event)]
+    _warn_unknown(unknown)
     if existing.has_dicts:
         return _with_dicts(events, existing, new_props)
     return _with_columns(events, existing, new_props)
@@ -371,15 +393,20 @@ class _Existing:
         return None
 
 
-def _event_properties(row: dict[str, Any] | None, i: int, existing: _Existing) -> dict[str, Any]:
+def _event_properties(
+    row: dict[str, Any] | None, i: int, existing: _Existing, unknown: dict[str, int]
+) -> dict[str, Any]:
     """The properties to add to event ``i``: its outcomes it does not already have, and the extended
-    ``$active_feature_flags``."""
+    ``$active_feature_flags``; an unknown (NA) outcome the event does not carry itself is counted in
+    ``unknown`` (by flag) and added as nothing."""
     props: dict[str, Any] = {}
     if not row:
         return props
     added_active: list[str] = []
     for k, v in row.items():
         if v is None:
+            if existing.get(i, f"{FEATURE_PREFIX}{k}") is None:
+                unknown[k] = unknown.get(k, 0) + 1
             continue
         name = f"{FEATURE_PREFIX}{k}"
         if existing.get(i, name) is not None:

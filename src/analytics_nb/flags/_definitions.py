@@ -19,6 +19,11 @@ from analytics_nb.flags._operators import (
 FilterKind = Literal["property", "cohort", "flag"]
 
 
+#: Operators of other filter types (cohort, flag) on a property filter: the service never matches them, the
+#: SDK finds them unknown; neither fails the flag before reaching them.
+MISPLACED_OPERATORS = frozenset({"in", "not_in", "flag_evaluates_to"})
+
+
 @dataclass(frozen=True, slots=True)
 class FilterSpec:
     """One validated property filter of a condition (or of a cohort)."""
@@ -221,13 +226,27 @@ def compile_filter(
                 flag, label, f"flag_evaluates_to needs true, false or a variant key, got {value!r}"
             )
         return FilterSpec("flag", str(key), label, sig, expected=value, negation=negation)
-    if operator in ("in", "not_in", "flag_evaluates_to"):
-        needed = "flag" if operator == "flag_evaluates_to" else "cohort"
-        raise FlagDefinitionError(
-            flag, label, f"operator {operator!r} needs type {needed!r}, the filter has type {kind!r}"
-        )
     if not isinstance(key, str) or key == "":
         raise FlagDefinitionError(flag, label, "a property filter needs a non-empty string key")
+    if operator in MISPLACED_OPERATORS:
+        needed = "flag" if operator == "flag_evaluates_to" else "cohort"
+        misplaced = FlagDefinitionError(
+            flag, label, f"operator {operator!r} needs type {needed!r}, the filter has type {kind!r}"
+        )
+        if strict:
+            raise misplaced
+        # Not an error of the flag: the service's `match_property` answers a validation error (no match)
+        # when it reaches the filter (rust/feature-flags/src/properties/property_matching.rs, the In /
+        # NotIn / FlagEvaluatesTo arms); posthog 7.91.1 finds the operator unknown (inconclusive) when it
+        # reaches it. An earlier condition that matches decides before either reads it.
+        return FilterSpec(
+            "property",
+            key,
+            label,
+            sig,
+            matcher=unknown_operator(key, operator, str(misplaced)),
+            negation=negation,
+        )
     try:
         matcher = prepare_property(key, operator, value, matching_version=matching_version)
     except ValueError as exc:
@@ -423,7 +442,12 @@ def compile_flag(raw: Any, *, strict: bool = True, matching_version: int = 1) ->
     for cond in [*conditions, *([super_condition] if super_condition else [])]:
         deps.update(f.key for f in cond.filters if f.kind == "flag")
         for f in cond.filters:
-            if unknown is None and f.matcher is not None and f.matcher.operator not in PROPERTY_OPERATORS:
+            if (
+                unknown is None
+                and f.matcher is not None
+                and f.matcher.operator not in PROPERTY_OPERATORS
+                and f.matcher.operator not in MISPLACED_OPERATORS
+            ):
                 unknown = f.matcher.problem
 
     bucketing = definition.get("bucketing_identifier") or filters.get("bucketing_identifier")

@@ -16,6 +16,7 @@ from analytics_nb.simulation._definitions import Definitions, load_definitions
 from analytics_nb.simulation._distributed import DaskSimulation, DaskWhatIf, simulate_dask
 from analytics_nb.simulation._errors import LongRunWarning, SimulationInputError
 from analytics_nb.simulation._inputs import normalise_property_sets
+from analytics_nb.simulation._local import MissingPropertyWarning
 from analytics_nb.simulation._output import concat_frames
 from analytics_nb.simulation._plot import PLOT_HINT
 from analytics_nb.simulation._remote import DEFAULT_CONCURRENCY, FailedFlagsWarning
@@ -44,6 +45,7 @@ __all__ = [
     "Engine",
     "FailedFlagsWarning",
     "LongRunWarning",
+    "MissingPropertyWarning",
     "Output",
     "SimulationInputError",
     "SimulationResult",

@@ -57,7 +57,13 @@ from analytics_nb.simulation._inputs import (
     output_choice,
     read_table,
 )
-from analytics_nb.simulation._local import ChunkedEvaluator, local_evaluator, run_local
+from analytics_nb.simulation._local import (
+    ChunkedEvaluator,
+    MissingColumns,
+    check_missing_columns,
+    local_evaluator,
+    run_local,
+)
 from analytics_nb.simulation._output import flag_columns
 from analytics_nb.simulation._remote import (
     DEFAULT_CONCURRENCY,
@@ -95,6 +101,7 @@ class SimulationOptions:
     evaluator: FrameEvaluator | None
     estimate: bool = True
     warn_minutes: float | None = WARN_MINUTES
+    missing_columns: MissingColumns = "unknown"
 
     @property
     def local(self) -> bool:
@@ -122,6 +129,7 @@ def check_options(
     has_definitions: bool,
     estimate: Any = True,
     warn_minutes: Any = WARN_MINUTES,
+    missing_columns: Any = "unknown",
 ) -> SimulationOptions:
     """Every option of `simulate` checked in one place; raises `SimulationInputError` naming the fix."""
     if engine not in ("remote", "local", "both"):
@@ -178,6 +186,7 @@ def check_options(
         evaluator=evaluator,
         estimate=estimate,
         warn_minutes=None if warn_minutes is None else float(warn_minutes),
+        missing_columns=check_missing_columns(missing_columns),
     )
 
 
@@ -269,7 +278,9 @@ def _prepare(options: SimulationOptions, sets: PropertySets, defs: Definitions |
     evaluator = None
     if options.local:
         assert defs is not None  # check_options / _definitions guarantee them for the local engine
-        evaluator = options.evaluator or local_evaluator(sets, defs, mode=options.mode)
+        evaluator = options.evaluator or local_evaluator(
+            sets, defs, mode=options.mode, missing_columns=options.missing_columns
+        )
     return _Prepared(options, sets, defs, keys, evaluator)
 
 
@@ -545,6 +556,7 @@ def simulate(
     estimate: bool = True,
     warn_minutes: float | None = WARN_MINUTES,
     output: Output | None = None,
+    missing_columns: MissingColumns = "unknown",
 ) -> SimulationResult:
     """Evaluate flags for every property set: ``engine="remote"`` (one decide per row, concurrent),
     ``"local"`` (the flag engine over definitions) or ``"both"`` (and compare them).
@@ -564,6 +576,12 @@ def simulate(
     a parquet path; ``result.data`` is the result in the input's family (Polars in, Polars out; Arrow in,
     Arrow out; DuckDB and parquet give pandas) or in ``output=`` ("pandas", "polars", "arrow").
     ``result.frame`` is always pandas.
+
+    A property a flag reads that the property sets have no column for is unknown (``missing_columns=
+    "unknown"``, the default: the service would read the person's stored value): the local engine answers
+    NA (reason ``missing_property``) where the answer depends on it, and warns once
+    (`MissingPropertyWarning`) with the flags, the properties and the row counts; ``missing_columns=
+    "not_set"`` reads a missing column as "not set".
     """
     if isinstance(client, AsyncApiClient):
         raise TypeError("client= is an AsyncClient: use `await asimulate(..., client=client)` in async code.")
@@ -587,6 +605,7 @@ def simulate(
         core=core,
         estimate=estimate,
         warn_minutes=warn_minutes,
+        missing_columns=missing_columns,
     )
     if client is None:  # local only: nothing to await, so no event loop at all
         prepared = _prepare(options, sets, given)
