@@ -1,3 +1,44 @@
-"""Shared pytest set-up: the sandbox fixtures come from the package's own pytest plugin."""
+"""Shared pytest set-up: the sandbox fixtures (the package's own plugin), the Hypothesis profiles and the
+quick tier.
+
+``-m "not slow"`` is the quick tier to run while editing (browser, notebook-server, Spark, SQL-parity, schema
+fuzzing and the large differential files are slow); ``bash scripts/test`` runs everything with the full
+Hypothesis example counts (``HYPOTHESIS_PROFILE=ci``, see ``tests/_examples.py``).
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from hypothesis import settings
 
 pytest_plugins = ["analytics_nb.sandbox.testing"]
+
+settings.register_profile("ci", deadline=None)
+settings.register_profile("dev", deadline=None, max_examples=20)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
+
+SLOW_FILES = frozenset(
+    {
+        "test_flags_hypothesis.py",
+        "test_flags_differential.py",
+        "test_flags_sql.py",
+        "test_lab_script.py",
+        "test_sandbox_conformance.py",
+        "test_sandbox_conformance_full.py",
+        "test_simulate_spark.py",
+        "test_simulate_dask.py",
+        "test_client_tracebacks.py",
+        "test_docs_pages.py",
+    }
+)
+"""Whole files in the slow tier (each takes 10 s to minutes: servers, JVMs, subprocesses, fuzzing)."""
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark the slow tier: the files above, the browser tests and the notebooks (nbval)."""
+    for item in items:
+        path = item.path
+        if path.name in SLOW_FILES or "browser" in path.parts or path.suffix == ".ipynb":
+            item.add_marker(pytest.mark.slow)

@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from _examples import examples
 from analytics_nb import Client
 from analytics_nb.capture import _events, capture_frame
 from analytics_nb.capture._events import MAX_EVENT_BYTES, prepare_frame
@@ -168,7 +169,7 @@ scalar = st.one_of(
 )
 
 
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=examples(80), deadline=None)
 @given(
     columns=st.dictionaries(
         st.text(max_size=4).filter(lambda k: k not in ("event", "distinct_id", "timestamp", "uuid")),

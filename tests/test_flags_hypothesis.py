@@ -32,6 +32,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from _examples import examples
 from analytics_nb.flags import FlagResult, evaluate_flag
 
 posthog = pytest.importorskip("posthog")
@@ -43,7 +44,7 @@ from posthog.feature_flags import (  # noqa: E402
 )
 
 #: at least 5,000 per CI run; FLAGS_HYPOTHESIS_EXAMPLES=50000 digs deeper locally (same fixed seed)
-EXAMPLES = max(5_000, int(os.environ.get("FLAGS_HYPOTHESIS_EXAMPLES", "5000")))
+EXAMPLES = examples(max(5_000, int(os.environ.get("FLAGS_HYPOTHESIS_EXAMPLES", "5000"))))
 GROUP_TYPE_MAPPING = {"0": "company", "1": "team"}
 _CLIENT = Client("phc_hypothesis_differential", send=False, sync_mode=True)
 logging.getLogger("posthog").setLevel(logging.CRITICAL)  # after Client(), which configures it

@@ -15,6 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from _examples import examples
 from analytics_nb import frames as F
 from analytics_nb.models import (
     CaptureBatch,
@@ -406,7 +407,7 @@ def test_bad_values_name_the_field() -> None:
 _text = st.text(st.characters(blacklist_categories=["Cs"]), max_size=12)
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     rows=st.lists(
         st.tuples(

@@ -19,6 +19,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from _examples import examples
 from _local_http import Answer, local_server
 from _sandbox_helpers import playlist_records
 from analytics_nb import Client
@@ -240,7 +241,7 @@ _RECORD = st.fixed_dictionaries(
 )
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(_RECORD, max_size=6))
 def test_any_page_gives_the_dict_frame_and_error(records: list[dict[str, Any]]) -> None:
     content = _page(records)

@@ -16,6 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from _examples import examples
 from analytics_nb.sandbox import Sandbox, start
 from analytics_nb.sandbox._resources import persons
 from analytics_nb.sandbox._resources.capture import BATCH_LIMIT, EVENT_LIMIT
@@ -328,7 +329,7 @@ def fuzz_target() -> Iterator[tuple[Sandbox, httpx.Client]]:
         yield sb, http
 
 
-@settings(max_examples=50, deadline=None)
+@settings(max_examples=examples(50), deadline=None)
 @given(
     fields=st.dictionaries(
         st.sampled_from(

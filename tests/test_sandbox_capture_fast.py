@@ -23,6 +23,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from _examples import examples
 from analytics_nb.sandbox import Sandbox, start
 from analytics_nb.sandbox._resources import capture as capture_mod
 from analytics_nb.sandbox._resources import events as events_mod
@@ -157,7 +158,9 @@ def events(draw: Any) -> dict[str, Any]:
     return event
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(batch=st.lists(events(), min_size=1, max_size=6), path=st.sampled_from(["/batch/", "/e/"]))
 def test_random_batches_get_the_same_answer_and_store_the_same_events(
     sb: Sandbox, batch: list[dict[str, Any]], path: str

@@ -13,6 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from _examples import examples
 from analytics_nb.sandbox import Sandbox
 from analytics_nb.sandbox._geoip import geoip_available
 from analytics_nb.sandbox._resources.decide import (
@@ -420,7 +421,9 @@ _json_values = st.recursive(
 )
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(
     extra=st.dictionaries(
         st.sampled_from(
