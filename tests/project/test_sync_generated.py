@@ -22,7 +22,7 @@ from analytics_nb.client import (
 )
 from analytics_nb.client import _sync_api as client_sync
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 PAIRS = [
     (Playlists, client_sync.SyncPlaylists),

@@ -19,7 +19,7 @@ import pytest
 from analytics_nb import AsyncClient, Client, capture, simulation
 from analytics_nb.client import verb_form_matches
 
-ROOT = Path(__file__).resolve().parent.parent / "src" / "analytics_nb"
+ROOT = Path(__file__).resolve().parents[2] / "src" / "analytics_nb"
 
 #: method name -> (the verb: the one definition, its async twin)
 VERBS: dict[str, tuple[Callable[..., Any], Callable[..., Any]]] = {
