@@ -1,8 +1,10 @@
 """Write the sync API from the async source: ``python scripts/generate_sync.py`` (``--check``: fail if stale).
 
-The async classes are the one source (``client/_resources/*.py``, ``AsyncApiClient``, ``session``'s
-``AsyncClient``). For each public ``async def`` this script writes an ordinary sync method with the same
-parameters, defaults, annotations and docstring, whose body hands the coroutine to the client's loop thread:
+The async classes are the one source (``client/_resources/*.py``, ``AsyncApiClient``). (``session``'s
+``Client`` / ``AsyncClient`` verbs are not generated: each verb is one function and both clients' methods
+delegate to it through ``client.sync_method`` / ``client.async_method``.) For each public ``async def`` this
+script writes an ordinary sync method with the same parameters, defaults, annotations and docstring, whose
+body hands the coroutine to the client's loop thread:
 
     def get(self, short_id: str) -> Playlist:
         \"\"\"One playlist by ``short_id`` ...\"\"\"
@@ -76,21 +78,6 @@ OUTPUTS = (
                 "ApiClientMethods",
                 "methods",
                 handwritten=("close",),  # the sync close also stops the loop thread
-            ),
-        ),
-    ),
-    Output(
-        "analytics_nb/session/_sync_api.py",
-        "``Client``'s sync capture and simulation methods, written from ``AsyncClient``.",
-        (
-            Wrap(
-                "analytics_nb/session/_async_client.py",
-                "AsyncClient",
-                "ClientMethods",
-                "methods",
-                # the sync capture_frame settles batches in flight on Ctrl-C and raises CaptureInterrupted;
-                # the sync simulate returns the rows done as a partial result on Ctrl-C
-                handwritten=("capture_frame", "simulate"),
             ),
         ),
     ),

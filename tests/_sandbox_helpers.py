@@ -27,3 +27,17 @@ def error(resp: httpx.Response) -> dict[str, Any]:
     body = resp.json()
     assert set(body) == {"type", "code", "detail", "attr"}, body
     return body
+
+
+def playlist_records(client: Any, **filters: Any) -> list[dict[str, Any]]:
+    """The playlists a sync client's listing reads, as the raw wire dicts (the listing's own paging path,
+    no row decoding): what its ``frame()`` must equal once built by ``frames.playlists_frame``."""
+
+    async def collect() -> list[dict[str, Any]]:
+        records: list[dict[str, Any]] = []
+        async for page in await client._async.playlists._pages(**filters):
+            records.extend(page)
+        return records
+
+    result: list[dict[str, Any]] = client.run(collect())
+    return result

@@ -26,7 +26,7 @@ ALLOWED: dict[str, set[str]] = {
     "sandbox": {"wire", "models", "flags"},
     "frames": {"wire", "models", "errors"},
     "client": {"wire", "models", "errors", "frames"},
-    "capture": {"wire", "models", "errors", "frames", "client"},
+    "capture": {"wire", "models", "errors", "flags", "frames", "client"},
     "simulation": {"wire", "models", "errors", "tables", "flags", "frames", "client", "_palette"},
     "embedded": {"client", "sandbox"},
     "session": {"wire", "models", "errors", "flags", "frames", "client", "capture", "simulation", "embedded"},

@@ -182,7 +182,8 @@ def test_attribute_from_a_real_simulation_with_group_keys(sandbox: Any, client: 
         }
     )
     sim = client.simulate(people, engine="local", progress=False)
-    assert "group:company" not in sim.frame.columns  # the group keys live in sim.inputs
+    assert "group:company" not in sim.outputs.columns  # the group keys live in sim.inputs
+    assert "group:company" in sim.frame.columns and "plan" in sim.frame.columns  # .frame shows the inputs
     events = pd.DataFrame(
         {
             "event": ["view", "view", "view", "view"],
@@ -191,6 +192,7 @@ def test_attribute_from_a_real_simulation_with_group_keys(sandbox: Any, client: 
         }
     )
     out = attribute(events, sim)
+    assert "$feature/plan" not in out.columns and "$feature/group:company" not in out.columns  # inputs
     frame = sim.frame
 
     def plain(v: Any) -> Any:

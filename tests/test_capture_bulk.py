@@ -53,7 +53,7 @@ def test_bad_rows_are_reported_and_good_rows_land(empty_sandbox: Any) -> None:
     assert report["status"].tolist() == ["sent", "refused", "refused", "refused"] + ["sent"] * 6
     assert "event name" in report.loc["r1", "reason"]
     assert "distinct_id" in report.loc["r2", "reason"]
-    assert "2,097,152-byte limit" in report.loc["r3", "reason"]
+    assert "1,000,000-byte limit" in report.loc["r3", "reason"]
     assert report.loc[report["status"] == "sent", "reason"].isna().all()
     assert report["uuid"].notna().all() and report["uuid"].is_unique
     stored = stored_events(empty_sandbox).set_index("uuid")

@@ -128,11 +128,12 @@ def test_decide_details_fill_id_version_reason() -> None:
     kw: dict[str, Any] = {"payload": None, "request_id": None}
     assert _from_decide(decide, "beta", kw) is True
     assert kw == {
-        "payload": '{"a":1}',
+        "payload": {"a": 1},  # decoded, as posthog 7.91.1 puts it on the event (types._parse_flag_payload)
         "request_id": "r-9",
         "flag_id": 12,
         "version": 4,
         "reason": "Matched condition set 1",
+        "has_experiment": None,  # not reported by this answer: no $feature_flag_has_experiment
     }
 
 
@@ -250,3 +251,22 @@ def test_flag_called_frame_from_category_payload_and_reason_columns(empty_sandbo
             assert props["$feature_flag_payload"] == '{"p": 1}'
         else:
             assert "$feature_flag_payload" not in props, props
+
+
+def test_frame_checks_are_stamped_and_raise_no_missing_timestamp_warning(empty_sandbox: Any) -> None:
+    """flag_called_frame stamps each $feature_flag_called with the time of the report (as the SDKs stamp it
+    when code reads a flag); before, the events had no timestamp and capture warned for every one of them."""
+    import datetime as dt
+    import warnings
+
+    from analytics_nb.capture import MissingTimestampWarning
+
+    outcomes = pd.DataFrame({"distinct_id": ["a", "b"], "beta": pd.array([True, False], dtype="boolean")})
+    before = dt.datetime.now(dt.UTC)
+    with make_client(empty_sandbox) as client, warnings.catch_warnings():
+        warnings.simplefilter("error", MissingTimestampWarning)
+        report = flag_called_frame(client, outcomes, ["beta"])
+    assert report["status"].tolist() == ["sent", "sent"]
+    stamps = pd.to_datetime(flag_events(empty_sandbox)["timestamp"], utc=True)
+    assert len(stamps) == 2
+    assert (stamps >= pd.Timestamp(before).floor("s")).all()

@@ -18,7 +18,7 @@ import pandas as pd
 import pytest
 
 from analytics_nb import Client
-from analytics_nb.capture import capture_frame
+from analytics_nb.capture import ResumedRunWarning, capture_frame
 
 
 def _events(n: int) -> pd.DataFrame:
@@ -38,14 +38,15 @@ def _client(sb: Any) -> Client:
     return Client(sb.url, project_api_key=sb.project_api_key, progress=False, retry_backoff=0.05)
 
 
-def test_the_same_frame_sent_twice_never_doubles(empty_sandbox: Any) -> None:
+def test_the_same_frame_resumed_never_doubles(empty_sandbox: Any) -> None:
     df = _events(60)
     df.loc[1001:1002, ["event", "distinct_id", "timestamp"]] = ["view", "user-0", df.loc[1000, "timestamp"]]
     with _client(empty_sandbox) as client:
         first = capture_frame(client, df, batch_size=25)
-        again = capture_frame(client, df, batch_size=7)
-        subset = capture_frame(client, df.iloc[::4])  # e.g. re-sending only some rows
-        reordered = capture_frame(client, df[["plan", "timestamp", "distinct_id", "event"]])
+        # a re-send of the same run (issue 27 #1: separate calls are separate events; a resume is not)
+        again = capture_frame(client, df, batch_size=7, resume=first)
+        subset = capture_frame(client, df.iloc[::4], resume=first)  # e.g. re-sending only some rows
+        reordered = capture_frame(client, df[["plan", "timestamp", "distinct_id", "event"]], resume=first)
         assert client.last_capture_report is reordered
     assert first["uuid"].is_unique  # identical rows (1000-1002) still get their own uuid
     assert again["uuid"].tolist() == first["uuid"].tolist()
@@ -90,7 +91,8 @@ def test_ctrl_c_reports_what_was_sent_and_a_rerun_completes_without_doubles(empt
         time.sleep(0.6)  # nothing still in flight lands later
         stored = sb.events()
         assert set(stored["uuid"]) == set(report.loc[report["status"] == "sent", "uuid"])
-        rerun = capture_frame(client, df, batch_size=500)
+        with pytest.warns(ResumedRunWarning, match="resumes run"):  # the unfinished run, by itself
+            rerun = capture_frame(client, df, batch_size=500)
     assert (rerun["status"] == "sent").all()
     assert rerun["uuid"].tolist() == report["uuid"].tolist()
     stored = sb.events()

@@ -120,3 +120,32 @@ def test_bad_list_filters_are_refused_before_any_request(kwargs: dict[str, objec
         pytest.raises(ValueError, match=field),
     ):
         client.playlists.list(**kwargs)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("host", "fix"),
+    [
+        ("eu.posthog.com", "host='eu'"),
+        ("us.i.posthog.com/", "host='us'"),
+        ("app.posthog.com", "host='us'"),
+        ("http://eu.posthog.com", "host='eu' (https://eu.posthog.com)"),
+        ("http://us.i.posthog.com", "host='us'"),
+        ("https://eu.posthog.com/project/12345/replay", "host='eu'"),
+        ("posthog.example.com", "host='https://posthog.example.com'"),
+        ("localhost:8000", "host='https://localhost:8000'"),
+        ("europe", "'us' or 'eu'"),
+    ],
+)
+def test_bad_hosts_name_the_fix(host: str, fix: str) -> None:
+    """Issue 29 #4: a host without a scheme, plain http for PostHog Cloud and an app page's address are
+    refused with the value to pass instead (a Cloud host name suggests its region preset)."""
+    with pytest.raises(ValueError) as info:
+        resolve_hosts(host)
+    assert fix in str(info.value)
+
+
+def test_cloud_hosts_given_as_https_urls_get_their_region() -> None:
+    assert resolve_hosts("https://EU.posthog.com") == resolve_hosts("eu")
+    assert resolve_hosts("https://app.posthog.com/") == resolve_hosts("us")
+    assert resolve_hosts("https://eu.posthog.com:443") == resolve_hosts("eu")
+    assert resolve_hosts("http://localhost:8000/") == ("http://localhost:8000", "http://localhost:8000")

@@ -10,6 +10,7 @@ import httpx
 import pandas as pd
 import pytest
 
+from _sandbox_helpers import playlist_records
 from analytics_nb import Client
 from analytics_nb.errors import MethodNotAllowedError, NotFoundError, ValidationError
 from analytics_nb.models import Playlist, Recording
@@ -129,7 +130,9 @@ def test_create_get_update_collection(client: Client) -> None:
 def test_update_of_saved_filter_playlist_resends_its_filters(client: Client) -> None:
     filters = {"events": [{"id": "$pageview", "type": "events"}], "date_from": "-7d"}
     created = client.playlists.create("filters", "Pageviews", filters=filters)
-    renamed = client.playlists.update(created.short_id, name="Pageviews (renamed)")
+    with pytest.raises(ValidationError, match="Nothing was changed"):  # only what the caller gives is sent
+        client.playlists.update(created.short_id, name="Pageviews (renamed)")
+    renamed = client.playlists.update(created.short_id, name="Pageviews (renamed)", keep_filters=True)
     assert renamed.name == "Pageviews (renamed)"
     assert renamed.filters == filters
 
@@ -236,7 +239,7 @@ def test_rows_added_while_listing_neither_repeat_nor_push_others_out(client: Cli
     assert set(got) - set(before) <= set(added)
 
 
-# -- issue 15: the frame is built in parts while pages arrive ----------------------------------------------
+# -- issue 15 / issue 24: the frame is one build of the records its pages bring ---------------------------
 @pytest.mark.parametrize(
     "filters",
     [
@@ -247,38 +250,40 @@ def test_rows_added_while_listing_neither_repeat_nor_push_others_out(client: Cli
         {"offset": 5},
     ],
 )
-def test_frame_built_in_parts_equals_one_build_of_the_records(
+def test_frame_equals_one_build_of_the_records(
     client: Client, monkeypatch: pytest.MonkeyPatch, filters: dict[str, Any]
 ) -> None:
-    from analytics_nb.frames import FrameParts, playlists_frame
+    from analytics_nb.frames import PLAYLIST_ROWS, playlists_frame
 
-    built: list[int] = []
-    real_add = FrameParts.add
+    pages: list[bool] = []
+    decode = PLAYLIST_ROWS.decode
 
-    def add(self: FrameParts, records: Any) -> None:
-        built.append(len(records))
-        real_add(self, records)
+    def counted(content: bytes) -> Any:
+        pages.append(True)
+        return decode(content)
 
-    monkeypatch.setattr(FrameParts, "PART_ROWS", 5)  # several parts even for the demo's 64 playlists
-    monkeypatch.setattr(FrameParts, "add", add)
+    monkeypatch.setattr(PLAYLIST_ROWS, "decode", counted)
     df = client.playlists.frame(**filters)
-    records = client.playlists.records(**filters)
-    pd.testing.assert_frame_equal(df, playlists_frame(records))
-    assert sum(built) == len(records)
+    records = playlist_records(client, **filters)
+    from analytics_nb.client._resources._playlists import with_recordings_count
+
+    pd.testing.assert_frame_equal(df, with_recordings_count(playlists_frame(records)))
     if "page_size" in filters:
-        assert len(built) > 2  # it really went page by page, in several parts
+        assert len(pages) > 2  # it really went page by page
 
 
 def test_max_items_cuts_inside_a_page_in_records_iter_and_frame(client: Client) -> None:
-    every = client.playlists.records(page_size=7)
-    assert [r["id"] for r in client.playlists.records(page_size=7, max_items=10)] == [
+    every = playlist_records(client, page_size=7)
+    assert [r["id"] for r in playlist_records(client, page_size=7, max_items=10)] == [
         r["id"] for r in every[:10]
     ]
     assert [p.id for p in client.playlists.iter(page_size=7, max_items=10)] == [r["id"] for r in every[:10]]
     assert client.playlists.frame(page_size=7, max_items=10)["id"].tolist() == [r["id"] for r in every[:10]]
     unpinned = [r["id"] for r in every if not r["pinned"]]
-    got = client.playlists.records(page_size=7, pinned=False, max_items=9)
+    got = playlist_records(client, page_size=7, pinned=False, max_items=9)
     assert [r["id"] for r in got] == unpinned[:9]
+    assert [p.id for p in client.playlists.list(page_size=7, pinned=False, max_items=9)] == unpinned[:9]
+    assert client.playlists.frame(page_size=7, pinned=False, max_items=9)["id"].tolist() == unpinned[:9]
 
 
 def test_page_dedup_fast_check_only_takes_the_usual_page() -> None:

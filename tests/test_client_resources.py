@@ -135,19 +135,22 @@ def test_feature_flags(client: Client) -> None:
     assert client.feature_flags.update(created.id, active=False).active is False  # type: ignore[arg-type]
 
 
-def test_decide_v3_default_and_flags_v2(client: Client, sandbox: Any) -> None:
+def test_flags_v4_default_and_decide_v3_on_request(client: Client, sandbox: Any) -> None:
+    """The default is /flags/?v=4 as posthog-python 7.91.1 posts it; the legacy /decide/?v=3 on request."""
     flags = {f.key: f for f in client.feature_flags.list() if f.active}
-    response = client.decide("user-42", person_properties={"email": "a@example.com"})
-    assert isinstance(response, DecideResponse)
-    assert set(flags) <= set(response.feature_flags)  # v3 lists every evaluated flag, false ones too
-    detailed = client.decide("user-42", person_properties={"email": "a@example.com"}, endpoint="flags")
-    assert detailed.flags is not None
-    assert detailed.feature_flags == {k: v for k, v in response.feature_flags.items() if k in detailed.flags}
+    legacy = client.decide("user-42", person_properties={"email": "a@example.com"}, endpoint="decide")
+    assert isinstance(legacy, DecideResponse)
+    assert set(flags) <= set(legacy.feature_flags)  # v3 lists every evaluated flag, false ones too
+    detailed = client.decide("user-42", person_properties={"email": "a@example.com"})
+    assert detailed.flags is not None and set(flags) <= set(detailed.flags)
+    assert detailed.feature_flags == {k: v for k, v in legacy.feature_flags.items() if k in detailed.flags}
     log = sandbox.requests()
     paths = list(log["path"])
     assert any(p.rstrip("/") == "/decide" for p in paths) and any(p.rstrip("/") == "/flags" for p in paths)
     decide_rows = log[log["path"].str.rstrip("/") == "/decide"]
     assert decide_rows["query"].astype(str).str.contains("v=3").all()
+    flags_rows = log[log["path"] == "/flags/"]
+    assert flags_rows["query"].astype(str).str.contains("v=4").all()
 
 
 def test_decide_sends_ip_as_x_forwarded_for(client: Client) -> None:
@@ -188,7 +191,7 @@ def test_cloud_refuses_personal_keys_on_recordings_with_an_explanation(cloud_san
         target = client.playlists.create("collection", "cloud")
         with pytest.raises(PermissionDeniedError) as info:
             client.playlists.add_recording(target.short_id, "some-session")
-        assert "PostHog Cloud refuses personal API keys" in str(info.value)
+        assert "PostHog refuses personal API keys" in str(info.value)
         assert info.value.status == 403
         with pytest.raises(PermissionDeniedError, match="refuses personal API keys"):
             client.playlists.remove_recording(target.short_id, "some-session")

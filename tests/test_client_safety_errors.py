@@ -39,7 +39,7 @@ def _client(url: str) -> Client:
 )
 def test_decide_on_a_non_flags_answer_is_a_typed_error(answer: Any, fragment: str) -> None:
     with (
-        local_server({"/decide/": answer}) as server,
+        local_server({"/decide/": answer, "/flags/": answer}) as server,
         _client(server.url) as client,
         pytest.raises(PostHogError) as info,
     ):

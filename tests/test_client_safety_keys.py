@@ -207,3 +207,58 @@ def test_request_path_locals_never_hold_the_key(empty_sandbox: Any, transport: s
         assert "request" in local_text  # the request path's frames were inspected
         assert key not in local_text and key[4:] not in local_text
         assert key not in _all_text(exc)
+
+
+MALFORMED = [
+    "\u201cphx_localsSECRET1234567890\u201d",  # curly quotes around
+    "phx_localsSECRET12345\r\n67890",  # a line break inside
+    "'phx_localsSECRET1234567890'",  # straight quotes around
+]
+
+
+def _every_frame_local(exc: BaseException) -> str:
+    """The repr of every local of every frame of the traceback (what ``pytest -l`` and ``%xmode Verbose``
+    print), the test's own frames left out."""
+    texts: list[str] = []
+    tb = exc.__traceback__
+    while tb is not None:
+        if "analytics_nb" in tb.tb_frame.f_code.co_filename:
+            texts += [f"{name}={value!r}" for name, value in tb.tb_frame.f_locals.items()]
+        tb = tb.tb_next
+    return "\n".join(texts)
+
+
+@pytest.mark.parametrize("bad", MALFORMED)
+@pytest.mark.parametrize("where", ["personal_api_key", "project_api_key"])
+def test_a_malformed_key_never_sits_in_a_frames_locals(bad: str, where: str, monkeypatch: Any) -> None:
+    """Issue 27 #6: the key was a local of 7 frames (``Client.__init__``, ``_config``, ``SecretKey``,
+    ``check_key``...), printed by ``pytest -l`` and ``%xmode Verbose``."""
+    monkeypatch.delenv("ANALYTICS_NB_FULL_TRACEBACK", raising=False)
+    calls = [
+        lambda: Client("us", **{where: bad}),
+        lambda: AsyncClient("us", **{where: bad}),
+        lambda: Client.from_env(**{where: bad}),
+    ]
+    for call in calls:
+        with pytest.raises(ValueError, match="copy the key again") as info:
+            call()
+        texts = _every_frame_local(info.value)
+        assert "localsSECRET" not in texts
+        summary = traceback.TracebackException.from_exception(info.value, capture_locals=True)
+        assert "Traceback" in "".join(summary.format())  # formatting with locals works (half-built repr)
+        ours = [frame for frame in summary.stack if "analytics_nb" in frame.filename]
+        assert "localsSECRET" not in repr([frame.locals for frame in ours])
+
+
+def test_a_malformed_key_never_sits_in_locals_even_with_full_tracebacks(monkeypatch: Any) -> None:
+    monkeypatch.setenv("ANALYTICS_NB_FULL_TRACEBACK", "1")
+    with pytest.raises(ValueError) as info:
+        Client("us", personal_api_key=MALFORMED[0], project_api_key=MALFORMED[1].replace("phx", "phc"))
+    assert "_config.py" in "".join(traceback.format_exception(info.value))  # every frame kept
+    assert "localsSECRET" not in _every_frame_local(info.value)
+
+
+def test_repr_of_a_half_built_client_is_safe() -> None:
+    for cls in (Client, AsyncClient):
+        half = cls.__new__(cls)
+        assert repr(half) == f"<{cls.__name__}: not configured>"

@@ -16,8 +16,9 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 
 from _local_http import Answer, local_server
+from _sandbox_helpers import playlist_records
 from analytics_nb import Client
-from analytics_nb.errors import IncompleteListingWarning, PaginationError
+from analytics_nb.errors import IncompleteListingWarning, PaginationError, ResponseFormatError
 
 KEY = "phx_listingsSECRET1234567890ab"
 LIST = "/api/projects/1/session_recording_playlists/"
@@ -71,7 +72,7 @@ def test_listing_that_keeps_changing_warns_with_counts() -> None:
         _client(server.url) as client,
         pytest.warns(IncompleteListingWarning) as record,
     ):
-        rows = client.playlists.records()
+        rows = playlist_records(client)
     warning = record[0].message
     assert isinstance(warning, IncompleteListingWarning)
     assert warning.counts == [4] and warning.read == len(rows) == 9
@@ -134,3 +135,97 @@ def test_activity_records_on_repeating_pages_stop() -> None:
     ):
         client.transformations.activity_records(page_size=1)
     assert len(server.requests) <= 5
+
+
+# -- issue 27 #7: every malformed listing page is a ResponseFormatError ------------------------------------
+def _raw(body: bytes) -> Answer:
+    return 200, {"Content-Type": "application/json"}, body
+
+
+MALFORMED_PAGES = {
+    "invalid UTF-8 in a name": b'{"count":1,"next":null,"results":[{"id":1,"short_id":"a",'
+    b'"name":"x\xff\xfey","type":"collection"}]}',
+    "invalid UTF-8 in a nested user": b'{"count":1,"next":null,"results":[{"id":1,"short_id":"a","name":"x",'
+    b'"type":"collection","created_by":{"id":1,"email":"a\xffb"}}]}',
+    "records that are not objects": b'{"count":3,"next":null,"results":[1,"x",null]}',
+    "one record that is not an object": b'{"count":2,"next":null,"results":[{"id":1,"short_id":"a"},[2]]}',
+    "results that are not a list": b'{"count":3,"next":null,"results":{"a":1}}',
+    "a next link that is not text": b'{"count":9,"next":7,"results":[{"id":1,"short_id":"a"}]}',
+}
+
+
+@pytest.mark.parametrize("what", list(MALFORMED_PAGES))
+def test_every_malformed_page_is_a_response_format_error(what: str) -> None:
+    """Before: ``frame()`` raised a bare ``UnicodeDecodeError`` (msgspec path) or ``TypeError``, and the raw
+    records came back with non-objects in them, silently."""
+    with (
+        local_server({LIST: _raw(MALFORMED_PAGES[what])}) as server,
+        _client(server.url, progress=False) as c,
+    ):
+        for form in (c.playlists.frame, c.playlists.list, lambda: list(c.playlists.iter())):
+            with pytest.raises(ResponseFormatError) as info:
+                form()
+            assert "host=" in str(info.value) or "next link" in str(info.value)
+        with pytest.raises(ResponseFormatError):
+            playlist_records(c)
+
+
+# -- issue 27 #8: a server that keeps handing new ids with `next` set is not followed forever ---------------
+def _endless(state: dict[str, int], *, count: int | None) -> Any:
+    def answer(handler: BaseHTTPRequestHandler) -> Answer:
+        state["calls"] += 1
+        offset = int(parse_qs(urlsplit(handler.path).query).get("offset", ["0"])[0])
+        # new ids on every page, a next link that advances; the server gives up only after 400 pages (the
+        # old client followed all of them, without a word)
+        nxt = (
+            f"http://{handler.headers['Host']}{LIST}?limit=2&offset={offset + 2}"
+            if state["calls"] < 400
+            else None
+        )
+        body: dict[str, Any] = {"next": nxt, "results": _rows(offset + 1, offset + 2)}
+        if count is not None:
+            body["count"] = count
+        return _answer(body)
+
+    return answer
+
+
+def test_endless_next_past_the_count_stops_with_a_warning(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("analytics_nb.client._pagination.MARGIN_RECORDS", 20, raising=False)
+    state = {"calls": 0}
+    with (
+        local_server({LIST: _endless(state, count=6)}) as server,
+        _client(server.url) as client,
+        pytest.warns(IncompleteListingWarning) as record,
+    ):
+        playlists = client.playlists.list(page_size=2)
+    message = str(record[0].message)
+    assert "counted 6" in message and "max_items=" in message
+    assert 6 + 20 <= len(playlists) <= 6 + 20 + 2
+    assert state["calls"] <= 20
+    assert len({p.id for p in playlists}) == len(playlists)
+
+
+def test_endless_next_without_a_count_stops_at_the_page_cap(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("analytics_nb.client._pagination.MAX_FOLLOWED_PAGES", 30, raising=False)
+    state = {"calls": 0}
+    with (
+        local_server({LIST: _endless(state, count=None)}) as server,
+        _client(server.url) as client,
+        pytest.warns(IncompleteListingWarning, match="gives no count") as record,
+    ):
+        frame = client.playlists.frame(page_size=2)
+    assert "31 pages" in str(record[0].message) or "30 pages" in str(record[0].message)
+    assert state["calls"] <= 32 and len(frame) == 2 * state["calls"]
+
+
+def test_a_bounded_listing_of_an_endless_server_needs_no_cap() -> None:
+    state = {"calls": 0}
+    with (
+        local_server({LIST: _endless(state, count=None)}) as server,
+        _client(server.url) as client,
+        warnings.catch_warnings(),
+    ):
+        warnings.simplefilter("error", IncompleteListingWarning)
+        assert len(client.playlists.list(page_size=2, max_items=9)) == 9
+    assert state["calls"] == 5

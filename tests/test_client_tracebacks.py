@@ -115,3 +115,49 @@ def test_only_the_packages_errors_are_trimmed_and_their_cause_is_kept() -> None:
     assert "ConnectionResetError: reset by peer" in text and "KeyError" not in text
     bug = _raised(ZeroDivisionError("a bug"))
     assert for_caller(bug).__traceback__ is not None  # a bug keeps every frame
+
+
+BAD_INPUT_CELLS = [
+    # (the cell, text its error must contain: the fix)
+    ('nb.Client("eu.posthog.com")', "host='eu'"),
+    ('nb.Client("http://eu.posthog.com")', "https://eu.posthog.com"),
+    ('nb.Client("https://eu.posthog.com/project/123")', "host='eu'"),
+    ('nb.Client("posthog.example.com")', "host='https://posthog.example.com'"),
+    ('nb.AsyncClient("us.i.posthog.com")', "host='us'"),
+    ('nb.Client.from_env(host="eu.i.posthog.com")', "host='eu'"),
+    ('nb.Client("us", personal_api_key="\u201cphx_abcdefgh12345\u201d")', "copy the key again"),
+    ('nb.Client("us", personal_api_key="\'phx_abcdefgh12345\'")', "without quotes"),
+    ('nb.Client("us", personal_api_key="phx_abc defgh12345")', "SPACE"),
+    ('nb.Client("us", project_api_key="phc_abc\\ndefgh12345")', "project_api_key"),
+    ('nb.Client("us", max_retries=-1)', "max_retries=-1 must be 0 or more"),
+]
+
+
+def test_bad_input_errors_are_short_in_ipython_and_name_the_fix(tmp_path: Path) -> None:
+    """Issue 29 #4: each bad-input error is at most 20 lines as IPython shows a cell's error (75 to 90 lines
+    before), and its sentence names the fix; the key given appears only in the user's own line."""
+    ipython = shutil.which("ipython", path=str(Path(sys.executable).parent))
+    if ipython is None:
+        pytest.skip("IPython is not installed")
+    script = tmp_path / "cells.py"
+    cells = [f"import analytics_nb as nb\n{cell}" for cell, _ in BAD_INPUT_CELLS]
+    script.write_text(
+        f"cells = {cells!r}\nfor cell in cells:\n    print('=====CELL')\n    get_ipython().run_cell(cell)\n",
+        encoding="utf-8",
+    )
+    done = subprocess.run(
+        [ipython, "--colors=NoColor", "--no-banner", "-c", f"%run {script}"],
+        capture_output=True,
+        text=True,
+        env=_env(),
+        timeout=120,
+    )
+    outputs = (done.stdout + done.stderr).split("=====CELL")[1:]
+    assert len(outputs) == len(BAD_INPUT_CELLS), done.stdout + done.stderr
+    for (cell, fix), out in zip(BAD_INPUT_CELLS, outputs, strict=True):
+        lines = [line for line in out.strip().splitlines() if line.strip()]
+        assert lines[-1].startswith("ValueError: "), (cell, out)
+        assert fix in lines[-1], (cell, out)
+        assert len(lines) <= 20, (cell, out)
+        shown = [line for line in lines if cell not in line]  # the user's own line shows what they typed
+        assert not any("abcdefgh" in line.replace(" ", "") for line in shown), (cell, out)

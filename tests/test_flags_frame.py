@@ -58,14 +58,22 @@ def row_inputs(frame: pd.DataFrame, i: int) -> dict[str, Any]:
         *(f"$feature_enrollment/flag-{j}" for j in range(5)),
     ]
     # a missing cell means "lacks the property" in a frame (the default); in a dict, None would be null
-    person = {k: row[k] for k in keys if not _missing(row[k])}
+    # typed cells as the frame engine reads them: Python values (the dict API in sdk mode compares numpy
+    # scalars as the SDK does, tests/test_flags_cells.py)
+    person = {k: _native(row[k]) for k in keys if not _missing(row[k])}
     groups = {"company": row["group:company"]} if row["group:company"] is not None else {}
     group_props = {
         "company": {
-            k: row[f"group:company:{k}"] for k in ("plan", "age") if not _missing(row[f"group:company:{k}"])
+            k: _native(row[f"group:company:{k}"])
+            for k in ("plan", "age")
+            if not _missing(row[f"group:company:{k}"])
         }
     }
     return {"person_properties": person, "groups": groups, "group_properties": group_props}
+
+
+def _native(value: Any) -> Any:
+    return value.item() if isinstance(value, np.generic) and not isinstance(value, np.datetime64) else value
 
 
 def _missing(value: Any) -> bool:

@@ -3,10 +3,12 @@ matcher.
 
 Hypothesis draws person flags (every operator family the SDK knows, cohorts, condition groups with rollouts
 and variant overrides, variant tables, payloads, holdouts, feature enrollment, early exit, inactive flags)
-and property sets made of pandas/numpy cells. Our engine gets the cells as they are; the oracle,
-`posthog.feature_flags.match_feature_flag_properties`, gets them converted to plain Python values (a missing
-cell is an absent key). Values must be equal (same type), payloads must be the SDK's payload for that value,
-and the oracle's InconclusiveMatchError / RequiresServerEvaluation must be our `inconclusive`.
+and property sets made of pandas/numpy cells. Both our engine and the oracle,
+`posthog.feature_flags.match_feature_flag_properties`, get the cells as they are (numpy scalars, `pd.NA`,
+`NaT` unconverted: the SDK compares what the analyst passes, and so must sdk mode; `to_plain` is kept for
+the subject generator's own use). Values must be equal (same type; the SDK's feature enrollment can hand
+back a numpy bool, `np.bool_(x) == "true"`, read as the bool), payloads must be the SDK's payload for that
+value, and the oracle's InconclusiveMatchError / RequiresServerEvaluation must be our `inconclusive`.
 
 Draws are kept shallow (`sampled_from` over prepared pools, short lists) so that 5,000 examples, each also
 probing its filters one by one, take about 30 s on a shared 2-core machine.
@@ -479,9 +481,11 @@ def plain_properties(cells_by_key: dict[str, Any]) -> dict[str, Any]:
 
 def official(flag: dict[str, Any], subject: dict[str, Any]) -> Any:
     """The official SDK's local answer for a person flag: a value, or INCONCLUSIVE."""
-    person = plain_properties(subject["person"])
+    # the cells as the analyst holds them (numpy scalars, NA, NaT, ...), unconverted: the SDK compares what
+    # it is given (issue 28), and so must sdk mode
+    person = dict(subject["person"])
     groups = {name: str(key) for name, key in subject["groups"].items()}
-    group_props = {name: plain_properties(p) for name, p in subject["group_props"].items()}
+    group_props = {name: dict(p) for name, p in subject["group_props"].items()}
     # what the SDK's client adds before matching (`_person_properties_for_local_evaluation`,
     # `_add_local_person_and_group_properties`): the engine's sdk mode models the client path
     person.setdefault("distinct_id", subject["distinct_id"])
@@ -536,6 +540,8 @@ def outcome_of(value: Any) -> str:
 def compare(flag: dict[str, Any], subject: dict[str, Any]) -> Any:
     """Evaluate one flag for one subject with both, assert they agree, and return the oracle's answer."""
     expected = official(flag, subject)
+    if isinstance(expected, np.bool_):
+        expected = bool(expected)  # `_match_feature_enrollment`: `enrollment == "true"` on a numpy cell
     got: FlagResult = evaluate_flag(
         flag,
         subject["distinct_id"],
@@ -546,7 +552,7 @@ def compare(flag: dict[str, Any], subject: dict[str, Any]) -> Any:
         cohorts=COHORTS,
         mode="sdk",
     )
-    context = f"ours={got!r} official={expected!r}"
+    context = f"ours={got!r} official={expected!r} flag={flag!r} subject={subject!r}"
     if expected is INCONCLUSIVE:
         assert got.value is None and got.reason == "inconclusive", context
         assert got.payload is None, context

@@ -59,13 +59,14 @@ def test_hog_first_in_order_then_legacy_with_the_served_line(fresh: Sandbox) -> 
             and f"{len(browser.transformations)} legacy plugin(s)" in browser.served
         )
         assert (
-            browser.served in browser.hog_view.served.value or "serves both" in browser.hog_view.served.value
+            browser.served in browser._hog_view.served.value
+            or "serves both" in browser._hog_view.served.value
         )
         # Hog section before the legacy list in the panel
-        children = list(browser.root.children)
-        assert children.index(browser.hog_view.root) < children.index(browser.list_view.root)
-        assert "GeoIP" in browser.hog_view.table.value
-        assert browser.hog_view.template_picker.options  # transformation templates loaded
+        children = list(browser.children)
+        assert children.index(browser._hog_view.root) < children.index(browser._list_view.root)
+        assert "GeoIP" in browser._hog_view.table.value
+        assert browser._hog_view.template_picker.options  # transformation templates loaded
         assert browser.last_error is None
 
 
@@ -73,24 +74,24 @@ def test_reorder_enable_disable_and_create_from_the_buttons(fresh: Sandbox) -> N
     with _client(fresh) as c:
         browser = TransformationsBrowser(c)
         plan = next(f for f in browser.hog_transformations if f.name == "Plan tier")
-        browser.hog_view.picker.value = plan.id  # what a click in the picker does
+        browser._hog_view.picker.value = plan.id  # what a click in the picker does
         assert browser.selected_hog is not None and browser.selected_hog.id == plan.id
-        assert browser.hog_view.toggle.description == "Disable"
-        browser.hog_view.up.click()
+        assert browser._hog_view.toggle.description == "Disable"
+        browser._hog_view.up.click()
         assert [n for n, _o, _e in _server_order(fresh)][:3] == [
             "GeoIP",
             "Plan tier",
             "Drop internal traffic",
         ]
         assert [f.name for f in browser.hog_transformations][1] == "Plan tier"
-        browser.hog_view.toggle.click()  # disable
+        browser._hog_view.toggle.click()  # disable
         assert ("Plan tier", 2, False) in _server_order(fresh)
-        assert browser.hog_view.toggle.description == "Enable"
-        browser.hog_view.toggle.click()  # enable again: the service puts it last
+        assert browser._hog_view.toggle.description == "Enable"
+        browser._hog_view.toggle.click()  # enable again: the service puts it last
         assert _server_order(fresh)[-1] == ("Plan tier", 5, True)
         assert browser.hog_transformations[-1].name == "Plan tier"
-        browser.hog_view.template_picker.value = "template-downsample"
-        browser.hog_view.create.click()
+        browser._hog_view.template_picker.value = "template-downsample"
+        browser._hog_view.create.click()
         assert browser.last_error is None, browser.status_text
         made = browser.selected_hog
         assert made is not None and made.name == "Downsample" and made.enabled is False
@@ -131,7 +132,7 @@ def test_key_without_hog_scope_lists_legacy_and_says_so(fresh: Sandbox) -> None:
 def test_hog_controls_fit_the_cell(fresh: Sandbox) -> None:
     with _client(fresh) as c:
         browser = TransformationsBrowser(c)
-        for widget in _walk(browser.hog_view.root):
+        for widget in _walk(browser._hog_view.root):
             layout = getattr(widget, "layout", None)
             if layout is not None and getattr(widget, "description", None) and hasattr(widget, "options"):
                 assert layout.max_width and layout.min_width == "0"

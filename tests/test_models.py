@@ -453,16 +453,17 @@ def test_decide_v1_and_v2() -> None:
 def test_decide_v4_detailed() -> None:
     r = DecideResponse.model_validate(V4)
     assert r.flags is not None and r.flags["mv"].variant == "test"
-    assert r.feature_flags == {"my-awesome-flag": True, "mv": "test", "off": False, "broken": False}
+    # a failed record is unknown (None), never False (types.rs FlagDetails::create_error)
+    assert r.feature_flags == {"my-awesome-flag": True, "mv": "test", "off": False, "broken": None}
+    assert r.failures == {"broken": r.flags["broken"].failure} and r.get_value("broken") is None
     assert r.feature_flag_payloads == {"my-awesome-flag": '{"example": "json", "payload": "value"}'}
     assert r.errors_while_computing_flags is True
     detail = r.flags["my-awesome-flag"]
     assert detail.reason is not None and detail.reason.code == "condition_match"
     assert detail.reason.condition_index == 0 and detail.metadata is not None and detail.metadata.version == 1
     assert r.flags["broken"].failed is True
-    assert r.flags["mv"].metadata is not None and r.flags["mv"].metadata.model_extra == {
-        "has_experiment": True
-    }
+    assert r.flags["mv"].metadata is not None and r.flags["mv"].metadata.has_experiment is True
+    assert r.flags["mv"].metadata.model_extra == {}
     # The derived maps are not wire fields of the detailed form: the round trip gives the detailed shape back.
     assert to_wire(r) == V4
 

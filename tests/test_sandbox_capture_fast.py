@@ -204,9 +204,11 @@ def test_an_event_whose_floats_grow_past_the_limit_when_encoded_is_refused(sb: S
     token = sb.project_api_key
     body = raw_batch(token, '{"f":' + floats + "}")
     assert len(body) < EVENT_LIMIT // 3
-    assert post(sb, body) == (400, "maximum event size exceeded")
+    status, text = post(sb, body)
+    assert status == 400 and text.startswith("maximum event size exceeded")
     with reference_path():
-        assert post(sb, body) == (400, "maximum event size exceeded")
+        status, text = post(sb, body)
+        assert status == 400 and text.startswith("maximum event size exceeded")
     # the largest body that is not measured cannot hold an event over the limit, even all `1e15`
     fits = (EVENT_LIMIT // SIZE_GROWTH - 200) // 5
     small = "[" + ",".join(["1e15"] * fits) + "]"

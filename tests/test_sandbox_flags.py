@@ -117,10 +117,21 @@ def test_detailed_flags_map(http: httpx.Client, sandbox: Sandbox, path: str) -> 
 
 
 def test_flags_v4_records_carry_the_typed_value(http: httpx.Client, sandbox: Sandbox) -> None:
+    """`FlagDetailsV3` (PostHog `rust/feature-flags/src/api/types.rs`): one typed `value` instead of
+    `enabled`/`variant`, metadata with `config_version` (1 for classic conditions) and `variant_key`."""
+    detailed = decide(http, sandbox, "/flags/?v=2")["flags"]
     data = decide(http, sandbox, "/flags/?v=4")
-    for record in data["flags"].values():
-        expected = record["variant"] if record["variant"] is not None else record["enabled"]
+    assert set(data["flags"]) == set(detailed)
+    for key, record in data["flags"].items():
+        old = detailed[key]
+        expected = old["variant"] if old["variant"] is not None else old["enabled"]
         assert record["value"] == expected
+        assert set(record) == {"key", "value", "reason", "metadata"}
+        meta = record["metadata"]
+        assert {"id", "version", "config_version", "description", "payload", "has_experiment"} <= set(meta)
+        assert meta["config_version"] == 1 and meta["id"] == old["metadata"]["id"]
+        assert meta.get("variant_key") == old["variant"]
+        assert record["reason"] == old["reason"]
 
 
 def test_flags_v1_gives_the_legacy_map_and_config_on_request(http: httpx.Client, sandbox: Sandbox) -> None:
@@ -363,23 +374,30 @@ def test_partial_failures_keep_computed_flags(http: httpx.Client, sandbox: Sandb
     try:
         v3 = decide(http, sandbox, "/decide/?v=3")
         assert v3["errorsWhileComputingFlags"] is True
-        assert "beta-feature" not in v3["featureFlags"] and "new-checkout" not in v3["featureFlags"]
+        # LegacyFlagsResponse::from_response (types.rs) keeps every record: a failed one is plain false
+        assert v3["featureFlags"]["beta-feature"] is False and v3["featureFlags"]["new-checkout"] is False
         assert v3["featureFlags"] == {
-            k: v for k, v in full.items() if k not in ("beta-feature", "new-checkout")
+            k: (False if k in ("beta-feature", "new-checkout") else v) for k, v in full.items()
         }
+        assert "new-checkout" not in v3["featureFlagPayloads"]
+        v2 = decide(http, sandbox, "/decide/?v=2")["featureFlags"]
+        assert "beta-feature" not in v2 and "new-checkout" not in v2
         v4 = decide(http, sandbox, "/decide/?v=4")
         assert v4["errorsWhileComputingFlags"] is True
         assert v4["flags"]["beta-feature"]["failed"] is True
         assert v4["flags"]["beta-feature"]["enabled"] is False
+        assert v4["flags"]["beta-feature"]["metadata"]["payload"] is None
+        assert v4["flags"]["beta-feature"]["reason"]["code"] == "timeout_error"
         assert "failed" not in v4["flags"]["power-users"]
         typed = decide(http, sandbox, "/flags/?v=4")["flags"]["new-checkout"]
         assert typed["failed"] is True and typed["value"] is None
+        assert typed["metadata"]["config_version"] == 1 and typed["metadata"]["payload"] is None
     finally:
         set_flag_failures(sandbox.ctx, ())
     fault = sandbox.faults.add(path="/decide*", kind="flag_failure:power-users")
     try:
         data = decide(http, sandbox, "/decide/?v=3")
-        assert data["errorsWhileComputingFlags"] is True and "power-users" not in data["featureFlags"]
+        assert data["errorsWhileComputingFlags"] is True and data["featureFlags"]["power-users"] is False
     finally:
         sandbox.faults.remove(fault)
     assert decide(http, sandbox, "/decide/?v=3")["errorsWhileComputingFlags"] is False
@@ -457,7 +475,9 @@ def test_a_stored_definition_the_engine_rejects_fails_alone(empty_sandbox: Sandb
         )
         invalidate_flags(sb.ctx.store, sb.project_id)
         v3 = decide(http, sb, "/decide/?v=3")
-        assert v3["featureFlags"] == {"fine": True} and v3["errorsWhileComputingFlags"] is True
+        # the legacy map writes the failed flag as false (types.rs LegacyFlagsResponse::from_response)
+        assert v3["featureFlags"] == {"fine": True, "broken": False}
+        assert v3["errorsWhileComputingFlags"] is True
         v4 = decide(http, sb, "/flags/?v=2")
         assert v4["flags"]["broken"]["failed"] is True and v4["flags"]["fine"]["enabled"] is True
 

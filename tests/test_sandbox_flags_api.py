@@ -201,7 +201,9 @@ def test_scopes(sandbox: Sandbox) -> None:
         f"{sandbox.url}/api/feature_flag/local_evaluation/?token={sandbox.project_api_key}",
         f"{sandbox.url}/flags/definitions?token={sandbox.project_api_key}",
     ):
-        assert httpx.get(url, headers=_auth(other_key)).status_code == 403
+        # 401, not 403: rust/feature-flags/tests/test_flag_definitions.rs
+        # `test_personal_api_key_authentication_without_feature_flag_scopes` (the Django path is its alias)
+        assert httpx.get(url, headers=_auth(other_key)).status_code == 401
         assert httpx.get(url, headers=_auth(read_key)).status_code == 200
 
 

@@ -32,7 +32,7 @@ def _chunked_upload(sb: Sandbox, path: str, *, total: int = 64 * 1024 * 1024) ->
     url = urlparse(sb.url)
     sock = socket.create_connection((url.hostname, url.port), timeout=10)
     sock.sendall(
-        f"POST {path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        f"POST {path} HTTP/1.1\r\nHost: {url.hostname}\r\nContent-Type: application/json\r\n"
         "Transfer-Encoding: chunked\r\n\r\n".encode()
     )
     chunk = b"%x\r\n%s\r\n" % (65536, b" " * 65536)

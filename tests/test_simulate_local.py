@@ -106,8 +106,9 @@ def brute_force(frame: pd.DataFrame, flags: list[dict[str, Any]]) -> dict[str, l
 
 def test_local_matches_scalar_engine(sets: pd.DataFrame) -> None:
     result = simulate(sets, engine="local", definitions=FLAGS)
-    frame = result.frame
+    frame = result.outputs  # the outputs only; .frame carries the input columns after distinct_id
     assert list(frame.columns[:5]) == ["distinct_id", "rollout", "exp", "us-only", "dependent"]
+    assert list(result.frame.columns[:7]) == ["distinct_id", "country", "plan", *frame.columns[1:5]]
     assert frame.index.equals(sets.index) and frame.columns[-1] == "error"
     assert str(frame["rollout"].dtype) == "boolean" and frame["exp"].dtype == object
     expected = brute_force(sets, FLAGS)
@@ -119,7 +120,8 @@ def test_local_matches_scalar_engine(sets: pd.DataFrame) -> None:
 
 def test_local_flags_filter_and_order(sets: pd.DataFrame) -> None:
     result = simulate(sets, ["us-only", "exp"], engine="local", definitions=FLAGS, payloads=False)
-    assert list(result.frame.columns) == ["distinct_id", "us-only", "exp", "error"]
+    assert list(result.outputs.columns) == ["distinct_id", "us-only", "exp", "error"]
+    assert list(result.frame.columns) == ["distinct_id", "country", "plan", "us-only", "exp", "error"]
     summary = result.summary()
     assert set(summary["flag"]) == {"us-only", "exp"}
     assert summary.groupby("flag")["count"].sum().eq(len(sets)).all()

@@ -55,7 +55,7 @@ def _client(sb: Sandbox, transport: str, **kw: object) -> Client:
 
 def _decides(sb: Sandbox) -> pd.DataFrame:
     log = sb.requests()
-    return log[log["path"].str.startswith("/decide")]
+    return log[log["path"].isin(["/decide/", "/flags/"])]
 
 
 @pytest.mark.parametrize("transport", TRANSPORTS)
@@ -63,7 +63,7 @@ def test_pool_holds_the_requested_concurrency(sb: Sandbox, transport: str) -> No
     df = _rows(64)
     with _client(sb, transport) as client:
         simulate(df.head(2), ["beta-feature"], client=client)  # definitions and project key fetched
-        sb.faults.add(path="/decide*", delay=1.0)
+        sb.faults.add(path="/flags/", delay=1.0)
         started = time.perf_counter()
         result = simulate(df, ["beta-feature"], client=client, concurrency=64)
         took = time.perf_counter() - started
@@ -80,7 +80,7 @@ def test_429_with_retry_after_slows_the_run_and_fails_no_row(sb: Sandbox, transp
     with _client(sb, transport, max_retries=0) as client:
         simulate(df.head(1), ["beta-feature"], client=client)
         before = len(_decides(sb))
-        sb.faults.add(path="/decide*", status=429, rate=0.15, retry_after=1)
+        sb.faults.add(path="/flags/", status=429, rate=0.15, retry_after=1)
         result = simulate(df, ["beta-feature"], client=client, concurrency=8)
     assert result.frame["error"].isna().all(), result.frame["error"].dropna().head()
     assert result.frame["beta-feature"].notna().all()

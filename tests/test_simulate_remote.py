@@ -10,7 +10,7 @@ import pytest
 
 from analytics_nb import AsyncClient, Client
 from analytics_nb.sandbox import Sandbox
-from analytics_nb.simulation import SimulationInputError, asimulate, grid, simulate
+from analytics_nb.simulation import FailedFlagsWarning, SimulationInputError, asimulate, grid, simulate
 from analytics_nb.simulation._output import flag_columns
 
 
@@ -53,7 +53,7 @@ def fresh() -> pd.DataFrame:
 
 def _decides(sb: Sandbox) -> int:
     log = sb.requests()
-    return int(log["path"].str.startswith(("/decide", "/flags")).sum())
+    return int(log["path"].isin(["/decide/", "/flags/"]).sum())  # not /flags/definitions
 
 
 def test_both_on_a_grid_agree_fully_for_ids_without_stored_properties(
@@ -81,13 +81,16 @@ def test_remote_grid_with_flag_subset_and_reasons(
 ) -> None:
     sandbox.clear_requests()
     result = client.simulate(fresh, ["new-checkout", "beta-feature"], reasons=True, concurrency=4)
-    assert list(result.frame.columns[:3]) == ["distinct_id", "new-checkout", "beta-feature"]
+    assert list(result.outputs.columns[:3]) == ["distinct_id", "new-checkout", "beta-feature"]
+    assert result.input_columns and list(result.frame.columns[1 : 1 + len(result.input_columns)]) == list(
+        result.input_columns
+    )
     assert (
         "new-checkout:reason" in result.frame.columns
         and "new-checkout:condition_index" in result.frame.columns
     )
     log = sandbox.requests()
-    assert (log["path"].str.startswith("/flags")).sum() == len(fresh)
+    assert (log["path"] == "/flags/").sum() == len(fresh)
     us = (fresh["country"] == "US").to_numpy()
     assert result.frame.loc[us, "new-checkout"].isin(["control", "test"]).all()
     assert result.frame.loc[~us & (fresh["country"] != "GB").to_numpy(), "new-checkout"].eq(False).all()
@@ -123,7 +126,8 @@ def test_errors_while_computing_flags_mark_rows_and_keep_computed_flags(
 ) -> None:
     sandbox.set_flag_failures(["new-checkout"])
     try:
-        result = simulate(fresh.head(12), engine="remote", client=client)
+        with pytest.warns(FailedFlagsWarning, match="new-checkout: 12"):
+            result = simulate(fresh.head(12), engine="remote", client=client)
     finally:
         sandbox.set_flag_failures([])
     frame = result.frame
@@ -137,7 +141,7 @@ def test_errors_while_computing_flags_mark_rows_and_keep_computed_flags(
 def test_injected_503s_still_give_every_row(sandbox: Sandbox, client: Client, fresh: pd.DataFrame) -> None:
     clean = simulate(fresh, engine="remote", client=client).frame
     sandbox.clear_requests()
-    fault = sandbox.faults.add(path="/decide*", status=503, rate=0.3)
+    fault = sandbox.faults.add(path="/flags*", status=503, rate=0.3)
     try:
         result = simulate(fresh, engine="remote", client=client, concurrency=8)
     finally:
@@ -155,7 +159,7 @@ def test_injected_503s_still_give_every_row(sandbox: Sandbox, client: Client, fr
 def test_one_failing_row_never_loses_the_others(
     sandbox: Sandbox, client: Client, fresh: pd.DataFrame
 ) -> None:
-    fault = sandbox.faults.add(path="/decide*", status=500, rate=0.5)  # 500 is not retried
+    fault = sandbox.faults.add(path="/flags*", status=500, rate=0.5)  # 500 is not retried
     try:
         result = simulate(fresh, engine="remote", client=client)
     finally:
@@ -283,7 +287,7 @@ def test_injected_resets_and_502s_are_retried_and_keep_every_row(
 ) -> None:
     clean = simulate(fresh, engine="remote", client=client).frame
     before = client._core.retries_done
-    resets = sandbox.faults.add(path="/decide*", reset=True, rate=0.2)
+    resets = sandbox.faults.add(path="/flags*", reset=True, rate=0.2)
     try:
         result = simulate(fresh, engine="remote", client=client, concurrency=3)
     finally:
@@ -291,7 +295,7 @@ def test_injected_resets_and_502s_are_retried_and_keep_every_row(
     assert client._core.retries_done > before
     mid = client._core.retries_done
     sandbox.clear_requests()
-    bad_gateway = sandbox.faults.add(path="/decide*", status=502, rate=0.2)
+    bad_gateway = sandbox.faults.add(path="/flags*", status=502, rate=0.2)
     try:
         again = simulate(fresh, engine="remote", client=client, concurrency=3)
     finally:

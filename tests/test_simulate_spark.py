@@ -1,8 +1,11 @@
 """Spark through ``mapInPandas``: the batch function gives the pandas answers in the Spark schema (always
-tested); the PySpark run itself is skipped when pyspark is not installed (too big for CI's image)."""
+tested); the PySpark run itself needs pyspark (the spark and test extras) and Java 17 (`scripts/test`
+installs Debian's openjdk-17-jre-headless), and skips only where they are missing."""
 
 from __future__ import annotations
 
+import os
+import sys
 from typing import Any
 
 import pandas as pd
@@ -47,7 +50,14 @@ def test_pyspark_map_in_pandas_gives_the_pandas_answers() -> None:
     pyspark_sql = pytest.importorskip(
         "pyspark.sql", reason="pyspark is not installed (optional; too big for the test image)"
     )
-    spark = pyspark_sql.SparkSession.builder.master("local[2]").getOrCreate()
+    # the Python workers must run this interpreter (the one with analytics_nb), not the first python3 on PATH
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    spark = (
+        pyspark_sql.SparkSession.builder.master("local[2]")
+        .config("spark.pyspark.python", sys.executable)
+        .config("spark.ui.enabled", "false")
+        .getOrCreate()
+    )
     frame = person_frame(200)
     sdf = spark.createDataFrame(frame.astype(object).where(frame.notna(), None))
     got = simulate_spark(sdf, definitions=family_flags()).toPandas()

@@ -89,12 +89,12 @@ def test_panel_shows_errors_inline_and_logs_messages() -> None:
     ok, value = panel._attempt("working", lambda: 1 / 0, needs_client=False)
     assert (ok, value) == (False, None)
     assert isinstance(panel.last_error, ZeroDivisionError)
-    assert "anb-error" in panel.status.line.value and "ZeroDivisionError" in (panel.error or "")
+    assert "anb-error" in panel._status.line.value and "ZeroDivisionError" in (panel.error or "")
     assert not panel.busy
     ok, value = panel._attempt("working", lambda: 42, needs_client=False)
     assert (ok, value) == (True, 42) and panel.last_error is None
     panel.message("hello")
-    assert panel.status.log.outputs[-1]["text"] == "hello\n"
+    assert panel._status.log.outputs[-1]["text"] == "hello\n"
     bundle = panel._repr_mimebundle_()
     assert "application/vnd.jupyter.widget-view+json" in bundle
 

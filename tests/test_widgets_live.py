@@ -79,7 +79,7 @@ def _px(value: str | None) -> float | None:
 
 def _assert_fits(panel: Panel) -> None:
     """No fixed width wider than a notebook cell leaves (~900 px at a 1280-px window), every row wraps."""
-    root = panel.root
+    root = panel
     assert root.layout.width == "100%" and root.layout.max_width == "100%"
     for widget in _walk(root):
         layout = widget.layout
@@ -105,9 +105,9 @@ def test_simulator_fits_the_cell_sets_and_grid_shrink() -> None:
     sim.pick("half", "exp")
     sim.run()
     _assert_fits(sim)
-    for area in (sim.sets_view.text, sim.sets_view.grid):
+    for area in (sim._sets_view.text, sim._sets_view.grid):
         assert area.layout.width == "100%" and area.layout.min_width == "0"
-    sets_and_controls = sim.root.children[1]
+    sets_and_controls = sim.children[1]
     assert sets_and_controls.layout.flex_flow == "row wrap"
     assert all(child.layout.min_width == "0" for child in sets_and_controls.children)
 
@@ -117,14 +117,14 @@ def test_editor_fits_the_cell_with_the_archive_confirmation_shown(empty_sandbox:
     editor = PlaylistEditor(client)
     editor.select(made.short_id)
     editor.ask_archive()
-    assert editor.confirm.visible
+    assert editor._confirm.visible
     _assert_fits(editor)
     # the confirmation wraps inside the form's column; the form and the recordings ("+ Add") wrap too
-    assert editor.confirm.root.layout.flex_flow == "row wrap"
-    assert editor.confirm.question.layout.min_width == "0"
-    form_and_recordings = editor.root.children[4]
+    assert editor._confirm.root.layout.flex_flow == "row wrap"
+    assert editor._confirm.question.layout.min_width == "0"
+    form_and_recordings = editor.children[4]
     assert form_and_recordings.layout.flex_flow == "row wrap"
-    assert editor.recordings_view.add in list(_walk(form_and_recordings))
+    assert editor._recordings_view.add in list(_walk(form_and_recordings))
 
 
 def test_transformations_browser_fits_the_cell(sandbox: Any) -> None:
@@ -139,36 +139,36 @@ def test_transformations_browser_fits_the_cell(sandbox: Any) -> None:
 
 def test_failed_run_clears_the_previous_results_and_the_loaded_count() -> None:
     sim = FlagSimulator(DEFINITIONS, property_sets=SETS)
-    assert "300 property sets loaded" in sim.sets_view.info.value
+    assert "300 property sets loaded" in sim._sets_view.info.value
     assert sim.run() is not None
     assert sim.export_csv()
-    assert not sim.results_view.empty and sim.export_view.link.value
-    sim.sets_view.text.value = "distinct_id,country\nu1,US,extra"
-    assert "300" not in sim.sets_view.info.value  # edited: the count no longer describes the text
+    assert not sim._results_view.empty and sim._export_view.link.value
+    sim._sets_view.text.value = "distinct_id,country\nu1,US,extra"
+    assert "300" not in sim._sets_view.info.value  # edited: the count no longer describes the text
     assert sim.run() is None
     assert "line 2 has 3 cells" in sim.status_text
     assert sim.result is None and sim.simulation is None and sim.moves is None
-    assert sim.results_view.empty and sim.export_view.link.value == ""
-    assert sim.run_bar.progress.bar_style == "danger" and sim.run_bar.progress.value == 0
-    assert "300" not in sim.sets_view.info.value and "Not read" in sim.sets_view.info.value
+    assert sim._results_view.empty and sim._export_view.link.value == ""
+    assert sim._run_bar.progress.bar_style == "danger" and sim._run_bar.progress.value == 0
+    assert "300" not in sim._sets_view.info.value and "Not read" in sim._sets_view.info.value
     assert sim.export_csv() is False and "Run a simulation first" in sim.status_text
 
 
 def test_failed_grid_build_says_the_sets_are_the_previous_ones() -> None:
     sim = FlagSimulator(DEFINITIONS, property_sets=SETS)
-    sim.sets_view.grid.value = "country US"
+    sim._sets_view.grid.value = "country US"
     assert sim.build_grid() is False
-    assert "Grid not built" in sim.sets_view.info.value and "loaded" not in sim.sets_view.info.value
+    assert "Grid not built" in sim._sets_view.info.value and "loaded" not in sim._sets_view.info.value
 
 
 def test_a_new_run_drops_the_download_link_of_the_previous_one() -> None:
     sim = FlagSimulator(DEFINITIONS, property_sets=SETS)
     sim.run()
     sim.export_csv()
-    old = sim.export_view.link.value
+    old = sim._export_view.link.value
     sim.load(SETS.head(5))
     sim.run()
-    assert sim.export_view.link.value == "" and old
+    assert sim._export_view.link.value == "" and old
 
 
 # ---- values set from code show in the form -------------------------------------------------------------
@@ -179,27 +179,27 @@ def test_selected_set_from_code_fills_the_form(empty_sandbox: Any, client: Clien
     second = client.playlists.create("collection", "second", description="two")
     editor = PlaylistEditor(client)
     editor.selected = first.short_id
-    assert editor.form.name.value == "first" and editor.table_view.picker.value == first.short_id
+    assert editor._form.name.value == "first" and editor._table_view.picker.value == first.short_id
     editor.selected = second  # a Playlist works too
-    assert editor.form.description.value == "two" and editor.selected.short_id == second.short_id
-    assert "background:#e8f0fe" in editor.table_view.table.value
+    assert editor._form.description.value == "two" and editor.selected.short_id == second.short_id
+    assert "background:#e8f0fe" in editor._table_view.table.value
     editor.selected = None
-    assert editor.form.name.value == "" and editor.form.name.disabled
+    assert editor._form.name.value == "" and editor._form.name.disabled
     editor.page = 5  # clamped: one page
-    assert editor.page == 0 and "page 1 of 1" in editor.table_view.page_label.value
+    assert editor.page == 0 and "page 1 of 1" in editor._table_view.page_label.value
 
 
 def test_simulator_state_set_from_code_shows_in_the_controls() -> None:
     sim = FlagSimulator(DEFINITIONS)
     sim.property_sets = SETS.head(3)
-    assert sim.sets_view.text.value.splitlines() == ["distinct_id,country", "id-0,US", "id-1,DE", "id-2,FR"]
-    assert "3 property sets loaded" in sim.sets_view.info.value
+    assert sim._sets_view.text.value.splitlines() == ["distinct_id,country", "id-0,US", "id-1,DE", "id-2,FR"]
+    assert "3 property sets loaded" in sim._sets_view.info.value
     sim.flags = ["exp"]
-    assert sim.flag_picker.select.value == ("exp",) and set(sim.whatif_view.weights) == {"exp"}
+    assert sim._flag_picker.select.value == ("exp",) and set(sim._whatif_view.weights) == {"exp"}
     sim.definitions = DEFINITIONS[:1]
-    assert sim.flag_picker.keys == ["half"] and sim.flags is None
+    assert sim._flag_picker.keys == ["half"] and sim.flags is None
     sim.property_sets = None
-    assert sim.sets_view.text.value == "distinct_id\n" and sim.sets_view.info.value == ""
+    assert sim._sets_view.text.value == "distinct_id\n" and sim._sets_view.info.value == ""
 
 
 def test_transformation_selected_from_code_loads_its_source(sandbox: Any) -> None:
@@ -207,8 +207,10 @@ def test_transformation_selected_from_code_loads_its_source(sandbox: Any) -> Non
         browser = TransformationsBrowser(c)
         target = browser.transformations[-1]
         browser.selected = target.id
-        assert browser.list_view.picker.value == target.id
-        assert browser.source_view.editor.value == (browser.sources[browser.source_view.filename or ""] or "")
+        assert browser._list_view.picker.value == target.id
+        assert browser._source_view.editor.value == (
+            browser.sources[browser._source_view.filename or ""] or ""
+        )
 
 
 # ---- colours shared with result.plot() -------------------------------------------------------------------
@@ -230,7 +232,7 @@ def test_share_bars_use_the_plot_colours() -> None:
         for handle, label in zip(handles, labels, strict=True)
     }
     bars = dict(
-        re.findall(r'data-value="([^"]+)"[^>]*data-colour="(#[0-9a-f]{6})"', sim.results_view.bars.value)
+        re.findall(r'data-value="([^"]+)"[^>]*data-colour="(#[0-9a-f]{6})"', sim._results_view.bars.value)
     )
     shown = {{"true": "True", "false": "False"}.get(k, k): v for k, v in bars.items()}
     assert shown == plotted
@@ -247,19 +249,19 @@ def test_export_csv_offers_a_download_link_with_the_data_and_writes_no_file(
     monkeypatch.chdir(tmp_path)
     sim = FlagSimulator(DEFINITIONS, property_sets=SETS.head(4))
     sim.run()
-    sim.export_view.export.click()
+    sim._export_view.export.click()
     assert sim.last_error is None and "Download simulation.csv" in sim.status_text
     assert list(tmp_path.iterdir()) == []  # nothing on the server unless a path is asked for
-    link = sim.export_view.link.value
+    link = sim._export_view.link.value
     found = re.search(r'download="simulation.csv" href="data:text/csv;charset=utf-8;base64,([^"]+)"', link)
     assert found is not None
     (tmp_path / "back.csv").write_bytes(base64.b64decode(found.group(1)))
     back = read_csv(tmp_path / "back.csv")
     assert back["distinct_id"].tolist() == ["id-0", "id-1", "id-2", "id-3"]
     assert back["half"].tolist() == sim.result["half"].tolist()
-    sim.export_view.filename.value = "renamed.csv"
+    sim._export_view.filename.value = "renamed.csv"
     sim.export_csv()
-    assert 'download="renamed.csv"' in sim.export_view.link.value  # regenerated on each export
+    assert 'download="renamed.csv"' in sim._export_view.link.value  # regenerated on each export
     assert sim.export_csv(tmp_path / "server.csv") and (tmp_path / "server.csv").exists()
     assert sim.exported == (tmp_path / "server.csv").resolve()
 
@@ -280,7 +282,7 @@ def test_closed_client_is_reported_with_the_fix_and_a_new_client_revives_the_pan
     assert (
         "client is closed" in editor.status_text and "panel.client = Client.from_env()" in editor.status_text
     )
-    assert len(editor.playlists) == 1 and not editor.filter_bar.refresh.disabled
+    assert len(editor.playlists) == 1 and not editor._filter_bar.refresh.disabled
     with _client(empty_sandbox) as fresh:
         editor.client = fresh
         assert editor.last_error is None and "1 playlist found" in editor.status_text

@@ -72,9 +72,9 @@ def test_lists_first_page_as_table_and_frame(
     assert isinstance(frame, pd.DataFrame) and len(frame) == 5
     assert "short_id" in frame.columns and frame["name"].notna().all()
     for short_id in frame["short_id"]:
-        assert short_id in editor.table_view.table.value
-    assert [value for _label, value in editor.table_view.picker.options] == list(frame["short_id"])
-    assert editor.table_view.prev.disabled and not editor.table_view.next.disabled
+        assert short_id in editor._table_view.table.value
+    assert [value for _label, value in editor._table_view.picker.options] == list(frame["short_id"])
+    assert editor._table_view.prev.disabled and not editor._table_view.next.disabled
     assert "13 playlists found" in editor.status_text
 
 
@@ -83,38 +83,38 @@ def test_paging_buttons_move_through_pages(
 ) -> None:
     editor = PlaylistEditor(client, page_size=5)
     first = list(editor.frame["short_id"])
-    editor.table_view.next.click()
+    editor._table_view.next.click()
     assert editor.page == 1
     second = list(editor.frame["short_id"])
     assert not set(first) & set(second)
-    editor.table_view.next.click()
-    assert editor.page == 2 and len(editor.frame) == 3 and editor.table_view.next.disabled
-    editor.table_view.prev.click()
+    editor._table_view.next.click()
+    assert editor.page == 2 and len(editor.frame) == 3 and editor._table_view.next.disabled
+    editor._table_view.prev.click()
     assert list(editor.frame["short_id"]) == second
-    assert "page 2 of 3" in editor.table_view.page_label.value
+    assert "page 2 of 3" in editor._table_view.page_label.value
 
 
 def test_search_type_and_pinned_filters_reach_the_service(
     empty_sandbox: Any, client: Client, seeded: dict[str, Any]
 ) -> None:
     editor = PlaylistEditor(client, page_size=20)
-    editor.filter_bar.search.value = "alpha"
-    editor.filter_bar.refresh.click()
+    editor._filter_bar.search.value = "alpha"
+    editor._filter_bar.refresh.click()
     assert sorted(editor.frame["name"]) == ["alpha 0", "alpha 1", "alpha 2", "alpha 3"]
     assert "search=alpha" in _requests(empty_sandbox, "GET")["query"].iloc[-1]
 
     editor.search("")
-    editor.filter_bar.type.value = "filters"  # observing the dropdown reloads at once
+    editor._filter_bar.type.value = "filters"  # observing the dropdown reloads at once
     assert list(editor.frame["name"]) == ["saved search"]
     assert "type=filters" in _requests(empty_sandbox, "GET")["query"].iloc[-1]
 
-    editor.filter_bar.type.value = ""
-    editor.filter_bar.pinned.value = True
+    editor._filter_bar.type.value = ""
+    editor._filter_bar.pinned.value = True
     assert len(editor.frame) == 3 and editor.frame["pinned"].all()
     assert "pinned=true" in _requests(empty_sandbox, "GET")["query"].iloc[-1]
 
     assert editor.search("zzz-nothing", pinned=False)
-    assert len(editor.frame) == 0 and "nothing to show" in editor.table_view.table.value
+    assert len(editor.frame) == 0 and "nothing to show" in editor._table_view.table.value
 
 
 # ---- the form and Save -------------------------------------------------------------------------
@@ -127,14 +127,14 @@ def test_selecting_fills_the_form_and_loads_recordings(
     empty_sandbox.add_recording("rec-1", distinct_id="user-0", start_time="2026-11-20T10:00:00Z", duration=60)
     client.playlists.add_recording(target.short_id, "rec-1")
     editor = PlaylistEditor(client, page_size=20)
-    editor.table_view.picker.value = target.short_id
+    editor._table_view.picker.value = target.short_id
     assert editor.selected is not None and editor.selected.short_id == target.short_id
-    assert editor.form.name.value == "alpha 1"
-    assert editor.form.description.value == "d1"
-    assert json.loads(editor.form.filters.area.value) == {}
+    assert editor._form.name.value == "alpha 1"
+    assert editor._form.description.value == "d1"
+    assert json.loads(editor._form.filters.area.value) == {}
     assert list(editor.recordings["id"]) == ["rec-1"]
-    assert editor.recordings_view.picker.options == ("rec-1",)
-    assert "rec-1" in editor.recordings_view.table.value
+    assert editor._recordings_view.picker.options == ("rec-1",)
+    assert "rec-1" in editor._recordings_view.table.value
 
 
 def test_save_sends_one_patch_with_only_the_changed_fields(
@@ -143,11 +143,11 @@ def test_save_sends_one_patch_with_only_the_changed_fields(
     target = seeded["beta 5"]
     editor = PlaylistEditor(client, page_size=20)
     editor.select(target.short_id)
-    editor.form.name.value = "beta renamed"
-    editor.form.pinned.value = True
-    assert editor.is_dirty and "unsaved" in editor.form.dirty.value
+    editor._form.name.value = "beta renamed"
+    editor._form.pinned.value = True
+    assert editor.is_dirty and "unsaved" in editor._form.dirty.value
     empty_sandbox.clear_requests()
-    editor.form.save.click()
+    editor._form.save.click()
 
     patches = _requests(empty_sandbox, "PATCH")
     assert len(patches) == 1
@@ -167,7 +167,7 @@ def test_save_of_a_filters_playlist_resends_its_stored_filters(
     target = seeded["saved"]
     editor = PlaylistEditor(client, page_size=20)
     editor.select(target.short_id)
-    editor.form.description.value = "now described"
+    editor._form.description.value = "now described"
     empty_sandbox.clear_requests()
     assert editor.save() is not None
     patches = _requests(empty_sandbox, "PATCH")
@@ -185,22 +185,22 @@ def test_filters_json_is_validated_before_anything_is_sent(
     editor = PlaylistEditor(client, page_size=20)
     editor.select(target.short_id)
     broken = '{"events": [ {"id": "$pageview"} '
-    editor.form.filters.area.value = broken
-    editor.form.name.value = "kept name"
+    editor._form.filters.area.value = broken
+    editor._form.name.value = "kept name"
     empty_sandbox.clear_requests()
-    editor.form.save.click()
+    editor._form.save.click()
     assert len(_requests(empty_sandbox, "PATCH")) == 0
     assert "not valid JSON" in editor.status_text and "line 1" in editor.status_text
-    assert editor.form.filters.area.value == broken and editor.form.name.value == "kept name"
-    assert "anb-error" in editor.status.line.value
+    assert editor._form.filters.area.value == broken and editor._form.name.value == "kept name"
+    assert "anb-error" in editor._status.line.value
 
-    editor.form.filters.area.value = "[1, 2]"
+    editor._form.filters.area.value = "[1, 2]"
     assert editor.save() is None and "must be a JSON object" in (editor.error or "")
-    editor.form.filters.area.value = "{}"
+    editor._form.filters.area.value = "{}"
     assert editor.save() is None and "needs non-empty filters" in (editor.error or "")
     assert len(_requests(empty_sandbox, "PATCH")) == 0
 
-    editor.form.filters.area.value = '{"events": [{"id": "signup"}]}'
+    editor._form.filters.area.value = '{"events": [{"id": "signup"}]}'
     assert editor.save() is not None
     assert json.loads(_stored(empty_sandbox, target.short_id)["filters"]) == {"events": [{"id": "signup"}]}
 
@@ -221,15 +221,15 @@ def test_unsaved_edits_survive_switching_playlists_and_revert_discards(
     editor = PlaylistEditor(client, page_size=20)
     editor.select(first)
     editor.edit(name="draft name", description="draft text")
-    editor.table_view.picker.value = second
-    assert editor.form.name.value == "alpha 1"
+    editor._table_view.picker.value = second
+    assert editor._form.name.value == "alpha 1"
     assert first in editor.drafts
     editor.select(first)
-    assert editor.form.name.value == "draft name" and editor.form.description.value == "draft text"
+    assert editor._form.name.value == "draft name" and editor._form.description.value == "draft text"
     assert "unsaved edits" in editor.status_text
-    editor.form.revert.click()
-    assert editor.form.name.value == "alpha 0" and not editor.is_dirty
-    assert "Kept your unsaved edits" in editor.status.log.outputs[0]["text"]
+    editor._form.revert.click()
+    assert editor._form.name.value == "alpha 0" and not editor.is_dirty
+    assert "Kept your unsaved edits" in editor._status.log.outputs[0]["text"]
 
 
 def test_refresh_keeps_a_dirty_form_and_updates_a_clean_one(
@@ -239,13 +239,13 @@ def test_refresh_keeps_a_dirty_form_and_updates_a_clean_one(
     editor = PlaylistEditor(client, page_size=20)
     editor.select(target)
     client.playlists.update(target, description="changed elsewhere")
-    editor.filter_bar.refresh.click()
-    assert editor.form.description.value == "changed elsewhere"  # a clean form follows the service
-    editor.form.name.value = "my draft"
+    editor._filter_bar.refresh.click()
+    assert editor._form.description.value == "changed elsewhere"  # a clean form follows the service
+    editor._form.name.value = "my draft"
     client.playlists.update(target, description="changed again")
     editor.refresh()
-    assert editor.form.name.value == "my draft" and editor.is_dirty  # a draft is never overwritten
-    assert editor.form.description.value == "changed again"  # untouched fields follow the service
+    assert editor._form.name.value == "my draft" and editor.is_dirty  # a draft is never overwritten
+    assert editor._form.description.value == "changed again"  # untouched fields follow the service
     assert editor.changes() == {"name": "my draft"}
 
 
@@ -255,12 +255,12 @@ def test_busy_state_disables_buttons_while_a_request_runs(
     editor = PlaylistEditor(client, page_size=20)
     editor.select(seeded["alpha 2"].short_id)
     seen: list[tuple[bool, bool]] = []
-    editor.form.save.observe(lambda c: seen.append((c["new"], editor.busy)), names="disabled")
-    editor.form.name.value = "busy test"
-    editor.form.save.click()
+    editor._form.save.observe(lambda c: seen.append((c["new"], editor.busy)), names="disabled")
+    editor._form.name.value = "busy test"
+    editor._form.save.click()
     assert seen[0] == (True, True)  # disabled while the PATCH ran
     assert seen[-1] == (False, False)  # enabled again afterwards
-    assert not editor.form.save.disabled and not editor.busy
+    assert not editor._form.save.disabled and not editor.busy
 
 
 # ---- create, archive, restore ------------------------------------------------------------------
@@ -269,21 +269,21 @@ def test_busy_state_disables_buttons_while_a_request_runs(
 def test_create_collection_and_filters_playlists_from_the_form(empty_sandbox: Any, client: Client) -> None:
     editor = PlaylistEditor(client)
     assert len(editor.playlists) == 0
-    editor.create_form.name.value = "fresh collection"
-    editor.create_form.create.click()
+    editor._create_form.name.value = "fresh collection"
+    editor._create_form.create.click()
     posts = _requests(empty_sandbox, "POST")
     assert json.loads(posts["body"].iloc[-1]) == {"type": "collection", "name": "fresh collection"}
     assert editor.selected is not None and editor.selected.name == "fresh collection"
-    assert editor.create_form.name.value == ""
+    assert editor._create_form.name.value == ""
 
-    editor.create_form.name.value = "fresh filters"
-    editor.create_form.type.value = "filters"
-    editor.create_form.create.click()  # no filters given: refused before sending
+    editor._create_form.name.value = "fresh filters"
+    editor._create_form.type.value = "filters"
+    editor._create_form.create.click()  # no filters given: refused before sending
     assert "needs filters" in editor.status_text
     assert len(_requests(empty_sandbox, "POST")) == 1
-    assert editor.create_form.name.value == "fresh filters"
-    editor.create_form.filters.area.value = '{"events": [{"id": "$pageview"}]}'
-    editor.create_form.create.click()
+    assert editor._create_form.name.value == "fresh filters"
+    editor._create_form.filters.area.value = '{"events": [{"id": "$pageview"}]}'
+    editor._create_form.create.click()
     assert editor.selected.name == "fresh filters" and editor.selected.type == "filters"
     assert sorted(editor.frame["name"]) == ["fresh collection", "fresh filters"]
 
@@ -295,21 +295,21 @@ def test_archive_asks_first_then_soft_deletes_and_restore_brings_it_back(
     editor = PlaylistEditor(client, page_size=20)
     editor.select(target)
     empty_sandbox.clear_requests()
-    editor.form.archive.click()
-    assert editor.confirm.visible
+    editor._form.archive.click()
+    assert editor._confirm.visible
     assert len(_requests(empty_sandbox, "PATCH")) == 0  # only asked
-    editor.confirm.cancel.click()
-    assert not editor.confirm.visible and _stored(empty_sandbox, target)["deleted"] == 0
+    editor._confirm.cancel.click()
+    assert not editor._confirm.visible and _stored(empty_sandbox, target)["deleted"] == 0
 
-    editor.form.archive.click()
-    editor.confirm.yes.click()
+    editor._form.archive.click()
+    editor._confirm.yes.click()
     patch = _requests(empty_sandbox, "PATCH")
     assert len(patch) == 1 and json.loads(patch["body"].iloc[0]) == {"deleted": True}
     assert _stored(empty_sandbox, target)["deleted"] == 1
     assert editor.selected is None and target not in set(editor.frame["short_id"])
-    assert editor.archived == [target] and editor.restore_view.short_id.value == target
+    assert editor.archived == [target] and editor._restore_view.short_id.value == target
 
-    editor.restore_view.restore.click()
+    editor._restore_view.restore.click()
     assert _stored(empty_sandbox, target)["deleted"] == 0
     assert editor.selected is not None and editor.selected.short_id == target
     assert target in set(editor.frame["short_id"]) and editor.archived == []
@@ -336,17 +336,17 @@ def test_add_and_remove_recordings(empty_sandbox: Any, client: Client, seeded: d
     editor = PlaylistEditor(client, page_size=20)
     editor.select(target)
     assert len(editor.recordings) == 0
-    editor.recordings_view.recording_id.value = "session-abc"
-    editor.recordings_view.add.click()
+    editor._recordings_view.recording_id.value = "session-abc"
+    editor._recordings_view.add.click()
     posts = _requests(empty_sandbox, "POST")
     assert posts["path"].iloc[-1].endswith(f"/{target}/recordings/session-abc/")
     assert list(editor.recordings["id"]) == ["session-abc"]
-    assert editor.recordings_view.recording_id.value == ""
+    assert editor._recordings_view.recording_id.value == ""
     assert editor.add_recording("session-def")
     assert sorted(editor.recordings["id"]) == ["session-abc", "session-def"]
 
-    editor.recordings_view.picker.value = "session-abc"
-    editor.recordings_view.remove.click()
+    editor._recordings_view.picker.value = "session-abc"
+    editor._recordings_view.remove.click()
     deletes = _requests(empty_sandbox, "DELETE")
     assert deletes["path"].iloc[-1].endswith(f"/{target}/recordings/session-abc/")
     assert list(editor.recordings["id"]) == ["session-def"]
@@ -362,14 +362,14 @@ def test_missing_scope_names_the_scope_and_keeps_edits(empty_sandbox: Any, seede
         editor = PlaylistEditor(reader, page_size=20)
         assert len(editor.playlists) == 13  # reading works
         editor.select(seeded["alpha 0"].short_id)
-        editor.form.name.value = "not allowed"
-        editor.form.description.value = "typed by hand"
-        editor.form.save.click()
+        editor._form.name.value = "not allowed"
+        editor._form.description.value = "typed by hand"
+        editor._form.save.click()
         assert editor.last_error is not None
         assert WRITE_SCOPE in editor.status_text
-        assert "Traceback" not in editor.status.line.value and key not in editor.status.line.value
-        assert editor.form.name.value == "not allowed" and editor.form.description.value == "typed by hand"
-        assert editor.is_dirty and not editor.form.save.disabled
+        assert "Traceback" not in editor._status.line.value and key not in editor._status.line.value
+        assert editor._form.name.value == "not allowed" and editor._form.description.value == "typed by hand"
+        assert editor.is_dirty and not editor._form.save.disabled
         assert _stored(empty_sandbox, seeded["alpha 0"].short_id)["name"] == "alpha 0"
 
 
@@ -379,12 +379,12 @@ def test_delete_is_refused_with_405_and_the_soft_delete_explained(
     target = seeded["alpha 2"].short_id
     editor = PlaylistEditor(client, page_size=20)
     editor.select(target)
-    editor.form.name.value = "edited before delete"
+    editor._form.name.value = "edited before delete"
     assert editor.delete() is False
     deletes = _requests(empty_sandbox, "DELETE")
     assert deletes["status"].iloc[-1] == 405
     assert "(405)" in editor.status_text and "Archive" in editor.status_text
-    assert editor.form.name.value == "edited before delete"
+    assert editor._form.name.value == "edited before delete"
     assert _stored(empty_sandbox, target)["deleted"] == 0
 
 
@@ -394,14 +394,14 @@ def test_network_fault_is_explained_edits_kept_and_retry_succeeds(
     target = seeded["beta 9"].short_id
     editor = PlaylistEditor(client, page_size=20)
     editor.select(target)
-    editor.form.name.value = "saved after the outage"
+    editor._form.name.value = "saved after the outage"
     empty_sandbox.faults.add(path="*/session_recording_playlists/*", reset=True, methods=["PATCH"])
-    editor.form.save.click()
+    editor._form.save.click()
     assert "Could not reach the service" in editor.status_text
     assert "edits are kept" in editor.status_text
-    assert editor.form.name.value == "saved after the outage" and editor.is_dirty
+    assert editor._form.name.value == "saved after the outage" and editor.is_dirty
     empty_sandbox.faults.clear()
-    editor.form.save.click()
+    editor._form.save.click()
     assert editor.last_error is None
     assert _stored(empty_sandbox, target)["name"] == "saved after the outage"
 
@@ -415,7 +415,7 @@ def test_stopped_server_on_refresh_keeps_the_list(empty_sandbox: Any, seeded: di
         assert editor.refresh() is False
         assert "Could not reach the service" in editor.status_text
         assert list(editor.frame["short_id"]) == before
-        assert not editor.filter_bar.refresh.disabled
+        assert not editor._filter_bar.refresh.disabled
     finally:
         client.close()
 
@@ -428,13 +428,71 @@ def test_cloud_refuses_personal_keys_on_recordings_and_synthetic_playlists_are_r
         synthetic = [p for p in editor.playlists if p.is_synthetic]
         assert synthetic, "the cloud profile lists synthetic playlists"
         editor.select(synthetic[0].short_id)
-        assert editor.form.save.disabled and editor.form.name.disabled
-        assert "read only" in editor.form.title.value
+        assert editor._form.save.disabled and editor._form.name.disabled
+        assert "read only" in editor._form.title.value
 
         collection = next(p for p in editor.playlists if p.type == "collection" and not p.is_synthetic)
         editor.select(collection.short_id)
-        editor.recordings_view.recording_id.value = "cloud-rec"
-        editor.recordings_view.add.click()
+        editor._recordings_view.recording_id.value = "cloud-rec"
+        editor._recordings_view.add.click()
         assert "does not accept personal API keys" in editor.status_text
         assert "web app" in editor.status_text
-        assert editor.recordings_view.recording_id.value == "cloud-rec"
+        assert editor._recordings_view.recording_id.value == "cloud-rec"
+
+
+# ---- changes made in code (issue 29 #7) ------------------------------------------------------------------
+
+
+def test_the_list_reloads_after_an_archive_made_in_code(
+    empty_sandbox: Any, client: Client, seeded: dict[str, Any]
+) -> None:
+    """The notebook archives a playlist through the client (not the panel): the list was stale until a
+    manual Refresh. Now the write marks the list outdated and it reloads at the end of the cell (here:
+    ``refresh_if_outdated()``, what the IPython post_run_cell hook calls)."""
+    editor = PlaylistEditor(client, page_size=20)
+    gone = seeded["alpha 1"].short_id
+    assert gone in editor.frame["short_id"].tolist() and editor.outdated is False
+    assert editor.refresh_if_outdated() is False  # nothing changed: no request
+    client.playlists.archive(gone)  # in code, through the same client
+    assert editor.outdated is True
+    assert editor.refresh_if_outdated() is True
+    assert gone not in editor.frame["short_id"].tolist() and editor.outdated is False
+    assert "Reloaded after changes made in code: 12 playlists found" in editor.status_text
+    made = client.playlists.create("collection", "made in code")
+    assert editor.outdated and editor.refresh_if_outdated()
+    assert made.short_id in editor.frame["short_id"].tolist()
+
+
+def test_the_panels_own_writes_and_other_paths_do_not_mark_it_outdated(
+    empty_sandbox: Any, client: Client, seeded: dict[str, Any]
+) -> None:
+    editor = PlaylistEditor(client, page_size=20)
+    assert editor.archive(seeded["beta 5"].short_id)  # the panel updated its list itself
+    assert editor.outdated is False
+    client.capture("user-1", "clicked")  # a write elsewhere
+    assert editor.outdated is False
+    assert len(client.core.write_listeners) == 1
+    editor.close()  # a closed panel stops listening
+    assert client.core.write_listeners == []
+    client.playlists.create("collection", "after the panel is closed")
+    assert editor.outdated is False
+
+
+def test_the_post_run_cell_hook_reloads_in_ipython(
+    empty_sandbox: Any, client: Client, seeded: dict[str, Any]
+) -> None:
+    """In a real IPython shell the end of a cell reloads an outdated list."""
+    from IPython.core.interactiveshell import InteractiveShell
+
+    shell = InteractiveShell.instance()
+    try:
+        shell.user_ns.update(client=client, PlaylistEditor=PlaylistEditor, gone=seeded["alpha 2"].short_id)
+        shell.run_cell("editor = PlaylistEditor(client, page_size=20)")
+        editor = shell.user_ns["editor"]
+        assert seeded["alpha 2"].short_id in editor.frame["short_id"].tolist()
+        shell.run_cell("client.playlists.archive(gone)")
+        assert editor.outdated is False  # reloaded at the end of that cell
+        assert seeded["alpha 2"].short_id not in editor.frame["short_id"].tolist()
+        assert "Reloaded after changes made in code" in editor.status_text
+    finally:
+        InteractiveShell.clear_instance()

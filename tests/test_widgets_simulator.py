@@ -110,20 +110,20 @@ def test_grid_text_parses_lines_and_reports_bad_ones() -> None:
 
 def test_definitions_only_means_local_engine_only() -> None:
     sim = FlagSimulator(DEFINITIONS)
-    assert sim.engine == "local" and sim.run_bar.engine.disabled
-    assert "remote and both need a client" in sim.run_bar.note.value
+    assert sim.engine == "local" and sim._run_bar.engine.disabled
+    assert "remote and both need a client" in sim._run_bar.note.value
     assert sim.flag_keys == ["off", "half", "exp"]  # deleted flags are not offered
-    assert sim.flag_picker.select.options[0] == ("off (inactive)", "off")
+    assert sim._flag_picker.select.options[0] == ("off (inactive)", "off")
     with pytest.raises(FormError, match="needs a client"):
         sim.engine = "both"
 
 
 def test_local_run_from_typed_rows_fills_result_table_and_bars() -> None:
     sim = FlagSimulator(DEFINITIONS)
-    sim.sets_view.text.value = "distinct_id,country\n" + "\n".join(
+    sim._sets_view.text.value = "distinct_id,country\n" + "\n".join(
         f"u{i},{'US' if i % 2 else 'DE'}" for i in range(40)
     )
-    sim.run_bar.run.click()
+    sim._run_bar.run.click()
     assert sim.last_error is None, sim.status_text
     result = sim.result
     assert isinstance(result, pd.DataFrame) and len(result) == 40
@@ -131,25 +131,25 @@ def test_local_run_from_typed_rows_fills_result_table_and_bars() -> None:
     assert (result["off"] == False).all()  # noqa: E712  (an inactive flag is off for everyone)
     de_rows = result[sim.property_sets["country"] == "DE"]
     assert (de_rows["exp"] == False).all()  # noqa: E712  (the flag's value is False outside the condition)
-    assert "u0" in sim.results_view.table.value and "anb-results" in sim.results_view.table.value
-    shares = _shares(sim.results_view.bars.value)
+    assert "u0" in sim._results_view.table.value and "anb-results" in sim._results_view.table.value
+    shares = _shares(sim._results_view.bars.value)
     assert shares.keys() == {"off", "half", "exp"}
     assert all(abs(total - 1.0) < 1e-3 for total in shares.values())
     assert (
-        sim.run_bar.progress.value == sim.run_bar.progress.max == 40
-        and sim.run_bar.progress.bar_style == "success"
+        sim._run_bar.progress.value == sim._run_bar.progress.max == 40
+        and sim._run_bar.progress.bar_style == "success"
     )
     assert "Done: 40 property sets" in sim.status_text
 
 
 def test_grid_builder_fills_the_property_sets() -> None:
     sim = FlagSimulator(DEFINITIONS)
-    sim.sets_view.grid.value = "country: US, DE\nplan: free, pro"
-    sim.sets_view.ids_per_cell.value = 5
-    sim.sets_view.build.click()
+    sim._sets_view.grid.value = "country: US, DE\nplan: free, pro"
+    sim._sets_view.ids_per_cell.value = 5
+    sim._sets_view.build.click()
     assert sim.property_sets is not None and len(sim.property_sets) == 20
-    assert sim.sets_view.text.value.splitlines()[0] == "distinct_id,country,plan"
-    assert "20 property sets loaded" in sim.sets_view.info.value
+    assert sim._sets_view.text.value.splitlines()[0] == "distinct_id,country,plan"
+    assert "20 property sets loaded" in sim._sets_view.info.value
     sim.run()
     assert len(sim.result) == 20
 
@@ -159,7 +159,7 @@ def test_load_keeps_the_frame_until_the_text_is_edited() -> None:
     frame = pd.DataFrame({"distinct_id": ["a", "b"], "country": ["US", "US"], "age": [30, 40]})
     sim.load(frame)
     assert sim.current_property_sets() is sim.property_sets
-    sim.sets_view.text.value = sim.sets_view.text.value + "c,DE,50\n"
+    sim._sets_view.text.value = sim._sets_view.text.value + "c,DE,50\n"
     edited = sim.current_property_sets()
     assert edited["distinct_id"].tolist() == ["a", "b", "c"] and edited["age"].tolist() == [30, 40, 50]
     with pytest.raises(FormError, match="distinct_id"):
@@ -169,11 +169,11 @@ def test_load_keeps_the_frame_until_the_text_is_edited() -> None:
 def test_bad_rows_show_an_inline_error_and_nothing_runs() -> None:
     sim = FlagSimulator(DEFINITIONS)
     typed = "distinct_id,country\nu1,US\nu2,DE,oops"
-    sim.sets_view.text.value = typed
-    sim.run_bar.run.click()
+    sim._sets_view.text.value = typed
+    sim._run_bar.run.click()
     assert sim.result is None
-    assert "line 3 has 3 cells" in sim.status_text and "anb-error" in sim.status.line.value
-    assert sim.sets_view.text.value == typed
+    assert "line 3 has 3 cells" in sim.status_text and "anb-error" in sim._status.line.value
+    assert sim._sets_view.text.value == typed
 
 
 def test_whatif_rollout_and_weights_show_the_moves() -> None:
@@ -186,14 +186,14 @@ def test_whatif_rollout_and_weights_show_the_moves() -> None:
             }
         ),
     )
-    sim.flag_picker.select.value = ("half", "exp")
-    assert set(sim.whatif_view.rollout) == {"half", "exp"} and set(sim.whatif_view.weights["exp"]) == {
+    sim._flag_picker.select.value = ("half", "exp")
+    assert set(sim._whatif_view.rollout) == {"half", "exp"} and set(sim._whatif_view.weights["exp"]) == {
         "control",
         "test",
     }
     sim.run()
     base_off = int((sim.result["half"] == False).sum())  # noqa: E712
-    assert sim.moves is None and sim.results_view.moves.value == ""
+    assert sim.moves is None and sim._results_view.moves.value == ""
 
     sim.set_rollout("half", 100)
     sim.set_weights("exp", {"control": 0, "test": 100})
@@ -201,18 +201,18 @@ def test_whatif_rollout_and_weights_show_the_moves() -> None:
         "half": {"rollout": {0: 100.0}},
         "exp": {"weights": {"control": 0, "test": 100}},
     }
-    sim.run_bar.run.click()
+    sim._run_bar.run.click()
     assert sim.last_error is None, sim.status_text
     assert (sim.result["half"] == True).all() and (sim.result["exp"] == "test").all()  # noqa: E712
     moves = sim.moves.set_index(["flag", "from", "to"])["count"]
     assert moves[("half", False, True)] == base_off
     assert moves[("exp", "control", "test")] > 0
     assert (
-        "What-if moves" in sim.results_view.moves.value
-        and "half: condition 1 at 100%" in sim.results_view.moves.value
+        "What-if moves" in sim._results_view.moves.value
+        and "half: condition 1 at 100%" in sim._results_view.moves.value
     )
     # the current definitions are untouched: resetting gives the original outcome again
-    sim.whatif_view.reset_button.click()
+    sim._whatif_view.reset_button.click()
     assert sim.whatif_edits() == {}
     sim.run()
     assert int((sim.result["half"] == False).sum()) == base_off  # noqa: E712
@@ -221,8 +221,8 @@ def test_whatif_rollout_and_weights_show_the_moves() -> None:
 def test_weights_that_do_not_add_up_are_refused_before_running() -> None:
     sim = FlagSimulator(DEFINITIONS, property_sets=pd.DataFrame({"distinct_id": ["a"], "country": ["US"]}))
     sim.pick("exp")
-    sim.whatif_view.weights["exp"]["test"].value = 70
-    sim.run_bar.run.click()
+    sim._whatif_view.weights["exp"]["test"].value = 70
+    sim._run_bar.run.click()
     assert sim.result is None
     assert "add up to 120, not 100" in sim.status_text
 
@@ -231,20 +231,101 @@ def test_export_writes_a_server_file_only_when_a_path_is_given(tmp_path: Path) -
     sim = FlagSimulator(
         DEFINITIONS, property_sets=pd.DataFrame({"distinct_id": ["a", "b"], "country": ["US", "DE"]})
     )
-    sim.export_view.export.click()
+    sim._export_view.export.click()
     assert "Run a simulation first" in sim.status_text
     sim.run()
-    sim.export_view.server_path.value = str(tmp_path / "out.csv")
-    sim.export_view.export.click()
+    sim._export_view.server_path.value = str(tmp_path / "out.csv")
+    sim._export_view.export.click()
     assert sim.exported == (tmp_path / "out.csv").resolve() and sim.exported.exists()
-    assert str(sim.exported) in sim.export_view.label.value
+    assert str(sim.exported) in sim._export_view.label.value
     from analytics_nb.frames import read_csv
 
     back = read_csv(sim.exported)
     assert back["distinct_id"].tolist() == ["a", "b"]
-    sim.export_view.server_path.value = str(tmp_path / "out.txt")
+    sim._export_view.server_path.value = str(tmp_path / "out.txt")
     assert sim.export_csv() is False and ".csv" in sim.status_text
     assert not (tmp_path / "out.txt").exists()
+
+
+def test_the_export_carries_the_input_columns_unless_unticked(tmp_path: Path) -> None:
+    """Issue 29 #3: the panel's table showed country/plan but its CSV held only the flags."""
+    from analytics_nb.frames import read_csv
+
+    sets = pd.DataFrame({"distinct_id": ["a", "b"], "country": ["US", "DE"], "plan": ["pro", "free"]})
+    sim = FlagSimulator(DEFINITIONS, property_sets=sets)
+    sim.run()
+    assert list(sim.result.columns[:3]) == ["distinct_id", "country", "plan"]
+    assert sim.export_inputs is True and sim._export_view.inputs.value is True
+    assert sim.export_csv(tmp_path / "with.csv")
+    back = read_csv(tmp_path / "with.csv")
+    assert back[["country", "plan"]].to_dict("list") == {"country": ["US", "DE"], "plan": ["pro", "free"]}
+    assert "exp" in back.columns and back.equals(read_csv(sim._export_view.csv_text))
+    sim._export_view.inputs.value = False  # the "with inputs" box
+    assert sim.export_csv(tmp_path / "bare.csv")
+    bare = read_csv(tmp_path / "bare.csv")
+    assert "country" not in bare.columns and "plan" not in bare.columns and "exp" in bare.columns
+    assert sim.export_csv(tmp_path / "again.csv", inputs=True) and "country" in read_csv(
+        tmp_path / "again.csv"
+    )
+
+
+def test_a_frame_past_max_sets_is_refused_with_the_fix_or_sampled() -> None:
+    """Issue 29 #6: a 1M-row frame became a 20 MB text box. Past ``max_sets`` the panel refuses (naming
+    ``sample=`` and ``simulate``), ``sample=n`` takes a random sample, and the text box shows at most
+    ``TEXT_ROWS`` rows, read-only, while the run uses the whole frame."""
+    from analytics_nb.widgets.simulator import MAX_PROPERTY_SETS, TEXT_ROWS
+
+    assert (MAX_PROPERTY_SETS, TEXT_ROWS) == (100_000, 1_000)  # documented in the README
+    big = pd.DataFrame({"distinct_id": [f"u{i}" for i in range(5_000)], "country": ["US", "DE"] * 2_500})
+    sim = FlagSimulator(DEFINITIONS, max_sets=4_000)
+    with pytest.raises(
+        FormError, match=r"5,000 property sets, more than this panel takes \(max_sets=4,000\)"
+    ):
+        sim.load(big)
+    assert sim.property_sets is None
+    with pytest.raises(FormError, match="sample=4,000"):
+        FlagSimulator(DEFINITIONS, property_sets=big, max_sets=4_000)
+    sim.load(big, sample=3_000)
+    assert len(sim.property_sets) == 3_000 and sim.property_sets.index.is_monotonic_increasing
+    assert "Sampled 3,000 of 5,000 property sets" in sim.status_text
+    text = sim._sets_view.text
+    assert text.disabled and len(text.value) < 40_000
+    assert text.value.count("\n") == TEXT_ROWS + 2  # header, TEXT_ROWS rows, the note
+    assert "2,000 more rows" in text.value and "read-only" in sim._sets_view.info.value
+    sim.run()
+    assert sim.result is not None and len(sim.result) == 3_000  # every loaded row, not the text's
+    with pytest.raises(FormError, match="from 1 to max_sets=4,000"):
+        sim.load(big, sample=0)
+    small = big.iloc[:3]
+    sim.load(small)
+    assert not text.disabled and "u2" in text.value and "#" not in text.value
+
+
+def test_the_flag_picker_searches_and_keeps_hidden_picks() -> None:
+    """Issue 29 #7: the picker showed 6 of 16 flags with no search."""
+    many = [
+        {"key": f"flag-{i:02d}", "name": f"Flag number {i}", "active": True, "filters": {"groups": []}}
+        for i in range(16)
+    ]
+    many.append({"key": "checkout-v2", "name": "New checkout", "active": True, "filters": {"groups": []}})
+    sim = FlagSimulator(many)
+    picker = sim._flag_picker
+    assert len(picker.keys) == 17 and "17 flags" in picker.count.value
+    assert picker.filter("CHECK") == ["checkout-v2"]  # case-insensitive, keys
+    assert "1 of 17 flags shown" in picker.count.value
+    picker.select.value = ("checkout-v2",)  # a click in the filtered list
+    assert sim.flags == ["checkout-v2"]
+    assert picker.filter("number 1") == ["flag-01", *[f"flag-{i}" for i in range(10, 16)]]  # names too
+    picker.select.value = ("flag-12",)
+    assert sim.flags == [k for k in picker.keys if k in {"flag-12", "checkout-v2"}]  # offered order
+    assert "2 picked (1 hidden by the search)" in picker.count.value
+    picker.filter("")
+    assert set(picker.select.value) == {"flag-12", "checkout-v2"}
+    sim.pick("flag-03")
+    assert sim.flags == ["flag-03"] and picker.select.value == ("flag-03",)
+    sim.load(pd.DataFrame({"distinct_id": ["a"]}))
+    sim.run()
+    assert sim.simulation is not None and sim.simulation.flags == ["flag-03"]
 
 
 # ---- with a client: remote and both ---------------------------------------------------------------------
@@ -266,8 +347,8 @@ def client(sandbox: Any) -> Iterator[Client]:
 
 def _grid_sim(client: Client) -> FlagSimulator:
     sim = FlagSimulator(client)
-    sim.sets_view.grid.value = "country: US, DE\nplan: free, pro"
-    sim.sets_view.ids_per_cell.value = 3
+    sim._sets_view.grid.value = "country: US, DE\nplan: free, pro"
+    sim._sets_view.ids_per_cell.value = 3
     assert sim.build_grid()
     sim.pick("new-checkout", "gradual-rollout")
     return sim
@@ -276,28 +357,28 @@ def _grid_sim(client: Client) -> FlagSimulator:
 def test_client_loads_definitions_and_runs_remote_decide(sandbox: Any, client: Client) -> None:
     sim = _grid_sim(client)
     assert sim.definitions is not None and "new-checkout" in sim.flag_keys
-    assert not sim.run_bar.engine.disabled and sim.engine == "remote"
+    assert not sim._run_bar.engine.disabled and sim.engine == "remote"
     sandbox.clear_requests()
-    sim.run_bar.run.click()
+    sim._run_bar.run.click()
     assert sim.last_error is None, sim.status_text
     decide = sandbox.requests()
     decide = decide[decide["path"].str.contains("decide|flags", regex=True) & (decide["method"] == "POST")]
     assert len(decide) == 12 and (decide["status"] == 200).all()
     assert len(sim.result) == 12 and {"new-checkout", "gradual-rollout"} <= set(sim.result.columns)
-    assert sim.agreement is None and sim.results_view.agreement.value == ""
-    assert not sim.whatif_view.visible  # what-if is for the local engine
+    assert sim.agreement is None and sim._results_view.agreement.value == ""
+    assert not sim._whatif_view.visible  # what-if is for the local engine
 
 
 def test_remote_run_feeds_the_progress_bar_chunk_by_chunk(sandbox: Any, client: Client) -> None:
     sim = _grid_sim(client)
     sim.chunk_size = 5
     seen: list[int] = []
-    sim.run_bar.progress.observe(lambda c: seen.append(c["new"]), names="value")
+    sim._run_bar.progress.observe(lambda c: seen.append(c["new"]), names="value")
     whole = FlagSimulator(client, property_sets=sim.property_sets)
     whole.pick("new-checkout", "gradual-rollout")
     expected = whole.run()
     result = sim.run()
-    assert seen == [5, 10, 12] and sim.run_bar.progress.max == 12
+    assert seen == [5, 10, 12] and sim._run_bar.progress.max == 12
     assert result is not None and list(result.index) == list(sim.property_sets.index)
     pd.testing.assert_frame_equal(result, expected)
     assert len(sim.simulation.inputs) == 12 and len(sim.summary()) > 0
@@ -305,13 +386,13 @@ def test_remote_run_feeds_the_progress_bar_chunk_by_chunk(sandbox: Any, client: 
 
 def test_both_mode_shows_the_agreement_table(sandbox: Any, client: Client) -> None:
     sim = _grid_sim(client)
-    sim.run_bar.engine.value = "both"
+    sim._run_bar.engine.value = "both"
     sim.run()
     assert sim.last_error is None, sim.status_text
     agreement = sim.agreement
     assert isinstance(agreement, pd.DataFrame) and len(agreement) == 2
-    assert "Agreement local vs remote" in sim.results_view.agreement.value
-    assert "anb-agreement" in sim.results_view.agreement.value
+    assert "Agreement local vs remote" in sim._results_view.agreement.value
+    assert "anb-agreement" in sim._results_view.agreement.value
 
 
 def test_network_fault_on_decide_is_reported_not_raised(sandbox: Any, client: Client) -> None:
@@ -319,11 +400,11 @@ def test_network_fault_on_decide_is_reported_not_raised(sandbox: Any, client: Cl
     sandbox.faults.add(path="/decide*", reset=True)
     sandbox.faults.add(path="/flags*", reset=True)
     try:
-        sim.run_bar.run.click()
+        sim._run_bar.run.click()
     finally:
         sandbox.faults.clear()
     assert sim.last_error is None  # a failed row does not fail the run: the rows say what went wrong
-    assert "Traceback" not in sim.status.line.value
+    assert "Traceback" not in sim._status.line.value
     assert "12 row(s) with errors" in sim.status_text and "failed" in sim.status_text
     assert sim.result["error"].notna().all()
 
@@ -335,7 +416,7 @@ def test_project_key_only_client_runs_remote_without_definitions(sandbox: Any) -
         assert "only the remote engine" in sim.status_text
         with pytest.raises(FormError, match="needs flag definitions"):
             sim.engine = "local"
-        sim.run_bar.engine.value = "both"  # a click: put back, with the reason inline
+        sim._run_bar.engine.value = "both"  # a click: put back, with the reason inline
         assert sim.engine == "remote" and "need flag definitions" in sim.status_text
         sim.run()
         assert sim.last_error is None, sim.status_text

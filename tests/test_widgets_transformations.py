@@ -34,14 +34,16 @@ def test_lists_transformations_and_opens_their_source(sandbox: Any, client: Clie
     frame = browser.frame
     assert len(frame) == len(browser.transformations) > 0
     first = browser.transformations[0]
-    assert str(first.name) in browser.list_view.table.value
-    browser.list_view.picker.value = first.id
+    assert str(first.name) in browser._list_view.table.value
+    browser._list_view.picker.value = first.id
     assert browser.selected.id == first.id
     assert (
-        browser.source_view.file_picker.options
-        and browser.source_view.file_picker.value == sorted(browser.sources)[0]
+        browser._source_view.file_picker.options
+        and browser._source_view.file_picker.value == sorted(browser.sources)[0]
     )
-    assert browser.source_view.editor.value == (browser.sources[browser.source_view.file_picker.value] or "")
+    assert browser._source_view.editor.value == (
+        browser.sources[browser._source_view.file_picker.value] or ""
+    )
     sources = browser.sources_frame
     assert (
         set(sources["filename"]) == set(browser.sources) and (sources["transformation_id"] == first.id).all()
@@ -52,11 +54,11 @@ def test_save_sends_only_the_edited_file(sandbox: Any, client: Client) -> None:
     browser = TransformationsBrowser(client)
     target = browser.transformations[1]
     browser.select(target.id)
-    name = browser.source_view.file_picker.value
-    browser.source_view.editor.value = browser.source_view.editor.value + "\n// edited in the panel\n"
+    name = browser._source_view.file_picker.value
+    browser._source_view.editor.value = browser._source_view.editor.value + "\n// edited in the panel\n"
     assert browser.is_dirty
     sandbox.clear_requests()
-    browser.source_view.save.click()
+    browser._source_view.save.click()
     sent = sandbox.requests()
     sent = sent[sent["method"] == "PATCH"]
     assert len(sent) == 1 and sent["path"].iloc[0].endswith(
@@ -73,10 +75,10 @@ def test_missing_write_scope_keeps_the_edit(sandbox: Any) -> None:
         browser = TransformationsBrowser(reader)
         browser.select(browser.transformations[0].id)
         assert browser.last_error is None, browser.status_text  # reading the source needs plugin:read only
-        browser.source_view.editor.value = "changed"
+        browser._source_view.editor.value = "changed"
         assert browser.save_file() is False
         assert "plugin:write" in browser.status_text
-        assert browser.source_view.editor.value == "changed" and browser.is_dirty
+        assert browser._source_view.editor.value == "changed" and browser.is_dirty
 
 
 def test_check_for_updates_reports_tags(sandbox: Any, client: Client) -> None:

@@ -120,7 +120,9 @@ def _flags(client: Client, summary: DemoSummary) -> Any:
     from analytics_nb.simulation import WhatIf, grid, with_rollout
 
     sets = grid({"country": ["US", "DE", "FR"], "plan": ["free", "pro"]}, ids_per_cell=50, seed=0)
-    result = client.simulate(sets, SIMULATED_FLAGS, engine="both", progress=False)
+    # the grid's ids are synthetic (no stored person in the project): a property without a column is
+    # indeed not set for them, as the service sees it
+    result = client.simulate(sets, SIMULATED_FLAGS, engine="both", progress=False, missing_columns="not_set")
     result.to_csv(summary.out / "simulation.csv")
     summary.files.append(summary.out / "simulation.csv")
     _write_csv(summary, result.summary(), "simulation_summary.csv")
@@ -155,7 +157,7 @@ def _attribution(client: Client, sets: pd.DataFrame, summary: DemoSummary) -> No
     from analytics_nb.capture import attribute
 
     people = sets.iloc[::10].reset_index(drop=True)  # one person in ten of the grid
-    outcomes = client.simulate(people, SIMULATED_FLAGS, engine="local")
+    outcomes = client.simulate(people, SIMULATED_FLAGS, engine="local", missing_columns="not_set")
     events = pd.DataFrame(
         {
             "event": ["checkout_started", "checkout_completed"] * len(people),

@@ -20,6 +20,8 @@ __all__ = [
     "CaptureInterrupted",
     "ConflictError",
     "IncompleteListingWarning",
+    "IncompleteRecordingsError",
+    "IncompleteRecordingsWarning",
     "MethodNotAllowedError",
     "NetworkError",
     "NotFoundError",
@@ -163,6 +165,31 @@ class IncompleteListingWarning(UserWarning):
         super().__init__(message)
         self.read = read
         self.counts = list(counts or [])
+
+
+class IncompleteRecordingsWarning(UserWarning):
+    """A playlist's recordings came back fewer than its items: ``missing`` of ``expected`` (the service's item
+    count), with the reason in the message (``client.playlists.recordings``)."""
+
+    def __init__(self, message: str, *, expected: int = 0, received: int = 0) -> None:
+        super().__init__(message)
+        self.expected = expected
+        self.received = received
+        self.missing = max(0, expected - received)
+
+
+class IncompleteRecordingsError(PostHogError):
+    """``IncompleteRecordingsWarning`` raised instead (``incomplete="raise"``); ``recordings`` holds what came
+    back."""
+
+    def __init__(
+        self, message: str, *, expected: int = 0, received: int = 0, recordings: Any = None, **kw: Any
+    ) -> None:
+        super().__init__(message, **kw)
+        self.expected = expected
+        self.received = received
+        self.missing = max(0, expected - received)
+        self.recordings = recordings
 
 
 _STATUS_CLASSES: dict[int, type[PostHogError]] = {

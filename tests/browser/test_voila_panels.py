@@ -146,3 +146,66 @@ def test_flag_simulator_runs_a_local_simulation_in_the_browser(
         page.screenshot(path=str(artifacts / "flag_simulator.png"), full_page=True)
 
     assert (artifacts / "flag_simulator.png").stat().st_size > 10_000
+
+
+def test_panels_nest_in_a_tab_reload_after_code_search_flags_and_keep_big_frames_small(
+    demo_sandbox: Any, page: Any, serve_notebook: Any, artifacts: Path, tmp_path: Path
+) -> None:
+    """Issue 24 (panels are widgets: a ``Tab`` of two panels), issue 29 #6 (a 150,000-row frame loaded as a
+    sample, the text box small and read-only), #7 (the editor reloads after an archive made in code; the
+    flag picker searches; the estimate line is stdout, not stderr) and #3 (the CSV carries the inputs)."""
+    from playwright.sync_api import expect
+
+    with Client(demo_sandbox.url, personal_api_key=demo_sandbox.personal_api_key) as client:
+        first = client.playlists.list()[0]  # the notebook archives this one in code
+        flags = [f.key for f in client.feature_flags.list() if not f.deleted]
+
+    page.set_viewport_size({"width": CELL_WIDTH, "height": 1500})
+    with serve_notebook("panels_nested.ipynb", demo_sandbox) as url:
+        page.goto(url, timeout=60_000)
+        tab = page.locator(".jupyter-widgets.widget-tab")
+        tab.wait_for(timeout=60_000)
+        editor = page.locator(".anb-playlist-editor")
+        expect(editor).to_be_visible()
+        expect(editor.locator(".anb-status")).to_contain_text("Reloaded after changes made in code")
+        expect(editor.locator(".anb-playlists")).not_to_contain_text(first.short_id)
+        assert _deleted(demo_sandbox, first.short_id) == 1
+
+        # the estimate is a stdout line (nbconvert's lab template: text/plain); stderr would be shown as an
+        # error in JupyterLab, and Voila drops it unless show_tracebacks
+        stdout = page.locator(".jp-OutputArea-output[data-mime-type='text/plain']")
+        expect(stdout.filter(has_text="decide: 30 rows at ~")).to_have_count(1)
+        expect(page.locator("[data-mime-type='application/vnd.jupyter.stderr']")).to_have_count(0)
+
+        page.get_by_role("tab", name="Flags").click()
+        sim = page.locator(".anb-flag-simulator")
+        expect(sim).to_be_visible()
+        text = sim.locator(".anb-sets-text textarea")
+        expect(text).to_be_disabled()
+        assert len(text.input_value()) < 60_000  # 1,000 rows at most, not 150,000
+        expect(sim.locator(".anb-sets-info")).to_contain_text("2,000 property sets loaded")
+
+        options = sim.locator(".anb-flags-picker select option")
+        expect(options).to_have_count(len(flags))
+        search = sim.locator(".anb-flags-search input")
+        search.fill("check")
+        wanted = [k for k in flags if "check" in k]
+        expect(options).to_have_count(len(wanted))
+        expect(sim.locator(".anb-flags-count")).to_contain_text(f"{len(wanted)} of {len(flags)} flags shown")
+        sim.locator(".anb-flags-picker select").select_option(wanted[0])
+        search.fill("")
+        expect(options).to_have_count(len(flags))
+
+        _button(page, "Run").click()
+        expect(sim.locator(".anb-status")).to_contain_text("Done: 2000 property sets, 1 flags (local)")
+        _button(page, "Export CSV").click()
+        with page.expect_download() as download_info:
+            sim.locator("a.anb-download").click()
+        saved = tmp_path / "nested.csv"
+        download_info.value.save_as(saved)
+        header = saved.read_text(encoding="utf-8").splitlines()[1]
+        cols = header.split(",")  # the sample's index labels come first (frames.to_csv keeps the index)
+        at = cols.index("distinct_id")
+        assert cols[at : at + 3] == ["distinct_id", "country", "plan"] and wanted[0] in cols
+        assert demo_sandbox.personal_api_key not in page.content()
+        page.screenshot(path=str(artifacts / "panels_nested.png"), full_page=True)

@@ -19,12 +19,15 @@ from analytics_nb.capture._events import (
     MAX_EVENT_BYTES,
     MAX_REQUEST_BYTES,
     EventError,
+    MissingTimestampWarning,
     UuidPolicy,
     build_event,
 )
 from analytics_nb.capture._flag_called import (
     FLAG_CALLED_CACHE_SIZE,
     FlagCalledCache,
+    UnknownFlagKeyError,
+    UnknownFlagKeyWarning,
     aflag_called,
     aflag_called_frame,
     flag_called,
@@ -32,6 +35,7 @@ from analytics_nb.capture._flag_called import (
     flag_called_frame,
     flag_called_properties,
 )
+from analytics_nb.capture._runs import Resume, ResumedRunWarning
 from analytics_nb.capture._values import NaivePolicy, json_value, new_uuid7
 
 __all__ = [
@@ -42,7 +46,12 @@ __all__ = [
     "MAX_REQUEST_BYTES",
     "EventError",
     "FlagCalledCache",
+    "MissingTimestampWarning",
     "NaivePolicy",
+    "Resume",
+    "ResumedRunWarning",
+    "UnknownFlagKeyError",
+    "UnknownFlagKeyWarning",
     "UuidPolicy",
     "acapture_event",
     "acapture_frame",

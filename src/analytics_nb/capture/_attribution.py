@@ -7,6 +7,7 @@ conditions may have changed in between). Events whose person has no outcome get 
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -14,7 +15,8 @@ import numpy as np
 import pandas as pd
 
 from analytics_nb.capture._values import is_missing
-from analytics_nb.models import DecideResponse, FeatureFlag
+from analytics_nb.flags import read_definitions
+from analytics_nb.models import DecideResponse
 
 __all__ = ["attribute", "feature_properties", "flag_columns", "flag_values", "outcome_frame"]
 
@@ -50,22 +52,29 @@ def _is_flag_name(name: Any) -> bool:
 
 def flag_items(flags: Any) -> list[str | dict[str, Any]] | None:
     """``flags=`` at the edge: None, or a list of keys and flag definitions in the one canonical shape, the
-    wire dict (``FeatureFlag`` models are dumped to it here, so nothing further in reads model attributes)."""
+    wire dict. Keys are text; definitions in any shape are read by the flag engine's one reader
+    (`analytics_nb.flags.read_definitions`: a local-evaluation response, a flags DataFrame, models, dicts),
+    so nothing further in reads model attributes and a shape it cannot read is an error, never keys."""
     if flags is None:
         return None
-    if isinstance(flags, str):
+    if isinstance(flags, str) and not _definitions_text(flags):
         return [flags]
+    if not isinstance(flags, (list, tuple, set, frozenset)):
+        return list(read_definitions(flags).flags)
     items: list[str | dict[str, Any]] = []
     for item in flags:
-        if isinstance(item, str):
+        if isinstance(item, str) and not _definitions_text(item):
             items.append(item)
-        elif isinstance(item, FeatureFlag):
-            items.append(item.model_dump(by_alias=True, mode="json"))
-        elif isinstance(item, Mapping) and "key" in item:
-            items.append(dict(item))
         else:
-            raise TypeError(f"flags= must hold flag keys or flag definitions, not {type(item).__name__}")
+            items.extend(read_definitions(item).flags)
     return items
+
+
+def _definitions_text(text: str) -> bool:
+    """Text that is definitions (JSON, or a path to a .json file), not a flag key: PostHog's keys are letters,
+    digits, ``-`` and ``_`` (PostHog's posthog/api/feature_flag.py, `FeatureFlagSerializer.validate_key`)."""
+    stripped = text.lstrip()
+    return stripped[:1] in ("{", "[") or text.endswith(".json")
 
 
 def _flag_keys(flags: Any) -> list[str] | None:
@@ -111,11 +120,13 @@ def flag_values(flags: Any, *, keys: Iterable[str] | None = None) -> dict[str, b
             f"{{flag_key: value}} dict, not {type(flags).__name__}"
         )
     wanted = None if keys is None else set(keys)
+    # a row of a simulation frame carries its input columns (country, plan): named in attrs, never flags
+    inputs = set(flags.attrs.get("analytics_nb.input_columns", ())) if isinstance(flags, pd.Series) else set()
     out: dict[str, bool | str] = {}
     for key, value in items:
         if wanted is not None and key not in wanted:
             continue
-        if wanted is None and not _is_flag_name(key):
+        if wanted is None and (not _is_flag_name(key) or key in inputs):
             continue
         value = _plain(value)
         if value is None:
@@ -161,13 +172,16 @@ def flag_columns(frame: pd.DataFrame, flags: Any = None) -> list[str]:
     """The flag-value columns of an outcomes frame: ``flags=`` when given (checked), else every column that is
     not ``distinct_id``, ``error``, ``group:<type>``, an input column name or a ``<key>:...`` extra."""
     keys = _flag_keys(flags)
+    # a simulation frame names the input property columns (country, plan) it carries in its attrs
+    # (simulation/_result.py, INPUT_COLUMNS_ATTR): they are never flags
+    inputs = set(frame.attrs.get("analytics_nb.input_columns", ()))
+    found = [str(c) for c in frame.columns if _is_flag_name(c) and str(c) not in inputs]
     if keys is None:
-        return [str(c) for c in frame.columns if _is_flag_name(c)]
+        return found
     missing = [k for k in keys if k not in frame.columns]
     if missing:
         raise KeyError(
-            f"the outcomes frame has no column for flag(s) {missing}; its flag columns are "
-            f"{[c for c in frame.columns if _is_flag_name(c)]}"
+            f"the outcomes frame has no column for flag(s) {missing}; its flag columns are {found}"
         )
     return keys
 
@@ -239,6 +253,25 @@ def _is_group_key_column(name: Any) -> bool:
     return text.startswith(GROUP_PREFIX) and text.count(":") == 1
 
 
+class UnknownOutcomeWarning(UserWarning):
+    """Events got no ``$feature/<key>`` because their person's outcome for the flag is unknown (NA)."""
+
+
+def _warn_unknown(unknown: Mapping[str, int]) -> None:
+    """One warning naming the flags whose unknown outcomes left events without ``$feature/<key>``."""
+    if not unknown:
+        return
+    listed = ", ".join(f"{k!r} ({n:,})" for k, n in list(unknown.items())[:10])
+    warnings.warn(
+        f"{sum(unknown.values()):,} $feature/<key> properties were left out because the outcome is unknown "
+        f"(NA, or different across the person's outcome rows), by flag: {listed}. A local simulation answers "
+        "NA when a flag reads a property the property sets have no column for (its MissingPropertyWarning "
+        "names them): add the column or simulate with engine='remote'.",
+        UnknownOutcomeWarning,
+        stacklevel=3,
+    )
+
+
 def attribute(events: pd.DataFrame, outcomes: Any, *, flags: Any = None) -> pd.DataFrame:
     """Add ``$feature/<key>`` and ``$active_feature_flags`` to each event from its person's flag outcomes.
 
@@ -257,36 +290,27 @@ def attribute(events: pd.DataFrame, outcomes: Any, *, flags: Any = None) -> pd.D
         raise TypeError(f"events must be a pandas DataFrame of events, not {type(events).__name__}")
     if "distinct_id" not in events.columns:
         raise ValueError("the events frame needs a 'distinct_id' column to match events to flag outcomes")
-    n = len(events)
     event_dids = [_key_text(v) for v in events["distinct_id"].to_numpy(dtype=object).tolist()]
-    wanted = _flag_keys(flags)
+    per_event = _per_event(events, outcomes, event_dids, flags)
+    existing = _Existing(events, per_event)
+    unknown: dict[str, int] = {}
+    new_props = [_event_properties(row, i, existing, unknown) for i, row in enumerate(per_event)]
+    _warn_unknown(unknown)
+    if existing.has_dicts:
+        return _with_dicts(events, existing, new_props)
+    return _with_columns(events, existing, new_props)
 
-    per_event: list[dict[str, Any] | None]
+
+def _per_event(
+    events: pd.DataFrame, outcomes: Any, event_dids: list[str | None], flags: Any
+) -> list[dict[str, Any] | None]:
+    """Each event's flag outcomes (None: no outcome), from a simulation frame, a ``{distinct_id: decide}``
+    dict or one decide result."""
+    wanted = _flag_keys(flags)
     frame = outcome_frame(outcomes)
     if frame is not None:
-        if "distinct_id" not in frame.columns:
-            raise ValueError("the outcomes frame needs a 'distinct_id' column (simulation frames have one)")
-        keys = flag_columns(frame, flags)
-        group_flags = _group_flags(flags)
-        types, exact, per_person = _lookup(frame, keys)
-        groups = _event_groups(events, types)
-        per_event = []
-        for i, did in enumerate(event_dids):
-            if did is None:
-                per_event.append(None)
-                continue
-            if not types:
-                per_event.append(per_person.get(did))
-                continue
-            keys_here = tuple(groups[t][i] for t in types)
-            row = exact.get((did, *keys_here))
-            if row is None and all(k is None for k in keys_here):
-                row = per_person.get(did)  # no group context on the event: what the person's rows agree on
-            elif row is None and group_flags is not None and did in per_person:
-                # another group than the outcomes: person flags still apply, group flags do not
-                row = {k: v for k, v in per_person[did].items() if k not in group_flags}
-            per_event.append(row)
-    elif (
+        return _per_event_from_frame(events, frame, event_dids, flags)
+    if (
         isinstance(outcomes, Mapping)
         and outcomes
         and "featureFlags" not in outcomes
@@ -294,92 +318,140 @@ def attribute(events: pd.DataFrame, outcomes: Any, *, flags: Any = None) -> pd.D
         and all(isinstance(v, DecideResponse | Mapping) for v in outcomes.values())
     ):
         by_person = {str(k): flag_values(v, keys=wanted) for k, v in outcomes.items()}
-        per_event = [by_person.get(did) if did is not None else None for did in event_dids]
-    else:
-        values = flag_values(outcomes, keys=wanted)
-        distinct = {d for d in event_dids if d is not None}
-        if len(distinct) > 1:
-            raise ValueError(
-                f"a single decide result describes one person, but the events belong to {len(distinct)} "
-                "distinct ids; pass {distinct_id: client.decide(distinct_id)} or a simulation frame instead"
-            )
-        per_event = [values if did is not None else None for did in event_dids]
+        return [by_person.get(did) if did is not None else None for did in event_dids]
+    values = flag_values(outcomes, keys=wanted)
+    distinct = {d for d in event_dids if d is not None}
+    if len(distinct) > 1:
+        raise ValueError(
+            f"a single decide result describes one person, but the events belong to {len(distinct)} "
+            "distinct ids; pass {distinct_id: client.decide(distinct_id)} or a simulation frame instead"
+        )
+    return [values if did is not None else None for did in event_dids]
 
-    has_dicts = "properties" in events.columns
-    existing_dicts: list[Any] = (
-        events["properties"].to_numpy(dtype=object).tolist() if has_dicts else [None] * n
-    )
 
-    ordered: dict[str, None] = {}
-    seen_rows: set[int] = set()
-    for row in per_event:
-        if row and id(row) not in seen_rows:  # outcome rows are shared by many events: visit each once
-            seen_rows.add(id(row))
-            ordered.update(dict.fromkeys(row))
-    all_keys = list(ordered)
+def _per_event_from_frame(
+    events: pd.DataFrame, frame: pd.DataFrame, event_dids: list[str | None], flags: Any
+) -> list[dict[str, Any] | None]:
+    """Each event's outcome row of a simulation frame: by distinct_id and, where the outcomes carry group
+    keys, by the event's own group keys (see ``attribute``)."""
+    if "distinct_id" not in frame.columns:
+        raise ValueError("the outcomes frame needs a 'distinct_id' column (simulation frames have one)")
+    keys = flag_columns(frame, flags)
+    group_flags = _group_flags(flags)
+    types, exact, per_person = _lookup(frame, keys)
+    groups = _event_groups(events, types)
+    per_event: list[dict[str, Any] | None] = []
+    for i, did in enumerate(event_dids):
+        if did is None:
+            per_event.append(None)
+            continue
+        if not types:
+            per_event.append(per_person.get(did))
+            continue
+        keys_here = tuple(groups[t][i] for t in types)
+        row = exact.get((did, *keys_here))
+        if row is None and all(k is None for k in keys_here):
+            row = per_person.get(did)  # no group context on the event: what the person's rows agree on
+        elif row is None and group_flags is not None and did in per_person:
+            # another group than the outcomes: person flags still apply, group flags do not
+            row = {k: v for k, v in per_person[did].items() if k not in group_flags}
+        per_event.append(row)
+    return per_event
 
-    # Existing attribution columns, read once (no per-row pandas indexing).
-    col_cache: dict[str, list[Any]] = {}
-    for name in [f"{FEATURE_PREFIX}{k}" for k in all_keys] + [ACTIVE]:
-        if name in events.columns:
-            col_cache[name] = events[name].to_numpy(dtype=object).tolist()
 
-    def has(i: int, name: str) -> Any:
-        d = existing_dicts[i]
+class _Existing:
+    """What the events already carry: their ``properties`` dicts and attribution columns, read once (no
+    per-row pandas indexing); ``all_keys`` are the flag keys of the outcomes, in first-seen order."""
+
+    def __init__(self, events: pd.DataFrame, per_event: list[dict[str, Any] | None]) -> None:
+        self.has_dicts = "properties" in events.columns
+        self.dicts: list[Any] = (
+            events["properties"].to_numpy(dtype=object).tolist() if self.has_dicts else [None] * len(events)
+        )
+        ordered: dict[str, None] = {}
+        seen_rows: set[int] = set()
+        for row in per_event:
+            if row and id(row) not in seen_rows:  # outcome rows are shared by many events: visit each once
+                seen_rows.add(id(row))
+                ordered.update(dict.fromkeys(row))
+        self.all_keys = list(ordered)
+        self.columns: dict[str, list[Any]] = {}
+        for name in [f"{FEATURE_PREFIX}{k}" for k in self.all_keys] + [ACTIVE]:
+            if name in events.columns:
+                self.columns[name] = events[name].to_numpy(dtype=object).tolist()
+
+    def get(self, i: int, name: str) -> Any:
+        """Event ``i``'s own value of property ``name`` (its dict first, then its column), or None."""
+        d = self.dicts[i]
         if isinstance(d, Mapping) and name in d and d[name] is not None:
             return d[name]
-        col = col_cache.get(name)
+        col = self.columns.get(name)
         if col is not None:
             v = col[i]
             if isinstance(v, list | tuple | np.ndarray) or not is_missing(v):
                 return v
         return None
 
-    new_props: list[dict[str, Any]] = []
-    for i, row in enumerate(per_event):
-        props: dict[str, Any] = {}
-        if row:
-            added_active: list[str] = []
-            for k, v in row.items():
-                if v is None:
-                    continue
-                name = f"{FEATURE_PREFIX}{k}"
-                if has(i, name) is not None:
-                    continue  # the event's own value is what the person saw: keep it
-                props[name] = v
-                if v is not False:
-                    added_active.append(k)
-            old_active = has(i, ACTIVE)
-            if old_active is not None:
-                merged = [str(x) for x in list(old_active)]
-                extra = [k for k in added_active if k not in merged]
-                if extra:
-                    props[ACTIVE] = merged + extra
-            elif props:
-                final = {k: props.get(f"{FEATURE_PREFIX}{k}", has(i, f"{FEATURE_PREFIX}{k}")) for k in row}
-                enabled = [k for k, v in final.items() if v is not None and v is not False]
-                if enabled:
-                    props[ACTIVE] = enabled
-        new_props.append(props)
 
+def _event_properties(
+    row: dict[str, Any] | None, i: int, existing: _Existing, unknown: dict[str, int]
+) -> dict[str, Any]:
+    """The properties to add to event ``i``: its outcomes it does not already have, and the extended
+    ``$active_feature_flags``; an unknown (NA) outcome the event does not carry itself is counted in
+    ``unknown`` (by flag) and added as nothing."""
+    props: dict[str, Any] = {}
+    if not row:
+        return props
+    added_active: list[str] = []
+    for k, v in row.items():
+        if v is None:
+            if existing.get(i, f"{FEATURE_PREFIX}{k}") is None:
+                unknown[k] = unknown.get(k, 0) + 1
+            continue
+        name = f"{FEATURE_PREFIX}{k}"
+        if existing.get(i, name) is not None:
+            continue  # the event's own value is what the person saw: keep it
+        props[name] = v
+        if v is not False:
+            added_active.append(k)
+    old_active = existing.get(i, ACTIVE)
+    if old_active is not None:
+        merged = [str(x) for x in list(old_active)]
+        extra = [k for k in added_active if k not in merged]
+        if extra:
+            props[ACTIVE] = merged + extra
+    elif props:
+        final = {k: props.get(f"{FEATURE_PREFIX}{k}", existing.get(i, f"{FEATURE_PREFIX}{k}")) for k in row}
+        enabled = [k for k, v in final.items() if v is not None and v is not False]
+        if enabled:
+            props[ACTIVE] = enabled
+    return props
+
+
+def _with_dicts(events: pd.DataFrame, existing: _Existing, new_props: list[dict[str, Any]]) -> pd.DataFrame:
+    """A copy of ``events`` whose ``properties`` dicts get the new properties (in new dicts)."""
     out = events.copy()
-    if has_dicts:
-        merged_dicts: list[Any] = []
-        for old, props in zip(existing_dicts, new_props, strict=True):
-            if not props:
-                merged_dicts.append(old)
-                continue
-            base = dict(old) if isinstance(old, Mapping) else {}
-            for k, v in props.items():
-                base[k] = v
-            merged_dicts.append(base)
-        out["properties"] = pd.Series(merged_dicts, index=events.index, dtype=object)
-        return out
-    names = [f"{FEATURE_PREFIX}{k}" for k in all_keys] + [ACTIVE]
+    merged_dicts: list[Any] = []
+    for old, props in zip(existing.dicts, new_props, strict=True):
+        if not props:
+            merged_dicts.append(old)
+            continue
+        base = dict(old) if isinstance(old, Mapping) else {}
+        for k, v in props.items():
+            base[k] = v
+        merged_dicts.append(base)
+    out["properties"] = pd.Series(merged_dicts, index=events.index, dtype=object)
+    return out
+
+
+def _with_columns(events: pd.DataFrame, existing: _Existing, new_props: list[dict[str, Any]]) -> pd.DataFrame:
+    """A copy of ``events`` with ``$feature/<key>`` and ``$active_feature_flags`` columns."""
+    out = events.copy()
+    names = [f"{FEATURE_PREFIX}{k}" for k in existing.all_keys] + [ACTIVE]
     for name in names:
         fresh = [p.get(name) for p in new_props]
-        if name in col_cache:
-            old = col_cache[name]
+        if name in existing.columns:
+            old = existing.columns[name]
             column = [f if f is not None else old[j] for j, f in enumerate(fresh)]
         else:
             column = fresh

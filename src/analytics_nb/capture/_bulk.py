@@ -1,8 +1,9 @@
 """Bulk capture: a DataFrame of events through ``/batch/``, batched, gzipped, concurrent, retried, reported.
 
 Every event carries a uuid before anything is sent, and the service keeps one event per uuid. By default the
-uuid is derived from the row (its index label and content), so a batch re-sent after a timeout, and a whole
-frame sent again after an interrupted or repeated cell, never doubles anything. Each row of the input gets
+uuid is derived from the call's run key and the row (its index label and content; ``capture._runs``), so a
+batch re-sent after a timeout, and a frame sent again to resume an interrupted call, never doubles anything,
+while two separate calls never merge two events. Each row of the input gets
 exactly one row in the report: ``sent``, ``refused`` (by local checks or by the service, with the reason),
 ``failed`` (the batch kept failing after the retries, or was cut off in flight) or ``not_attempted`` (the
 call was interrupted first). Ctrl-C (or cancelling the task) lets batches in flight finish (up to
@@ -14,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
+import warnings
 from collections.abc import Mapping
 from typing import Any
 
@@ -29,8 +31,12 @@ from analytics_nb.capture._events import (
     PreparedFrame,
     UuidPolicy,
     build_event,
+    message_bytes,
+    missing_timestamp_warning,
     prepare_frame,
+    too_big_reason,
 )
+from analytics_nb.capture._runs import Resume, choose_run, remember_run
 from analytics_nb.capture._send import (
     core_of,
     is_retryable,
@@ -40,7 +46,7 @@ from analytics_nb.capture._send import (
     run_blocking,
 )
 from analytics_nb.capture._values import NAIVE_POLICIES, NaivePolicy, is_missing
-from analytics_nb.client import AnyApiClient, ApiClient, progress_enabled
+from analytics_nb.client import AnyApiClient, ApiClient, progress_enabled, run_interruptible
 from analytics_nb.errors import (
     AuthenticationError,
     CaptureInterrupted,
@@ -106,6 +112,7 @@ class _Run:
         self.fatal: PostHogError | None = None
         self.interrupted = False
         self.sync_caller = False  # a sync Client's caller builds the report after an interrupt
+        self.resumed = False  # the call resumed an earlier run (the same uuids)
         self.started = threading.Event()
         self.settled = threading.Event()
         for pos, why in prepared.refused.items():
@@ -185,13 +192,6 @@ async def _deliver(
             return
         run.mark(positions, "sent", None, batch_no)
         return
-
-
-def _too_big(n_bytes: int) -> str:
-    return (
-        f"the event is {n_bytes:,} bytes of JSON, over the service's {MAX_EVENT_BYTES:,}-byte limit per "
-        "event; move large values out of its properties"
-    )
 
 
 def _unicode_problem(text: str) -> str | None:
@@ -312,11 +312,12 @@ async def _send_batches(
             chunk = todo[start : start + batch_size]
             text = prepared.encode_many(chunk)
             size = len(text)
-            # the service measures an event as `json` spells it: at most 1.25x orjson's bytes (`1e-05` for
-            # `1e-5`), so a quarter is added before comparing with the per-event limit
+            # the whole batch's queue-message size bounds each event's; `json` spells floats at most 1.25x
+            # orjson's bytes (`1e-05` for `1e-5`), so a quarter is added before comparing with the limit
+            bound = message_bytes(text)
             if (
                 size <= max_batch_bytes
-                and size + size // 4 <= MAX_EVENT_BYTES
+                and bound + bound // 4 <= MAX_EVENT_BYTES
                 and b"\\ud" not in text
                 and b"\\uD" not in text
             ):
@@ -324,13 +325,16 @@ async def _send_batches(
                 await flush(chunk, text)
                 continue
             # Large events or escaped surrogates: encode one by one, refuse what the service would refuse
-            # (over 2 MB, invalid Unicode), pack the rest by bytes.
+            # (over the per-event limit, invalid Unicode), pack the rest by bytes.
             positions: list[int] = []
             size = 2
             for pos in chunk:
                 one_text = prepared.encode(pos)
                 n_bytes = len(one_text)
-                problem = _too_big(n_bytes) if n_bytes > MAX_EVENT_BYTES else _unicode_problem(one_text)
+                n_message = message_bytes(one_text)
+                problem = (
+                    too_big_reason(n_message) if n_message > MAX_EVENT_BYTES else _unicode_problem(one_text)
+                )
                 if problem is not None:
                     run.status[pos] = "refused"
                     run.reason[pos] = problem
@@ -397,12 +401,25 @@ def _report(df: pd.DataFrame, run: _Run, historical: bool) -> pd.DataFrame:
     report.attrs["historical_migration"] = historical
     report.attrs["counts"] = {k: int(v) for k, v in report["status"].value_counts().items()}
     report.attrs["interrupted"] = run.interrupted
+    report.attrs["run_key"] = prepared.run_key
+    report.attrs["resumed"] = run.resumed
     return report
 
 
-def _remember(client: AnyApiClient, report: pd.DataFrame) -> None:
-    """Keep the last report on the client (``client.last_capture_report``), interrupted or not."""
+def _remember(client: AnyApiClient, report: pd.DataFrame, run: _Run) -> None:
+    """Keep the last report on the client (``client.last_capture_report``), interrupted or not, and the
+    run's rows for a later ``resume`` (``_runs.remember_run``)."""
     client.last_capture_report = report
+    remember_run(client, run.prepared, run.status)
+
+
+def _how_to_finish(run_key: str | None) -> str:
+    if run_key is None:
+        return "send only the rest: df[report['status'] != 'sent'] (the rows' own or random uuids)."
+    return (
+        "same capture_frame(df) again with this client (it resumes this run: the same uuids, nothing "
+        f"doubled), or from any session with capture_frame(df, resume={run_key!r})."
+    )
 
 
 def _interrupted(report: pd.DataFrame) -> CaptureInterrupted:
@@ -413,8 +430,7 @@ def _interrupted(report: pd.DataFrame) -> CaptureInterrupted:
     return CaptureInterrupted(
         f"capture_frame was interrupted: {parts} (batches in flight were let finish, so 'sent' is exact). "
         "The report is on this exception's .report and on client.last_capture_report. To finish, run the "
-        "same capture_frame(df) again: the uuids come from the rows, so nothing is doubled; or send only "
-        "the rest with df[report['status'] != 'sent'].",
+        + _how_to_finish(report.attrs.get("run_key")),
         report=report,
     )
 
@@ -457,6 +473,24 @@ def _historical(prepared: PreparedFrame, historical_migration: bool | None) -> b
     return bool(historical_migration)
 
 
+def _prepare_run(
+    client: AnyApiClient, df: pd.DataFrame, on_naive: NaivePolicy, uuids: UuidPolicy, resume: Resume
+) -> _Run:
+    """Prepare the frame, choose its run (``_runs.choose_run``) and warn about what the caller should know:
+    a resumed or repeated run, events without a timestamp (in the caller's thread: the warnings point at
+    the caller's line)."""
+    prepared = prepare_frame(df, on_naive_timestamp=on_naive, uuids=uuids)
+    resumed, notice = choose_run(client, prepared, resume)
+    if notice is not None:
+        warnings.warn(notice, stacklevel=3)
+    missing = prepared.missing_timestamps()
+    if missing:
+        warnings.warn(missing_timestamp_warning(missing, prepared.n - len(prepared.refused)), stacklevel=3)
+    run = _Run(prepared)
+    run.resumed = resumed
+    return run
+
+
 async def _acapture_run(
     client: AnyApiClient,
     df: pd.DataFrame,
@@ -487,10 +521,10 @@ async def _acapture_run(
     except BaseException:
         run.interrupted = True
         if not run.sync_caller:  # the sync caller reports itself (one report object, no race)
-            _remember(client, _report(df, run, historical))
+            _remember(client, _report(df, run, historical), run)
         raise
     report = _report(df, run, historical)
-    _remember(client, report)
+    _remember(client, report, run)
     return report
 
 
@@ -507,6 +541,7 @@ async def acapture_frame(
     on_naive_timestamp: NaivePolicy = "local",
     batch_attempts: int = 2,
     uuids: UuidPolicy = "content",
+    resume: Resume = None,
 ) -> pd.DataFrame:
     """Async ``capture_frame`` (for ``AsyncClient``; see ``capture_frame`` for the arguments and report).
 
@@ -514,11 +549,12 @@ async def acapture_frame(
     re-raises the cancellation.
     """
     size = _options(batch_size, max_batch_bytes, concurrency, on_naive_timestamp, batch_attempts, uuids)
-    prepared = prepare_frame(df, on_naive_timestamp=on_naive_timestamp, uuids=uuids)
+    run = _prepare_run(client, df, on_naive_timestamp, uuids, resume)
+    prepared = run.prepared
     return await _acapture_run(
         client,
         df,
-        _Run(prepared),
+        run,
         historical=_historical(prepared, historical_migration),
         size=size,
         max_batch_bytes=max_batch_bytes,
@@ -542,6 +578,7 @@ def capture_frame(
     on_naive_timestamp: NaivePolicy = "local",
     batch_attempts: int = 2,
     uuids: UuidPolicy = "content",
+    resume: Resume = None,
 ) -> pd.DataFrame:
     """Send a DataFrame of events through ``/batch/`` and return a report with one row per event (same index).
 
@@ -550,22 +587,28 @@ def capture_frame(
     are dropped from properties. Naive datetimes are read in the kernel's local time zone, as the official
     SDK reads ``datetime.now()`` (``on_naive_timestamp="utc"`` takes them as UTC, ``"raise"`` refuses them).
 
-    Exactly once: rows without a ``uuid`` get one derived from their index label and content
-    (``uuids="content"``), so sending the same frame again (a re-run cell, after Ctrl-C) never doubles an
-    event; ``uuids="random"`` gives fresh UUIDv7s instead (then two sends are two sets of events).
-    Rows the service would refuse (empty name or id, over 2 MB, infinite numbers, text that is not valid
+    Exactly once, never merged: rows without a ``uuid`` get one derived from the call's run key and the
+    row (index label, its repeat, content; ``uuids="content"``). Retries within the call, and the same rows
+    sent again with ``resume=report`` (or ``resume=report.attrs["run_key"]``), carry the same uuids, which
+    the service keeps once; separate calls never share a uuid, so identical events sent in two calls stay
+    two events. ``resume=None`` resumes an unfinished run of this client holding every row (after Ctrl-C or
+    failed batches), with a ``ResumedRunWarning``; ``resume=False`` always starts a new run (see
+    ``capture._runs``). Events without a timestamp get a ``MissingTimestampWarning``: the service stamps
+    them on arrival. ``uuids="random"`` gives fresh UUIDv7s instead.
+    Rows the service would refuse (empty name or id, a name or id over 200 characters, over the service's
+    1,000,000-byte per-event limit, infinite numbers, text that is not valid
     Unicode, nesting deeper than ``MAX_NESTING``) are refused here with the reason; the rest go on.
 
     Batches hold at most ``batch_size`` (1000) events and ``max_batch_bytes`` (5 MB) of JSON, ``concurrency``
     are in flight at once. ``historical_migration=None`` sets the flag when every event is over 48 h old.
-    Report columns: uuid, event, distinct_id, status (sent/refused/failed/not_attempted), reason, batch; it is
-    also kept as ``client.last_capture_report``. Ctrl-C lets batches in flight finish and raises
-    ``CaptureInterrupted`` (a ``KeyboardInterrupt``) whose ``.report`` says what was sent, failed and not
-    attempted. With an ``AsyncClient`` use ``await acapture_frame(...)``.
+    Report columns: uuid, event, distinct_id, status (sent/refused/failed/not_attempted), reason, batch;
+    ``report.attrs["run_key"]`` names the run; it is also kept as ``client.last_capture_report``. Ctrl-C lets
+    batches in flight finish and raises ``CaptureInterrupted`` (a ``KeyboardInterrupt``) whose ``.report``
+    says what was sent, failed and not attempted. With an ``AsyncClient`` use ``await acapture_frame(...)``.
     """
     size = _options(batch_size, max_batch_bytes, concurrency, on_naive_timestamp, batch_attempts, uuids)
-    prepared = prepare_frame(df, on_naive_timestamp=on_naive_timestamp, uuids=uuids)  # in the caller's thread
-    run = _Run(prepared)
+    run = _prepare_run(client, df, on_naive_timestamp, uuids, resume)  # in the caller's thread
+    prepared = run.prepared
     historical = _historical(prepared, historical_migration)
     coro = _acapture_run(
         client,
@@ -582,17 +625,25 @@ def capture_frame(
     if not isinstance(client, ApiClient):
         return run_blocking(client, coro, "acapture_frame")  # raises: an AsyncClient awaits acapture_frame
     run.sync_caller = True
-    try:
-        return client.run(coro)
-    except KeyboardInterrupt:
-        # The client's loop was asked to cancel the send; wait for the batches in flight to settle (a second
-        # Ctrl-C stops waiting), then report what happened.
-        run.interrupted = True
-        if run.started.wait(0.5):
-            run.settled.wait(SETTLE_SECONDS + 10)
+
+    def stop() -> None:
+        run.interrupted = True  # no new request while the batches in flight settle
+
+    def report_interrupted(_: KeyboardInterrupt) -> pd.DataFrame:
         report = _report(df, run, historical)
-        _remember(client, report)
+        _remember(client, report, run)
         raise _interrupted(report) from None
+
+    # Ctrl-C is handled in one place (client.run_interruptible): the loop cancels the send, the batches in
+    # flight settle (a second Ctrl-C stops waiting), then the report says what happened.
+    return run_interruptible(
+        client,
+        coro,
+        run,
+        settle_seconds=SETTLE_SECONDS + 10,
+        on_interrupt=report_interrupted,
+        before_wait=stop,
+    )
 
 
 def _event_with_flags(

@@ -1,8 +1,8 @@
 """Build and validate capture events, one at a time or a whole DataFrame at once.
 
 A frame is turned into per-event JSON text column by column; rows that the service would reject (empty
-event name or distinct_id, bad uuid, over 2 MB, values JSON cannot carry) are refused here with a reason,
-so that one bad row never sinks a batch.
+event name or distinct_id, bad uuid, over the service's per-event limit, values JSON cannot carry) are
+refused here with a reason, so that one bad row never sinks a batch.
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from analytics_nb.capture._values import (
     json_value,
     new_uuid7,
     new_uuids,
+    run_uuids,
 )
 from analytics_nb.wire import check_distinct_id, distinct_id_problem
 
@@ -36,20 +37,35 @@ __all__ = [
     "HISTORICAL_AGE",
     "MAX_DISTINCT_ID_CHARS",
     "MAX_EVENT_BYTES",
+    "MAX_EVENT_NAME_CHARS",
     "MAX_REQUEST_BYTES",
     "EventError",
+    "MissingTimestampWarning",
     "PreparedFrame",
     "build_event",
     "encode_event",
+    "message_bytes",
     "prepare_frame",
+    "too_big_reason",
 ]
 
-MAX_EVENT_BYTES = 2 * 1024 * 1024
-"""Largest single event the service accepts (its ``/capture`` body limit and per-event limit)."""
+MAX_EVENT_BYTES = 1_000_000
+"""Largest message one event may become in the capture service's Kafka queue: its producer's
+``message.max.bytes`` (``rust/capture/src/config.rs``, ``kafka_producer_message_max_bytes``, default 1000000).
+A bigger one is answered 400 ``maximum event size exceeded`` (``CaptureError::EventTooBig``) after the events
+before it in the request were published (``rust/capture/src/sinks/kafka.rs``, ``publish``)."""
+MESSAGE_OVERHEAD = 512
+"""Bytes the service's queue message adds around an event's JSON (uuid, distinct_id, ip, now, token, ...
+fields): an estimate on the large side, so an event refused here is never one the service would take."""
 MAX_REQUEST_BYTES = 20 * 1024 * 1024
-"""Largest ``/batch`` request body the service accepts."""
+"""Largest request body the service accepts on every v0 capture path (its one wire cap, else 413:
+``rust/capture/tests/integration_wire_body_limits.rs``)."""
 MAX_DISTINCT_ID_CHARS = 200
-"""The service cuts longer distinct ids to this length; they are refused here instead of changed silently."""
+"""The service cuts longer distinct ids to this length (v1 capture refuses them:
+``rust/capture/src/v1/analytics/constants.rs``); they are refused here instead of changed silently."""
+MAX_EVENT_NAME_CHARS = 200
+"""Longest event name v1 capture accepts (``CAPTURE_V1_MAX_EVENT_NAME_LENGTH`` in
+``rust/capture/src/v1/analytics/constants.rs``); longer ones are refused here."""
 HISTORICAL_AGE = dt.timedelta(hours=48)
 """``historical_migration=None`` turns the batch flag on when every event is at least this old."""
 
@@ -82,6 +98,28 @@ class EventError(ValueError):
     """An event that cannot be sent as given; the message names the field and the fix."""
 
 
+class MissingTimestampWarning(UserWarning):
+    """Events sent without a timestamp: the service stamps each with its arrival time, so their time is when
+    they were sent, and a retry or resume that lands on another (UTC) day is stored again: PostHog merges a
+    uuid only within one day (its events table is a ReplacingMergeTree on team, day, event, distinct_id,
+    uuid). ``count`` is how many events of the call have none."""
+
+    def __init__(self, message: str, *, count: int = 0) -> None:
+        super().__init__(message)
+        self.count = count
+
+
+def missing_timestamp_warning(missing: int, total: int) -> MissingTimestampWarning:
+    """The warning for ``missing`` of ``total`` events without a timestamp (``MissingTimestampWarning``)."""
+    return MissingTimestampWarning(
+        f"{missing:,} of {total:,} events have no timestamp: the service stamps each with its arrival time, "
+        "so their time is when they were sent, and a resume that lands on another day (UTC) stores them "
+        "again (PostHog merges a uuid only within one day). Add a 'timestamp' column saying when each "
+        "event happened.",
+        count=missing,
+    )
+
+
 _SURROGATE = (
     "holds a lone surrogate (half of a UTF-16 pair), which is not valid Unicode and makes the service refuse "
     "the whole batch; repair the text, e.g. text.encode('utf-8', 'replace').decode('utf-8')"
@@ -98,7 +136,29 @@ def _check_name(event: Any) -> str | None:
         return "event name is empty; every event needs a non-empty 'event' name"
     if not event.isascii() and has_lone_surrogate(event):
         return f"event name {_SURROGATE}"
+    if len(event) > MAX_EVENT_NAME_CHARS:
+        return (
+            f"event name is {len(event)} characters; PostHog's capture accepts at most "
+            f"{MAX_EVENT_NAME_CHARS}, so shorten it"
+        )
     return None
+
+
+def message_bytes(text: str | bytes) -> int:
+    """The size of the queue message an event (or, as an upper bound for each, a whole batch) becomes in
+    the capture service: its JSON text is carried as a JSON string (each ``"`` and ``\\`` escaped) inside
+    an envelope of ``MESSAGE_OVERHEAD`` bytes."""
+    data = text if isinstance(text, bytes) else text.encode("utf-8", "surrogatepass")
+    return len(data) + data.count(b'"') + data.count(b"\\") + MESSAGE_OVERHEAD
+
+
+def too_big_reason(n_bytes: int) -> str:
+    """The refusal reason of an event whose queue message would be ``n_bytes``."""
+    return (
+        f"the event would be a {n_bytes:,}-byte message in the service's queue, over its "
+        f"{MAX_EVENT_BYTES:,}-byte limit per event (PostHog answers 400 'maximum event size exceeded'); "
+        "move large values out of its properties"
+    )
 
 
 def _distinct_id(value: Any) -> tuple[str | None, str | None]:
@@ -176,12 +236,9 @@ def build_event(
             body["timestamp"] = iso_timestamp(timestamp, on_naive=on_naive_timestamp)
         except ValueConversionError as exc:
             raise EventError(f"timestamp: {exc}") from exc
-    size = len(encode_event(body))
+    size = message_bytes(encode_event(body))
     if size > MAX_EVENT_BYTES:
-        raise EventError(
-            f"the event is {size:,} bytes of JSON, over the service's {MAX_EVENT_BYTES:,}-byte limit per "
-            "event; move large values out of its properties"
-        )
+        raise EventError(too_big_reason(size))
     return body
 
 
@@ -196,6 +253,23 @@ class PreparedFrame:
     timestamps: list[str | None]
     properties: list[dict[str, Any]]
     refused: dict[int, str] = field(default_factory=dict)
+    #: Each row's identity within a run (``content_uuids`` of its index label, repeat of that label and
+    #: content); None for a row with its own ``uuid`` and with ``uuids="random"``.
+    row_ids: list[str | None] = field(default_factory=list)
+    #: The run the derived uuids belong to (a UUID text; ``set_run``); None when no uuid is derived.
+    run_key: str | None = None
+
+    def set_run(self, run_key: str) -> None:
+        """Derive the uuids of the rows without one for the run ``run_key`` (``run_uuids``)."""
+        where = [i for i, r in enumerate(self.row_ids) if r is not None]
+        made = run_uuids([self.row_ids[i] or "" for i in where], run_key)
+        for i, uid in zip(where, made, strict=True):
+            self.uuids[i] = uid
+        self.run_key = run_key if where else None
+
+    def missing_timestamps(self) -> int:
+        """How many events to send (not refused) have no timestamp."""
+        return sum(1 for i, t in enumerate(self.timestamps) if t is None and i not in self.refused)
 
     def body(self, pos: int) -> dict[str, Any]:
         """The wire dict of row ``pos`` (not refused)."""
@@ -317,7 +391,8 @@ def _content_uuids(
     properties_text: list[str | None] | None = None,
     refused: dict[int, str] | None = None,
 ) -> list[str]:
-    """Uuids from each row's content and place: its index label (and which repeat of that label it is, for
+    """Row ids (``PreparedFrame.row_ids``; the uuids are these keyed with the run) from each row's content
+    and place: its index label (and which repeat of that label it is, for
     a non-unique index) plus event, distinct_id, timestamp and properties. Keyed on the label, not the
     position, so re-sending a subset (``df[report.status != "sent"]``) gives each row the uuid it had.
 
@@ -354,17 +429,11 @@ def _content_uuids(
     return content_uuids(payloads)
 
 
-def prepare_frame(
-    df: pd.DataFrame, *, on_naive_timestamp: NaivePolicy = "local", uuids: UuidPolicy = "content"
-) -> PreparedFrame:
-    """Validate and convert an events frame (see ``capture_frame``) without per-row pandas indexing.
-
-    Rows without a ``uuid`` get one from their content and index label (``uuids="content"``, the default:
-    the same frame sent again carries the same uuids) or a fresh UUIDv7 (``uuids="random"``).
-    """
+def _check_frame(df: Any, uuids: Any) -> None:
+    """The frame-level checks of ``prepare_frame``: a DataFrame with ``event`` and ``distinct_id``, unique
+    column names, a usable ``distinct_id`` column and a known ``uuids`` policy (each raises with the fix)."""
     if uuids not in UUID_POLICIES:
         raise ValueError(f"uuids={uuids!r} must be 'content' (derived from each row) or 'random'")
-    uuids_policy = uuids
     if not isinstance(df, pd.DataFrame):
         raise TypeError(f"capture_frame needs a pandas DataFrame of events, not {type(df).__name__}")
     missing_cols = [c for c in ("event", "distinct_id") if c not in df.columns]
@@ -379,22 +448,26 @@ def prepare_frame(
     problem = distinct_id_problem(df["distinct_id"])
     if problem:
         raise EventError(problem)
-    n = len(df)
-    refused: dict[int, str] = {}
 
+
+def _event_names(df: pd.DataFrame, refused: dict[int, str]) -> list[Any]:
+    """The ``event`` column as names (plain ASCII text kept as is; a bad name refuses its row)."""
     names = df["event"].to_numpy(dtype=object).tolist()
     for i, name in enumerate(names):
-        if type(name) is str and name and name.isascii():
+        if type(name) is str and name and name.isascii() and len(name) <= MAX_EVENT_NAME_CHARS:
             continue
         reason = _check_name(name)
         if reason:
             _refuse(refused, i, reason)
         else:
             names[i] = str(name)
+    return names
 
-    raw_ids = df["distinct_id"].to_numpy(dtype=object).tolist()
+
+def _distinct_ids(df: pd.DataFrame, refused: dict[int, str]) -> list[str | None]:
+    """The ``distinct_id`` column as text (a bad id refuses its row)."""
     dids: list[str | None] = []
-    for i, value in enumerate(raw_ids):
+    for i, value in enumerate(df["distinct_id"].to_numpy(dtype=object).tolist()):
         if (
             type(value) is str
             and value
@@ -408,57 +481,72 @@ def prepare_frame(
         if reason:
             _refuse(refused, i, reason)
         dids.append(did)
+    return dids
 
-    row_uuids: list[str | None] = [None] * n
-    if "uuid" in df.columns:
-        for i, value in enumerate(df["uuid"].to_numpy(dtype=object).tolist()):
-            uid, reason = _uuid(value)
-            if reason:
-                _refuse(refused, i, reason)
-            row_uuids[i] = uid
-        seen: dict[str, int] = {}
-        for i, uid in enumerate(row_uuids):
-            if uid is None:
-                continue
-            first = seen.setdefault(uid, i)
-            if first != i:
-                _refuse(
-                    refused,
-                    i,
-                    f"uuid {uid} is also used by row {df.index[first]!r}; the service keeps only "
-                    "one event per uuid, so give each event its own",
-                )
-    timestamps: list[str | None] = [None] * n
-    if "timestamp" in df.columns:
-        column: pd.Series = df["timestamp"]
-        ts = (
-            column
-            if getattr(column.dtype, "kind", "O") == "M"
-            else _parse_text_timestamps(column, on_naive_timestamp)
-        )
-        if ts is not None:
-            col = convert_column(ts, name="timestamp", on_naive=on_naive_timestamp)
-            for i, reason in col.errors.items():
-                _refuse(refused, i, reason.replace("column 'timestamp' holds", "timestamp is one of"))
-            present = col.present
-            for i, value in enumerate(col.values):
-                if present is None or present[i]:
-                    timestamps[i] = value
-        else:
-            for i, value in enumerate(df["timestamp"].to_numpy(dtype=object).tolist()):
-                if is_missing(value):
-                    continue
-                try:
-                    timestamps[i] = iso_timestamp(value, on_naive=on_naive_timestamp)
-                except ValueConversionError as exc:
-                    _refuse(refused, i, f"timestamp: {exc}")
 
+def _given_uuids(df: pd.DataFrame, refused: dict[int, str]) -> list[str | None]:
+    """The rows' own uuids (None where the row has none); a bad or repeated uuid refuses its row."""
+    row_uuids: list[str | None] = [None] * len(df)
+    if "uuid" not in df.columns:
+        return row_uuids
+    for i, value in enumerate(df["uuid"].to_numpy(dtype=object).tolist()):
+        uid, reason = _uuid(value)
+        if reason:
+            _refuse(refused, i, reason)
+        row_uuids[i] = uid
+    seen: dict[str, int] = {}
+    for i, uid in enumerate(row_uuids):
+        if uid is None:
+            continue
+        first = seen.setdefault(uid, i)
+        if first != i:
+            _refuse(
+                refused,
+                i,
+                f"uuid {uid} is also used by row {df.index[first]!r}; the service keeps only "
+                "one event per uuid, so give each event its own",
+            )
+    return row_uuids
+
+
+def _timestamps(df: pd.DataFrame, on_naive: NaivePolicy, refused: dict[int, str]) -> list[str | None]:
+    """The ``timestamp`` column as ISO 8601 text (None where missing); a bad timestamp refuses its row."""
+    timestamps: list[str | None] = [None] * len(df)
+    if "timestamp" not in df.columns:
+        return timestamps
+    column: pd.Series = df["timestamp"]
+    ts = column if getattr(column.dtype, "kind", "O") == "M" else _parse_text_timestamps(column, on_naive)
+    if ts is not None:
+        col = convert_column(ts, name="timestamp", on_naive=on_naive)
+        for i, reason in col.errors.items():
+            _refuse(refused, i, reason.replace("column 'timestamp' holds", "timestamp is one of"))
+        present = col.present
+        for i, value in enumerate(col.values):
+            if present is None or present[i]:
+                timestamps[i] = value
+        return timestamps
+    for i, value in enumerate(column.to_numpy(dtype=object).tolist()):
+        if is_missing(value):
+            continue
+        try:
+            timestamps[i] = iso_timestamp(value, on_naive=on_naive)
+        except ValueConversionError as exc:
+            _refuse(refused, i, f"timestamp: {exc}")
+    return timestamps
+
+
+def _column_properties(
+    df: pd.DataFrame, on_naive: NaivePolicy, refused: dict[int, str], *, content: bool
+) -> tuple[list[dict[str, Any]], list[str | None] | None]:
+    """Each row's properties from the property columns (missing cells left out), and, when the rows'
+    properties are just these columns and uuids come from content, their stable JSON texts."""
+    n = len(df)
     prop_cols = [c for c in df.columns if c not in RESERVED_COLUMNS and not str(c).startswith(GROUP_PREFIX)]
     full_keys: list[str] = []
     full_vals: list[list[Any]] = []
     partial: list[tuple[str, list[Any], np.ndarray]] = []
     for c in prop_cols:
-        col = convert_column(df[c], name=str(c), on_naive=on_naive_timestamp)
+        col = convert_column(df[c], name=str(c), on_naive=on_naive)
         for i, reason in col.errors.items():
             _refuse(refused, i, reason)
         if col.present is None:
@@ -468,7 +556,7 @@ def prepare_frame(
             partial.append((str(c), col.values, col.present))
     simple = "properties" not in df.columns and not any(str(c).startswith(GROUP_PREFIX) for c in df.columns)
     properties_text = None
-    if simple and uuids_policy == "content":  # the rows' properties are just these columns
+    if simple and content:  # the rows' properties are just these columns
         properties_text = _stable_properties(
             n,
             [(k, v, None) for k, v in zip(full_keys, full_vals, strict=True)]
@@ -482,29 +570,37 @@ def prepare_frame(
     for key, values, present in partial:
         for i in np.flatnonzero(present).tolist():
             props[i][key] = values[i]
+    return props, properties_text
 
-    if "properties" in df.columns:
-        for i, value in enumerate(df["properties"].to_numpy(dtype=object).tolist()):
-            if value is None or (not isinstance(value, Mapping) and is_missing(value)):
-                continue
-            if isinstance(value, str):  # JSON text, as in CSV exports
-                try:
-                    value = json.loads(value) if value.strip() else {}
-                except ValueError:
-                    _refuse(refused, i, "'properties' holds text that is not JSON; use a dict per row")
-                    continue
-            if not isinstance(value, Mapping):
-                _refuse(refused, i, f"'properties' must hold dicts, not {type(value).__name__}")
-                continue
+
+def _merge_properties_column(
+    df: pd.DataFrame, props: list[dict[str, Any]], on_naive: NaivePolicy, refused: dict[int, str]
+) -> None:
+    """Merge each row's ``properties`` dict (or JSON text) under its property columns (a column wins)."""
+    for i, value in enumerate(df["properties"].to_numpy(dtype=object).tolist()):
+        if value is None or (not isinstance(value, Mapping) and is_missing(value)):
+            continue
+        if isinstance(value, str):  # JSON text, as in CSV exports
             try:
-                base = json_value(value, on_naive=on_naive_timestamp)
-            except ValueConversionError as exc:
-                _refuse(refused, i, f"properties: {exc}")
+                value = json.loads(value) if value.strip() else {}
+            except ValueError:
+                _refuse(refused, i, "'properties' holds text that is not JSON; use a dict per row")
                 continue
-            base = {k: v for k, v in base.items() if v is not None}
-            base.update(props[i])  # a property column wins over the same key in the dict
-            props[i] = base
+        if not isinstance(value, Mapping):
+            _refuse(refused, i, f"'properties' must hold dicts, not {type(value).__name__}")
+            continue
+        try:
+            base = json_value(value, on_naive=on_naive)
+        except ValueConversionError as exc:
+            _refuse(refused, i, f"properties: {exc}")
+            continue
+        base = {k: v for k, v in base.items() if v is not None}
+        base.update(props[i])  # a property column wins over the same key in the dict
+        props[i] = base
 
+
+def _add_groups(df: pd.DataFrame, props: list[dict[str, Any]]) -> None:
+    """``group:<type>`` columns into each row's ``$groups`` (a group already in the properties is kept)."""
     group_cols = [c for c in df.columns if str(c).startswith(GROUP_PREFIX) and str(c).count(":") == 1]
     for c in group_cols:
         type_name = str(c)[len(GROUP_PREFIX) :]
@@ -518,9 +614,37 @@ def prepare_frame(
                 props[i]["$groups"] = groups
             groups.setdefault(type_name, key)
 
+
+def prepare_frame(
+    df: pd.DataFrame,
+    *,
+    on_naive_timestamp: NaivePolicy = "local",
+    uuids: UuidPolicy = "content",
+    run_key: str | None = None,
+) -> PreparedFrame:
+    """Validate and convert an events frame (see ``capture_frame``) without per-row pandas indexing.
+
+    Rows without a ``uuid`` get one derived from the run key and their row id (``uuids="content"``, the
+    default: index label, its repeat, and content; the same frame in the same run carries the same uuids,
+    in another run other ones; ``run_key=None`` starts a new run) or a fresh UUIDv7 (``uuids="random"``).
+    """
+    _check_frame(df, uuids)
+    n = len(df)
+    refused: dict[int, str] = {}
+    names = _event_names(df, refused)
+    dids = _distinct_ids(df, refused)
+    row_uuids = _given_uuids(df, refused)
+    timestamps = _timestamps(df, on_naive_timestamp, refused)
+    props, properties_text = _column_properties(df, on_naive_timestamp, refused, content=uuids == "content")
+    if "properties" in df.columns:
+        _merge_properties_column(df, props, on_naive_timestamp, refused)
+    _add_groups(df, props)
+
     absent = [i for i, u in enumerate(row_uuids) if u is None]
-    if uuids_policy == "random":
-        made = new_uuids(len(absent))
+    row_ids: list[str | None] = [None] * n
+    if uuids == "random":
+        for i, uid in zip(absent, new_uuids(len(absent)), strict=True):
+            row_uuids[i] = uid
     else:
         made = _content_uuids(
             df,
@@ -529,8 +653,8 @@ def prepare_frame(
             properties_text,
             refused,
         )
-    for i, uid in zip(absent, made, strict=True):
-        row_uuids[i] = uid
+        for i, rid in zip(absent, made, strict=True):
+            row_ids[i] = rid
 
     prepared = PreparedFrame(
         n=n,
@@ -540,5 +664,8 @@ def prepare_frame(
         timestamps=timestamps,
         properties=props,
         refused=refused,
+        row_ids=row_ids,
     )
+    if uuids == "content":
+        prepared.set_run(run_key or new_uuid7())
     return prepared

@@ -7,11 +7,15 @@ of reported keys is an LRU bounded to ``FLAG_CALLED_CACHE_SIZE`` entries, kept h
 
 from __future__ import annotations
 
+import datetime as dt
+import difflib
+import json
 import threading
+import warnings
 import weakref
 from collections import OrderedDict
-from collections.abc import Hashable, Mapping
-from typing import Any
+from collections.abc import Hashable, Iterable, Mapping
+from typing import Any, Literal
 
 import pandas as pd
 
@@ -20,12 +24,14 @@ from analytics_nb.capture._bulk import acapture_frame
 from analytics_nb.capture._events import build_event
 from analytics_nb.capture._send import core_of, post_event, run_blocking
 from analytics_nb.capture._values import is_missing
-from analytics_nb.client import AnyApiClient, ApiClient, Core
+from analytics_nb.client import AnyApiClient, ApiClient, Core, FeatureFlags, cached_definitions
 from analytics_nb.models import DecideResponse
 
 __all__ = [
     "FLAG_CALLED_CACHE_SIZE",
     "FlagCalledCache",
+    "UnknownFlagKeyError",
+    "UnknownFlagKeyWarning",
     "aflag_called",
     "aflag_called_frame",
     "flag_called",
@@ -94,6 +100,82 @@ def flag_called_cache(client: AnyApiClient) -> FlagCalledCache:
         return cache
 
 
+UnknownKeys = Literal["warn", "raise", "ignore"]
+
+
+class UnknownFlagKeyWarning(UserWarning):
+    """``flag_called`` was given a key the project has no flag for (a typo?): the event is still sent, as
+    the SDKs send it (``$feature_flag_error: flag_missing``), and the warning names the closest keys."""
+
+
+class UnknownFlagKeyError(ValueError):
+    """``unknown_keys="raise"``: a key the project has no flag for; nothing was sent."""
+
+
+_unchecked: weakref.WeakSet[Core] = weakref.WeakSet()
+
+
+async def _known_keys(client: AnyApiClient) -> set[str] | None:
+    """The project's flag keys from the definitions the client already holds (cached with their ETag by
+    ``feature_flags.definitions()``); fetched once when it holds none. None when they cannot be read (no
+    key allowed to read definitions): the check is skipped, and said once per client (silently only for a
+    capture-only client, one with no secret or personal key at all)."""
+    core = core_of(client)
+    cache = cached_definitions(core)
+    if cache is None:
+        if core in _unchecked or (
+            core.config.secret_api_key is None and core.config.personal_api_key is None
+        ):
+            return (
+                None  # tried once and failed (said then), or a capture-only client: never a request per call
+            )
+        try:
+            await FeatureFlags(core).definitions()
+        except Exception as exc:  # no secret/personal key, no scope, service down: cannot check
+            if core not in _unchecked:
+                _unchecked.add(core)
+                warnings.warn(
+                    f"flag_called could not check flag keys against the project's definitions ({exc}); give "
+                    "the Client secret_api_key='phs_...' (feature_flag:read) to have typos caught.",
+                    UnknownFlagKeyWarning,
+                    stacklevel=4,
+                )
+            return None
+        cache = cached_definitions(core)
+    return None if cache is None else {f.key for f in cache.response.flags}
+
+
+async def check_flag_keys(client: AnyApiClient, keys: Iterable[str], unknown_keys: UnknownKeys) -> None:
+    """Warn (or raise, for ``unknown_keys="raise"``) about keys the project has no flag for, naming the
+    closest existing keys (difflib); ``"ignore"`` skips the check. No request when the client already
+    holds the definitions."""
+    if unknown_keys not in ("warn", "raise", "ignore"):
+        raise ValueError(f"unknown_keys={unknown_keys!r} must be 'warn', 'raise' or 'ignore'.")
+    if unknown_keys == "ignore":
+        return
+    known = await _known_keys(client)
+    if known is None:
+        return
+    missing = [k for k in dict.fromkeys(str(k) for k in keys) if k not in known]
+    if not missing:
+        return
+    parts = []
+    for key in missing[:5]:
+        close = difflib.get_close_matches(key, sorted(known), n=3, cutoff=0.6)
+        hint = f" (did you mean {', '.join(repr(c) for c in close)}?)" if close else ""
+        parts.append(f"{key!r}{hint}")
+    more = f" and {len(missing) - 5} more" if len(missing) > 5 else ""
+    what = f"the project has no flag {'; '.join(parts)}{more}"
+    if unknown_keys == "raise":
+        raise UnknownFlagKeyError(f"{what}. Nothing was sent; fix the key (or pass unknown_keys='warn').")
+    warnings.warn(
+        f"{what}: $feature_flag_called is sent anyway (as the SDKs do, with $feature_flag_error "
+        "'flag_missing'); pass unknown_keys='raise' to refuse.",
+        UnknownFlagKeyWarning,
+        stacklevel=4,
+    )
+
+
 def _groups_key(groups: Mapping[str, Any] | None) -> tuple[tuple[str, str], ...]:
     if not groups:
         return ()
@@ -120,8 +202,14 @@ def flag_called_properties(
     request_id: str | None = None,
     locally_evaluated: bool = False,
     error: str | None = None,
+    evaluated_at: int | None = None,
+    has_experiment: bool | None = None,
 ) -> dict[str, Any]:
-    """The properties posthog-python 7.91 puts on ``$feature_flag_called`` (optional ones only when known).
+    """The properties posthog-python 7.91.1 puts on ``$feature_flag_called`` of a config-version-1 flag,
+    optional ones only when known, with its rules (``client.py`` ``_capture_feature_flag_called``,
+    ``_add_remote_flag_called_metadata``, ``_capture_flag_called_event``): id and version only when truthy,
+    ``$feature_flag_evaluated_at`` (ms) from the ``/flags`` answer, ``$feature_flag_has_experiment`` when the
+    service reported it (``metadata.has_experiment``, or the definition's ``has_experiment``).
 
     ``error`` becomes ``$feature_flag_error`` (the SDK's codes, e.g. ``flag_missing``)."""
     props: dict[str, Any] = {
@@ -134,14 +222,18 @@ def flag_called_properties(
         props["$feature_flag_payload"] = payload
     if request_id:
         props["$feature_flag_request_id"] = request_id
-    if version is not None and not is_missing(version):
-        props["$feature_flag_version"] = int(version)
-    if flag_id is not None and not is_missing(flag_id):
-        props["$feature_flag_id"] = int(flag_id)
+    if evaluated_at and not is_missing(evaluated_at):
+        props["$feature_flag_evaluated_at"] = int(evaluated_at)
     if reason and not is_missing(reason):
         props["$feature_flag_reason"] = reason
+    if version is not None and not is_missing(version) and int(version):
+        props["$feature_flag_version"] = int(version)
+    if flag_id is not None and not is_missing(flag_id) and int(flag_id):
+        props["$feature_flag_id"] = int(flag_id)
     if error:
         props["$feature_flag_error"] = error
+    if isinstance(has_experiment, bool):
+        props["$feature_flag_has_experiment"] = has_experiment
     return props
 
 
@@ -149,6 +241,18 @@ def flag_called_properties(
 #: ``Client._remote_flag_result_error`` does.
 FLAG_MISSING = "flag_missing"
 ERRORS_WHILE_COMPUTING = "errors_while_computing_flags"
+EVALUATION_FAILED = "evaluation_failed"
+
+
+def _decoded_payload(raw: Any) -> Any:
+    """The payload as posthog-python 7.91.1 puts it on the event (``types.py`` ``_parse_flag_payload``): JSON
+    text decoded, text that is not JSON dropped (None), anything else as is."""
+    if not isinstance(raw, str):
+        return raw
+    try:
+        return json.loads(raw)
+    except ValueError:
+        return None
 
 
 def _from_decide(decide: Any, key: str, kw: dict[str, Any]) -> Any:
@@ -160,12 +264,15 @@ def _from_decide(decide: Any, key: str, kw: dict[str, Any]) -> Any:
         if metadata is not None:
             kw.setdefault("flag_id", metadata.id)
             kw.setdefault("version", metadata.version)
+            kw.setdefault("has_experiment", metadata.has_experiment)
         if reason is not None and reason.description:
             kw.setdefault("reason", reason.description)
     if kw.get("payload") is None:
-        kw["payload"] = decide.get_payload(key)
+        kw["payload"] = _decoded_payload(decide.get_payload(key))
     if not kw.get("request_id"):
         kw["request_id"] = decide.request_id
+    if isinstance(getattr(decide, "evaluated_at", None), int):
+        kw.setdefault("evaluated_at", decide.evaluated_at)
     # As posthog 7.91.1 does (posthog/client.py _remote_flag_result_error): a key the answer does not hold is
     # still reported, with $feature_flag_error "flag_missing" (and "errors_while_computing_flags" first when
     # the service said so), so the event shows that the code asked for a flag that does not exist.
@@ -174,6 +281,8 @@ def _from_decide(decide: Any, key: str, kw: dict[str, Any]) -> Any:
         errors.append(ERRORS_WHILE_COMPUTING)
     if details is None and key not in (getattr(decide, "feature_flags", None) or {}):
         errors.append(FLAG_MISSING)
+    elif details is not None and getattr(details, "failed", False):
+        errors.append(EVALUATION_FAILED)  # the service could not evaluate it: the response is null
     if errors:
         kw["error"] = ",".join(errors)
     return decide.get_value(key)
@@ -192,8 +301,10 @@ async def aflag_called(
     request_id: str | None = None,
     locally_evaluated: bool = False,
     groups: Mapping[str, Any] | None = None,
+    unknown_keys: UnknownKeys = "warn",
 ) -> bool:
     """Async ``flag_called``: True when the event was sent, False when this client had already reported it."""
+    await check_flag_keys(client, [key], unknown_keys)
     kw: dict[str, Any] = {
         k: v for k, v in (("flag_id", flag_id), ("version", version), ("reason", reason)) if v is not None
     }
@@ -232,12 +343,17 @@ def flag_called(
     request_id: str | None = None,
     locally_evaluated: bool = False,
     groups: Mapping[str, Any] | None = None,
+    unknown_keys: UnknownKeys = "warn",
 ) -> bool:
     """Report a flag check as ``$feature_flag_called``, once per (distinct_id, key, response, groups).
 
     ``response`` is the value the code saw (True/False/variant/None), or a decide result (value, payload, id,
     version, reason and request id are then read from it). Returns True when sent, False when already
     reported; a failed send raises and is not remembered. With an ``AsyncClient`` use ``aflag_called``.
+
+    A ``key`` the project has no flag for (a typo) gives an `UnknownFlagKeyWarning` naming the closest
+    keys, or `UnknownFlagKeyError` before anything is sent with ``unknown_keys="raise"`` (``"ignore"``:
+    no check). The check uses the definitions the client holds (read once, then kept with their ETag).
     """
     return run_blocking(
         client,
@@ -253,17 +369,19 @@ def flag_called(
             request_id=request_id,
             locally_evaluated=locally_evaluated,
             groups=groups,
+            unknown_keys=unknown_keys,
         ),
         "aflag_called",
     )
 
 
-def _definitions(flags: Any) -> dict[str, tuple[int | None, int | None]]:
-    """key -> (id, version) from flag definitions given as ``flags=`` (keys alone carry neither)."""
-    out: dict[str, tuple[int | None, int | None]] = {}
+def _definitions(flags: Any) -> dict[str, tuple[int | None, int | None, bool | None]]:
+    """key -> (id, version, has_experiment) from flag definitions given as ``flags=`` (keys alone carry
+    none of them; posthog-python reads the three from the definition of a locally evaluated flag)."""
+    out: dict[str, tuple[int | None, int | None, bool | None]] = {}
     for item in flag_items(flags) or []:
         if not isinstance(item, str):
-            out[str(item["key"])] = (item.get("id"), item.get("version"))
+            out[str(item["key"])] = (item.get("id"), item.get("version"), item.get("has_experiment"))
     return out
 
 
@@ -273,6 +391,7 @@ async def aflag_called_frame(
     flags: Any = None,
     *,
     locally_evaluated: bool | None = None,
+    unknown_keys: UnknownKeys = "warn",
     **capture_kw: Any,
 ) -> pd.DataFrame:
     """Async ``flag_called_frame``."""
@@ -284,6 +403,7 @@ async def aflag_called_frame(
             "flag_called_frame needs a simulation frame (or SimulationResult) with a 'distinct_id' column"
         )
     keys = flag_columns(frame, flags)
+    await check_flag_keys(client, keys, unknown_keys)
     defs = _definitions(flags)
     cache = flag_called_cache(client)
     labels = list(frame.index)
@@ -297,11 +417,14 @@ async def aflag_called_frame(
     rows: list[dict[str, Any]] = []
     events: list[dict[str, Any]] = []
     reserved: list[Hashable] = []
+    # Stamped when the checks are reported, as the SDKs stamp $feature_flag_called when the code reads a flag:
+    # an event without a timestamp would take its arrival time and, re-sent on another day, be stored twice.
+    now = dt.datetime.now(dt.UTC)
     for key in keys:
         values = frame[key].to_numpy(dtype=object).tolist()
         payloads = column(f"{key}:payload")
         reasons = column(f"{key}:reason")
-        flag_id, version = defs.get(key, (None, None))
+        flag_id, version, has_experiment = defs.get(key, (None, None, None))
         for i, did in enumerate(dids):
             value = _plain(values[i])
             groups = {t: v[i] for t, v in group_vals.items() if not is_missing(v[i])}
@@ -324,12 +447,13 @@ async def aflag_called_frame(
                 version=version,
                 reason=None if reasons is None else _plain(reasons[i]),
                 locally_evaluated=locally_evaluated,
+                has_experiment=has_experiment,
             )
             if groups:
                 props["$groups"] = {t: str(v) for t, v in groups.items()}
             rows.append(row)
             reserved.append(dedup)
-            events.append({"event": EVENT, "distinct_id": did, "properties": props})
+            events.append({"event": EVENT, "distinct_id": did, "timestamp": now, "properties": props})
     sent_rows = [r for r in rows if "status" not in r]
     if events:
         try:
@@ -357,6 +481,7 @@ def flag_called_frame(
     flags: Any = None,
     *,
     locally_evaluated: bool | None = None,
+    unknown_keys: UnknownKeys = "warn",
     **capture_kw: Any,
 ) -> pd.DataFrame:
     """Send ``$feature_flag_called`` for every (row, flag) of a simulation frame in one bulk call, with dedup.
@@ -365,11 +490,19 @@ def flag_called_frame(
     ``<key>:payload`` and ``<key>:reason`` columns fill the payload and reason; ``group:<type>`` columns fill
     ``$groups``. Returns a report: row, distinct_id, key, response, uuid, status
     (sent/refused/failed/skipped), reason, batch. ``locally_evaluated`` defaults to True except for results
-    of the remote engine. ``capture_kw`` goes to ``capture_frame``. With an ``AsyncClient`` use
-    ``aflag_called_frame``.
+    of the remote engine. ``unknown_keys``: as in `flag_called` (a frame's flag keys the project does not
+    have warn, or refuse before sending with ``"raise"``). ``capture_kw`` goes to ``capture_frame``. With
+    an ``AsyncClient`` use ``aflag_called_frame``.
     """
     return run_blocking(
         client,
-        aflag_called_frame(client, outcomes, flags, locally_evaluated=locally_evaluated, **capture_kw),
+        aflag_called_frame(
+            client,
+            outcomes,
+            flags,
+            locally_evaluated=locally_evaluated,
+            unknown_keys=unknown_keys,
+            **capture_kw,
+        ),
         "aflag_called_frame",
     )

@@ -39,6 +39,7 @@ __all__ = [
     "local_zone",
     "new_uuid7",
     "new_uuids",
+    "run_uuids",
 ]
 
 NaivePolicy = Literal["local", "utc", "raise"]
@@ -383,17 +384,10 @@ def _surrogate_errors(values: list[Any], name: str) -> dict[int, str]:
     return errors
 
 
-def content_uuids(payloads: list[bytes]) -> list[str]:
-    """One UUID per payload, derived from its bytes: the same payload always gives the same UUID.
-
-    RFC 9562 UUIDv8 (the custom layout): the 128-bit BLAKE2b digest of the payload with the version (8) and
-    variant bits set. ``capture_frame`` hashes each row's content and position, so a frame sent twice (a
-    re-run cell, a retry after Ctrl-C) carries the same uuids, which the service de-duplicates.
-    """
-    n = len(payloads)
+def _v8_texts(digest: bytes, n: int) -> list[str]:
+    """``n`` UUID texts from ``n`` concatenated 16-byte digests, with RFC 9562 version 8 and variant bits."""
     if n == 0:
         return []
-    digest = b"".join(hashlib.blake2b(p, digest_size=16).digest() for p in payloads)
     arr = np.frombuffer(digest, dtype=np.uint8).reshape(n, 16).copy()
     arr[:, 6] = (arr[:, 6] & 0x0F) | 0x80
     arr[:, 8] = (arr[:, 8] & 0x3F) | 0x80
@@ -402,6 +396,28 @@ def content_uuids(payloads: list[bytes]) -> list[str]:
         f"{h[j : j + 8]}-{h[j + 8 : j + 12]}-{h[j + 12 : j + 16]}-{h[j + 16 : j + 20]}-{h[j + 20 : j + 32]}"
         for j in range(0, 32 * n, 32)
     ]
+
+
+def content_uuids(payloads: list[bytes]) -> list[str]:
+    """One UUID per payload, derived from its bytes: the same payload always gives the same UUID.
+
+    RFC 9562 UUIDv8 (the custom layout): the 128-bit BLAKE2b digest of the payload with the version (8) and
+    variant bits set. ``capture_frame`` hashes each row's place and content into this *row id*; the uuid it
+    sends is ``run_uuids`` of the row id and the run's key, so only a resume of the same run repeats it.
+    """
+    digest = b"".join(hashlib.blake2b(p, digest_size=16).digest() for p in payloads)
+    return _v8_texts(digest, len(payloads))
+
+
+def run_uuids(row_ids: list[str], run_key: str) -> list[str]:
+    """The uuids of rows with these row ids (``content_uuids``) in the run ``run_key`` (a UUID text): the
+    128-bit BLAKE2b of the row id keyed with the run key, as a UUIDv8. The same row in the same run always
+    gets the same uuid (a retry, a resume); the same row in another run gets another (a separate event)."""
+    key = uuid_mod.UUID(run_key).bytes
+    digest = b"".join(
+        hashlib.blake2b(bytes.fromhex(r.replace("-", "")), digest_size=16, key=key).digest() for r in row_ids
+    )
+    return _v8_texts(digest, len(row_ids))
 
 
 def new_uuids(n: int) -> list[str]:

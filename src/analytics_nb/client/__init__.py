@@ -20,13 +20,24 @@ from analytics_nb.client._pacing import AdaptiveLimit
 from analytics_nb.client._pagination import MAX_PAGE_SIZE
 from analytics_nb.client._progress import progress_bar, progress_enabled
 from analytics_nb.client._resources import (
+    DefinitionsCache,
     FeatureFlags,
     HogFunctions,
     HogFunctionTemplates,
+    LegacyEndpointWarning,
     Organizations,
     Playlists,
     Projects,
     Transformations,
+    cached_definitions,
+)
+from analytics_nb.client._verbs import (
+    async_method,
+    bind_arguments,
+    run_interruptible,
+    same_signature,
+    sync_method,
+    verb_form_matches,
 )
 
 __all__ = [
@@ -38,16 +49,25 @@ __all__ = [
     "AsyncApiClient",
     "ClientConfig",
     "Core",
+    "DefinitionsCache",
     "FeatureFlags",
     "HogFunctionTemplates",
     "HogFunctions",
+    "LegacyEndpointWarning",
     "LoopThread",
     "Organizations",
     "Playlists",
     "Projects",
     "Transformations",
+    "async_method",
+    "bind_arguments",
+    "cached_definitions",
     "decide_body",
     "loads_json",
     "progress_bar",
     "progress_enabled",
+    "run_interruptible",
+    "same_signature",
+    "sync_method",
+    "verb_form_matches",
 ]

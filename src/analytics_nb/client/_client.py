@@ -16,10 +16,19 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal, Self, TypeVar
 
 import httpx
 
-from analytics_nb.client._config import ClientConfig, SecretKey, config_from_env, mask, resolve_hosts
+from analytics_nb.client._config import (
+    KEY_ARGUMENTS,
+    ClientConfig,
+    SecretKey,
+    check_key,
+    config_from_env,
+    hold_key,
+    mask,
+    resolve_hosts,
+)
 from analytics_nb.client._core import Core
 from analytics_nb.client._decide import decide as _decide
-from analytics_nb.client._loop import LoopThread
+from analytics_nb.client._loop import LoopStopper, LoopThread, for_caller
 from analytics_nb.client._resources import (
     FeatureFlags,
     HogFunctions,
@@ -52,9 +61,10 @@ T = TypeVar("T")
 def _config(
     host: str,
     *,
-    personal_api_key: str | None,
-    project_api_key: str | None,
+    personal_api_key: Any,
+    project_api_key: Any,
     project_id: int | str,
+    secret_api_key: Any = None,
     organization_id: str | None,
     timeout: float,
     max_retries: int,
@@ -65,6 +75,7 @@ def _config(
     max_retry_wait: float,
     http_transport: str = "auto",
 ) -> ClientConfig:
+    """The checked configuration; the keys arrive wrapped (``HeldKey``) and never sit here as text."""
     app_url, ingest_url = resolve_hosts(host)
     project = str(project_id).strip() if project_id is not None else "@current"
     if not project:
@@ -73,7 +84,8 @@ def _config(
         app_url=app_url,
         ingest_url=ingest_url,
         personal_api_key=None if personal_api_key is None else SecretKey(personal_api_key),
-        project_api_key=project_api_key,
+        project_api_key=None if project_api_key is None else check_key(project_api_key, "project_api_key"),
+        secret_api_key=None if secret_api_key is None else SecretKey(secret_api_key, name="secret_api_key"),
         project_id=project,
         organization_id=str(organization_id) if organization_id else None,
         timeout=timeout,
@@ -85,6 +97,13 @@ def _config(
         progress=progress,
         http_transport=http_transport,
     )
+
+
+def _bad_input(exc: ValueError) -> BaseException:
+    """A constructor's bad-input error, ready to raise from the constructor: without the frames below it
+    (the sentence names the field and the fix; the frames only pushed it off the screen, and held the
+    arguments as locals). ``ANALYTICS_NB_FULL_TRACEBACK=1`` keeps them."""
+    return for_caller(exc)
 
 
 class _Common:
@@ -102,8 +121,11 @@ class _Common:
     @classmethod
     def from_env(cls, **overrides: Any) -> Self:
         """A client from ``POSTHOG_HOST``, ``POSTHOG_PERSONAL_API_KEY``, ``POSTHOG_PROJECT_API_KEY``,
-        ``POSTHOG_PROJECT_ID`` and ``POSTHOG_ORGANIZATION_ID`` (keyword ``overrides`` win;
+        ``POSTHOG_SECRET_API_KEY``, ``POSTHOG_PROJECT_ID`` and ``POSTHOG_ORGANIZATION_ID`` (keyword
+        ``overrides`` win;
         host defaults to "us")."""
+        __tracebackhide__ = True  # IPython and pytest show the caller's line and the sentence
+        overrides = {k: hold_key(v) if k in KEY_ARGUMENTS else v for k, v in overrides.items()}
         return cls(**config_from_env(**overrides))
 
     @property
@@ -122,11 +144,14 @@ class _Common:
         return self._config.project_id
 
     def __repr__(self) -> str:
-        c = self._config
+        c = getattr(self, "_config", None)
+        if c is None:  # half-built (its constructor raised): a traceback with locals still shows it
+            return f"<{type(self).__name__}: not configured>"
         host = c.app_url if c.app_url == c.ingest_url else f"{c.app_url} + {c.ingest_url}"
         return (
             f"{type(self).__name__}(host={host!r}, project_id={c.project_id!r}, "
-            f"personal_api_key={mask(c.personal_api_key)!r}, project_api_key={mask(c.project_api_key)!r})"
+            f"personal_api_key={mask(c.personal_api_key)!r}, project_api_key={mask(c.project_api_key)!r}"
+            + (f", secret_api_key={mask(c.secret_api_key)!r})" if c.secret_api_key is not None else ")")
         )
 
     @property
@@ -148,10 +173,12 @@ class AsyncApiClient(_Common):
     ``async with``.
 
     ``host``: "us", "eu" (app host for ``/api``, ingestion host for decide/capture) or a self-hosted base URL.
-    Keys: ``personal_api_key`` (``phx_...``, for ``/api``) and ``project_api_key`` (``phc_...``, for decide
-    and capture; read from the project when omitted). Retries: ``max_retries`` with jittered backoff;
-    ``rate_limit=True`` keeps under the service's per-key limits. ``http_transport``: ``"auto"`` (aiohttp's
-    connector under httpx when the ``fast`` extra is installed), ``"aiohttp"`` or ``"httpx"``.
+    Keys: ``personal_api_key`` (``phx_...``, for ``/api``), ``project_api_key`` (``phc_...``, for flags
+    and capture; read from the project when omitted) and ``secret_api_key`` (``phs_...``, a Project Secret
+    API Key with ``feature_flag:read``: flag definitions from ``/flags/definitions``). Retries:
+    ``max_retries`` with jittered backoff; ``rate_limit=True`` keeps under the service's per-key limits.
+    ``http_transport``: ``"auto"`` (aiohttp's connector under httpx when the ``fast`` extra is installed),
+    ``"aiohttp"`` or ``"httpx"``.
     """
 
     def __init__(
@@ -160,6 +187,7 @@ class AsyncApiClient(_Common):
         *,
         personal_api_key: str | None = None,
         project_api_key: str | None = None,
+        secret_api_key: str | None = None,
         project_id: int | str = "@current",
         organization_id: str | None = None,
         timeout: float = 30.0,
@@ -172,21 +200,29 @@ class AsyncApiClient(_Common):
         transport: httpx.AsyncBaseTransport | None = None,
         http_transport: str = "auto",
     ) -> None:
-        self._config = _config(
-            host,
-            personal_api_key=personal_api_key,
-            project_api_key=project_api_key,
-            project_id=project_id,
-            organization_id=organization_id,
-            timeout=timeout,
-            max_retries=max_retries,
-            rate_limit=rate_limit,
-            max_concurrency=max_concurrency,
-            progress=progress,
-            retry_backoff=retry_backoff,
-            max_retry_wait=max_retry_wait,
-            http_transport=http_transport,
-        )
+        __tracebackhide__ = True  # IPython and pytest show the caller's line and the sentence
+        # Wrapped first: a malformed key fails its check below; no frame may hold it as text (issue 27 #6).
+        personal_api_key, project_api_key = hold_key(personal_api_key), hold_key(project_api_key)
+        secret_api_key = hold_key(secret_api_key)
+        try:
+            self._config = _config(
+                host,
+                personal_api_key=personal_api_key,
+                project_api_key=project_api_key,
+                secret_api_key=secret_api_key,
+                project_id=project_id,
+                organization_id=organization_id,
+                timeout=timeout,
+                max_retries=max_retries,
+                rate_limit=rate_limit,
+                max_concurrency=max_concurrency,
+                progress=progress,
+                retry_backoff=retry_backoff,
+                max_retry_wait=max_retry_wait,
+                http_transport=http_transport,
+            )
+        except ValueError as exc:
+            raise _bad_input(exc) from None
         self._core = Core(self._config, transport=transport)
         self._on_close = []
         self.playlists = Playlists(self._core)
@@ -205,11 +241,12 @@ class AsyncApiClient(_Common):
         person_properties: Mapping[str, Any] | None = None,
         group_properties: Mapping[str, Mapping[str, Any]] | None = None,
         ip: str | None = None,
-        endpoint: Literal["decide", "flags"] = "decide",
+        endpoint: Literal["decide", "flags"] = "flags",
         version: int | None = None,
     ) -> DecideResponse:
-        """Evaluate every flag for one user remotely: ``POST /decide/?v=3``, or ``/flags/?v=2``
-        with ``endpoint="flags"``.
+        """Evaluate every flag for one user remotely: ``POST /flags/?v=4`` as posthog-python 7.91.1 does,
+        or the legacy ``/decide/?v=3`` with ``endpoint="decide"``. A flag the service failed to evaluate
+        is None (``response.failures`` says why), never False.
 
         ``person_properties`` / ``groups`` / ``group_properties`` override the stored ones; ``ip`` is sent as
         ``X-Forwarded-For`` so the service derives the ``$geoip_*`` properties from it.
@@ -251,7 +288,7 @@ class AsyncApiClient(_Common):
         await self.close()
 
 
-def _shutdown(loop: LoopThread, core: Core, callbacks: list[Callable[[], Any]]) -> None:
+def _shutdown(loop: LoopStopper, core: Core, callbacks: list[Callable[[], Any]]) -> None:
     """Finalizer of a sync Client: close connections, stop the loop thread, run close callbacks."""
     try:
         if loop.running and not core.closed:
@@ -285,6 +322,7 @@ class ApiClient(ApiClientMethods, _Common):
         *,
         personal_api_key: str | None = None,
         project_api_key: str | None = None,
+        secret_api_key: str | None = None,
         project_id: int | str = "@current",
         organization_id: str | None = None,
         timeout: float = 30.0,
@@ -297,22 +335,29 @@ class ApiClient(ApiClientMethods, _Common):
         transport: httpx.AsyncBaseTransport | None = None,
         http_transport: str = "auto",
     ) -> None:
-        self._async = self.async_class(
-            host,
-            personal_api_key=personal_api_key,
-            project_api_key=project_api_key,
-            project_id=project_id,
-            organization_id=organization_id,
-            timeout=timeout,
-            max_retries=max_retries,
-            rate_limit=rate_limit,
-            max_concurrency=max_concurrency,
-            progress=progress,
-            retry_backoff=retry_backoff,
-            max_retry_wait=max_retry_wait,
-            transport=transport,
-            http_transport=http_transport,
-        )
+        __tracebackhide__ = True  # IPython and pytest show the caller's line and the sentence
+        personal_api_key, project_api_key = hold_key(personal_api_key), hold_key(project_api_key)
+        secret_api_key = hold_key(secret_api_key)
+        try:
+            self._async = self.async_class(
+                host,
+                personal_api_key=personal_api_key,
+                project_api_key=project_api_key,
+                secret_api_key=secret_api_key,
+                project_id=project_id,
+                organization_id=organization_id,
+                timeout=timeout,
+                max_retries=max_retries,
+                rate_limit=rate_limit,
+                max_concurrency=max_concurrency,
+                progress=progress,
+                retry_backoff=retry_backoff,
+                max_retry_wait=max_retry_wait,
+                transport=transport,
+                http_transport=http_transport,
+            )
+        except ValueError as exc:
+            raise _bad_input(exc) from None
         self._config = self._async._config
         self._core = self._async._core
         self._on_close = []
@@ -324,7 +369,11 @@ class ApiClient(ApiClientMethods, _Common):
         self.feature_flags = SyncFeatureFlags(self._async.feature_flags, self._loop)
         self.projects = SyncProjects(self._async.projects, self._loop)
         self.organizations = SyncOrganizations(self._async.organizations, self._loop)
-        self._finalizer = weakref.finalize(self, _shutdown, self._loop, self._core, self._on_close)
+        # Every sync resource (and each iterator it hands out) holds the loop, and the loop holds this client:
+        # a client reachable only through `client.playlists` stays open (issue 27 #5). The finalizer holds
+        # only the loop's stopper, so an unreachable client is still collected and closed.
+        self._loop.owner = self
+        self._finalizer = weakref.finalize(self, _shutdown, self._loop.stopper, self._core, self._on_close)
 
     def run(self, coro: Coroutine[Any, Any, T]) -> T:
         """Run a coroutine on this client's loop and return its result (how capture and simulation run their

@@ -11,6 +11,7 @@ import random
 import time
 from collections import deque
 from collections.abc import Callable, Generator, Mapping
+from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
 from urllib.parse import quote, urljoin, urlsplit
 
@@ -202,6 +203,24 @@ def encode_json(body: Any) -> bytes:
     raise failure
 
 
+@dataclass
+class _Call:
+    """One ``Core.request`` call: where it goes, what it sends, and the tries it has used so far."""
+
+    method: str
+    url: str
+    target: httpx.URL
+    safe_url: str
+    body: bytes | str | None
+    headers: dict[str, str]
+    auth: bool | httpx.Auth
+    can_retry: bool
+    bucket: str | None
+    attempt: int = 0
+    redirects: int = 0
+    throttled: int = 0
+
+
 class Core:
     """The transport shared by every resource: ``request()`` does auth, retries, limiting and typed errors."""
 
@@ -220,12 +239,20 @@ class Core:
         self._network_errors: tuple[type[BaseException], ...] = (httpx.TransportError, *transport_errors())
         self.closed = False
         self.retries_done = 0
+        #: Called as ``listener(method, path)`` after each successful write (not GET/HEAD/OPTIONS), on the
+        #: client's event loop: keep them short (the PlaylistEditor marks its list outdated).
+        self.write_listeners: list[Callable[[str, str], None]] = []
         key = config.personal_api_key
         self._auth: _KeyAuth | None = _KeyAuth(key) if key is not None else None
         install_log_redaction()
 
     def __repr__(self) -> str:
         return f"Core({self.config!r})"
+
+    @staticmethod
+    def key_auth(key: SecretKey) -> httpx.Auth:
+        """An ``auth=`` for `request` that sends ``key`` as the Bearer (e.g. the secret API key)."""
+        return _KeyAuth(key)
 
     # -- plumbing ---------------------------------------------------------------------------------------
     def _client(self) -> httpx.AsyncClient:
@@ -324,7 +351,7 @@ class Core:
         content: bytes | str | None = None,
         headers: Mapping[str, str] | None = None,
         idempotent: bool = False,
-        auth: bool = True,
+        auth: bool | httpx.Auth = True,
         explain: Mapping[int, str] | None = None,
         pacer: AdaptiveLimit | None = None,
     ) -> httpx.Response:
@@ -337,17 +364,77 @@ class Core:
         followed only on the same origin (see ``_redirect_target``); every failure, transport ones included,
         is a ``PostHogError`` with no httpx exception chained (those hold the request and its headers).
 
+        ``auth``: True sends the personal key, False nothing, an ``httpx.Auth`` (``Core.key_auth(key)``)
+        that key instead (the secret API key for flag definitions). A 304 is returned (not followed) when
+        the request sent ``If-None-Match``.
+
         ``pacer`` (from ``Core.pacer(concurrency)``, for bulk runs): each attempt waits for a place in its
         adaptive window, and a 429 pauses the whole run for ``Retry-After`` and narrows the window instead
         of using up ``max_retries`` (up to ``MAX_THROTTLED`` times for one request): a run slows down to the
         service's rate limit rather than failing rows.
         """
-        method = method.upper()
+        call = self._call(
+            method.upper(),
+            path,
+            service=service,
+            params=params,
+            json=json,
+            content=content,
+            headers=headers,
+            idempotent=idempotent,
+            auth=auth,
+            explain=explain,
+        )
+        http = self._client()
+        while True:
+            if call.bucket is not None and self.limiter is not None:
+                await self.limiter.acquire(call.bucket)
+            response = await self._attempt(http, call, pacer)
+            if response is None:  # a network error, waited out: try again
+                continue
+            status = response.status_code
+            log.debug("%s %s -> %d", call.method, call.safe_url, status)
+            if 200 <= status < 300 or (status == 304 and "If-None-Match" in call.headers):
+                if self.write_listeners and call.method not in ("GET", "HEAD", "OPTIONS"):
+                    self._tell_write(call.method, path)
+                return response
+            if status < 400:  # a redirect (or another non-final answer) is never used as data
+                self._follow(call, response)
+                continue
+            if await self._waited_to_retry(call, response, pacer):
+                continue
+            raise error_from_response(
+                status,
+                response.text,
+                method=call.method,
+                url=call.safe_url,
+                retry_after_header=response.headers.get("Retry-After"),
+                secrets=self.config.secrets,
+                explanation=(explain or {}).get(status),
+            )
+
+    def _call(
+        self,
+        method: str,
+        path: str,
+        *,
+        service: Literal["app", "ingest"],
+        params: Mapping[str, Any] | None,
+        json: Any,
+        content: bytes | str | None,
+        headers: Mapping[str, str] | None,
+        idempotent: bool,
+        auth: bool | httpx.Auth,
+        explain: Mapping[int, str] | None,
+    ) -> _Call:
+        """What ``request`` sends: the URL (query merged) and its scrubbed text, the body and headers, whether
+        it may be retried and its rate-limit bucket; a call that needs the personal key and has none fails
+        here, before anything is sent."""
         url = self.url(path, service)
         query = None if params is None else {k: _param(v) for k, v in params.items() if v is not None}
         target, safe_url = self._target(url, query)
         send_headers: dict[str, str] = dict(headers or {})
-        if auth and self._auth is None:
+        if auth is True and self._auth is None:
             raise AuthenticationError(
                 f"{method} {safe_url} needs a personal API key: pass personal_api_key='phx_...' to the "
                 "Client or set POSTHOG_PERSONAL_API_KEY.",
@@ -358,111 +445,124 @@ class Core:
         if json is not None:
             body = encode_json(json)
             send_headers.setdefault("Content-Type", "application/json")
-        can_retry = idempotent or method in IDEMPOTENT_METHODS
         bucket = None
         if self.limiter is not None and service == "app" and auth:
             bucket = "playlists" if "/session_recording_playlists" in url else "default"
-        http = self._client()
-        attempt = 0
-        redirects = 0
-        throttled = 0
-        while True:
-            if bucket is not None and self.limiter is not None:
-                await self.limiter.acquire(bucket)
-            failure: PostHogError | None = None
-            response: httpx.Response | None = None
-            try:
-                response = await self._send(http, method, target, body, send_headers, auth, pacer)
-            except self._network_errors as exc:
-                # aiohttp's errors (a transport may let one through) and asyncio's timeout count as network
-                # errors too; `refused` is true only when no connection was made (safe to retry any method).
-                if (can_retry or refused(exc)) and attempt < self.config.max_retries:
-                    wait = self._backoff(attempt)
-                    log.debug(
-                        "%s %s: %s, retry %d in %.2fs",
-                        method,
-                        safe_url,
-                        type(exc).__name__,
-                        attempt + 1,
-                        wait,
-                    )
-                    attempt += 1
-                    self.retries_done += 1
-                    await asyncio.sleep(wait)
-                    continue
+        return _Call(
+            method=method,
+            url=url,
+            target=target,
+            safe_url=safe_url,
+            body=body,
+            headers=send_headers,
+            auth=auth,
+            can_retry=idempotent or method in IDEMPOTENT_METHODS,
+            bucket=bucket,
+        )
+
+    async def _attempt(
+        self, http: httpx.AsyncClient, call: _Call, pacer: AdaptiveLimit | None
+    ) -> httpx.Response | None:
+        """One attempt: the response, or None after waiting out a network error that may be retried. Any
+        other failure, transport ones included, is raised as a ``NetworkError`` with no httpx exception
+        chained (those hold the request and its headers)."""
+        method, safe_url = call.method, call.safe_url
+        failure: PostHogError | None = None
+        wait = 0.0
+        try:
+            return await self._send(http, method, call.target, call.body, call.headers, call.auth, pacer)
+        except self._network_errors as exc:
+            # aiohttp's errors (a transport may let one through) and asyncio's timeout count as network
+            # errors too; `refused` is true only when no connection was made (safe to retry any method).
+            if (call.can_retry or refused(exc)) and call.attempt < self.config.max_retries:
+                wait = self._backoff(call.attempt)
+                log.debug(
+                    "%s %s: %s, retry %d in %.2fs",
+                    method,
+                    safe_url,
+                    type(exc).__name__,
+                    call.attempt + 1,
+                    wait,
+                )
+                call.attempt += 1
+                self.retries_done += 1
+            else:
                 what = self.scrub(str(exc)) or "no details"
-                tries = f" after {attempt + 1} attempts" if attempt else ""
+                tries = f" after {call.attempt + 1} attempts" if call.attempt else ""
                 failure = NetworkError(
                     f"{method} {safe_url} failed{tries}: could not complete the request "
                     f"({type(exc).__name__}: {what}). Check the host and network and retry.",
                     method=method,
                     url=safe_url,
                 )
-            except httpx.DecodingError as exc:
-                failure = NetworkError(
-                    f"{method} {safe_url} answered with a body that could not be decoded "
-                    f"({self.scrub(str(exc)) or 'no details'}): the server or a proxy on the way sent a "
-                    "broken compressed answer. Check the host (a PostHog API, not a proxy page) and retry.",
-                    method=method,
-                    url=safe_url,
-                )
-            except (httpx.HTTPError, httpx.InvalidURL, httpx.StreamError, ValueError) as exc:
-                # Anything else the transport raises (too many redirects, a malformed URL or header): the
-                # package's error, without the httpx exception and its request (it holds the headers).
-                failure = NetworkError(
-                    f"{method} {safe_url} could not be sent ({type(exc).__name__}: "
-                    f"{self.scrub(str(exc)) or 'no details'}). Check the host and the arguments.",
-                    method=method,
-                    url=safe_url,
-                )
-            if failure is not None:
-                # Raised outside the except block: no chained httpx exception (it holds the headers).
-                raise failure
-            assert response is not None
-            status = response.status_code
-            log.debug("%s %s -> %d", method, safe_url, status)
-            if 200 <= status < 300:
-                return response
-            if status < 400:  # a redirect (or another non-final answer) is never used as data
-                moved = self._redirect_target(method, url, response, redirects)
-                if isinstance(moved, PostHogError):
-                    raise moved
-                url = moved
-                target, safe_url = self._target(url, None)
-                redirects += 1
-                continue
-            if status == 429 and pacer is not None and throttled < MAX_THROTTLED:
-                retry_after = parse_retry_after(response.headers.get("Retry-After"))
-                if retry_after is None or retry_after <= self.config.max_retry_wait:
-                    throttled += 1
-                    self.retries_done += 1
-                    pause = pacer.throttle(retry_after)
-                    log.debug("%s %s -> 429, paced: paused %.2fs, %r", method, safe_url, pause, pacer)
-                    continue  # the next acquire waits out the pause
-            if (
-                status in RETRY_STATUSES
-                and (can_retry or status == 429)
-                and attempt < self.config.max_retries
-            ):
-                retry_after = parse_retry_after(response.headers.get("Retry-After"))
-                wait = self._backoff(attempt)
-                if retry_after is not None:
-                    wait = max(wait, retry_after + random.random() * 0.1)
-                if retry_after is None or retry_after <= self.config.max_retry_wait:
-                    attempt += 1
-                    self.retries_done += 1
-                    log.debug("%s %s -> %d, retry %d in %.2fs", method, safe_url, status, attempt, wait)
-                    await asyncio.sleep(wait)
-                    continue
-            raise error_from_response(
-                status,
-                response.text,
+        except httpx.DecodingError as exc:
+            failure = NetworkError(
+                f"{method} {safe_url} answered with a body that could not be decoded "
+                f"({self.scrub(str(exc)) or 'no details'}): the server or a proxy on the way sent a "
+                "broken compressed answer. Check the host (a PostHog API, not a proxy page) and retry.",
                 method=method,
                 url=safe_url,
-                retry_after_header=response.headers.get("Retry-After"),
-                secrets=self.config.secrets,
-                explanation=(explain or {}).get(status),
             )
+        except (httpx.HTTPError, httpx.InvalidURL, httpx.StreamError, ValueError) as exc:
+            # Anything else the transport raises (too many redirects, a malformed URL or header): the
+            # package's error, without the httpx exception and its request (it holds the headers).
+            failure = NetworkError(
+                f"{method} {safe_url} could not be sent ({type(exc).__name__}: "
+                f"{self.scrub(str(exc)) or 'no details'}). Check the host and the arguments.",
+                method=method,
+                url=safe_url,
+            )
+        if failure is not None:
+            # Raised outside the except block: no chained httpx exception (it holds the headers).
+            raise failure
+        await asyncio.sleep(wait)
+        return None
+
+    def _follow(self, call: _Call, response: httpx.Response) -> None:
+        """Point ``call`` at a redirect's target (same origin only), or raise the ``RedirectError``."""
+        moved = self._redirect_target(call.method, call.url, response, call.redirects)
+        if isinstance(moved, PostHogError):
+            raise moved
+        call.url = moved
+        call.target, call.safe_url = self._target(moved, None)
+        call.redirects += 1
+
+    async def _waited_to_retry(
+        self, call: _Call, response: httpx.Response, pacer: AdaptiveLimit | None
+    ) -> bool:
+        """Whether an error answer is retried (after waiting here, or pausing ``pacer``'s run): a 429 in a
+        paced run up to ``MAX_THROTTLED`` times, a transient status (``RETRY_STATUSES``; 429 for any method)
+        up to ``max_retries`` times, and only when a ``Retry-After`` asks no more than ``max_retry_wait``."""
+        status = response.status_code
+        max_wait = self.config.max_retry_wait
+        retry_after = parse_retry_after(response.headers.get("Retry-After"))
+        if retry_after is not None and retry_after > max_wait:
+            return False
+        if status == 429 and pacer is not None and call.throttled < MAX_THROTTLED:
+            call.throttled += 1
+            self.retries_done += 1
+            pause = pacer.throttle(retry_after)
+            log.debug("%s %s -> 429, paced: paused %.2fs, %r", call.method, call.safe_url, pause, pacer)
+            return True  # the next acquire waits out the pause
+        retryable = status in RETRY_STATUSES and (call.can_retry or status == 429)
+        if not retryable or call.attempt >= self.config.max_retries:
+            return False
+        wait = self._backoff(call.attempt)
+        if retry_after is not None:
+            wait = max(wait, retry_after + random.random() * 0.1)
+        call.attempt += 1
+        self.retries_done += 1
+        log.debug("%s %s -> %d, retry %d in %.2fs", call.method, call.safe_url, status, call.attempt, wait)
+        await asyncio.sleep(wait)
+        return True
+
+    def _tell_write(self, method: str, path: str) -> None:
+        """Tell the write listeners about a successful write; a failing listener never fails the request."""
+        for listener in list(self.write_listeners):
+            try:
+                listener(method.upper(), path)
+            except Exception:
+                log.debug("a write listener failed", exc_info=True)
 
     def _target(self, url: str, query: Mapping[str, Any] | None) -> tuple[httpx.URL, str]:
         """The parsed URL (``query`` merged) and its scrubbed text, cached for URLs sent again and again (a
@@ -490,22 +590,19 @@ class Core:
         url: httpx.URL,
         body: bytes | str | None,
         headers: Mapping[str, str],
-        auth: bool,
+        auth: bool | httpx.Auth,
         pacer: AdaptiveLimit | None,
     ) -> httpx.Response:
         """One attempt on the wire (inside a place of ``pacer`` when given)."""
+        key_auth = auth if isinstance(auth, httpx.Auth) else self._auth if auth else None
         if pacer is None:
-            return await http.request(
-                method, url, content=body, headers=headers, auth=self._auth if auth else None
-            )
-        await pacer.acquire()
+            return await http.request(method, url, content=body, headers=headers, auth=key_auth)
+        started = await pacer.acquire()
         response: httpx.Response | None = None
         try:
-            response = await http.request(
-                method, url, content=body, headers=headers, auth=self._auth if auth else None
-            )
+            response = await http.request(method, url, content=body, headers=headers, auth=key_auth)
         finally:
-            pacer.release(ok=response is not None and response.status_code != 429)
+            pacer.release(ok=response is not None and response.status_code != 429, started=started)
         return response
 
     def _redirect_target(

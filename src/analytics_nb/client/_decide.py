@@ -1,4 +1,9 @@
-"""``/decide/?v=3`` (default) and ``/flags/`` on the ingestion host, authenticated by the project API key."""
+"""``/flags/?v=4`` (default, what posthog-python 7.91.1 posts: ``request.py`` ``flags()``) and, on request,
+the legacy ``/decide/?v=3`` on the ingestion host, authenticated by the project API key.
+
+PostHog is deleting the decide code (PostHog/posthog #48165); ``/flags`` answers typed records that say
+which flags the service failed to evaluate (``failed: true``), which the legacy map cannot.
+"""
 
 from __future__ import annotations
 
@@ -13,7 +18,7 @@ from analytics_nb.wire import check_distinct_id
 
 __all__ = ["DEFAULT_VERSIONS", "decide", "decide_body"]
 
-DEFAULT_VERSIONS = {"decide": 3, "flags": 2}
+DEFAULT_VERSIONS = {"decide": 3, "flags": 4}
 
 
 def _mapping(name: str, value: Any) -> dict[str, Any] | None:
@@ -62,10 +67,13 @@ async def decide(
     person_properties: Mapping[str, Any] | None = None,
     group_properties: Mapping[str, Mapping[str, Any]] | None = None,
     ip: str | None = None,
-    endpoint: Literal["decide", "flags"] = "decide",
+    endpoint: Literal["decide", "flags"] = "flags",
     version: int | None = None,
 ) -> DecideResponse:
-    """Evaluate every flag for one user on the service; ``ip`` is sent as ``X-Forwarded-For`` (GeoIP)."""
+    """Evaluate every flag for one user on the service; ``ip`` is sent as ``X-Forwarded-For`` (GeoIP).
+
+    A flag the service could not evaluate is None in the answer (``DecideResponse.failures`` says why),
+    never False."""
     distinct_id = check_distinct_id(distinct_id)  # a float id (1.0) is refused with the fix
     if endpoint not in DEFAULT_VERSIONS:
         raise ValueError(f"endpoint={endpoint!r} is not allowed; use 'decide' or 'flags'.")

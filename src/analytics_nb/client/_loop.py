@@ -22,7 +22,7 @@ from typing import Any, TypeVar
 
 from analytics_nb.errors import PostHogError
 
-__all__ = ["LoopThread", "for_caller", "new_event_loop"]
+__all__ = ["LoopStopper", "LoopThread", "for_caller", "new_event_loop"]
 
 T = TypeVar("T")
 
@@ -42,28 +42,28 @@ def new_event_loop() -> asyncio.AbstractEventLoop:
 
 
 class LoopThread:
-    """An asyncio event loop running forever in a daemon thread; ``run(coro)`` blocks until it completes."""
+    """An asyncio event loop running forever in a daemon thread; ``run(coro)`` blocks until it completes.
+
+    ``owner`` (the sync client, set by it) is held here so that whatever holds the loop (each sync resource,
+    each iterator it hands out) keeps the client alive: ``Client(...).playlists.list()`` must not find its
+    client collected and closed halfway. The thread itself never references this object (its target is a
+    plain function of the asyncio loop), so an unreachable client and loop are still collected, and the
+    client's finalizer stops the thread through ``stopper`` (which holds no reference back either).
+    """
 
     def __init__(self, name: str = "analytics-nb-client") -> None:
         self.loop = new_event_loop()
-        self._ready = threading.Event()
-        self.thread = threading.Thread(target=self._main, name=name, daemon=True)
+        self.owner: object | None = None
+        ready = threading.Event()
+        self.thread = threading.Thread(target=_serve, args=(self.loop, ready), name=name, daemon=True)
         self.thread.start()
-        self._ready.wait()
+        ready.wait()
 
-    def _main(self) -> None:
-        asyncio.set_event_loop(self.loop)
-        self.loop.call_soon(self._ready.set)
-        try:
-            self.loop.run_forever()
-        finally:
-            pending = [t for t in asyncio.all_tasks(self.loop) if not t.done()]
-            for task in pending:
-                task.cancel()
-            if pending:
-                self.loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
-            self.loop.run_until_complete(self.loop.shutdown_asyncgens())
-            self.loop.close()
+    @property
+    def stopper(self) -> LoopStopper:
+        """What a finalizer may hold to close work on this loop and stop it without keeping this object
+        (and its ``owner``) alive."""
+        return LoopStopper(self.loop, self.thread)
 
     @property
     def running(self) -> bool:
@@ -140,10 +140,48 @@ class LoopThread:
 
     def stop(self, timeout: float = 10.0) -> None:
         """Stop the loop and join the thread (idempotent)."""
+        self.stopper.stop(timeout)
+
+
+class LoopStopper:
+    """Runs a last coroutine on a ``LoopThread``'s loop and stops it, holding only the asyncio loop and the
+    thread (a client's finalizer keeps this, never the ``LoopThread``, which references the client)."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, thread: threading.Thread) -> None:
+        self.loop = loop
+        self.thread = thread
+
+    @property
+    def running(self) -> bool:
+        """True while the loop thread is alive."""
+        return self.thread.is_alive() and not self.loop.is_closed()
+
+    def run(self, coro: Coroutine[Any, Any, T], timeout: float = 30.0) -> T:
+        """Run ``coro`` on the loop from another thread and wait for it (no Ctrl-C handling: for closing)."""
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout)
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """Stop the loop and join the thread (idempotent)."""
         if self.thread.is_alive() and not self.loop.is_closed():
             self.loop.call_soon_threadsafe(self.loop.stop)
         if self.thread.is_alive() and threading.get_ident() != self.thread.ident:
             self.thread.join(timeout)
+
+
+def _serve(loop: asyncio.AbstractEventLoop, ready: threading.Event) -> None:
+    """The loop thread's body: run ``loop`` until stopped, then cancel what is left and close it."""
+    asyncio.set_event_loop(loop)
+    loop.call_soon(ready.set)
+    try:
+        loop.run_forever()
+    finally:
+        pending = [t for t in asyncio.all_tasks(loop) if not t.done()]
+        for task in pending:
+            task.cancel()
+        if pending:
+            loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+        loop.run_until_complete(loop.shutdown_asyncgens())
+        loop.close()
 
 
 def _short(exc: BaseException) -> BaseException:

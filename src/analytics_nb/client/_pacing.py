@@ -11,6 +11,26 @@ without ``Retry-After``). ``AdaptiveLimit`` then slows the whole run down instea
 
 It is plain asyncio: one event loop, no locks; the fast path (no pause, room in the window) is a comparison
 and an increment.
+
+**Adaptive mode** (`adapt`, what ``simulate(engine="remote")`` uses at default settings): the window starts
+small and is sized by what the service gives back, not by a fixed number. Every round (about one window of
+answers) the limit looks at the round's throughput (answers/s) and latency (mean round trip, against the
+smallest seen):
+
+* it **grows** (x1.5 a round at first, then +10%) while a growth raised throughput by 10% or more and the
+  window was full (more in flight was asked for); a flat round still adds some while latency stays near
+  its floor (no queueing yet, so more in flight should pay);
+* it **backs off** (x0.85) when latency is over twice its floor without a throughput gain (requests are
+  queueing: on loopback the CPU, or a loaded service), undoes a cut that cost throughput, and halves on a
+  429 as above;
+* otherwise it holds. It never exceeds ``ceiling`` (the run's documented maximum, `ADAPTIVE_CEILING` in
+  ``simulation/_remote.py``) and, 429s aside, never goes under `ADAPTIVE_FLOOR`.
+
+The latency floor is the smallest *round mean* seen (single round trips are too noisy on a shared
+machine), and a round is at least `ROUND_MIN` answers.
+
+So at 100 ms of latency it opens up to hundreds of requests in flight within about a second, and on a
+loopback sandbox (where round trips cost nothing and the CPU is the limit) it stays at a few.
 """
 
 from __future__ import annotations
@@ -26,8 +46,21 @@ __all__ = ["AdaptiveLimit"]
 DEFAULT_THROTTLE_PAUSE = 1.0
 
 
+#: Grow x1.5 while a round's throughput beats the best recent one by this factor.
+GROWTH_GAIN = 1.10
+#: Latency over this multiple of its floor (smallest round mean) means requests are queueing.
+QUEUEING_LATENCY = 2.0
+#: Latency under this multiple of its floor: no queueing yet, a flat round may still grow a little.
+NO_QUEUEING_LATENCY = 1.5
+#: Answers per round at least (a round is otherwise one window of answers).
+ROUND_MIN = 16
+#: Adaptive mode never shrinks under this for latency (a 429 may still halve it down to 1).
+ADAPTIVE_FLOOR = 2.0
+
+
 class AdaptiveLimit:
-    """At most ``limit`` requests in flight (``1 <= limit <= ceiling``), adapted to the service's 429s."""
+    """At most ``limit`` requests in flight (``1 <= limit <= ceiling``), adapted to the service's 429s and,
+    in adaptive mode (`adapt`), to the measured throughput and latency."""
 
     def __init__(self, ceiling: int) -> None:
         if ceiling < 1:
@@ -39,6 +72,27 @@ class AdaptiveLimit:
         """How many 429 answers the run met (each was retried)."""
         self.paused_until = 0.0
         self._waiters: deque[asyncio.Future[None]] = deque()
+        self.adaptive = False
+        self.peak = 0
+        """The largest number of requests that were in flight at once."""
+        self.history: list[tuple[int, float, float]] = []
+        """Adaptive mode: (limit, answers/s, mean round trip s) of each round, for reports and tests."""
+        self._round_start = 0.0
+        self._round_done = 0
+        self._round_rtt = 0.0
+        self._round_full = False
+        self._last_rate = 0.0
+        self._last_move = "grow"
+        self._floor_rtt = float("inf")
+        self._slow_start = True
+
+    def adapt(self, start: int = 4) -> AdaptiveLimit:
+        """Switch to adaptive mode: begin with ``start`` in flight and size the window from throughput and
+        latency (see the module docstring), never above ``ceiling``. Returns self."""
+        self.adaptive = True
+        self.limit = float(max(1, min(int(start), self.ceiling)))
+        self._round_start = time.monotonic()
+        return self
 
     def __repr__(self) -> str:
         return (
@@ -51,8 +105,9 @@ class AdaptiveLimit:
         """Requests allowed in flight now."""
         return max(1, int(self.limit))
 
-    async def acquire(self) -> None:
-        """Wait for a pause to end and for room in the window, then take one place."""
+    async def acquire(self) -> float:
+        """Wait for a pause to end and for room in the window, then take one place; returns the time the
+        request starts (``time.monotonic()``, for `release`'s ``started``)."""
         while True:
             wait = self.paused_until - time.monotonic()
             if wait > 0:
@@ -60,7 +115,12 @@ class AdaptiveLimit:
                 continue
             if self.in_flight < self.allowed:
                 self.in_flight += 1
-                return
+                if self.in_flight > self.peak:
+                    self.peak = self.in_flight
+                if self.in_flight >= self.allowed:
+                    self._round_full = True
+                return time.monotonic()
+            self._round_full = True
             waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
             self._waiters.append(waiter)
             try:
@@ -70,12 +130,61 @@ class AdaptiveLimit:
                     self._wake(1)  # pass the wake-up on: this one will not use it
                 raise
 
-    def release(self, *, ok: bool = True) -> None:
-        """Give the place back; ``ok`` (an answer that was not a 429) grows the window a little."""
+    def release(self, *, ok: bool = True, started: float | None = None) -> None:
+        """Give the place back; ``ok`` (an answer that was not a 429) grows the window a little (fixed
+        mode) or counts towards the round (adaptive mode, with the round trip from ``started``)."""
         self.in_flight -= 1
-        if ok and self.limit < self.ceiling:
+        if self.adaptive:
+            if ok:
+                self._count(None if started is None else time.monotonic() - started)
+        elif ok and self.limit < self.ceiling:
             self.limit = min(float(self.ceiling), self.limit + 1.0 / self.limit)
         self._wake(self.allowed - self.in_flight)
+
+    def _count(self, rtt: float | None) -> None:
+        self._round_done += 1
+        self._round_rtt += rtt if rtt is not None else 0.0
+        if self._round_done >= max(ROUND_MIN, int(self.limit)):
+            self._end_round()
+
+    def _end_round(self) -> None:
+        """Size the window from the round that just ended: a hill climb on throughput, braked by latency.
+
+        The last move is judged by what it did to throughput: a growth that paid is continued, a cut
+        that cost throughput is undone; latency over twice its floor with no gain means queueing (cut);
+        latency near its floor with a full window means room (grow a little)."""
+        now = time.monotonic()
+        rate = self._round_done / max(now - self._round_start, 1e-6)
+        rtt = self._round_rtt / self._round_done
+        self.history.append((int(self.limit), rate, rtt))
+        if rtt > 0:  # the floor drifts up 1% a round, so that a lucky early round does not rule forever
+            self._floor_rtt = min(self._floor_rtt * 1.01, rtt)
+        prev, move = self._last_rate, self._last_move
+        gained = rate > prev * GROWTH_GAIN
+        lost = rate < prev / GROWTH_GAIN
+        queueing = rtt > QUEUEING_LATENCY * self._floor_rtt
+        if move == "grow" and gained and self._round_full:
+            self._grow(self.limit * 0.5 if self._slow_start else max(1.0, self.limit * 0.1))
+        elif move == "cut" and lost:
+            self._grow(self.limit / 0.85 - self.limit)  # the cut cost throughput: undo it
+        elif queueing and not gained:
+            self._cut()
+        elif self._round_full and rtt < NO_QUEUEING_LATENCY * self._floor_rtt:
+            self._grow(self.limit * 0.5 if self._slow_start else max(1.0, self.limit * 0.1))
+        else:
+            self._slow_start = False
+            self._last_move = "hold"
+        self._last_rate = rate
+        self._round_start, self._round_done, self._round_rtt, self._round_full = now, 0, 0.0, False
+
+    def _grow(self, step: float) -> None:
+        self.limit = min(float(self.ceiling), self.limit + max(1.0, step))
+        self._last_move = "grow"
+
+    def _cut(self) -> None:
+        self._slow_start = False
+        self.limit = max(min(ADAPTIVE_FLOOR, self.limit), self.limit * 0.85)
+        self._last_move = "cut"
 
     def throttle(self, retry_after: float | None) -> float:
         """Record a 429: pause every worker and halve the window (once per episode); returns the pause."""
@@ -87,6 +196,7 @@ class AdaptiveLimit:
             pause = DEFAULT_THROTTLE_PAUSE * (1 + random.random() / 2)
         if now >= self.paused_until:  # a new episode (the others in flight answer 429 to the same burst)
             self.limit = max(1.0, self.limit / 2)
+            self._slow_start = False
         self.paused_until = max(self.paused_until, now + pause)
         return max(0.0, self.paused_until - now)
 

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from analytics_nb.client._pagination import MAX_PAGE_SIZE
 from analytics_nb.client._resources._playlists import _UNSET
+from analytics_nb.client._resources._recordings import CALLS_PER_MINUTE
 
 if TYPE_CHECKING:
     import builtins
@@ -23,6 +24,7 @@ if TYPE_CHECKING:
     from analytics_nb.client._resources._hog_functions import HogFunctions, HogFunctionTemplates
     from analytics_nb.client._resources._playlists import PlaylistFilters, Playlists
     from analytics_nb.client._resources._projects import Organizations, Projects
+    from analytics_nb.client._resources._recordings import Incomplete
     from analytics_nb.client._resources._transformations import Transformations
     from analytics_nb.models import (
         ActivityPage,
@@ -65,22 +67,16 @@ class SyncPlaylists:
     def __repr__(self) -> str:
         return f"<sync {self._resource!r}>"
 
-    def iter_records(
-        self, *, page_size: int = MAX_PAGE_SIZE, offset: int = 0, max_items: int | None = None, **filters: Any
-    ) -> Iterator[dict[str, Any]]:
-        """Raw playlist dicts (wire shape) matching ``filters``, every page, each once."""
-        return self._loop.iterate(
-            self._resource.iter_records(page_size=page_size, offset=offset, max_items=max_items, **filters)
-        )
-
     def iter(self, **filters: Unpack[PlaylistFilters]) -> Iterator[Playlist]:
         """Iterate over the (non-deleted) playlists matching the filters, fetching pages concurrently.
 
-        Filters: ``created_by`` (user id), ``short_id``, ``pinned`` (True: only pinned; False: only unpinned,
-        applied here because the service ignores the value), ``user=True`` (created by me), ``type``
-        ("collection"/"filters"), ``collection_type`` ("synthetic"/"custom"), ``date_from``/``date_to``
-        (last modified; datetime or text like "-7d"), ``search`` (name), ``session_recording_id``, ``order``
-        (``[-]last_modified_at|created_at|name``). Paging: ``page_size`` (<=500), ``offset``, ``max_items``.
+        Filters: ``created_by`` (user id, or email: resolved among the users this client can see),
+        ``short_id`` (checked here too: the newest service ignores it), ``pinned`` (True: only pinned;
+        False: only unpinned, applied here because the service ignores the value), ``user=True``
+        (created by me), ``type`` ("collection"/"filters"), ``collection_type`` ("synthetic"/"custom"),
+        ``date_from``/``date_to`` (last modified; datetime or text like "-7d"), ``search`` (name),
+        ``session_recording_id``, ``order`` (``[-]last_modified_at|created_at|name``). Paging:
+        ``page_size`` (<=500), ``offset``, ``max_items``.
         """
         return self._loop.iterate(self._resource.iter(**filters))
 
@@ -88,18 +84,18 @@ class SyncPlaylists:
         """All playlists matching the filters (see ``iter``) as models."""
         return self._loop.run(self._resource.list(**filters))
 
-    def records(self, **filters: Unpack[PlaylistFilters]) -> builtins.list[dict[str, Any]]:
-        """All playlists matching the filters as raw wire dicts (fastest; see ``iter``)."""
-        return self._loop.run(self._resource.records(**filters))
-
     def frame(self, **filters: Unpack[PlaylistFilters]) -> pd.DataFrame:
-        """A DataFrame of the playlists matching the filters (``analytics_nb.frames.playlists_frame``).
+        """A DataFrame of the playlists matching the filters (see ``iter``): the columns of
+        ``analytics_nb.frames.playlists_frame``, plus ``recordings_count``.
 
-        The frame is built in parts while later pages are still on their way (the service answers the
-        next pages meanwhile), then the parts are joined; the result is the frame ``playlists_frame`` gives
-        for all the records at once (same columns, dtypes, values and errors: see ``FrameParts``). With the
-        ``fast`` extra (msgspec) pages are decoded straight into compact rows (``frames.PLAYLIST_ROWS``),
-        which halves the client's CPU; a page that does not fit them exactly is read as JSON dicts.
+        With the ``fast`` extra (msgspec) pages are decoded straight into compact rows
+        (``frames.PLAYLIST_ROWS``), which halves the client's CPU; a page that does not fit them exactly is
+        read as JSON dicts, and then the frame is built from dicts (the same columns, dtypes and values).
+
+        ``recordings_count`` (Int64) is read from each row's ``recordings_counts`` (no request per
+        playlist): a collection's item count (0 when the service says none), a saved filter's cached match
+        count, NA when the service has not counted it (a saved filter its background job has not run on).
+        It counts items, not loadable recordings: see ``recordings``.
         """
         return self._loop.run(self._resource.frame(**filters))
 
@@ -147,21 +143,24 @@ class SyncPlaylists:
         pinned: bool = _UNSET,
         filters: dict[str, Any] | None = _UNSET,
         deleted: bool = _UNSET,
+        keep_filters: bool = False,
         **extra: Any,
     ) -> Playlist:
-        """PATCH the fields given (and only those); ``None`` clears a field.
+        """PATCH exactly the fields given (and only those); ``None`` clears a field.
 
-        The real service refuses any update of a saved-filter ("filters") playlist that does not carry its
-        ``filters`` (posthog-notes §3.3), so when ``filters`` is not given the stored filters are read and
-        sent along, the one field resent without being asked. So that the resend cannot undo a concurrent
-        change of the filters:
+        Nothing the caller did not give is sent, so an update can never write back a value another
+        session changed meanwhile (issue 27 #3: resending the filters it had read undid concurrent filter
+        changes made from other processes). The service refuses any update of a saved-filter
+        ("filters") playlist that lacks its ``filters`` (posthog-notes §3.3): such an update is refused
+        (``ValidationError`` saying so; nothing changed) unless you pass ``filters=`` (the filters it should
+        have) or ``keep_filters=True``. ``keep_filters=True`` reads the stored filters and resends them: a
+        best effort, safe within this process (one lock per playlist serializes it with every update that
+        sets filters) but not across processes, where a filters change landing between the read and the
+        write is undone.
 
-        * in this process, the read and the write of the resend, and any update that sets ``filters``, run
-          under one lock per playlist (two clients in one kernel never undo each other);
-        * across processes (no conditional update exists on this API), an update that sets ``filters`` reads
-          the playlist back right after writing; if its filters are no longer the ones written (another
-          session wrote them meanwhile, possibly resending older filters), it raises ``ConflictError`` with
-          the playlist as stored now in ``.current``: look at it and apply your change again.
+        An update that sets ``filters`` reads the playlist back right after writing; if its filters are no
+        longer the ones written (another session wrote them meanwhile), it raises ``ConflictError`` with
+        the playlist as stored now in ``.current``.
         """
         return self._loop.run(
             self._resource.update(
@@ -172,6 +171,7 @@ class SyncPlaylists:
                 pinned=pinned,
                 filters=filters,
                 deleted=deleted,
+                keep_filters=keep_filters,
                 **extra,
             )
         )
@@ -196,24 +196,90 @@ class SyncPlaylists:
         """One ``GET .../recordings/`` answer ``{results, has_next, version}``; ``params`` go to the query."""
         return self._loop.run(self._resource.recordings_page(short_id, **params))
 
-    def recordings(self, short_id: str, **params: Any) -> builtins.list[Recording]:
-        """Every recording in the playlist (all pages while ``has_next``), as models."""
-        return self._loop.run(self._resource.recordings(short_id, **params))
+    def recordings(
+        self, short_id: str, *, session_ids: Any = None, incomplete: Incomplete = "warn", **params: Any
+    ) -> builtins.list[Recording]:
+        """Every recording of the playlist the service can give, as models; never silently fewer.
 
-    def recordings_frame(self, short_id: str, **params: Any) -> pd.DataFrame:
-        """The playlist's recordings as a DataFrame (``analytics_nb.frames.recordings_frame``)."""
-        return self._loop.run(self._resource.recordings_frame(short_id, **params))
+        A collection is answered by the service with one query capped at 50 recordings that ignores
+        ``limit``/``offset`` (plus its items in long-term storage, and only recordings started within a
+        year). So that a long collection is not cut short, recordings of ids this client added
+        (``add_recordings``/``add_recording``) and of ``session_ids`` (a list, or a DataFrame with a
+        ``session_id`` column) are also fetched by id through ``/session_recordings/``, which pages. When
+        fewer recordings than the playlist's items come back, a ``IncompleteRecordingsWarning`` names how
+        many are missing and why (``incomplete="raise"``: ``IncompleteRecordingsError``; ``"ignore"``).
+        Saved-filter playlists are paged (``params`` go to the query); synthetic ones are walked by slice.
+        """
+        return self._loop.run(
+            self._resource.recordings(short_id, session_ids=session_ids, incomplete=incomplete, **params)
+        )
+
+    def recordings_frame(
+        self, short_id: str, *, session_ids: Any = None, incomplete: Incomplete = "warn", **params: Any
+    ) -> pd.DataFrame:
+        """The playlist's recordings as a DataFrame (``analytics_nb.frames.recordings_frame``), fetched and
+        checked as ``recordings`` does (a warning or error when some are missing).
+        """
+        return self._loop.run(
+            self._resource.recordings_frame(
+                short_id, session_ids=session_ids, incomplete=incomplete, **params
+            )
+        )
 
     def add_recording(self, short_id: str, session_recording_id: str) -> dict[str, Any]:
         """Add a recording to a collection playlist (idempotent); answers ``{"success": True}``.
 
-        PostHog Cloud refuses personal API keys here (403, explained in the error).
+        PostHog refuses personal API keys here (403, explained in the error): see ``add_recordings``.
         """
         return self._loop.run(self._resource.add_recording(short_id, session_recording_id))
 
     def remove_recording(self, short_id: str, session_recording_id: str) -> dict[str, Any]:
-        """Remove a recording from a playlist; answers ``{"success": True}`` (Cloud: see add_recording)."""
+        """Remove a recording from a playlist; answers ``{"success": True}`` (personal keys: see
+        ``add_recordings``).
+        """
         return self._loop.run(self._resource.remove_recording(short_id, session_recording_id))
+
+    def add_recordings(
+        self,
+        short_id: str,
+        session_ids: Any,
+        *,
+        column: str | None = None,
+        calls_per_minute: float = CALLS_PER_MINUTE,
+    ) -> pd.DataFrame:
+        """Add many recordings to a collection through ``recordings/bulk_add`` (20 ids a call, spaced under
+        the playlist API's 240/minute throttle) and return a per-id report: ``session_id``, ``batch``,
+        ``status`` ("added", "already in playlist", or "added or already in playlist" when the service's
+        counts cannot tell, "duplicate", "failed", "not sent") and ``detail``.
+
+        ``session_ids``: a list (or Series) of ids, or a DataFrame with a ``session_id`` column (``column=``
+        names another). PostHog refuses personal API keys for this action on every current build (the
+        error explains it; nothing is changed); the sandbox's spec profile allows it. A failure after the
+        first call keeps the report (those ids "failed"/"not sent") and warns.
+        """
+        return self._loop.run(
+            self._resource.add_recordings(
+                short_id, session_ids, column=column, calls_per_minute=calls_per_minute
+            )
+        )
+
+    def remove_recordings(
+        self,
+        short_id: str,
+        session_ids: Any,
+        *,
+        column: str | None = None,
+        calls_per_minute: float = CALLS_PER_MINUTE,
+    ) -> pd.DataFrame:
+        """Remove many recordings from a playlist through ``recordings/bulk_delete`` (20 a call, paced as
+        ``add_recordings``); per-id report with ``status`` "removed", "not in playlist", "removed or not in
+        playlist", "duplicate", "failed" or "not sent". Same personal-key refusal as ``add_recordings``.
+        """
+        return self._loop.run(
+            self._resource.remove_recordings(
+                short_id, session_ids, column=column, calls_per_minute=calls_per_minute
+            )
+        )
 
 
 class SyncTransformations:
@@ -232,14 +298,6 @@ class SyncTransformations:
     def __repr__(self) -> str:
         return f"<sync {self._resource!r}>"
 
-    def iter_records(
-        self, *, page_size: int = MAX_PAGE_SIZE, offset: int = 0, max_items: int | None = None
-    ) -> Iterator[dict[str, Any]]:
-        """Raw transformation dicts, every page, each once."""
-        return self._loop.iterate(
-            self._resource.iter_records(page_size=page_size, offset=offset, max_items=max_items)
-        )
-
     def iter(
         self, *, page_size: int = MAX_PAGE_SIZE, offset: int = 0, max_items: int | None = None
     ) -> Iterator[Transformation]:
@@ -251,14 +309,10 @@ class SyncTransformations:
     def list(
         self, *, page_size: int = MAX_PAGE_SIZE, offset: int = 0, max_items: int | None = None
     ) -> builtins.list[Transformation]:
-        """All transformations as models."""
+        """All transformations as models. On an instance that no longer serves the plugin API (PostHog PR
+        #97440) the NotFoundError says so and points to ``client.hog_functions``.
+        """
         return self._loop.run(self._resource.list(page_size=page_size, offset=offset, max_items=max_items))
-
-    def records(
-        self, *, page_size: int = MAX_PAGE_SIZE, offset: int = 0, max_items: int | None = None
-    ) -> builtins.list[dict[str, Any]]:
-        """All transformations as raw wire dicts."""
-        return self._loop.run(self._resource.records(page_size=page_size, offset=offset, max_items=max_items))
 
     def frame(self, *, max_items: int | None = None) -> pd.DataFrame:
         """A DataFrame of the transformations (``analytics_nb.frames.transformations_frame``)."""
@@ -349,30 +403,6 @@ class SyncHogFunctions:
     def __repr__(self) -> str:
         return f"<sync {self._resource!r}>"
 
-    def iter_records(
-        self,
-        *,
-        type: str | Sequence[str] | None = None,
-        enabled: bool | None = None,
-        search: str | None = None,
-        full: bool = False,
-        page_size: int = MAX_PAGE_SIZE,
-        offset: int = 0,
-        max_items: int | None = None,
-    ) -> Iterator[dict[str, Any]]:
-        """Raw function dicts (wire shape), every page, each once, in the service's order."""
-        return self._loop.iterate(
-            self._resource.iter_records(
-                type=type,
-                enabled=enabled,
-                search=search,
-                full=full,
-                page_size=page_size,
-                offset=offset,
-                max_items=max_items,
-            )
-        )
-
     def iter(
         self,
         *,
@@ -426,20 +456,6 @@ class SyncHogFunctions:
                 offset=offset,
                 max_items=max_items,
             )
-        )
-
-    def records(
-        self,
-        *,
-        type: str | Sequence[str] | None = None,
-        enabled: bool | None = None,
-        search: str | None = None,
-        full: bool = False,
-        max_items: int | None = None,
-    ) -> builtins.list[dict[str, Any]]:
-        """All live functions matching the filters as raw wire dicts."""
-        return self._loop.run(
-            self._resource.records(type=type, enabled=enabled, search=search, full=full, max_items=max_items)
         )
 
     def frame(
@@ -583,19 +599,18 @@ class SyncHogFunctionTemplates:
     def __repr__(self) -> str:
         return f"<sync {self._resource!r}>"
 
-    def iter_records(
+    def iter(
         self,
         *,
         type: str | Sequence[str] = "destination",
         template_id: str | None = None,
-        page_size: int = MAX_PAGE_SIZE,
         max_items: int | None = None,
-    ) -> Iterator[dict[str, Any]]:
-        """Raw template dicts of the given type(s), every page."""
+    ) -> Iterator[HogFunctionTemplate]:
+        """Iterate over the templates of ``type`` (one type or a list; the service's default is
+        ``destination``), every page; the service leaves deprecated templates out (``get`` finds them).
+        """
         return self._loop.iterate(
-            self._resource.iter_records(
-                type=type, template_id=template_id, page_size=page_size, max_items=max_items
-            )
+            self._resource.iter(type=type, template_id=template_id, max_items=max_items)
         )
 
     def list(
@@ -605,9 +620,7 @@ class SyncHogFunctionTemplates:
         template_id: str | None = None,
         max_items: int | None = None,
     ) -> builtins.list[HogFunctionTemplate]:
-        """Templates of ``type`` (one type or a list; the service's default is ``destination``), every page;
-        deprecated templates are left out by the service (``get`` still finds them).
-        """
+        """Templates of ``type`` (see ``iter``) as models."""
         return self._loop.run(self._resource.list(type=type, template_id=template_id, max_items=max_items))
 
     def frame(
@@ -634,29 +647,17 @@ class SyncFeatureFlags:
     def __repr__(self) -> str:
         return f"<sync {self._resource!r}>"
 
-    def iter_records(
-        self, *, page_size: int = MAX_PAGE_SIZE, max_items: int | None = None, **params: Any
-    ) -> Iterator[dict[str, Any]]:
-        """Raw flag definitions, every page, each once; ``params`` go to the query string."""
-        return self._loop.iterate(
-            self._resource.iter_records(page_size=page_size, max_items=max_items, **params)
-        )
-
     def iter(
         self, *, page_size: int = MAX_PAGE_SIZE, max_items: int | None = None, **params: Any
     ) -> Iterator[FeatureFlag]:
-        """Iterate over the project's flag definitions as models."""
+        """Iterate over the project's flag definitions as models; ``params`` go to the query string."""
         return self._loop.iterate(self._resource.iter(page_size=page_size, max_items=max_items, **params))
 
     def list(
         self, *, page_size: int = MAX_PAGE_SIZE, max_items: int | None = None, **params: Any
     ) -> builtins.list[FeatureFlag]:
-        """All flag definitions of the project."""
+        """All flag definitions of the project (see ``iter``)."""
         return self._loop.run(self._resource.list(page_size=page_size, max_items=max_items, **params))
-
-    def records(self, *, max_items: int | None = None, **params: Any) -> builtins.list[dict[str, Any]]:
-        """All flag definitions as raw wire dicts."""
-        return self._loop.run(self._resource.records(max_items=max_items, **params))
 
     def frame(self, *, max_items: int | None = None, **params: Any) -> pd.DataFrame:
         """A DataFrame of the flag definitions (``analytics_nb.frames.feature_flags_frame``)."""
@@ -682,9 +683,25 @@ class SyncFeatureFlags:
         """PATCH the fields given (e.g. ``active=False`` or new ``filters``)."""
         return self._loop.run(self._resource.update(id, **fields))
 
-    def local_evaluation(self, *, send_cohorts: bool = True) -> LocalEvaluationResponse:
-        """The definitions the SDKs use for local evaluation: flags, group type mapping and cohorts."""
-        return self._loop.run(self._resource.local_evaluation(send_cohorts=send_cohorts))
+    def definitions(self, *, refresh: bool = False) -> LocalEvaluationResponse:
+        """The definitions the SDKs use for local evaluation (flags, group type mapping, cohorts) from
+        ``/flags/definitions`` as posthog-python 7.91.1 polls it: ``If-None-Match`` with the ETag the client
+        holds, so an unchanged answer (304) reuses them. ``refresh=True`` asks without the ETag.
+
+        Auth: ``secret_api_key`` (``phs_``) when the client has one, else the personal key. A 404 (an
+        older self-hosted PostHog without ``/flags/definitions``) falls back to
+        ``/api/feature_flag/local_evaluation`` with a `LegacyEndpointWarning`.
+        """
+        return self._loop.run(self._resource.definitions(refresh=refresh))
+
+    def local_evaluation(
+        self, *, send_cohorts: bool = True, refresh: bool = False
+    ) -> LocalEvaluationResponse:
+        """The definitions for local evaluation: `definitions` (today's ``/flags/definitions``, ETag-cached;
+        the Django ``/api/feature_flag/local_evaluation`` only where that does not exist). Cohorts always
+        come with them, as the service always sends them (``send_cohorts`` is kept for compatibility).
+        """
+        return self._loop.run(self._resource.local_evaluation(send_cohorts=send_cohorts, refresh=refresh))
 
 
 class SyncProjects:
@@ -745,11 +762,12 @@ class ApiClientMethods:
         person_properties: Mapping[str, Any] | None = None,
         group_properties: Mapping[str, Mapping[str, Any]] | None = None,
         ip: str | None = None,
-        endpoint: Literal["decide", "flags"] = "decide",
+        endpoint: Literal["decide", "flags"] = "flags",
         version: int | None = None,
     ) -> DecideResponse:
-        """Evaluate every flag for one user remotely: ``POST /decide/?v=3``, or ``/flags/?v=2``
-        with ``endpoint="flags"``.
+        """Evaluate every flag for one user remotely: ``POST /flags/?v=4`` as posthog-python 7.91.1 does,
+        or the legacy ``/decide/?v=3`` with ``endpoint="decide"``. A flag the service failed to evaluate
+        is None (``response.failures`` says why), never False.
 
         ``person_properties`` / ``groups`` / ``group_properties`` override the stored ones; ``ip`` is sent as
         ``X-Forwarded-For`` so the service derives the ``$geoip_*`` properties from it.

@@ -7,7 +7,8 @@ Two modes: "server" answers what today's Rust flags service answers (the sandbox
 /decide uses it), "sdk" what posthog 7.91.1's local evaluation answers through its client (inconclusive when
 it would ask the server). A definition that cannot be evaluated affects only its own flag (reason "error";
 `strict=True` raises `FlagDefinitionError` instead). Regex filters run in the service's dialect with bounded
-time.
+time. `to_sql` compiles the definitions to one SQL query (DuckDB, ClickHouse, Spark, BigQuery, Snowflake,
+Postgres) with the same answers, or "needs the local engine" where SQL cannot be exact.
 """
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ from analytics_nb.flags._evaluate import (
 from analytics_nb.flags._frame import REASON_CODES, FrameEvaluator, evaluate_frame, reason_dtype
 from analytics_nb.flags._hashing import hash_fraction
 from analytics_nb.flags._operators import PROPERTY_OPERATORS
+from analytics_nb.flags._reader import Definitions, DefinitionsError, read_definitions
+from analytics_nb.flags._sql import SqlQuery, compile_sql, to_sql
 
 __all__ = [
     "PROPERTY_OPERATORS",
@@ -33,14 +36,20 @@ __all__ = [
     "REASON_DTYPE",
     "CompiledFlag",
     "CompiledFlags",
+    "Definitions",
+    "DefinitionsError",
     "FlagDefinitionError",
     "FlagResult",
     "FrameEvaluator",
+    "SqlQuery",
     "compile_flags",
+    "compile_sql",
     "evaluate_flag",
     "evaluate_flags",
     "evaluate_frame",
     "hash_fraction",
+    "read_definitions",
+    "to_sql",
 ]
 
 

@@ -19,6 +19,11 @@ from analytics_nb.flags._operators import (
 FilterKind = Literal["property", "cohort", "flag"]
 
 
+#: Operators of other filter types (cohort, flag) on a property filter: the service never matches them, the
+#: SDK finds them unknown; neither fails the flag before reaching them.
+MISPLACED_OPERATORS = frozenset({"in", "not_in", "flag_evaluates_to"})
+
+
 @dataclass(frozen=True, slots=True)
 class FilterSpec:
     """One validated property filter of a condition (or of a cohort)."""
@@ -118,31 +123,6 @@ def as_plain(obj: Any) -> Any:
     if callable(dump) and not isinstance(obj, type):
         return dump(by_alias=True, mode="json")
     return obj
-
-
-def split_flag_input(
-    flags: Any,
-) -> tuple[list[Any], Mapping[str, Any] | None, Mapping[str, Any] | None, Any]:
-    """Accept a list of flags, one flag, or a local-evaluation payload
-    {flags, group_type_mapping, cohorts, property_matching_version}; the last item is the payload's
-    property_matching_version (None when not given)."""
-    flags = as_plain(flags)
-    if isinstance(flags, Mapping):
-        if "flags" in flags and "key" not in flags:
-            items = [as_plain(f) for f in flags.get("flags") or []]
-            return (
-                items,
-                flags.get("group_type_mapping"),
-                flags.get("cohorts"),
-                flags.get("property_matching_version"),
-            )
-        return [flags], None, None, None
-    if isinstance(flags, (str, bytes)) or not isinstance(flags, Iterable):
-        raise TypeError(
-            "flags must be a list of flag definitions (dicts or FeatureFlag models), "
-            f"got {type(flags).__name__}"
-        )
-    return [as_plain(f) for f in flags], None, None, None
 
 
 # ------------------------------------------------------------------------------------------ helpers
@@ -246,13 +226,27 @@ def compile_filter(
                 flag, label, f"flag_evaluates_to needs true, false or a variant key, got {value!r}"
             )
         return FilterSpec("flag", str(key), label, sig, expected=value, negation=negation)
-    if operator in ("in", "not_in", "flag_evaluates_to"):
-        needed = "flag" if operator == "flag_evaluates_to" else "cohort"
-        raise FlagDefinitionError(
-            flag, label, f"operator {operator!r} needs type {needed!r}, the filter has type {kind!r}"
-        )
     if not isinstance(key, str) or key == "":
         raise FlagDefinitionError(flag, label, "a property filter needs a non-empty string key")
+    if operator in MISPLACED_OPERATORS:
+        needed = "flag" if operator == "flag_evaluates_to" else "cohort"
+        misplaced = FlagDefinitionError(
+            flag, label, f"operator {operator!r} needs type {needed!r}, the filter has type {kind!r}"
+        )
+        if strict:
+            raise misplaced
+        # Not an error of the flag: the service's `match_property` answers a validation error (no match)
+        # when it reaches the filter (rust/feature-flags/src/properties/property_matching.rs, the In /
+        # NotIn / FlagEvaluatesTo arms); posthog 7.91.1 finds the operator unknown (inconclusive) when it
+        # reaches it. An earlier condition that matches decides before either reads it.
+        return FilterSpec(
+            "property",
+            key,
+            label,
+            sig,
+            matcher=unknown_operator(key, operator, str(misplaced)),
+            negation=negation,
+        )
     try:
         matcher = prepare_property(key, operator, value, matching_version=matching_version)
     except ValueError as exc:
@@ -448,7 +442,12 @@ def compile_flag(raw: Any, *, strict: bool = True, matching_version: int = 1) ->
     for cond in [*conditions, *([super_condition] if super_condition else [])]:
         deps.update(f.key for f in cond.filters if f.kind == "flag")
         for f in cond.filters:
-            if unknown is None and f.matcher is not None and f.matcher.operator not in PROPERTY_OPERATORS:
+            if (
+                unknown is None
+                and f.matcher is not None
+                and f.matcher.operator not in PROPERTY_OPERATORS
+                and f.matcher.operator not in MISPLACED_OPERATORS
+            ):
                 unknown = f.matcher.problem
 
     bucketing = definition.get("bucketing_identifier") or filters.get("bucketing_identifier")

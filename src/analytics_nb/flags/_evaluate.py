@@ -7,23 +7,24 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
+import pandas as pd
+
 from analytics_nb.flags._definitions import (
     CohortGroup,
     CompiledFlag,
     ConditionSpec,
     FilterSpec,
-    as_plain,
     compile_cohorts,
     compile_flag,
     dependency_order,
     error_flag,
-    split_flag_input,
 )
 from analytics_nb.flags._errors import FlagDefinitionError
 from analytics_nb.flags._hashing import hash_fraction, holdout_fraction
 from analytics_nb.flags._operators import FALSE, INCONCLUSIVE, SERVER_ONLY, TRUE
+from analytics_nb.flags._reader import read_definitions
 from analytics_nb.flags._service_rules import team_zone
-from analytics_nb.flags._values import MISSING, BadValueError, normalize, service_text
+from analytics_nb.flags._values import MISSING, BadValueError, Opaque, normalize, sdk_opaque, service_text
 
 Mode = Literal["server", "sdk"]
 FlagValue = bool | str
@@ -283,6 +284,19 @@ def _matching_version(value: Any) -> int:
     )
 
 
+def _payload_matching_version(value: Any) -> int:
+    """`property_matching_version` as a definitions payload carries it: 2 when it equals the integer 2,
+    else 1 (None, 0, 1, 3, the text "2", anything else). posthog 7.91.1 reads it so
+    (`Client._update_flag_state`: `data.get("property_matching_version", 1)`, then
+    `_match_exact_property`: `property_matching_version != 2` means version 1); server mode reads the
+    payload the same way (the service's own matcher reads the team setting, which only PostHog staff
+    change, and has no other version)."""
+    try:
+        return 2 if value == 2 and not isinstance(value, str) else 1
+    except Exception:  # an object whose == fails: not 2
+        return 1
+
+
 def compile_flags(
     flags: Any,
     *,
@@ -336,25 +350,23 @@ def compile_flags(
             property_matching_version=property_matching_version,
             timezone=timezone or flags.timezone,
         )
-    items, payload_mapping, payload_cohorts, payload_version = split_flag_input(flags)
-    version = _matching_version(
-        property_matching_version if property_matching_version is not None else payload_version
+    # the one reader of every definitions shape (flags._reader): a shape it cannot read raises, always
+    defs = read_definitions(flags)
+    version = (
+        _matching_version(property_matching_version)
+        if property_matching_version is not None
+        else _payload_matching_version(defs.property_matching_version)
     )
     compiled: list[CompiledFlag] = []
-    skipped: list[str] = []
-    for raw in items:
+    for raw in defs.flags:
         try:
             compiled.append(compile_flag(raw, strict=strict, matching_version=version))
         except FlagDefinitionError as exc:
             if strict:
                 raise
-            plain = as_plain(raw)
-            key = plain.get("key") if isinstance(plain, Mapping) else None
-            if isinstance(key, str) and key:
-                compiled.append(error_flag(plain, str(exc)))
-            else:
-                skipped.append(str(exc))
-    cohort_src = cohorts if cohorts is not None else payload_cohorts
+            compiled.append(error_flag(raw, str(exc)))
+    payload_mapping = defs.group_type_mapping or None
+    cohort_src = cohorts if cohorts is not None else (defs.cohorts or None)
     cohort_errors: dict[str, str] | None = None if strict else {}
     return CompiledFlags(
         compiled,
@@ -366,7 +378,6 @@ def compile_flags(
         cohort_errors=cohort_errors,
         property_matching_version=version,
         timezone=timezone or "UTC",
-        skipped=skipped,
     )
 
 
@@ -415,20 +426,31 @@ def _now(now: dt.datetime | None, server: bool = False, timezone: str = "UTC") -
     return now
 
 
-def normalize_properties(props: Mapping[str, Any] | None, what: str) -> dict[str, Any]:
+def normalize_properties(props: Mapping[str, Any] | None, what: str, server: bool = True) -> dict[str, Any]:
     """Plain values for a property dict. `None` is JSON null (present: the service and the SDK both keep
-    it); a float NaN is a value that no comparison matches (as the SDK reads it); pd.NA and NaT are
-    absent and dropped."""
+    it); a float NaN is a value that no comparison matches (as the SDK reads it).
+
+    Values outside JSON never fail the call: a filter that reads one answers as its reference would
+    (`Opaque`). In sdk mode every value the SDK does not read as JSON (numpy integers and booleans,
+    `pd.NA`, `NaT`, bytes, sets, objects) is kept as given; in server mode values are read as the JSON
+    the client would send (numpy scalars as numbers, `pd.NA` / `NaT` as null, sets as lists), and what
+    cannot be sent (bytes, objects) is kept opaque."""
     out: dict[str, Any] = {}
     if not props:
         return out
     if not isinstance(props, Mapping):
         raise TypeError(f"{what} must be a dict of property name -> value, got {type(props).__name__}")
     for k, v in props.items():
+        if not server and sdk_opaque(v):
+            out[k] = Opaque(v)
+            continue
+        if server and (v is pd.NA or v is pd.NaT):
+            out[k] = None  # the client sends them as JSON null (wire.cells.json_default)
+            continue
         try:
             nv = normalize(v, none_is_null=True, nan_is_value=True)
-        except BadValueError as exc:
-            raise ValueError(f"{what}[{k!r}]: {exc}") from None
+        except BadValueError:
+            nv = Opaque(v)
         if nv is not MISSING:
             out[k] = nv
     return out
@@ -483,7 +505,8 @@ def filter_code(spec: FilterSpec, props: Mapping[str, Any], ctx: _Context) -> in
         if not ctx.server and not m.sdk_supported:
             return INCONCLUSIVE
         code = m.match(v, ctx.server, ctx.now)
-        return FALSE if code == INCONCLUSIVE and ctx.server else code
+        # server mode: unusable values do not match; only a value the client could not send is unknown
+        return FALSE if code == INCONCLUSIVE and ctx.server and type(v) is not Opaque else code
     if spec.kind == "cohort":
         group = ctx.cohorts.get(spec.cohort_id or "")
         if group is None:
@@ -584,6 +607,13 @@ def describe_open_filter(spec: FilterSpec, props: Mapping[str, Any], ctx: _Conte
     if spec.key not in props:
         return f"property {spec.key!r} is not set"
     assert spec.matcher is not None
+    value = props[spec.key]
+    if type(value) is Opaque:
+        kind = type(value.raw).__name__
+        if ctx.server:
+            return f"property {spec.key!r} holds a {kind} value, which cannot be sent to the service as JSON"
+        operator = spec.matcher.operator
+        return f"property {spec.key!r} holds a {kind} value, which the SDK cannot compare ({operator!r})"
     if not spec.matcher.sdk_supported:
         return f"operator {spec.matcher.operator!r} is not evaluated by the official SDK locally"
     return (
@@ -789,9 +819,10 @@ def _evaluate_server(
         sc = flag.super_condition
         if any(f.key in person for f in sc.filters):
             ctx.cond_group = False
-            ok = _all_true(sc, person, ctx) == TRUE and _in_rollout(
-                flag, sc.rollout, _person_bucket(flag, distinct_id, ctx)
-            )
+            code = condition_code(sc, person, ctx)
+            if code == INCONCLUSIVE:
+                return _result(flag, None, "inconclusive", None, _explain(sc, person, ctx))
+            ok = code == TRUE and _in_rollout(flag, sc.rollout, _person_bucket(flag, distinct_id, ctx))
             return _result(flag, ok, "super_condition_value", 0)
 
     # Holdout (`is_holdout_condition_match`): hashed on the flag-level identifier, "holdout-" prefix.
@@ -811,6 +842,7 @@ def _evaluate_server(
     ctx.person = person
     ctx.group_by_index = by_index
     best, best_index = "no_group_type", None
+    pending = _Pending()
     try:
         for cond in flag.conditions:
             agg = cond.aggregation
@@ -830,23 +862,74 @@ def _evaluate_server(
                 bucket = group_key
                 props = by_index.get(agg, _EMPTY)
                 ctx.cond_group = True
-            code = _all_true(cond, props, ctx)
+            code = condition_code(cond, props, ctx)
             if code == SERVER_ONLY:
                 # a cohort the caller did not supply (a static cohort): only the service knows
                 return _result(flag, None, "inconclusive", None, _explain(cond, props, ctx))
             if code != TRUE:
                 best, best_index = _rank(best, best_index, "no_condition_match", cond.index)
+                if code == INCONCLUSIVE:
+                    pending.add(flag, cond, bucket, _in_rollout(flag, cond.rollout, bucket), props, ctx)
                 continue
             if not _in_rollout(flag, cond.rollout, bucket):
                 best, best_index = _rank(best, best_index, "out_of_rollout_bound", cond.index)
+                if flag.early_exit:
+                    # PostHog PR #57321 (flag_matching.rs; posthog-python `_match_flag_conditions`): the
+                    # properties matched but the rollout excludes the person: stop here, False
+                    if pending.value:
+                        return pending.unknown(flag)
+                    return _result(flag, False, "out_of_rollout_bound", cond.index)
                 continue
+            if pending.differs(flag, cond, bucket):
+                return pending.unknown(flag)
             value = _matched_value(flag, cond.variant, bucket)
             return _result(flag, value, "condition_match", cond.index)
     finally:
         ctx.person = None
         ctx.group_by_index = None
         ctx.cond_group = False
+    if pending.value:
+        return pending.unknown(flag)
     return _result(flag, False, best, best_index)
+
+
+class _Pending:
+    """Server mode: conditions passed over whose match was unknown (a dependency without a known value);
+    the answer is known only when every outcome of the unknown gives the same one (as frames do)."""
+
+    __slots__ = ("buckets", "cause", "odd", "stop", "value")
+
+    def __init__(self) -> None:
+        self.value = self.odd = self.stop = False
+        self.buckets: set[str] = set()
+        self.cause: str | None = None
+
+    def add(
+        self,
+        flag: CompiledFlag,
+        cond: ConditionSpec,
+        bucket: str,
+        within: bool,
+        props: Mapping[str, Any],
+        ctx: _Context,
+    ) -> None:
+        self.cause = self.cause or _explain(cond, props, ctx)
+        self.buckets.add(bucket)
+        if within:
+            self.value = True
+            self.odd |= flag.multivariate and cond.variant is not None
+        elif flag.early_exit:
+            self.stop = True
+
+    def differs(self, flag: CompiledFlag, cond: ConditionSpec, bucket: str) -> bool:
+        """Whether a match at `cond` might not be the answer (see frames' `_Pending.differs`)."""
+        if self.stop or self.odd:
+            return True
+        other = cond.variant is not None or bool(self.buckets - {bucket})
+        return self.value and flag.multivariate and other
+
+    def unknown(self, flag: CompiledFlag) -> FlagResult:
+        return _result(flag, None, "inconclusive", None, self.cause)
 
 
 def _rank(best: str, best_index: int | None, new: str, index: int) -> tuple[str, int | None]:
@@ -876,19 +959,6 @@ def _in_rollout(flag: CompiledFlag, rollout: float | None, bucket: str | None) -
     return hash_fraction(flag.key, bucket) <= rollout / 100
 
 
-def _all_true(cond: ConditionSpec, props: Mapping[str, Any], ctx: _Context) -> int:
-    """`is_condition_match` filters: TRUE when every filter matches (errors and undecidable ones do not),
-    SERVER_ONLY when a cohort is unknown, else FALSE."""
-    result = TRUE
-    for spec in cond.filters:
-        code = filter_code(spec, props, ctx)
-        if code == SERVER_ONLY:
-            result = SERVER_ONLY
-        elif code != TRUE:
-            return FALSE
-    return result
-
-
 # ------------------------------------------------------------------------------------------ public API
 
 
@@ -908,7 +978,7 @@ def _prepare_groups(
         if text is not None:
             gkeys[str(name)] = text
     gprops = {
-        str(name): normalize_properties(p, f"group_properties[{name!r}]")
+        str(name): normalize_properties(p, f"group_properties[{name!r}]", server)
         for name, p in (group_properties or {}).items()
     }
     for name, key in (groups or {}).items():
@@ -925,7 +995,7 @@ def _prepare_person(
     """Person properties with `distinct_id` added unless given (the service adds it to every person,
     flag_matching_utils.rs `fetch_and_locally_cache_all_relevant_properties`; the SDK's client too,
     `_person_properties_for_local_evaluation`), and server mode's `$initial_*` fill."""
-    person = normalize_properties(person_properties, "person_properties")
+    person = normalize_properties(person_properties, "person_properties", server)
     person.setdefault("distinct_id", distinct_id)
     if server:
         fill_initial_properties(person)
@@ -939,6 +1009,25 @@ def _device_text(device_id: Any) -> str | None:
     if v is MISSING or v is None or isinstance(v, (dict, list, bool)):
         raise ValueError(f"device_id must be a string, got {device_id!r}")
     return str(v) or None
+
+
+def _one_flag(
+    flag: Any, cohorts: Mapping[str, Any] | None, group_type_mapping: Mapping[str, str] | None
+) -> tuple[dict[str, Any], Mapping[str, Any] | None, Mapping[str, str] | None, int | None]:
+    """The one flag `evaluate_flag` was given (any definitions shape holding exactly one flag), with the
+    cohorts, group type mapping and matching version it carries unless the caller gave them."""
+    defs = read_definitions(flag)
+    if len(defs.flags) != 1:
+        raise ValueError(
+            f"evaluate_flag takes one flag; these definitions hold {len(defs.flags)} "
+            f"({defs.keys[:5]!r}): use evaluate_flags, or pick one"
+        )
+    return (
+        defs.flags[0],
+        cohorts if cohorts is not None else (defs.cohorts or None),
+        group_type_mapping if group_type_mapping is not None else (defs.group_type_mapping or None),
+        defs.property_matching_version,
+    )
 
 
 def evaluate_flag(
@@ -955,7 +1044,7 @@ def evaluate_flag(
     now: dt.datetime | None = None,
     hash_key_overrides: Mapping[str, str] | None = None,
     device_id: Any = None,
-    property_matching_version: int = 1,
+    property_matching_version: int | None = None,
     timezone: str = "UTC",
     strict: bool = False,
 ) -> FlagResult:
@@ -971,17 +1060,22 @@ def evaluate_flag(
     cannot be evaluated gives reason "error" (`FlagResult.error` says why) unless `strict`, which raises.
     """
     server = check_mode(mode)
-    version = _matching_version(property_matching_version)
     if isinstance(flag, CompiledFlag):
         compiled = flag
+        version = _matching_version(property_matching_version)
     else:
+        raw, cohorts, group_type_mapping, given_version = _one_flag(flag, cohorts, group_type_mapping)
+        version = (
+            _matching_version(property_matching_version)
+            if property_matching_version is not None
+            else _payload_matching_version(given_version)
+        )
         try:
-            compiled = compile_flag(flag, strict=strict, matching_version=version)
+            compiled = compile_flag(raw, strict=strict, matching_version=version)
         except FlagDefinitionError as exc:
-            plain = as_plain(flag)
-            if strict or not isinstance(plain, Mapping) or not isinstance(plain.get("key"), str):
+            if strict:
                 raise
-            compiled = error_flag(plain, str(exc))
+            compiled = error_flag(raw, str(exc))
     did = _distinct_id_text(distinct_id)
     person = _prepare_person(person_properties, did, server)
     gkeys, gprops = _prepare_groups(groups, group_properties, server)

@@ -49,13 +49,18 @@ _REASONS = [
     "inconclusive",
     "error",
     "needs_server",
+    # the service's own code (below), kept at its place so codes of earlier versions keep their numbers
+    "missing_dependency",
+    # the row's answer depends on a property the frame has no column for (missing_columns="unknown")
+    "missing_property",
 ]
 _R = {name: i for i, name in enumerate(_REASONS)}
 #: The categories of every `<key>:reason` column, local and remote alike (so the two compare and concatenate
-#: as categoricals): the engine's codes, then the one code today's flags service sends that the engine never
-#: gives, "missing_dependency" (rust/feature-flags/src/flags/flag_match_reason.rs, FeatureFlagMatchReason's
-#: Display). A code outside this list (a newer service) is appended by the remote frame builder.
-REASON_CODES: tuple[str, ...] = (*_REASONS, "missing_dependency")
+#: as categoricals): the engine's codes, including the one code today's flags service sends that the engine
+#: never gives, "missing_dependency" (rust/feature-flags/src/flags/flag_match_reason.rs,
+#: FeatureFlagMatchReason's Display), and "missing_property", which only the engine gives (a property the
+#: frame has no column for). A code outside this list (a newer service) is appended by the remote builder.
+REASON_CODES: tuple[str, ...] = tuple(_REASONS)
 
 
 @functools.cache
@@ -103,6 +108,9 @@ class _Column:
     codes: np.ndarray
     uniques: list[Any]
     all_str: bool = False
+    #: the frame has no column for this property and `missing_columns="unknown"`: every row's value is
+    #: unknown (the service would read the person's stored value), not "not set"
+    unknown: bool = False
 
 
 def _factorize(
@@ -175,8 +183,8 @@ def _factorize(
     return _Column(codes, uniques)
 
 
-def _missing_column(n: int) -> _Column:
-    return _Column(np.full(n, -1, dtype=_CODE), [])
+def _missing_column(n: int, unknown: bool = False) -> _Column:
+    return _Column(np.full(n, -1, dtype=_CODE), [], unknown=unknown)
 
 
 def _coalesce(first: _Column, second: _Column) -> _Column:
@@ -218,6 +226,14 @@ class FrameEvaluator:
     read (timedelta, period, interval, complex, bytes, set) makes its row's `error`, not a crash.
     `strict`, `property_matching_version` and `timezone` are as in compile_flags.
 
+    A property the frame has no column for (and no `person_properties` / `group_properties` dict column
+    holds) is "not set" by default (`missing_columns="not_set"`, as in the dict API). With
+    `missing_columns="unknown"` (what `simulate` and `WhatIf` use) it is unknown, as it is when the service
+    reads a person's stored properties: a row whose answer depends on it is `<NA>` with reason
+    "missing_property"; rows an earlier condition decides, or that no value of it could change, keep
+    their answer. `missing_report` says, after each run, which flags read which absent properties and how
+    many rows they made unknown. (sdk mode already finds an absent property inconclusive, as the SDK does.)
+
     `frame` may be pandas, Polars (eager or lazy), a PyArrow table, record batch or dataset, a DuckDB
     relation or a parquet path (read as pandas over Arrow's buffers, without copying the values). `run()`
     answers in the frame's family (Polars in, Polars out; Arrow in, Arrow out; DuckDB and parquet give
@@ -238,6 +254,7 @@ class FrameEvaluator:
         nulls: str = "absent",
         output: Output | None = None,
         now: dt.datetime | None = None,
+        missing_columns: str = "not_set",
     ) -> None:
         chosen = check_output(output)
         frame, family = _read_frame(frame)
@@ -252,9 +269,17 @@ class FrameEvaluator:
             raise ValueError(
                 f"nulls must be 'absent' (missing cells lack the property) or 'null', got {nulls!r}"
             )
+        if missing_columns not in ("not_set", "unknown"):
+            raise ValueError(
+                "missing_columns must be 'unknown' (a property without a column may have a stored value: "
+                f"answers that depend on it are NA) or 'not_set', got {missing_columns!r}"
+            )
         self.mode = mode
         self._server = check_mode(mode)
         self._nulls = nulls == "null"
+        self._unknown_absent = missing_columns == "unknown"
+        #: after each run: {flag key: (the absent properties it reads, rows they made unknown)}
+        self.missing_report: dict[str, tuple[tuple[str, ...], int]] = {}
         self._strict = strict
         self._compiled = compile_flags(
             flags,
@@ -343,7 +368,7 @@ class FrameEvaluator:
             return _missing_column(self._n)
         if source == "person":
             col = self._person_column(key)
-            if self._server and key in _INITIAL_SOURCE and _INITIAL_SOURCE[key] != key:
+            if self._server and not col.unknown and key in _INITIAL_SOURCE and _INITIAL_SOURCE[key] != key:
                 # the service fills a missing `$initial_x` from `$x` (populate_missing_initial_properties)
                 base = self._source("person").column(_INITIAL_SOURCE[key])
                 col = _coalesce(col, base)
@@ -362,11 +387,11 @@ class FrameEvaluator:
                 none_is_null=True,
             )
         else:
-            col = _missing_column(self._n)
+            col = _missing_column(self._n, self._unknown_absent)
         if key == "$group_key":
             # the group's key is one of its properties unless given (the SDK's client adds it)
             keys = self._group_key_values(name)
-            col = _coalesce(col, keys)
+            col = keys if col.unknown else _coalesce(col, keys)
         return col
 
     def _person_column(self, key: str) -> _Column:
@@ -390,7 +415,7 @@ class FrameEvaluator:
                 nulls=self._nulls,
                 none_is_null=True,
             )
-        return _missing_column(self._n)
+        return _missing_column(self._n, self._unknown_absent)
 
     def _group_key_values(self, name: str) -> _Column:
         col_name = f"group:{name}"
@@ -531,6 +556,8 @@ class FrameEvaluator:
         m = spec.matcher
         assert m is not None
         col = source.column(spec.key)
+        if col.unknown:
+            return np.full(self._n, INCONCLUSIVE, dtype=np.int8)
         server, now = self._server, self._now
         fast = m.match_strs(col.uniques, server) if col.all_str else None
         if not server and not m.sdk_supported:
@@ -627,8 +654,10 @@ class FrameEvaluator:
                 f"flag key {sorted(clash)[0]!r} would collide with an output column; rename the flag"
             )
         state = _RunState(self, compiled)
+        self.missing_report = {}
         for flag in compiled.order:
             state.evaluate(flag)
+            state.note_absent(flag)
             if self._one_shot:
                 # a flag's own hashes ("{key}." prefixes) serve no other flag; holdout hashes are shared
                 for key in [k for k in self._hash_cache if not k[0].startswith("holdout-")]:
@@ -702,6 +731,45 @@ class _FlagArrays:
             return len(self.labels) - 1
 
 
+class _Pending:
+    """Server mode, per row: conditions passed over whose match was unknown (a property without a column,
+    a dependency without a known value). The row's answer is known only when every value of the unknown
+    would give the same one."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+        #: whether any condition was unknown for some row (the arrays below are built on first use)
+        self.active = False
+        #: an unknown condition within its rollout: had it matched, the flag would have matched there
+        self.value = np.zeros(0, dtype=bool)
+        #: ... with a value a later match may not share (a variant override, or another bucket)
+        self.odd = np.zeros(0, dtype=bool)
+        #: an unknown condition outside its rollout on an early-exit flag: had it matched, False
+        self.stop = np.zeros(0, dtype=bool)
+        self.buckets: set[str] = set()
+
+    def add(
+        self, flag: CompiledFlag, cond: ConditionSpec, bucket: str, within: np.ndarray, beyond: np.ndarray
+    ) -> None:
+        if not self.active:
+            self.active = True
+            self.value, self.odd, self.stop = (np.zeros(self.n, dtype=bool) for _ in range(3))
+        self.value |= within
+        if flag.multivariate and cond.variant is not None:
+            self.odd |= within
+        self.buckets.add(bucket)
+        if flag.early_exit:
+            self.stop |= beyond
+
+    def differs(self, flag: CompiledFlag, cond: ConditionSpec, bucket: str) -> np.ndarray:
+        """Rows whose match at `cond` might not be the answer: an earlier unknown condition would have
+        stopped the flag, or matched with another value (a boolean flag's value is always True)."""
+        out = self.stop | self.odd
+        if flag.multivariate and (cond.variant is not None or self.buckets - {bucket}):
+            out = out | self.value
+        return out
+
+
 class _RunState:
     """Results of one run: per-flag value kinds, variants, reasons and condition indexes."""
 
@@ -711,6 +779,77 @@ class _RunState:
         self.results: dict[str, _FlagArrays] = {}
         #: rows with a known error when the run started (errors found later are applied in `frame`)
         self.bad = ev._errors != _NO_ERROR
+        #: per flag: the properties it reads (its dependencies' included) that the frame has no column for
+        self.absent: dict[str, tuple[str, ...]] = {}
+
+    def open_reason(self, flag: CompiledFlag) -> str:
+        """The reason of a row left unknown by an undecided condition."""
+        return "missing_property" if self.absent_reads(flag) else "inconclusive"
+
+    def absent_reads(self, flag: CompiledFlag) -> tuple[str, ...]:
+        """The properties `flag` reads (its cohorts and dependencies included) that the frame has no
+        column, when `missing_columns="unknown"`: "the person's stored `country`", "the stored `industry` of
+        group 'company'"."""
+        ev = self.ev
+        hit = self.absent.get(flag.key)
+        if hit is not None or not ev._unknown_absent:
+            return hit or ()
+        found: dict[str, None] = {}
+        seen: set[str] = set()
+
+        def visit(spec: FilterSpec, source: _Source) -> None:
+            if spec.kind == "property":
+                src = ev._routed(spec, source) if ev._server else source
+                if src.column(spec.key).unknown:
+                    where = src.name.removeprefix("group:")
+                    label = (
+                        f"the person's stored `{spec.key}`"
+                        if src.name == "person"
+                        else f"the stored `{spec.key}` of group {where!r}"
+                    )
+                    found[label] = None
+            elif spec.kind == "cohort":
+                group = ev._cohorts.get(spec.cohort_id or "")
+                if group is not None and spec.cohort_id not in seen:
+                    seen.add(spec.cohort_id or "")
+                    walk(group, source)
+            else:
+                found.update(dict.fromkeys(self.absent.get(self.compiled.alias.get(spec.key, spec.key), ())))
+
+        def walk(group: CohortGroup, source: _Source) -> None:
+            for child in group.children:
+                if isinstance(child, CohortGroup):
+                    walk(child, source)
+                else:
+                    visit(child, source)
+
+        person = ev._source("person")
+        if flag.feature_enrollment and person.column(f"$feature_enrollment/{flag.key}").unknown:
+            found[f"the person's stored `$feature_enrollment/{flag.key}`"] = None
+        conds = [*flag.conditions, *([flag.super_condition] if flag.super_condition is not None else [])]
+        for cond in conds:
+            agg = cond.aggregation if ev._server or cond.has_own_aggregation else flag.aggregation
+            name = ev._mapping.get(str(agg)) if agg is not None else None
+            source = person if agg is None else ev._source(f"group:{name}") if name else None
+            if source is not None:
+                for spec in cond.filters:
+                    visit(spec, source)
+        out = self.absent[flag.key] = tuple(found)
+        return out
+
+    def note_absent(self, flag: CompiledFlag) -> None:
+        """Record in `missing_report` how many rows of `flag` absent properties made unknown."""
+        ev = self.ev
+        labels = self.absent_reads(flag)
+        if not labels:
+            return
+        res = self.results[flag.key]
+        unknown = (res.kind == _K_UNKNOWN) & ~(ev._errors != _NO_ERROR)
+        if ev._server:
+            unknown &= res.reason == _R["missing_property"]
+        count = int(unknown.sum())
+        if count:
+            ev.missing_report[flag.key] = (labels, count)
 
     def dependency_codes(self, spec: FilterSpec) -> np.ndarray:
         n = self.ev._n
@@ -918,6 +1057,9 @@ class _RunState:
 
         if flag.feature_enrollment:
             col = person.column(f"$feature_enrollment/{flag.key}")
+            if col.unknown:  # the person's stored enrollment decides, and the frame does not have it
+                settle(~decided, _K_UNKNOWN, "missing_property")
+                return
             table = np.array([u is True or u == "true" for u in col.uniques], dtype=bool)
             present = col.codes >= 0
             on = _lookup(table, col.codes, False)
@@ -927,11 +1069,19 @@ class _RunState:
         elif flag.super_condition is not None and flag.super_condition.filters:
             sc = flag.super_condition
             mentioned = np.zeros(n, dtype=bool)
+            unknown = False
             for f in sc.filters:
-                mentioned |= person.column(f.key).codes >= 0
+                col = person.column(f.key)
+                mentioned |= col.codes >= 0
+                unknown |= col.unknown
+            if unknown:  # whether the person has a stored value of the gate's properties is unknown
+                settle(~decided & ~mentioned, _K_UNKNOWN, "missing_property")
             rows = ~decided & mentioned
             if rows.any():
-                ok = rows & (ev._condition_codes(sc, person, self) == TRUE)
+                code = ev._condition_codes(sc, person, self)
+                settle(rows & (code == INCONCLUSIVE), _K_UNKNOWN, self.open_reason(flag))
+                rows &= ~decided
+                ok = rows & (code == TRUE)
                 if sc.rollout is not None and sc.rollout != 100:
                     ok &= ~(
                         has_device & (ev._hashes(f"{flag.key}.", "", person_bucket, ok) > sc.rollout / 100)
@@ -966,6 +1116,7 @@ class _RunState:
                 key = REASON_SCORE[new] * 4096 + min(idx, 4094) + 1
                 np.maximum(best, rows * np.int32(key), out=best)
 
+        pending = _Pending(n)
         for cond in flag.conditions:
             und = ~decided
             if not und.any():
@@ -990,18 +1141,46 @@ class _RunState:
                 continue
             code = ev._condition_codes(cond, csource, self)
             matched = code == TRUE
-            server_only = code == SERVER_ONLY
-            if server_only.any():
+            # one reduction tells whether any row is open (SERVER_ONLY / INCONCLUSIVE): the common case
+            # skips the rest of this bookkeeping
+            any_open = bool(code.max(initial=TRUE) > TRUE)
+            server_only = code == SERVER_ONLY if any_open else None
+            if server_only is not None and server_only.any():
                 settle(rows & server_only, _K_UNKNOWN, "inconclusive")
                 rank(rows & ~matched & ~server_only, "no_condition_match", cond.index)
             else:
                 rank(rows & ~matched, "no_condition_match", cond.index)
             hit = rows & matched
-            if cond.rollout is not None and cond.rollout != 100 and hit.any():
-                oor = hit & (ev._hashes(f"{flag.key}.", "", cbucket, hit) > cond.rollout / 100)
+            # rows whose match is unknown (a property without a column, a dependency with no known value)
+            undecided = rows & (code == INCONCLUSIVE) if any_open else None
+            if undecided is not None and not undecided.any():
+                undecided = None
+            out: np.ndarray | None = None
+            if cond.rollout is not None and cond.rollout != 100 and (undecided is not None or hit.any()):
+                need = hit if undecided is None else hit | undecided
+                out = ev._hashes(f"{flag.key}.", "", cbucket, need) > cond.rollout / 100
+                oor = hit & out
                 rank(oor, "out_of_rollout_bound", cond.index)
                 hit &= ~oor
+                if flag.early_exit and oor.any():
+                    # PostHog PR #57321 (flag_matching.rs; posthog-python `_match_flag_conditions`): the
+                    # properties matched but the rollout excludes the person: stop here, False
+                    if pending.active:
+                        settle(oor & pending.value, _K_UNKNOWN, self.open_reason(flag))
+                    settle(oor & ~decided, _K_FALSE, "out_of_rollout_bound", cond.index)
+            if undecided is not None:
+                if out is None:
+                    pending.add(flag, cond, cbucket, undecided, np.zeros(n, dtype=bool))
+                else:
+                    pending.add(flag, cond, cbucket, undecided & ~out, undecided & out)
+            if pending.active:
+                # a definite match here, but an earlier unknown condition may have answered otherwise
+                settle(hit & pending.differs(flag, cond, cbucket), _K_UNKNOWN, self.open_reason(flag))
+                hit &= ~decided
             self._settle_match(flag, hit, cond.variant, cbucket, "condition_match", cond.index, settle)
+        # no condition matched: unknown where an unknown condition would have matched
+        if pending.active:
+            settle(~decided & pending.value, _K_UNKNOWN, self.open_reason(flag))
         und = ~decided
         if und.any():
             by_score = np.full(8, _R["no_group_type"], dtype=np.int8)

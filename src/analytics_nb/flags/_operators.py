@@ -11,6 +11,7 @@ text is ``null``), a filter value the service cannot use makes the filter false 
 from __future__ import annotations
 
 import datetime as dt
+import math
 import re
 import warnings
 from collections.abc import Callable
@@ -23,7 +24,17 @@ import numpy as np
 from analytics_nb.flags import _sdk_rules as sdk
 from analytics_nb.flags import _service_rules as svc
 from analytics_nb.flags._regex import compile_pattern, sdk_support
-from analytics_nb.flags._values import ascii_lower, is_boolish, service_text, to_text, truthy
+from analytics_nb.flags._values import (
+    BadValueError,
+    Opaque,
+    ascii_lower,
+    is_boolish,
+    normalize,
+    service_text,
+    to_text,
+    truthy,
+)
+from analytics_nb.wire.cells import json_default
 
 FALSE: Final = 0
 TRUE: Final = 1
@@ -86,12 +97,47 @@ class PropertyMatcher:
     sdk_strs: StrsFn | None = None
 
     def match(self, value: Any, server: bool, now: dt.datetime) -> int:
-        """The outcome for a present value (server mode never answers INCONCLUSIVE)."""
+        """The outcome for a present value (server mode answers INCONCLUSIVE only for a value the client
+        could not send as JSON)."""
+        if type(value) is Opaque:
+            return self._opaque(value, server, now)
         if server:
             return self.server_fn(value, now)
         if not self.sdk_supported:
             return INCONCLUSIVE
         return self.sdk_fn(value, now)
+
+    def _opaque(self, value: Opaque, server: bool, now: dt.datetime) -> int:
+        """A value outside JSON. Server mode: the JSON the client would send (a set as a list), unknown
+        when it cannot be sent (bytes, objects). sdk mode: what posthog 7.91.1 answers for it
+        (`_match_property_value`): present for is_set / is_not_set; numeric operators read no number
+        (False, after the filter value is checked); dates: `NaT` compares False, other values are
+        inconclusive; versions parse its `str()`; text, exact and regex need its JSON text: inconclusive."""
+        op = self.operator
+        if op in PRESENCE:
+            return TRUE if op == "is_set" else FALSE
+        if server:
+            try:
+                plain = normalize(json_default(value.raw), none_is_null=True)
+            except (TypeError, BadValueError):
+                return INCONCLUSIVE
+            return self.server_fn(plain, now)
+        if not self.sdk_supported:
+            return INCONCLUSIVE
+        raw = value.raw
+        if isinstance(raw, float):  # np.float64: a float subclass
+            if op in NUMERIC:
+                return self.sdk_fn(float(raw), now)
+            if op in EQUALITY or op in TEXT or op in REGEX:
+                # `_format_json_float`: non-finite is inconclusive, else the text is repr(value)
+                return self.sdk_fn(repr(raw), now) if math.isfinite(raw) else INCONCLUSIVE
+        if op in NUMERIC:
+            return self.sdk_fn(True, now)  # the SDK's numeric parse reads no number in a bool either
+        if op in DATES:
+            return FALSE if value.is_nat and self.problem is None else INCONCLUSIVE
+        if op in SEMVER_CMP or op in SEMVER_RANGE:
+            return self.sdk_fn(str(value.raw), now)
+        return INCONCLUSIVE
 
     def match_strs(self, values: list[str], server: bool) -> np.ndarray | None:
         """Outcome codes for many plain strings at once, or None when there is no fast path."""

@@ -5,9 +5,12 @@ The service compiles `regex` / `not_regex` patterns with `fancy_regex` and a bac
 arm of `match_property`). `fancy_regex` hands every pattern without look-around or back-references to the
 Rust `regex` crate, so we do the same:
 
-* patterns the Rust `regex` crate accepts run on `rurex`, a binding of that crate: the same dialect
-  (Unicode ``\\w``/``\\b``/``\\d``, ``\\pL``, POSIX classes, scoped inline flags, ``$`` = end of text) and
-  linear time, so ``^(a+)+$`` cannot backtrack at all;
+* patterns the Rust `regex` crate accepts run on `paula`, a binding that hands the pattern text to that
+  crate unchanged (`regex` 1.12 / `regex-syntax` 0.8): the same dialect, decided by the crate's own parser
+  (Unicode ``\\w``/``\\b``/``\\d``, ``\\pL``, POSIX classes, ``&&`` / ``--`` class operations, flags
+  anywhere such as ``a(?i)b``; ``(?a)``, ``a{,3}`` and ``[\\b]`` are errors) and linear time, so
+  ``^(a+)+$`` cannot backtrack at all. (`rurex`, used before, parses with Python's `re` rules first, and
+  refused ``a(?i)b`` or accepted ``(?a)\\w`` where the service does the opposite);
 * patterns with look-around or back-references (the `fancy_regex` extensions) run on the `regex` module
   with a time limit standing in for the step limit; running out of time counts as "no answer", which the
   service turns into "no match" for `regex` and `not_regex` alike;
@@ -21,8 +24,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 
+import paula  # type: ignore[import-untyped]  # the Rust regex crate, pattern text unchanged
 import regex as _mrab  # type: ignore[import-untyped]  # look-around/back-references with a timeout
-import rurex  # type: ignore[import-untyped]
 
 #: Wall-clock stand-in for fancy_regex's 10,000-step backtrack limit (about 1 ms in Rust): generous
 #: enough that a sane look-around pattern finishes, small enough that a catastrophic one is cut short.
@@ -77,14 +80,14 @@ def _strict_end(pattern: str) -> str:
 def compile_pattern(pattern: str) -> Pattern | None:
     """The pattern compiled in the service's dialect, or None when the service would reject it."""
     try:
-        compiled = rurex.compile(pattern)
-    except Exception:  # rurex.PatternError: not in the Rust regex dialect
+        compiled = paula.Regex(pattern)
+    except Exception:  # ValueError: regex-syntax refuses it (or a look-around, which fancy_regex adds)
         compiled = None
     if compiled is not None:
-        rust_search = compiled.search
+        rust_search = compiled.is_match
 
         def search_rust(text: str) -> bool | None:
-            return rust_search(text) is not None
+            return bool(rust_search(text))
 
         return Pattern(pattern, "rust", search_rust)
     if _FANCY_HINT.search(pattern) is None:

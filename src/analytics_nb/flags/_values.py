@@ -26,6 +26,39 @@ MISSING: Final = _Missing()
 _ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
 
 
+class Opaque:
+    """A property value of a type the official SDK does not read as JSON (numpy integers and booleans,
+    `pd.NA`, `NaT`, bytes, sets, tuples, arbitrary objects), kept as given in a property dict so that each
+    filter that reads it answers what the SDK answers for it (sdk mode), or what the service answers for
+    the JSON the client would send (server mode). A value no filter reads never matters."""
+
+    __slots__ = ("raw",)
+
+    def __init__(self, raw: Any) -> None:
+        self.raw = raw
+
+    def __repr__(self) -> str:
+        return f"Opaque({self.raw!r})"
+
+    @property
+    def is_nat(self) -> bool:
+        """`NaT`: a datetime to the SDK, which no date comparison matches."""
+        return self.raw is pd.NaT
+
+
+def sdk_opaque(value: Any) -> bool:
+    """Whether the official SDK reads `value` outside its JSON types: anything but None, str (`np.str_`
+    too), bool, int, float, dates, Decimal, list and dict. numpy numbers and booleans, `pd.NA`, `NaT`,
+    bytes, sets, tuples and objects are opaque to it (an `np.float64` is a number to its numeric
+    operators, but its text, `repr()`, is "np.float64(1.5)")."""
+    if value is None or value is pd.NaT or value is pd.NA:
+        return value is not None
+    if isinstance(value, np.generic) and not isinstance(value, np.str_):
+        # np.float64 is a float to the SDK's numeric parse, but its text is repr(): "np.float64(1.5)"
+        return True
+    return not isinstance(value, (str, bool, int, float, dt.date, Decimal, list, dict))
+
+
 class BadValueError(ValueError):
     """A cell holds something that is not a JSON-like property value (a set, bytes, an object...)."""
 

@@ -341,7 +341,7 @@ def decide_frame(response: Any, *, distinct_id: str | None = None) -> pd.DataFra
                 {
                     "key": key,
                     "value": detail.value,
-                    "enabled": detail.enabled,
+                    "enabled": None if detail.failed else detail.enabled,  # failed: unknown, not False
                     "variant": detail.variant,
                     "payload": meta.payload if meta is not None and detail.enabled else None,
                     "reason": reason.code if reason is not None else None,

@@ -1,4 +1,11 @@
-"""``to_csv`` / ``read_csv``: a CSV round trip that restores dtypes, NA cells and JSON objects exactly."""
+"""``to_csv`` / ``read_csv``: a CSV round trip that restores dtypes, NA cells and JSON objects exactly.
+
+Spreadsheets run a cell that starts with ``=``, ``+``, ``-``, ``@``, a tab or a carriage return as a formula
+(CSV or formula injection), and playlist names, flag names and event properties are written by anyone in
+the project. ``to_csv`` therefore writes such a cell with a leading ``'`` (``formulas="escape"``, the
+default; a signed number such as ``-3.5`` is not a formula and is left alone), notes the column in the
+header line, and ``read_csv`` removes exactly that ``'`` again, so the round trip stays exact.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +15,8 @@ import json
 import math
 import os
 import re
-from typing import Any
+import warnings
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
@@ -16,7 +24,7 @@ import pandas as pd
 from analytics_nb.frames._schema import KNOWN_COLUMNS, column, object_column
 from analytics_nb.wire.cells import is_missing, json_default
 
-__all__ = ["HEADER_PREFIX", "read_csv", "to_csv"]
+__all__ = ["FORMULA_POLICIES", "HEADER_PREFIX", "FormulaCellsWarning", "FormulaPolicy", "read_csv", "to_csv"]
 
 HEADER_PREFIX = "# analytics_nb: "
 """First line of a CSV written by :func:`to_csv`; the JSON after it names each column's dtype."""
@@ -41,6 +49,42 @@ _JSON_MISSING = {_NA_MARK: pd.NA, _NAT_MARK: pd.NaT}
 
 
 _JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=json_default)
+
+FormulaPolicy = Literal["escape", "warn", "keep"]
+FORMULA_POLICIES = ("escape", "warn", "keep")
+#: First characters that make a spreadsheet read a cell as a formula (OWASP "CSV injection").
+_FORMULA_START = frozenset("=+-@\t\r")
+#: A signed number (``-3``, ``+1.5e3``): a spreadsheet reads it as a number, not a formula.
+_SIGNED_NUMBER = re.compile(r"[+-](?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+_ESCAPE = "'"
+
+
+class FormulaCellsWarning(UserWarning):
+    """``to_csv(..., formulas="warn")`` wrote cells a spreadsheet would run as formulas; ``count`` cells in
+    ``columns``."""
+
+    def __init__(self, message: str, *, count: int = 0, columns: list[str] | None = None) -> None:
+        super().__init__(message)
+        self.count = count
+        self.columns = columns or []
+
+
+def _is_formula(text: str) -> bool:
+    return text[:1] in _FORMULA_START and _SIGNED_NUMBER.fullmatch(text) is None
+
+
+def _formula_count(texts: list[str | None]) -> int:
+    return sum(1 for t in texts if t and _is_formula(t))
+
+
+def _escape_cells(texts: list[str | None]) -> list[str | None]:
+    """A column with formula cells: those, and cells already starting with ``'`` (so that reading removes
+    exactly one), get a leading ``'``."""
+    return [t if not t or not (t[0] == _ESCAPE or _is_formula(t)) else _ESCAPE + t for t in texts]
+
+
+def _unescape(value: Any) -> Any:
+    return value[1:] if isinstance(value, str) and value[:1] == _ESCAPE else value
 
 
 def _encode_json(values: list[Any], name: str) -> list[str | None]:
@@ -120,14 +164,27 @@ def _na_token(texts: list[str | None]) -> str:
     return token
 
 
-def to_csv(df: pd.DataFrame, path_or_buf: Any = None, **kw: Any) -> str | None:
+def to_csv(
+    df: pd.DataFrame, path_or_buf: Any = None, *, formulas: FormulaPolicy = "escape", **kw: Any
+) -> str | None:
     """Write ``df`` as CSV that :func:`read_csv` reads back with the same dtypes and values.
 
     The first line is ``# analytics_nb: {...}`` naming each column's dtype; JSON columns are written as JSON
     text, datetimes as ISO 8601 with zone, NA as an empty cell (``<NA>`` in a column holding empty strings).
     Returns the text when ``path_or_buf`` is None. Only ``sep``, ``encoding`` and ``lineterminator`` may be
     passed; refuses to write anything that looks like a personal API key.
+
+    ``formulas``: cells (and column names) a spreadsheet would run as formulas (starting with ``=``, ``+``,
+    ``-``, ``@``, tab or CR; signed numbers excepted) are written with a leading ``'`` (``"escape"``, the
+    default: Excel, LibreOffice and Google Sheets show them as text; ``read_csv`` restores the original),
+    written unchanged with a ``FormulaCellsWarning`` (``"warn"``), or unchanged (``"keep"``, for files no
+    spreadsheet opens).
     """
+    if formulas not in FORMULA_POLICIES:
+        raise ValueError(
+            f"to_csv: formulas={formulas!r} must be 'escape' (the default: formula-like cells get a "
+            "leading '), 'warn' or 'keep'"
+        )
     if not isinstance(df, pd.DataFrame):
         raise TypeError(f"to_csv: expected a DataFrame, got {type(df).__name__}")
     unknown = set(kw) - _ALLOWED_WRITE
@@ -150,6 +207,8 @@ def to_csv(df: pd.DataFrame, path_or_buf: Any = None, **kw: Any) -> str | None:
         meta["index"] = {"columns": [str(c) for c in frame.columns[: len(names)]], "names": names}
     columns: dict[str, str] = {}
     na: dict[str, str] = {}
+    escaped: list[str] = []
+    formula_cells: dict[str, int] = {}
     has_cr = False
     text: dict[str, list[str | None]] = {}
     categories: dict[str, dict[str, Any]] = {}
@@ -165,11 +224,36 @@ def to_csv(df: pd.DataFrame, path_or_buf: Any = None, **kw: Any) -> str | None:
                 f"to_csv: column {name!r} holds text that looks like a personal API key (phx_...); "
                 "drop or mask that column before exporting"
             )
+        found = _formula_count(texts)
+        if found:
+            formula_cells[str(name)] = found
+            if formulas == "escape":
+                texts = _escape_cells(texts)
+                escaped.append(str(name))
         token = _na_token(texts)
         if token:
             na[str(name)] = token
         columns[str(name)] = label
         text[str(name)] = [token if t is None else t for t in texts]
+    header: list[str] = list(columns)
+    if any(_is_formula(n) for n in header):
+        formula_cells["(column names)"] = sum(1 for n in header if _is_formula(n))
+        if formulas == "escape":
+            header = [str(n) for n in _escape_cells(list(header))]
+            meta["escaped_names"] = True
+    if formula_cells and formulas == "warn":
+        warnings.warn(
+            FormulaCellsWarning(
+                f"to_csv: {sum(formula_cells.values()):,} cells a spreadsheet would run as formulas (in "
+                f"{sorted(formula_cells)}) were written unchanged; leave formulas='escape' (the default) "
+                "for files people open in a spreadsheet",
+                count=sum(formula_cells.values()),
+                columns=sorted(formula_cells),
+            ),
+            stacklevel=2,
+        )
+    if escaped:
+        meta["escaped"] = escaped
     meta["columns"] = columns
     if categories:
         meta["categories"] = categories
@@ -187,7 +271,7 @@ def to_csv(df: pd.DataFrame, path_or_buf: Any = None, **kw: Any) -> str | None:
         # A bare carriage return is not quoted by QUOTE_MINIMAL and would split the row on reading.
         quoting=csv.QUOTE_ALL if has_cr else csv.QUOTE_MINIMAL,
     )
-    writer.writerow(list(columns))
+    writer.writerow(header)
     writer.writerows(zip(*text.values(), strict=True))
     body = out.getvalue()
     content: str = HEADER_PREFIX + json.dumps(meta, ensure_ascii=False) + lineterminator + body
@@ -342,12 +426,17 @@ def read_csv(path_or_buf: Any, **kw: Any) -> pd.DataFrame:
         sep=meta.get("sep", ","),
         **kw,
     )
+    if meta.get("escaped_names"):
+        raw.columns = [_unescape(n) for n in raw.columns]
     na: dict[str, str] = meta.get("na", {})
     cats: dict[str, dict[str, Any]] = meta.get("categories", {})
+    escaped = set(meta.get("escaped", ()))
     data: dict[str, Any] = {}
     for name in raw.columns:
         label = columns.get(str(name))
         values = raw[name].to_numpy(dtype=object)
+        if str(name) in escaped:  # to_csv's formula escape: exactly one leading ' is removed
+            values = np.array([_unescape(v) for v in values.tolist()], dtype=object)
         data[name] = (
             object_column(values)
             if label is None

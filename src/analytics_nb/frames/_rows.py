@@ -8,12 +8,12 @@ frame is built from the rows with every distinct user decoded once (a listing re
 
 Exactness comes first. The rows are a shortcut, never a second reading of the service's answer:
 
-- a page that does not fit the format exactly (a field the format does not know, a value of another JSON type
-  than the column's, anything msgspec reads differently from ``json``, e.g. ``NaN``) is not decoded here:
-  ``decode`` answers None and the client decodes that page the usual way (dicts);
-- a frame is built from rows only when every record is a row; any dict among them (a page that fell back)
-  and any value the column builders refuse send all records through the dict builder, so columns, dtypes,
-  values, extra-field columns and error messages are always those of ``playlists_frame`` over the dicts.
+The one fallback rule: a page that does not fit the format exactly (a field the format does not know, a
+value of another JSON type than the column's, invalid UTF-8, anything msgspec reads differently from
+``json``, e.g. ``NaN``) is not decoded here (``decode`` answers None) and the client reads it as JSON dicts;
+a listing with any such page is built from dicts (``frame``). Rows and dicts feed the same column builders
+(``assemble_frame``), so columns, dtypes, values, extra-field columns and the error a refused value raises
+are those of ``playlists_frame`` over the dicts.
 
 Without msgspec installed ``decode`` always answers None: everything works, at the dict path's speed.
 """
@@ -114,8 +114,10 @@ class RowFormat:
             return None
         msgspec, _row, decoder = types
         try:
+            # msgspec would keep invalid UTF-8 inside a raw user; json refuses it (a ResponseFormatError)
+            content.decode("utf-8")
             page = decoder.decode(content)
-        except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
+        except (msgspec.DecodeError, msgspec.ValidationError, ValueError, RecursionError):
             return None
         return {"count": page.count, "next": page.next, "results": page.results}
 
@@ -136,14 +138,12 @@ class RowFormat:
         return out
 
     def frame(self, records: list[Any]) -> pd.DataFrame:
-        """The frame ``build`` gives for these records (rows, dicts or a mix), built from the rows when all
-        are rows; otherwise, or when a value is refused, by ``build`` over the dicts (its error stands)."""
+        """The frame ``build`` gives for these records (rows, dicts or a mix): built from the rows when all
+        are rows, otherwise by ``build`` over the dicts (the one fallback rule, see the module docstring).
+        A value the column builders refuse raises the error ``build`` would raise (the same builders)."""
         if records and all(map(self.is_row, records)):
-            try:
-                with gc_paused():
-                    return self._frame_from_rows(records)
-            except (TypeError, ValueError):
-                pass
+            with gc_paused():
+                return self._frame_from_rows(records)
         return self.build([self.as_dict(record) for record in records])
 
     def _frame_from_rows(self, rows: list[Any]) -> pd.DataFrame:

@@ -59,42 +59,88 @@ class FlagReason(WireModel):
 
 
 class FlagMetadata(WireModel):
-    """Flag id, version and payload (JSON text as the wire carries it) of a detailed flag result."""
+    """Flag id, version and payload (JSON text as the wire carries it) of a detailed flag result.
+
+    ``has_experiment`` and, in typed (``/flags?v=4``) records, ``config_version`` (1: the flag's filters are
+    the classic release conditions), ``variant_key``, ``rule_type`` and ``rule_id`` are the fields of
+    ``FlagDetailsMetadata`` / ``FlagDetailsMetadataV3`` in PostHog's ``rust/feature-flags/src/api/types.rs``.
+    """
 
     id: int | None = None
     version: int | None = None
     payload: Any = None
     description: str | None = None
+    has_experiment: bool | None = None
+    config_version: int | None = None
+    variant_key: str | None = None
+    rule_type: str | None = None
+    rule_id: str | None = None
 
 
 class FlagDetail(WireModel):
-    """One flag of the detailed v4 / ``/flags?v=2`` response."""
+    """One flag of a detailed response: ``/flags?v=2`` / ``/decide?v=4`` records (``enabled``, ``variant``)
+    or the typed records posthog-python 7.91.1 asks for with ``/flags/?v=4`` (one ``value``;
+    ``FlagDetailsV3`` in PostHog's ``rust/feature-flags/src/api/types.rs``).
+
+    ``failed: true`` (since Feb 2026) means the service could not evaluate the flag: its ``enabled: false``
+    is not an answer, so `value` is None (unknown), never False.
+    """
 
     key: str
     enabled: bool = False
     variant: str | None = None
+    typed_value: Any = Field(None, alias="value")
     reason: FlagReason | None = None
     metadata: FlagMetadata | None = None
     failed: bool | None = None
 
+    @model_validator(mode="after")
+    def _from_typed(self) -> FlagDetail:
+        # A typed record carries `value` only: derive enabled/variant (not marked as set, so the wire
+        # shape given back stays the typed one). A string is a variant; null is off (or failed).
+        if "typed_value" in self.model_fields_set and "enabled" not in self.model_fields_set:
+            value = self.typed_value
+            self.__dict__["enabled"] = not self.failed and value is not None and value is not False
+            self.__dict__["variant"] = value if isinstance(value, str) and not self.failed else None
+        return self
+
     @property
-    def value(self) -> bool | str:
-        """The v3-style value: the variant key when enabled with a variant, else ``enabled``."""
+    def value(self) -> bool | str | None:
+        """The v3-style value: the variant key when enabled with a variant, else ``enabled``; None when
+        the service marked the flag ``failed`` (it could not evaluate it: unknown, not False)."""
+        if self.failed:
+            return None
         if self.enabled and self.variant is not None:
             return self.variant
         return self.enabled
+
+    @property
+    def failure(self) -> str | None:
+        """Why the flag failed (``reason.code: description``), or None when it did not."""
+        if not self.failed:
+            return None
+        reason = self.reason
+        if reason is None:
+            return "failed on the service (no reason given)"
+        return ": ".join(t for t in (reason.code, reason.description) if t) or "failed on the service"
 
 
 class DecideResponse(WireModel):
     """A decide / flags response of any version, read into one shape.
 
-    ``feature_flags`` is ``{key: True | False | "variant"}`` whatever the version: the v1 key list becomes
-    ``{key: True}``, and for the detailed form (``flags``) it and ``feature_flag_payloads`` are derived
-    from the details. Both ``errorsWhileComputingFlags`` (real service) and ``errorComputingFlags`` (spec)
-    are read.
+    ``feature_flags`` is ``{key: True | False | "variant" | None}`` whatever the version: the v1 key list
+    becomes ``{key: True}``, and for the detailed form (``flags``) it and ``feature_flag_payloads`` are
+    derived from the details. Both ``errorsWhileComputingFlags`` (real service) and ``errorComputingFlags``
+    (spec) are read.
+
+    **None means unknown, never False**: a detailed record marked ``failed`` is None; in the legacy v3 map
+    the service writes a flag it failed to evaluate as ``false`` (``LegacyFlagsResponse::from_response``
+    in ``rust/feature-flags/src/api/types.rs``), so when ``errorsWhileComputingFlags`` is true every
+    ``false`` of that map is None too (it cannot be told from a real false; ask ``/flags`` for the
+    detail). `failures` names them with the reason.
     """
 
-    feature_flags: dict[str, bool | str] = Field(default_factory=dict, alias="featureFlags")
+    feature_flags: dict[str, bool | str | None] = Field(default_factory=dict, alias="featureFlags")
     feature_flag_payloads: dict[str, Any] = Field(default_factory=dict, alias="featureFlagPayloads")
     flags: dict[str, FlagDetail] | None = None
     errors_while_computing_flags: bool = Field(
@@ -139,6 +185,10 @@ class DecideResponse(WireModel):
     @model_validator(mode="after")
     def _from_details(self) -> DecideResponse:
         if self.flags is None:
+            if self.errors_while_computing_flags and any(v is False for v in self.feature_flags.values()):
+                self.__dict__["feature_flags"] = {
+                    k: None if v is False else v for k, v in self.feature_flags.items()
+                }
             return self
         # Derived values are written straight into __dict__ so they do not count as "set":
         # to_wire(exclude_unset=True) then gives back exactly the detailed wire shape.
@@ -152,13 +202,27 @@ class DecideResponse(WireModel):
             }
         return self
 
+    @property
+    def failures(self) -> dict[str, str]:
+        """``{key: reason}`` of the flags whose value is unknown: detailed records marked ``failed`` (with
+        the service's reason), or the ``false`` values of a legacy map sent with
+        ``errorsWhileComputingFlags`` (the map cannot tell a failed flag from a real false)."""
+        if self.flags is not None:
+            return {k: d.failure or "failed" for k, d in self.flags.items() if d.failed}
+        if not self.errors_while_computing_flags:
+            return {}
+        why = "errorsWhileComputingFlags: the legacy map writes a failed flag as false; use /flags for detail"
+        return {k: why for k, v in self.feature_flags.items() if v is None}
+
     def is_enabled(self, key: str) -> bool:
-        """True when flag ``key`` is on (any variant counts); False when off or absent."""
+        """True when flag ``key`` is on (any variant counts); False when off, absent or unknown (see
+        `failures` and `get_value`, which gives None for an unknown value)."""
         value = self.feature_flags.get(key, False)
         return value is not False and value is not None
 
     def get_value(self, key: str, default: bool | str | None = None) -> bool | str | None:
-        """The flag's value (True, False or the variant key), or ``default`` when the response lacks it."""
+        """The flag's value (True, False or the variant key), None when the service failed to evaluate
+        it (see `failures`), or ``default`` when the response lacks it."""
         return self.feature_flags.get(key, default)
 
     def get_payload(self, key: str) -> Any:

@@ -44,6 +44,29 @@ __all__ = [
 ]
 
 _DELAY_POLL = 0.05  # seconds between checks, during a delay fault, for a gone client or a stopping sandbox
+#: Host names every sandbox answers to (the bound name is added by `launch`).
+LOCAL_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
+
+
+def _host_name(scope: Scope) -> str | None:
+    """The name in the request's Host header without its port (lower case), or None when there is none."""
+    for name, value in scope.get("headers", ()):
+        if name == b"host":
+            text = value.decode("latin-1").strip().lower()
+            if text.startswith("["):  # [::1]:8000
+                return text[1 : text.find("]")] if "]" in text else text
+            return text.rsplit(":", 1)[0] if text.count(":") == 1 else text
+    return None
+
+
+def _bad_host(host: str) -> Response:
+    """400 for a Host the sandbox does not serve: a page on another site that resolves its own name to
+    127.0.0.1 (DNS rebinding) must not reach the sandbox's API with the browser's help."""
+    detail = (
+        f"Invalid Host header {host[:100]!r}: the sandbox answers only to 127.0.0.1, localhost and the name "
+        "it was started on (protection against DNS rebinding); add a name with sb.app.allowed_hosts.add(...)"
+    )
+    return JSONResponse(error_body("validation_error", "invalid_host", detail), status_code=400)
 
 
 async def _schema(request: Request) -> Response:
@@ -162,6 +185,8 @@ class SandboxApp:
         self.starlette.state.sandbox = ctx
         #: The hot endpoints (POST decide/flags), called directly: no routing walk, no middleware stack.
         self._fast = fast_routes(endpoints)
+        #: Host names served (Host header without the port); any other gets 400 (DNS rebinding).
+        self.allowed_hosts: set[str] = set(LOCAL_HOSTS)
 
     @property
     def admin(self) -> bool:
@@ -236,6 +261,10 @@ class SandboxApp:
             await send(message)
 
         try:
+            host = _host_name(scope)
+            if host is not None and host not in self.allowed_hosts:
+                await _bad_host(host)(scope, logging_receive, logging_send)
+                return
             if not raw_path.startswith("/_sandbox/"):
                 for fault in self.ctx.faults.pick(method, raw_path):
                     if fault.delay and await self._delay_abandoned(fault.delay, send):

@@ -29,6 +29,9 @@ if TYPE_CHECKING:
 __all__ = ["UNSUPPORTED", "APIError", "DecideControls", "SandboxContext", "User", "context_of"]
 
 PROFILES = ("spec", "cloud")
+#: `Sandbox.set_switch` names: `new_url_playlists` (the dynamic "New URL" synthetic playlists, behind a flag
+#: in the service), `no_plugin_api` (after PostHog PR #97440: plugin and `pipeline_*` routes gone).
+SWITCHES = ("new_url_playlists", "no_plugin_api")
 
 
 @dataclass
@@ -59,6 +62,8 @@ class SandboxContext:
     #: The owner's key itself (for the handle; never in a repr).
     owner_key: str = field(default="", repr=False)
     decide: DecideControls = field(default_factory=lambda: DecideControls())
+    #: Behaviour switches of newer or older service builds (`Sandbox.set_switch`, `SWITCHES`).
+    switches: set[str] = field(default_factory=set)
     #: project API token -> project id, filled by decide/capture lookups (tokens never change).
     token_projects: dict[str, int] = field(default_factory=dict)
 

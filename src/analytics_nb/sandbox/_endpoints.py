@@ -19,7 +19,7 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 from starlette.routing import Route
 
-from ._http import MAX_API_BODY, BodyTooLarge, read_limited, too_large
+from ._http import MAX_API_BODY, MAX_INT_PARAM, BodyTooLarge, read_limited, too_large
 
 Handler = Callable[[Request], Awaitable[Response]]
 Returns = Literal["object", "list", "page", "empty", "text"]
@@ -38,15 +38,21 @@ PATH_PARAMS: dict[str, dict[str, Any]] = {
     "template_id": {"type": "string", "example": "template-geoip"},
 }
 _PARAM_RE = re.compile(r"{(\w+)(?::\w+)?}")
+#: Paging parameters: DRF's pagination reads a negative or junk value as the default
+#: (`rest_framework/pagination.py`, `_positive_int`), so the document sets no minimum for them.
+_PAGING = frozenset({"limit", "offset", "page"})
 
 
 @dataclass(frozen=True)
 class Query:
-    """One documented query parameter."""
+    """One documented query parameter; `content`: a JSON value sent as the parameter's text (its schema)."""
 
     name: str
     type: Literal["string", "integer", "boolean"] = "string"
     minimum: int | None = None
+    required: bool = False
+    content: dict[str, Any] | None = None
+    maximum: int | None = None
 
 
 @dataclass(frozen=True)
@@ -193,10 +199,11 @@ def _operation(ep: Endpoint, schemas: dict[str, Any]) -> dict[str, Any]:
         for name in _PARAM_RE.findall(ep.path)
     ]
     for q in ep.query:
-        schema: dict[str, Any] = {"type": q.type}
-        if q.minimum is not None:
-            schema["minimum"] = q.minimum
-        params.append({"name": q.name, "in": "query", "required": False, "schema": schema})
+        if q.content is not None:
+            content = {"application/json": {"schema": q.content}}
+            params.append({"name": q.name, "in": "query", "required": q.required, "content": content})
+            continue
+        params.append({"name": q.name, "in": "query", "required": q.required, "schema": _query_schema(q)})
     responses: dict[str, Any] = {}
     if ep.returns == "text":
         responses[str(ep.status)] = {"description": "OK", "content": _TEXT}
@@ -225,12 +232,49 @@ def _operation(ep: Endpoint, schemas: dict[str, Any]) -> dict[str, Any]:
     if ep.body is not None:
         name = ep.body.__name__
         schemas[name] = _model_schema(ep.body)
+        extra = getattr(ep.body, "create_schema", None)
+        creates = ep.method == "POST" and bool(extra)
+        if creates:
+            name += "Create"
+            schemas[name] = _create_schema(schemas[ep.body.__name__], extra or {})
         op["requestBody"] = {
-            "content": {"application/json": {"schema": {"$ref": f"#/components/schemas/{name}"}}}
+            "required": creates,
+            "content": {"application/json": {"schema": {"$ref": f"#/components/schemas/{name}"}}},
         }
     elif ep.body_schema is not None:
-        op["requestBody"] = {"content": {"application/json": {"schema": ep.body_schema}}}
+        op["requestBody"] = {"required": True, "content": {"application/json": {"schema": ep.body_schema}}}
     return op
+
+
+def _query_schema(q: Query) -> dict[str, Any]:
+    """A query parameter's schema. Paging parameters say what DRF's pagination takes: a number up to
+    SQLite's range (past it: 400, `_http.int_param`; `page` is clamped instead) or any text that is not a
+    number (read as the default, as `rest_framework/pagination.py` `_positive_int` does), no minimum."""
+    if q.name in _PAGING and q.type == "integer":
+        number: dict[str, Any] = {"type": "integer"}
+        if q.name != "page":
+            number["maximum"] = q.maximum if q.maximum is not None else MAX_INT_PARAM
+        # text that is not an integer: empty, a lone sign, or a non-digit where no integer has one
+        junk = {"type": "string", "pattern": "^$|^[+-]$|^[^0-9+-]|.[^0-9]"}
+        return {"anyOf": [number, junk]}
+    schema: dict[str, Any] = {"type": q.type}
+    if q.minimum is not None:
+        schema["minimum"] = q.minimum
+    if q.maximum is not None:
+        schema["maximum"] = q.maximum
+    return schema
+
+
+def _create_schema(schema: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
+    """The body schema of a create / full update: `extra` added; its required fields not nullable."""
+    out = {**schema, **extra, "properties": dict(schema.get("properties", {}))}
+    for name in extra.get("required", ()):
+        prop = dict(out["properties"].get(name, {}))
+        prop.pop("nullable", None)
+        if "enum" in prop:
+            prop["enum"] = [v for v in prop["enum"] if v is not None]
+        out["properties"][name] = prop
+    return out
 
 
 def _model_schema(model: type[BaseModel]) -> dict[str, Any]:

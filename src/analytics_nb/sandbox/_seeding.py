@@ -58,6 +58,11 @@ def open_store(db: str | None, *, seed: str, profile: str) -> Opened:
         for module in RESOURCES:
             if module.SCHEMA:
                 store.executescript(module.SCHEMA)
+            add_columns = getattr(module, "ADDED_COLUMNS", ())
+            for table, column, kind in add_columns:  # columns added after a database file was created
+                names = {r["name"] for r in store.query(f"PRAGMA table_info({table})")}
+                if column not in names:
+                    store.execute(f"ALTER TABLE {table} ADD COLUMN {column} {kind}")
         with store.transaction():
             state = store.get_meta("seed")
             has_core = store.query_one("SELECT 1 FROM organizations LIMIT 1") is not None

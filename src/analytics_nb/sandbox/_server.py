@@ -108,6 +108,15 @@ class Sandbox:
             scoped_organizations=scoped_organizations,
         )
 
+    def create_secret_key(self, scopes: list[str] | None = None, *, project_id: int | None = None) -> str:
+        """Issue a Project Secret API Key (`phs_...`) for the sandbox's project (or `project_id`); `scopes`
+        defaults to `["feature_flag:read"]`. `/flags/definitions` accepts it."""
+        return feature_flags.create_secret_key(
+            self.ctx.store,
+            self.project_id if project_id is None else project_id,
+            ["feature_flag:read"] if scopes is None else list(scopes),
+        )
+
     def set_person(self, distinct_id: str, properties: dict[str, Any]) -> None:
         """Merge stored person properties (decide uses them unless the request overrides them)."""
         persons.set_person(self.ctx.store, self.project_id, str(distinct_id), dict(properties))
@@ -152,6 +161,7 @@ class Sandbox:
         activity_score: float | None = None,
         person_properties: dict[str, Any] | None = None,
         playlist: str | None = None,
+        long_term: bool = False,
     ) -> str:
         """Store a recording as if it had been ingested (playlists only list ingested ones) and return its id.
 
@@ -160,6 +170,8 @@ class Sandbox:
         `console_log_count`, `console_warn_count`, `console_error_count`. The person is the stored one for
         `distinct_id` merged with `person_properties`. `playlist` (a collection's short_id) also adds it
         there, as `POST .../recordings/<id>/` would. A new uuid4 is used when `session_id` is None.
+        `long_term=True` marks it persisted to long-term storage: a collection answers it even when it
+        started more than a year ago (PostHog loads those by id from Postgres).
         """
         return playlists.insert_recording(
             self.ctx.store,
@@ -175,7 +187,22 @@ class Sandbox:
             activity_score=activity_score,
             person_properties=person_properties,
             playlist=playlist,
+            long_term=long_term,
         )
+
+    def set_switch(self, name: str, on: bool = True) -> None:
+        """Turn a behaviour of a newer (or older) service build on or off: `new_url_playlists` (the cloud
+        profile's dynamic "New URL" synthetic playlists, behind a feature flag in PostHog) or
+        `no_plugin_api` (plugins, plugin configs and `pipeline_*` routes answer 404, as after PostHog PR
+        #97440)."""
+        from ._context import SWITCHES
+
+        if name not in SWITCHES:
+            raise ValueError(f"unknown switch {name!r}; use one of {', '.join(SWITCHES)}")
+        if on:
+            self.ctx.switches.add(name)
+        else:
+            self.ctx.switches.discard(name)
 
     def set_flags_quota_limited(self, limited: bool = True) -> None:
         """Make `/decide` and `/flags` answer as a billing-limited project (`quotaLimited: ["feature_flags"]`,
@@ -286,6 +313,7 @@ def launch(
         raise
     sock.listen(2048)
     actual_port = sock.getsockname()[1]
+    app.allowed_hosts.add(host.strip("[]").lower())  # the bound name, besides 127.0.0.1 and localhost
     config = uvicorn.Config(
         app,
         log_level="warning",

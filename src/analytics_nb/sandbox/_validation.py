@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any, ClassVar, TypeVar
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, ValidationError, WithJsonSchema
 from pydantic_core import PydanticCustomError
@@ -37,9 +37,13 @@ M = TypeVar("M", bound="RequestModel")
 
 
 class RequestModel(BaseModel):
-    """A request body: unknown fields are ignored (as DRF does); `model_fields_set` tells what was sent."""
+    """A request body: unknown fields are ignored (as DRF does); `model_fields_set` tells what was sent.
+
+    `create_schema`: JSON-schema keys the document adds for a create (POST), e.g. ``{"required": ["key"]}``
+    (those fields then are not nullable either) or an ``anyOf`` of alternatives; updates need none."""
 
     model_config = ConfigDict(extra="ignore", populate_by_name=True)
+    create_schema: ClassVar[dict[str, Any]] = {}
 
     def sent(self) -> dict[str, Any]:
         """The fields the client sent, by field name (what a partial update applies)."""
@@ -75,9 +79,13 @@ def Char(*, max_length: int | None = None, allow_null: bool = True, allow_blank:
             raise _fail("max_length", f"Ensure this field has no more than {max_length} characters.")
         return text
 
-    schema: dict[str, Any] = {"type": "string"}
+    text: dict[str, Any] = {"type": "string"}
     if max_length is not None:
-        schema["maxLength"] = max_length
+        text["maxLength"] = max_length
+    if not allow_blank:
+        text["pattern"] = r"\S"  # not blank: at least one non-space character
+    # DRF's CharField takes numbers too (and writes them as text), so the document says so
+    schema: dict[str, Any] = {"anyOf": [text, {"type": "number"}]}
     if allow_null:
         schema["nullable"] = True
     return Annotated[Any, BeforeValidator(check), WithJsonSchema(schema)]
@@ -98,7 +106,9 @@ def Bool(*, allow_null: bool = False) -> Any:
             pass
         raise _fail("invalid_input", "Must be a valid boolean.")
 
-    schema: dict[str, Any] = {"type": "boolean"}
+    # DRF's BooleanField also takes its text and number spellings, so the document lists them
+    spellings = sorted({v for v in (*_TRUE, *_FALSE) if not isinstance(v, bool)}, key=str)
+    schema: dict[str, Any] = {"anyOf": [{"type": "boolean"}, {"enum": [0, 1, *spellings]}]}
     if allow_null:
         schema["nullable"] = True
     return Annotated[Any, BeforeValidator(check), WithJsonSchema(schema)]
@@ -131,8 +141,9 @@ def Choice(*choices: str, allow_null: bool = False) -> Any:
         return str(value)
 
     schema: dict[str, Any] = {"type": "string", "enum": list(choices)}
-    if allow_null:
+    if allow_null:  # OpenAPI 3.0: a nullable enum lists null among its values
         schema["nullable"] = True
+        schema["enum"] = [*choices, None]
     return Annotated[Any, BeforeValidator(check), WithJsonSchema(schema)]
 
 
@@ -163,7 +174,7 @@ def JSONObject(*, allow_null: bool = True, code: str = "invalid_input") -> Any:
     return Annotated[Any, BeforeValidator(check), WithJsonSchema(schema)]
 
 
-def Text(*, allow_null: bool = True) -> Any:
+def Text(*, allow_null: bool = True, min_length: int | None = None) -> Any:
     """A JSON string only (no number coercion), "Not a valid string." (code `invalid`) otherwise."""
 
     def check(value: Any) -> str | None:
@@ -174,6 +185,8 @@ def Text(*, allow_null: bool = True) -> Any:
         return value
 
     schema: dict[str, Any] = {"type": "string"}
+    if min_length is not None:  # documented; the handler refuses shorter text with its own message
+        schema["minLength"] = min_length
     if allow_null:
         schema["nullable"] = True
     return Annotated[Any, BeforeValidator(check), WithJsonSchema(schema)]
@@ -192,7 +205,10 @@ def Matching(pattern: str, message: str, code: str, *, required_text: bool = Tru
             raise _fail(code, message)
         return value
 
-    return Annotated[Any, BeforeValidator(check), WithJsonSchema({"type": "string", "pattern": pattern})]
+    schema: dict[str, Any] = {"type": "string", "pattern": pattern}
+    if required_text:
+        schema["minLength"] = 1
+    return Annotated[Any, BeforeValidator(check), WithJsonSchema(schema)]
 
 
 _PYDANTIC_CODES = {"missing": "required", "extra_forbidden": "invalid_input"}

@@ -1,26 +1,25 @@
-"""``Client``: the sync twin of ``AsyncClient`` (its capture and simulation methods are generated)."""
+"""``Client``: the sync twin of ``AsyncClient``.
+
+Its capture and simulation methods are one-line delegations to the verbs themselves (``client.sync_method``:
+the verb's signature with the client as ``self``, and its docstring), so Ctrl-C behaves as in the plain
+functions, which handle it in one place (``client.run_interruptible``): ``simulate`` returns the rows done as
+a partial result, ``capture_frame`` lets the batches in flight settle and raises ``CaptureInterrupted``.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, ClassVar, Literal, Self
+from typing import Any, ClassVar, Self
 
-from analytics_nb.capture import DEFAULT_BATCH_BYTES, NaivePolicy, UuidPolicy, capture_frame
-from analytics_nb.client import ApiClient
+import analytics_nb.capture as _capture
+import analytics_nb.simulation as _simulation
+from analytics_nb.client import ApiClient, sync_method
 from analytics_nb.embedded import connect_sandbox
 from analytics_nb.session._async_client import AsyncClient
-from analytics_nb.session._sync_api import ClientMethods
-from analytics_nb.simulation import Engine, Output, SimulationResult, simulate
-
-if TYPE_CHECKING:
-    import pandas as pd
-
-    from analytics_nb.flags import FrameEvaluator
 
 __all__ = ["Client"]
 
 
-class Client(ClientMethods, ApiClient):
+class Client(ApiClient):
     """Sync client for a PostHog-style service: ``client.playlists.frame()``; works in scripts and Jupyter.
 
     Same arguments and methods as ``AsyncClient``; each call runs on the client's private event loop in a
@@ -41,78 +40,8 @@ class Client(ClientMethods, ApiClient):
         """
         return connect_sandbox(seed, client_class=cls, **kw)
 
-    def capture_frame(
-        self,
-        df: pd.DataFrame,
-        *,
-        batch_size: int | None = None,
-        max_batch_bytes: int = DEFAULT_BATCH_BYTES,
-        concurrency: int = 4,
-        gzip: bool = True,
-        historical_migration: bool | None = None,
-        progress: bool | None = None,
-        on_naive_timestamp: NaivePolicy = "local",
-        batch_attempts: int = 2,
-        uuids: UuidPolicy = "content",
-    ) -> pd.DataFrame:
-        """Capture one event per row of ``df`` via ``/batch/`` and return the report
-        (``analytics_nb.capture.capture_frame`` describes the columns and options)."""
-        # Written by hand, not generated: the plain function lets the batches in flight settle on Ctrl-C and
-        # raises CaptureInterrupted carrying the report of what was sent, failed and not attempted.
-        return capture_frame(
-            self,
-            df,
-            batch_size=batch_size,
-            max_batch_bytes=max_batch_bytes,
-            concurrency=concurrency,
-            gzip=gzip,
-            historical_migration=historical_migration,
-            progress=progress,
-            on_naive_timestamp=on_naive_timestamp,
-            batch_attempts=batch_attempts,
-            uuids=uuids,
-        )
-
-    def simulate(
-        self,
-        property_sets: Any,
-        flags: Sequence[str] | str | None = None,
-        engine: Engine = "remote",
-        *,
-        definitions: Any = None,
-        mode: Literal["server", "sdk"] = "server",
-        concurrency: int | None = None,
-        progress: bool | None = None,
-        payloads: bool = True,
-        reasons: bool = False,
-        evaluator: FrameEvaluator | None = None,
-        group_type_mapping: dict[str, str] | None = None,
-        estimate: bool = True,
-        warn_minutes: float | None = 10.0,
-        output: Output | None = None,
-    ) -> SimulationResult:
-        """Evaluate flags across property sets with this client (``analytics_nb.simulate``):
-        ``engine="remote"`` (one decide per row), ``"local"`` (the flag engine over the project's
-        definitions) or ``"both"`` (and compare them). A long remote run prints its expected duration
-        (and warns past ``warn_minutes``); an interrupted one returns the rows done (``result.partial``).
-        Property sets may be pandas, Polars, Arrow, DuckDB or a parquet path; ``result.data`` is the result
-        in their family (Polars in, Polars out) or in ``output`` ("pandas", "polars", "arrow")."""
-        # Written by hand, not generated: the plain function waits, after Ctrl-C, for the cancelled run to
-        # hand over the rows answered so far and returns them as a partial SimulationResult.
-        return simulate(
-            property_sets,
-            flags,
-            engine,
-            client=self,
-            definitions=definitions,
-            mode=mode,
-            concurrency=concurrency,
-            progress=progress,
-            payloads=payloads,
-            reasons=reasons,
-            evaluator=evaluator,
-            group_type_mapping=group_type_mapping,
-            estimate=estimate,
-            warn_minutes=warn_minutes,
-            output=output,
-        )
+    capture = sync_method(_capture.capture_event, name="capture")
+    capture_frame = sync_method(_capture.capture_frame)
+    flag_called = sync_method(_capture.flag_called)
+    flag_called_frame = sync_method(_capture.flag_called_frame)
+    simulate = sync_method(_simulation.simulate)

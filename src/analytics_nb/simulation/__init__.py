@@ -16,12 +16,14 @@ from analytics_nb.simulation._definitions import Definitions, load_definitions
 from analytics_nb.simulation._distributed import DaskSimulation, DaskWhatIf, simulate_dask
 from analytics_nb.simulation._errors import LongRunWarning, SimulationInputError
 from analytics_nb.simulation._inputs import normalise_property_sets
+from analytics_nb.simulation._local import MissingPropertyWarning
 from analytics_nb.simulation._output import concat_frames
 from analytics_nb.simulation._plot import PLOT_HINT
-from analytics_nb.simulation._remote import DEFAULT_CONCURRENCY
+from analytics_nb.simulation._remote import DEFAULT_CONCURRENCY, FailedFlagsWarning
 from analytics_nb.simulation._result import SimulationResult
 from analytics_nb.simulation._simulate import Engine, asimulate, simulate
 from analytics_nb.simulation._spark import simulate_spark
+from analytics_nb.simulation._sql import SqlSimulation, simulate_sql
 from analytics_nb.simulation._summary import wilson_interval
 from analytics_nb.simulation._whatif import (
     WhatIf,
@@ -41,10 +43,13 @@ __all__ = [
     "DaskWhatIf",
     "Definitions",
     "Engine",
+    "FailedFlagsWarning",
     "LongRunWarning",
+    "MissingPropertyWarning",
     "Output",
     "SimulationInputError",
     "SimulationResult",
+    "SqlSimulation",
     "WhatIf",
     "WhatIfResult",
     "asimulate",
@@ -57,6 +62,7 @@ __all__ = [
     "simulate",
     "simulate_dask",
     "simulate_spark",
+    "simulate_sql",
     "whatif",
     "wilson_interval",
     "with_condition",

@@ -60,8 +60,9 @@ def _cause(
     if isinstance(remote_error, str) and remote_value is None:
         if remote_error.startswith(PARTIAL_ERROR):
             return (
-                "request error",
-                f"the service reported errorsWhileComputingFlags and did not compute {key!r}",
+                "failed on the service",
+                f"the service could not evaluate {key!r} for this row (remote is NA, not False): "
+                f"{remote_error}",
             )
         return "request error", remote_error
     if remote_value is None:

@@ -10,7 +10,11 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-from collections.abc import Sequence
+import os
+import sys
+import threading
+import warnings
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 import pandas as pd
@@ -27,16 +31,73 @@ from analytics_nb.simulation._output import concat_frames, select_flags
 
 __all__ = [
     "LOCAL_CHUNK_ROWS",
+    "MISSING_COLUMNS",
     "ChunkedEvaluator",
+    "MissingPropertyWarning",
     "check_group_mapping",
+    "check_missing_columns",
     "conform",
     "local_evaluator",
     "make_evaluator",
     "run_local",
+    "warn_missing_properties",
 ]
 
 LOCAL_CHUNK_ROWS = 50_000
 """Rows per chunk of a long local run (about 0.4 s each); runs over twice this many are chunked."""
+
+MissingColumns = Literal["unknown", "not_set"]
+MISSING_COLUMNS: tuple[str, ...] = ("unknown", "not_set")
+"""``missing_columns=``: a property the property sets have no column for is "unknown" (default: the service
+would read the person's stored value, so an answer that depends on it is NA) or "not_set"."""
+
+
+class MissingPropertyWarning(UserWarning):
+    """Flags read properties the property sets have no column for: the answers that depend on them are NA
+    (reason ``missing_property``). Add the columns, use ``engine="remote"``, or pass
+    ``missing_columns="not_set"`` when a missing column does mean "not set"."""
+
+
+def check_missing_columns(value: Any) -> MissingColumns:
+    """``missing_columns=`` checked: "unknown" or "not_set", else a `SimulationInputError` naming both."""
+    if value not in MISSING_COLUMNS:
+        raise SimulationInputError(
+            f"missing_columns={value!r}: use 'unknown' (a property without a column may have a stored value "
+            "in PostHog: answers that depend on it are NA) or 'not_set' (a missing column means the "
+            "property is not set)."
+        )
+    return "unknown" if value == "unknown" else "not_set"
+
+
+def _caller_level() -> int:
+    """The stacklevel of the first frame outside this package (the analyst's cell), for `warnings.warn`."""
+    skip = (os.path.dirname(os.path.dirname(__file__)), os.path.dirname(threading.__file__))
+    frame, level = sys._getframe(2), 2
+    while frame is not None and frame.f_code.co_filename.startswith(skip):
+        frame, level = frame.f_back, level + 1  # type: ignore[assignment]
+    # none outside (the client's loop thread): the run_local / WhatIf line
+    return level if frame is not None else 2
+
+
+def warn_missing_properties(report: Mapping[str, tuple[tuple[str, ...], int]], rows: int) -> None:
+    """One `MissingPropertyWarning` naming how many flags and answers absent properties made NA, each
+    flag with what it needs, and the fixes; nothing when the report is empty."""
+    if not report:
+        return
+    total = sum(count for _, count in report.values())
+    parts = [
+        f"{key!r} needs {', '.join(labels)} ({count:,} row{'s' if count != 1 else ''})"
+        for key, (labels, count) in report.items()
+    ]
+    shown = "; ".join(parts[:10]) + (f"; and {len(parts) - 10} more flags" if len(parts) > 10 else "")
+    warnings.warn(
+        f"{len(report)} flag{'s' if len(report) != 1 else ''} read properties the property sets have no "
+        f"column for, so {total:,} answer{'s' if total != 1 else ''} (over {rows:,} rows) are NA: {shown}. "
+        "Add the column(s), or use engine='remote' (the service reads the stored properties), or pass "
+        "missing_columns='not_set' if a missing column means the property is not set.",
+        MissingPropertyWarning,
+        stacklevel=_caller_level(),
+    )
 
 
 def check_group_mapping(sets: PropertySets, defs: Definitions) -> None:
@@ -62,9 +123,10 @@ def make_evaluator(
     *,
     mode: Literal["server", "sdk"] = "server",
     now: dt.datetime | None = None,
+    missing_columns: MissingColumns = "unknown",
 ) -> FrameEvaluator:
     """A `FrameEvaluator` over the property sets; it caches hashes so what-if re-runs are fast. ``now``: the
-    instant relative dates are read against (default: now)."""
+    instant relative dates are read against (default: now); ``missing_columns``: see `MISSING_COLUMNS`."""
     from analytics_nb.flags import FrameEvaluator
 
     check_group_mapping(sets, defs)
@@ -76,6 +138,7 @@ def make_evaluator(
         group_type_mapping=defs.group_type_mapping or None,
         property_matching_version=getattr(defs, "property_matching_version", None),
         now=now,
+        missing_columns=missing_columns,
     )
 
 
@@ -95,13 +158,22 @@ class ChunkedEvaluator:
         *,
         mode: Literal["server", "sdk"] = "server",
         chunk_rows: int = LOCAL_CHUNK_ROWS,
+        missing_columns: MissingColumns = "unknown",
     ) -> None:
         self.sets = sets
         self.defs = defs
         self.mode: Literal["server", "sdk"] = mode
         self.chunk_rows = chunk_rows
+        self.missing_columns: MissingColumns = missing_columns
         self.now = dt.datetime.now(dt.UTC)
-        self._first: FrameEvaluator | None = make_evaluator(self._chunk(0), defs, mode=mode, now=self.now)
+        #: after each run, the chunks' `FrameEvaluator.missing_report` added up
+        self.missing_report: dict[str, tuple[tuple[str, ...], int]] = {}
+        self._first: FrameEvaluator | None = self._evaluator(0)
+
+    def _evaluator(self, start: int) -> FrameEvaluator:
+        return make_evaluator(
+            self._chunk(start), self.defs, mode=self.mode, now=self.now, missing_columns=self.missing_columns
+        )
 
     def __len__(self) -> int:
         return len(self.sets)
@@ -114,12 +186,16 @@ class ChunkedEvaluator:
     ) -> pd.DataFrame:
         """Evaluate every chunk and concatenate the results (``progress.update(rows)`` after each chunk)."""
         parts = []
+        report: dict[str, tuple[tuple[str, ...], int]] = {}
         for start in range(0, len(self.sets), self.chunk_rows):
             evaluator = self._first if start == 0 and self._first is not None else None
             if evaluator is None:
-                evaluator = make_evaluator(self._chunk(start), self.defs, mode=self.mode, now=self.now)
+                evaluator = self._evaluator(start)
             self._first = None  # built once; later runs rebuild it like the others
             part: pd.DataFrame = evaluator.run(flags, payloads=payloads, reasons=reasons)
+            for key, (labels, count) in evaluator.missing_report.items():
+                report[key] = (labels, report.get(key, ((), 0))[1] + count)
+            self.missing_report = report
             parts.append(part)
             if progress is not None:
                 progress.update(len(part))
@@ -132,13 +208,14 @@ def local_evaluator(
     *,
     mode: Literal["server", "sdk"] = "server",
     chunk_rows: int | None = None,
+    missing_columns: MissingColumns = "unknown",
 ) -> FrameEvaluator | ChunkedEvaluator:
     """One `FrameEvaluator` for up to ``2 * chunk_rows`` rows (default ``LOCAL_CHUNK_ROWS``), else a
     `ChunkedEvaluator` (so that a progress bar moves)."""
     chunk_rows = chunk_rows or LOCAL_CHUNK_ROWS
     if len(sets) > 2 * chunk_rows:
-        return ChunkedEvaluator(sets, defs, mode=mode, chunk_rows=chunk_rows)
-    return make_evaluator(sets, defs, mode=mode)
+        return ChunkedEvaluator(sets, defs, mode=mode, chunk_rows=chunk_rows, missing_columns=missing_columns)
+    return make_evaluator(sets, defs, mode=mode, missing_columns=missing_columns)
 
 
 def conform(
@@ -165,7 +242,8 @@ def run_local(
     """Evaluate every flag (dependencies need them all), then keep ``keys``.
 
     A `ChunkedEvaluator` (a long run) shows a ``tqdm.auto`` bar of rows unless ``progress=False`` or
-    ``TQDM_DISABLE`` says otherwise.
+    ``TQDM_DISABLE`` says otherwise. Answers made NA by properties the sets have no column for are
+    reported in one `MissingPropertyWarning`.
     """
     if isinstance(evaluator, ChunkedEvaluator):
         bar = progress_bar(progress, total=len(evaluator), desc="local", unit="row")
@@ -177,4 +255,8 @@ def run_local(
         # pandas here even when the caller's evaluator was built over Polars / Arrow (it answers in that
         # family by default); the result's `.data` converts at the end
         out = evaluator.run(flags, payloads=payloads, reasons=reasons, output="pandas")
+    report = getattr(evaluator, "missing_report", None) or {}
+    if keys is not None:
+        report = {k: v for k, v in report.items() if k in keys}
+    warn_missing_properties(report, len(sets))
     return conform(out, sets, keys, payloads=payloads, reasons=reasons)

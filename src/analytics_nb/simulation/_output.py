@@ -9,9 +9,13 @@ import pandas as pd
 
 from analytics_nb.flags import REASON_CODES
 
-__all__ = ["SUFFIXES", "build_frame", "concat_frames", "flag_columns", "select_flags"]
+__all__ = ["INPUT_COLUMNS_ATTR", "SUFFIXES", "build_frame", "concat_frames", "flag_columns", "select_flags"]
 
 SUFFIXES = (":payload", ":reason", ":condition_index")
+
+#: ``frame.attrs`` key naming the input property columns (``country``, ``plan``) a result frame carries beside
+#: its outputs (``SimulationResult.frame``): readers of result frames never take them for flags.
+INPUT_COLUMNS_ATTR = "analytics_nb.input_columns"
 
 
 def flag_column(values: Sequence[Any], index: pd.Index, *, multivariate: bool) -> pd.Series:
@@ -71,11 +75,15 @@ def build_frame(
 
 
 def flag_columns(frame: pd.DataFrame) -> list[str]:
-    """The flag-value columns of a result frame (not distinct_id, error or the ``<key>:...`` extras)."""
+    """The flag-value columns of a result frame (not distinct_id, error, the ``<key>:...`` extras or the input
+    columns a ``SimulationResult.frame`` carries, named in ``frame.attrs[INPUT_COLUMNS_ATTR]``)."""
+    inputs = set(frame.attrs.get(INPUT_COLUMNS_ATTR, ()))
     return [
         c
         for c in frame.columns
-        if c not in ("distinct_id", "error") and not any(str(c).endswith(s) for s in SUFFIXES)
+        if c not in ("distinct_id", "error")
+        and c not in inputs
+        and not any(str(c).endswith(s) for s in SUFFIXES)
     ]
 
 

@@ -2,6 +2,12 @@
 
 One failing row never loses the others: its ``error`` cell says why and its flags are NA.
 
+Requests go to ``/flags/?v=4`` as posthog-python 7.91.1 posts them (``request.py`` ``flags()``); a flag the
+service could not evaluate comes back ``failed: true`` (since Feb 2026) and is NA with its reason (the
+``:reason`` column and the ``error`` text), never False; a run that met any says how many
+(`FailedFlagsWarning`). With the legacy ``/decide/?v=3`` (``endpoint="decide"``) the service writes such a
+flag as plain ``false`` beside ``errorsWhileComputingFlags: true``, so every ``false`` of that row is NA.
+
 Before a long run (over ``ESTIMATE_MIN_ROWS`` rows) the rate is measured on the first ``PROBE_ROWS`` answers
 (part of the result, never sent twice) and an estimate line is printed; past ``warn_minutes`` a
 `LongRunWarning` says so. The rows answered are written into a list the caller owns, so an interrupted run
@@ -19,7 +25,6 @@ import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import urlsplit
 
 import pandas as pd
 
@@ -29,11 +34,16 @@ from analytics_nb.simulation._inputs import PropertySets
 from analytics_nb.simulation._output import build_frame
 
 __all__ = [
+    "ADAPTIVE",
+    "ADAPTIVE_CEILING",
+    "ADAPTIVE_START",
     "DEFAULT_CONCURRENCY",
+    "ENDPOINTS",
     "ESTIMATE_MIN_ROWS",
     "LOOPBACK_CONCURRENCY",
     "PROBE_ROWS",
     "WARN_MINUTES",
+    "FailedFlagsWarning",
     "RemoteRow",
     "RunEstimate",
     "decide_rows",
@@ -43,14 +53,24 @@ __all__ = [
     "with_estimate",
 ]
 
+ADAPTIVE = 0
+"""``concurrency`` value meaning "adapt" (the default, what `default_concurrency` gives): the number of
+requests in flight follows measured throughput, latency and 429s (``client/_pacing.py``,
+`AdaptiveLimit.adapt`) between 1 and `ADAPTIVE_CEILING`, starting at `ADAPTIVE_START`."""
+
+ADAPTIVE_CEILING = 256
+"""The most requests an adaptive run keeps in flight (and connections it may open). The Rust flags service
+limits a client IP to 50 requests/s sustained with a 1000 burst (posthog-notes §5.6): past that it answers
+429, and the window halves and pauses for ``Retry-After``; the ceiling only bounds the client's own cost."""
+
+ADAPTIVE_START = 8
+"""Requests in flight when an adaptive run begins (it grows x1.5 a round while throughput follows)."""
+
 DEFAULT_CONCURRENCY = 10
-"""Decide requests in flight at once. The docs say the public decide endpoint is not rate limited, but the
-real (Rust) flags service limits each client IP to 50 requests/s sustained (1000 burst); 10 in flight keeps a
-simulation well inside that on a real network while still overlapping round trips."""
+"""The former fixed default (10 in flight), kept as a name for callers; ``concurrency=10`` gives it."""
 
 LOOPBACK_CONCURRENCY = 4
-"""The default against a server on this machine (e.g. the sandbox): round trips cost nearly nothing there, the
-CPU is the limit, and more requests in flight only add client overhead."""
+"""The former fixed default against a server on this machine; adaptive runs find it by themselves."""
 
 ESTIMATE_MIN_ROWS = 2000
 """Remote runs over this many rows get an estimate of their duration (measured on their first rows)."""
@@ -64,6 +84,15 @@ WARN_MINUTES = 10.0
 logger = logging.getLogger("analytics_nb.simulation")
 
 PARTIAL_ERROR = "errorsWhileComputingFlags: the service could not compute some flags for this row"
+LEGACY_FALSE = "errorsWhileComputingFlags: the legacy /decide map writes a failed flag as false"
+
+#: Where the remote engine sends each row: ``/flags/?v=4`` by default, ``/decide/?v=3`` on request.
+ENDPOINTS = {"flags": ("/flags/", "4"), "decide": ("/decide/", "3")}
+
+
+class FailedFlagsWarning(UserWarning):
+    """The service could not evaluate some flags of some rows (``failed: true``): those cells are NA with
+    the reason in the ``error`` column (and the ``:reason`` column); re-running those rows may answer."""
 
 
 @dataclass
@@ -74,7 +103,8 @@ class RemoteRow:
     payloads: dict[str, Any] = field(default_factory=dict)
     reasons: dict[str, str] = field(default_factory=dict)
     condition_index: dict[str, int | None] = field(default_factory=dict)
-    failed: set[str] = field(default_factory=set)
+    failed: dict[str, str] = field(default_factory=dict)
+    """Flags the service could not evaluate, with why (``code: description``); their values are NA."""
     error: str | None = None
     partial: bool = False
 
@@ -86,15 +116,62 @@ def _payload_text(value: Any) -> Any:
 
 
 def default_concurrency(core: Core) -> int:
-    """10 in flight for a real service; 4 when decide goes to a loopback host."""
-    host = urlsplit(core.config.ingest_url).hostname
-    if host in _LOOPBACK_HOSTS:
-        return LOOPBACK_CONCURRENCY
-    return DEFAULT_CONCURRENCY
+    """`ADAPTIVE` for every host: the number in flight is measured, not guessed from the host name (the
+    former defaults, 10 for a real service and 4 on loopback, were far too few at 20-100 ms latency)."""
+    del core
+    return ADAPTIVE
 
 
-def parse_response(data: Any, *, detailed: bool) -> RemoteRow:
-    """Read a ``/decide?v=3`` (or ``/flags?v=2`` when ``detailed``) JSON body into a `RemoteRow`."""
+def _record_value(d: dict[str, Any]) -> Any:
+    """A record's value: the typed ``value`` (``/flags?v>=3``) or the variant / ``enabled`` (v2 records)."""
+    if "value" in d and "enabled" not in d:
+        return d.get("value") if d.get("value") is not None else False
+    enabled = bool(d.get("enabled"))
+    variant = d.get("variant")
+    return variant if enabled and variant is not None else enabled
+
+
+def _failure_text(reason: dict[str, Any]) -> str:
+    parts = [str(t) for t in (reason.get("code"), reason.get("description")) if t]
+    return ": ".join(parts) or "no reason given"
+
+
+def _read_details(row: RemoteRow, details: dict[str, Any]) -> None:
+    for key, d in details.items():
+        if not isinstance(d, dict):
+            continue
+        key = str(key)
+        reason = d.get("reason") or {}
+        if reason.get("code") is not None:
+            row.reasons[key] = str(reason.get("code"))
+        row.condition_index[key] = reason.get("condition_index")
+        if d.get("failed"):  # `enabled: false` / `value: null` here is no answer: NA with the reason
+            row.failed[key] = _failure_text(reason)
+            continue
+        value = _record_value(d)
+        row.values[key] = value
+        meta = d.get("metadata") or {}
+        if value is not False and meta.get("payload") is not None:
+            row.payloads[key] = _payload_text(meta.get("payload"))
+
+
+def _read_legacy(row: RemoteRow, data: dict[str, Any], errors: bool) -> None:
+    flags = data.get("featureFlags")
+    if isinstance(flags, list):
+        flags = {str(k): True for k in flags}
+    for key, value in (flags or {}).items():
+        if errors and value is False:  # a failed flag or a real false: the map cannot tell
+            row.failed[str(key)] = LEGACY_FALSE
+            continue
+        row.values[str(key)] = value
+    for key, value in (data.get("featureFlagPayloads") or {}).items():
+        if value is not None:
+            row.payloads[str(key)] = _payload_text(value)
+
+
+def parse_response(data: Any, *, detailed: bool = True) -> RemoteRow:
+    """Read a ``/flags`` (typed ``v=4`` or ``v=2`` records) or legacy ``/decide?v=3`` JSON body into a
+    `RemoteRow`; ``detailed`` is kept for callers, the shape is read from the body itself."""
     row = RemoteRow()
     if not isinstance(data, dict):
         row.error = f"the service answered with {type(data).__name__} instead of a JSON object"
@@ -103,36 +180,14 @@ def parse_response(data: Any, *, detailed: bool) -> RemoteRow:
     quota = data.get("quotaLimited") or []
     details = data.get("flags")
     if isinstance(details, dict):
-        for key, d in details.items():
-            if not isinstance(d, dict):
-                continue
-            if d.get("failed"):
-                row.failed.add(str(key))
-                continue
-            enabled = bool(d.get("enabled"))
-            variant = d.get("variant")
-            row.values[str(key)] = variant if enabled and variant is not None else enabled
-            meta = d.get("metadata") or {}
-            if enabled and meta.get("payload") is not None:
-                row.payloads[str(key)] = _payload_text(meta.get("payload"))
-            reason = d.get("reason") or {}
-            if reason.get("code") is not None:
-                row.reasons[str(key)] = str(reason.get("code"))
-            row.condition_index[str(key)] = reason.get("condition_index")
+        _read_details(row, details)
     else:
-        flags = data.get("featureFlags")
-        if isinstance(flags, list):
-            flags = {str(k): True for k in flags}
-        for key, value in (flags or {}).items():
-            row.values[str(key)] = value
-        for key, value in (data.get("featureFlagPayloads") or {}).items():
-            if value is not None:
-                row.payloads[str(key)] = _payload_text(value)
+        _read_legacy(row, data, errors)
     if "feature_flags" in quota:
         row.error = (
             "quota limited: the project is over its feature-flag quota, so the service returned no flags"
         )
-    elif errors:
+    elif errors or row.failed:
         row.partial = True
         row.error = PARTIAL_ERROR
     return row
@@ -170,15 +225,16 @@ async def _decide_one(
     detailed: bool,
     flag_keys: list[str] | None = None,
     pacer: AdaptiveLimit | None = None,
+    endpoint: str = "flags",
 ) -> RemoteRow:
     body, ip = _request_body(token, request, flag_keys)
     headers = {"X-Forwarded-For": ip} if ip else {}
-    path, params = ("/flags/", {"v": "2"}) if detailed else ("/decide/", {"v": "3"})
+    path, version = ENDPOINTS[endpoint]
     response = await core.request(
         "POST",
         path,
         service="ingest",
-        params=params,
+        params={"v": version},
         json=body,
         headers=headers,
         idempotent=True,
@@ -241,11 +297,12 @@ class RunEstimate:
         set_description = getattr(self.bar, "set_description", None)
         if set_description is not None:
             set_description(f"decide ≈{_duration(seconds)}")
+        # stdout: an estimate is a status line, and stderr shows red like an error in JupyterLab (issue 29 #7)
         write = getattr(self.bar, "write", None)  # tqdm.write keeps a terminal bar intact
         if write is not None:
-            write(self.line, file=self.stream or sys.stderr)
+            write(self.line, file=self.stream or sys.stdout)
         else:
-            print(self.line, file=self.stream or sys.stderr, flush=True)
+            print(self.line, file=self.stream or sys.stdout, flush=True)
         if self.warn_minutes is not None and self.minutes > self.warn_minutes:
             warnings.warn(
                 f"this remote simulation of {self.total:,} rows is expected to take about "
@@ -268,9 +325,6 @@ def with_estimate(bar: Any, total: int, *, warn_minutes: float | None = WARN_MIN
     return bar
 
 
-_LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
-
-
 async def decide_rows(
     core: Core,
     requests: Sequence[dict[str, Any]],
@@ -281,20 +335,29 @@ async def decide_rows(
     flag_keys: Sequence[str] | None = None,
     into: list[RemoteRow | None] | None = None,
     offset: int = 0,
+    endpoint: str = "flags",
 ) -> list[RemoteRow]:
-    """Decide every request with at most ``concurrency`` in flight; exceptions become row errors.
+    """Decide every request with at most ``concurrency`` in flight (`ADAPTIVE`: as many as the measured
+    throughput and latency call for, up to `ADAPTIVE_CEILING`); exceptions become row errors.
 
     ``flag_keys``: ask the service for these flags only (``flag_keys_to_evaluate``): the user's ``flags``.
     ``into``: a list the answers are also written to (request ``i`` at ``offset + i``) as they arrive, so
     that the caller keeps the rows done when the run is cancelled (requests in flight are cancelled).
+    ``endpoint``: ``"flags"`` (``/flags/?v=4``, the default) or the legacy ``"decide"`` (``/decide/?v=3``).
     """
+    if endpoint not in ENDPOINTS:
+        raise ValueError(f"endpoint={endpoint!r} is not allowed; use 'flags' or 'decide'.")
     token = await core.project_api_key()
     keys = [str(k) for k in flag_keys] if flag_keys else None
     results: list[RemoteRow | None] = [None] * len(requests)
     next_index = 0
-    n_workers = max(1, min(int(concurrency), len(requests)))
-    # The pool grown to n_workers connections; 429s slow the run down (Retry-After, a narrower window).
+    adaptive = int(concurrency) == ADAPTIVE
+    n_workers = max(1, min(ADAPTIVE_CEILING if adaptive else int(concurrency), len(requests)))
+    # The pool grown to n_workers connections; 429s slow the run down (Retry-After, a narrower window);
+    # adaptive: the window (requests in flight) follows throughput and latency, up to the ceiling.
     pacer = core.pacer(n_workers)
+    if adaptive:
+        pacer.adapt(ADAPTIVE_START)
 
     async def worker() -> None:
         nonlocal next_index
@@ -303,7 +366,13 @@ async def decide_rows(
             next_index += 1
             try:
                 results[i] = await _decide_one(
-                    core, token, requests[i], detailed=detailed, flag_keys=keys, pacer=pacer
+                    core,
+                    token,
+                    requests[i],
+                    detailed=detailed,
+                    flag_keys=keys,
+                    pacer=pacer,
+                    endpoint=endpoint,
                 )
             except Exception as exc:  # one failing row never loses the others
                 text = core.scrub(str(exc))
@@ -314,6 +383,37 @@ async def decide_rows(
 
     await asyncio.gather(*(worker() for _ in range(n_workers)))
     return [r if r is not None else RemoteRow(error="not evaluated") for r in results]
+
+
+def _row_error(row: RemoteRow, keys: Sequence[str]) -> str | None:
+    """The row's error text; a partial answer names the flags not computed and why (the service's reason)."""
+    if not row.partial:
+        return row.error
+    missing = [k for k in keys if k not in row.values]
+    if not missing:
+        return row.error
+    named = [f"{k} [{row.failed[k]}]" if k in row.failed else k for k in missing[:10]]
+    return f"{row.error} (not computed: {', '.join(named)}{' ...' if len(missing) > 10 else ''})"
+
+
+def _warn_failed(rows: Sequence[RemoteRow], keys: Sequence[str]) -> None:
+    """One `FailedFlagsWarning` naming how many cells the service failed to evaluate, per flag."""
+    wanted = set(keys)
+    counts: dict[str, int] = {}
+    for r in rows:
+        for k in r.failed:
+            if k in wanted:
+                counts[k] = counts.get(k, 0) + 1
+    if not counts:
+        return
+    total = sum(counts.values())
+    per_flag = ", ".join(f"{k}: {n:,}" for k, n in sorted(counts.items(), key=lambda kv: -kv[1])[:10])
+    warnings.warn(
+        f"the service could not evaluate {total:,} flag value(s) ({per_flag}); they are NA with the reason "
+        "in the error column, not False. Re-run those rows (result.frame['error'].notna()) to retry them.",
+        FailedFlagsWarning,
+        stacklevel=4,
+    )
 
 
 def remote_frame(
@@ -357,12 +457,8 @@ def remote_frame(
             pl[k].append(r.payloads.get(k) if v is not None else None)
             rs[k].append(r.reasons.get(k))
             ci[k].append(r.condition_index.get(k))
-        err = r.error
-        if r.partial:
-            missing = [k for k in keys if k not in r.values]
-            if missing:
-                err = f"{err} (not computed: {', '.join(missing[:10])}{' ...' if len(missing) > 10 else ''})"
-        errors.append(err)
+        errors.append(_row_error(r, keys))
+    _warn_failed(rows, keys)
     return build_frame(
         sets.frame.index,
         sets.distinct_ids,

@@ -12,16 +12,56 @@ import pandas as pd
 
 from analytics_nb.simulation._errors import SimulationInputError
 from analytics_nb.simulation._inputs import output_choice
-from analytics_nb.simulation._output import flag_columns
+from analytics_nb.simulation._output import INPUT_COLUMNS_ATTR, flag_columns
 from analytics_nb.simulation._summary import crosstab, format_share, summarize
 from analytics_nb.tables import Output, from_pandas
 
-__all__ = ["SimulationResult"]
+__all__ = ["INPUT_COLUMNS_ATTR", "SimulationResult", "with_inputs"]
+
+
+def _outputs_only(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` without the input columns a previous ``with_inputs`` put in (named in its attrs)."""
+    carried = [c for c in frame.attrs.get(INPUT_COLUMNS_ATTR, ()) if c in frame.columns]
+    if not carried:
+        return frame
+    out = frame.drop(columns=carried)
+    out.attrs = {k: v for k, v in frame.attrs.items() if k != INPUT_COLUMNS_ATTR}
+    return out
+
+
+def _aligned(inputs: pd.DataFrame, index: pd.Index) -> pd.DataFrame | None:
+    """The inputs' rows for the result rows: by index label (partial results hold a subset), else by
+    position when both have the same length; None when they cannot be matched."""
+    if inputs.index.is_unique and index.isin(inputs.index).all():
+        return inputs.loc[index]
+    if len(inputs) == len(index):
+        return inputs.set_axis(index, axis=0)
+    return None
+
+
+def with_inputs(outputs: pd.DataFrame, inputs: pd.DataFrame) -> pd.DataFrame:
+    """The result frame with the input property columns right after ``distinct_id`` (``country``, ``plan``,
+    ``group:<type>``, ...), so a frame or CSV shows what produced each row; an input column named like an
+    output column (a flag key) is left out. ``frame.attrs[INPUT_COLUMNS_ATTR]`` lists the columns added."""
+    outputs = _outputs_only(outputs)
+    names = [c for c in inputs.columns if c != "distinct_id" and c not in outputs.columns]
+    rows = _aligned(inputs[names], outputs.index) if names else None
+    if rows is None:
+        return outputs
+    at = list(outputs.columns).index("distinct_id") + 1 if "distinct_id" in outputs.columns else 0
+    frame = pd.concat([outputs.iloc[:, :at], rows, outputs.iloc[:, at:]], axis=1)
+    frame.attrs = {**outputs.attrs, INPUT_COLUMNS_ATTR: [str(c) for c in names]}
+    return frame
 
 
 @dataclass(repr=False)
 class SimulationResult:
-    """What `simulate` returns: ``.frame`` (distinct_id, one column per flag, ``<key>:payload``, ``error``).
+    """What `simulate` returns: ``.frame`` (distinct_id, the input property columns, one column per flag,
+    ``<key>:payload``, ``error``).
+
+    ``.frame`` keeps the property sets' columns (``country``, ``plan``, group keys, ...) beside the outputs,
+    so the frame, ``to_csv`` and the panel's export say what produced each row; ``.outputs`` is the frame
+    without them, and ``to_csv(path, inputs=False)`` / ``to(output, inputs=False)`` leave them out.
 
     In both-mode ``.frame`` is the remote result, ``.local`` / ``.remote`` both frames, ``.agreement`` the
     per-flag agreement table and ``.differences`` the differing rows with their likely cause.
@@ -45,21 +85,32 @@ class SimulationResult:
     total: int | None = None  # the rows asked for, when the run stopped early (``rows_total``)
     remaining: pd.DataFrame | None = None  # the property sets not evaluated (partial results)
     output: Output = "pandas"  # the family ``.data`` comes back in (the input's, or simulate's output=)
+    outputs: pd.DataFrame = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self.outputs = _outputs_only(self.frame)
+        self.frame = with_inputs(self.outputs, self.inputs)
+
+    @property
+    def input_columns(self) -> list[str]:
+        """The input property columns ``.frame`` carries beside the outputs."""
+        return list(self.frame.attrs.get(INPUT_COLUMNS_ATTR, []))
 
     @property
     def data(self) -> Any:
         """``.frame`` in the caller's family: Polars in, Polars out; Arrow in, Arrow out; else pandas."""
         return self.to(self.output)
 
-    def to(self, output: Output) -> Any:
-        """``.frame`` as "pandas", "polars" or "arrow" (flag columns as described in the README)."""
-        return from_pandas(self.frame, output_choice(output) or "pandas")
+    def to(self, output: Output, *, inputs: bool = True) -> Any:
+        """``.frame`` as "pandas", "polars" or "arrow" (flag columns as described in the README);
+        ``inputs=False`` leaves the input property columns out."""
+        return from_pandas(self.frame if inputs else self.outputs, output_choice(output) or "pandas")
 
     # -- basics ----------------------------------------------------------------------------------------------
     @property
     def flags(self) -> list[str]:
         """The flag keys in the result, in column order."""
-        return flag_columns(self.frame)
+        return flag_columns(self.outputs)
 
     @property
     def errors(self) -> pd.DataFrame:
@@ -111,7 +162,7 @@ class SimulationResult:
         if isinstance(flags, str):
             flags = [flags]
         for key in flags:
-            if key not in self.frame.columns:
+            if key not in self.flags:
                 raise SimulationInputError(
                     f"flag {key!r} is not in this result; it has {', '.join(map(repr, self.flags))}.", key=key
                 )
@@ -154,15 +205,13 @@ class SimulationResult:
 
         return plot_shares(self.summary(flags), ax=ax)
 
-    def to_csv(self, path: str | Path) -> Path:
-        """Write ``.frame`` to CSV (through ``analytics_nb.frames.to_csv`` so that dtypes round-trip)."""
+    def to_csv(self, path: str | Path, *, inputs: bool = True) -> Path:
+        """Write ``.frame`` to CSV (through ``analytics_nb.frames.to_csv``, so ``frames.read_csv`` reads it
+        back with the same dtypes); ``inputs=False`` writes the outputs only (no input property columns)."""
+        from analytics_nb.frames import to_csv
+
         path = Path(path)
-        try:
-            from analytics_nb.frames import to_csv
-        except ImportError:
-            self.frame.to_csv(path, index=False)
-        else:
-            to_csv(self.frame, path)
+        to_csv(self.frame if inputs else self.outputs, path)
         return path
 
     # -- notebooks -------------------------------------------------------------------------------------------

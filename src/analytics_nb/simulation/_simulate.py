@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 import sys
 import threading
 import time
@@ -35,7 +36,16 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import pandas as pd
 
-from analytics_nb.client import AnyApiClient, ApiClient, AsyncApiClient, Core, FeatureFlags, progress_bar
+from analytics_nb.client import (
+    ApiClient,
+    AsyncApiClient,
+    Core,
+    FeatureFlags,
+    bind_arguments,
+    progress_bar,
+    run_interruptible,
+    same_signature,
+)
 from analytics_nb.errors import PostHogError
 from analytics_nb.simulation._compare import compare
 from analytics_nb.simulation._definitions import Definitions, flag_references, live_flags, load_definitions
@@ -47,7 +57,13 @@ from analytics_nb.simulation._inputs import (
     output_choice,
     read_table,
 )
-from analytics_nb.simulation._local import ChunkedEvaluator, local_evaluator, run_local
+from analytics_nb.simulation._local import (
+    ChunkedEvaluator,
+    MissingColumns,
+    check_missing_columns,
+    local_evaluator,
+    run_local,
+)
 from analytics_nb.simulation._output import flag_columns
 from analytics_nb.simulation._remote import (
     DEFAULT_CONCURRENCY,
@@ -85,6 +101,7 @@ class SimulationOptions:
     evaluator: FrameEvaluator | None
     estimate: bool = True
     warn_minutes: float | None = WARN_MINUTES
+    missing_columns: MissingColumns = "unknown"
 
     @property
     def local(self) -> bool:
@@ -112,6 +129,7 @@ def check_options(
     has_definitions: bool,
     estimate: Any = True,
     warn_minutes: Any = WARN_MINUTES,
+    missing_columns: Any = "unknown",
 ) -> SimulationOptions:
     """Every option of `simulate` checked in one place; raises `SimulationInputError` naming the fix."""
     if engine not in ("remote", "local", "both"):
@@ -123,7 +141,9 @@ def check_options(
     if concurrency is None:
         concurrency = default_concurrency(core) if core is not None else DEFAULT_CONCURRENCY
     elif isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
-        raise SimulationInputError(f"concurrency={concurrency!r} must be a positive integer (default 10).")
+        raise SimulationInputError(
+            f"concurrency={concurrency!r} must be a positive integer (default: adaptive, up to 256)."
+        )
     if engine in ("remote", "both") and core is None:
         raise SimulationInputError(
             f"engine={engine!r} sends decide requests and needs client= (a Client with project_api_key); "
@@ -166,6 +186,7 @@ def check_options(
         evaluator=evaluator,
         estimate=estimate,
         warn_minutes=None if warn_minutes is None else float(warn_minutes),
+        missing_columns=check_missing_columns(missing_columns),
     )
 
 
@@ -257,7 +278,9 @@ def _prepare(options: SimulationOptions, sets: PropertySets, defs: Definitions |
     evaluator = None
     if options.local:
         assert defs is not None  # check_options / _definitions guarantee them for the local engine
-        evaluator = options.evaluator or local_evaluator(sets, defs, mode=options.mode)
+        evaluator = options.evaluator or local_evaluator(
+            sets, defs, mode=options.mode, missing_columns=options.missing_columns
+        )
     return _Prepared(options, sets, defs, keys, evaluator)
 
 
@@ -331,7 +354,7 @@ async def _remote_rows(prepared: _Prepared, core: Core, into: list[RemoteRow | N
 def _check_remote_keys(keys: list[str], first: RemoteRow) -> None:
     """Without definitions, unknown keys are caught on the first row's answer, before the other rows."""
     if first.error is None:
-        check_flag_keys(keys, list(first.values))
+        check_flag_keys(keys, [*first.values, *first.failed])  # a failed flag exists: it is not a typo
 
 
 def _inactive_off(frame: pd.DataFrame, rows: Sequence[RemoteRow], defs: Definitions) -> pd.DataFrame:
@@ -475,27 +498,33 @@ def _run_sync(
     given: Definitions | None,
     started: float,
 ) -> SimulationResult:
-    """Run `_evaluate` on the sync client's loop; after Ctrl-C return the rows done as a partial result."""
+    """Run `_evaluate` on the sync client's loop; after Ctrl-C return the rows done as a partial result
+    (`client.run_interruptible` waits for the cancelled run to hand them over)."""
     outcome = _Outcome()
-    try:
-        return client.run(_evaluate(options, sets, given, client.core, started, outcome))
-    except KeyboardInterrupt:
-        # The loop was asked to cancel the run; wait for it to hand over the rows answered so far (a second
-        # Ctrl-C stops waiting). Requests in flight are cancelled; the client stays usable.
-        if outcome.started.wait(0.5):
-            outcome.settled.wait(SETTLE_SECONDS)
-        partial = outcome.result
-        if partial is None:
-            raise
-        if not partial.partial:  # the run had finished when Ctrl-C came
-            return partial
-        print(
-            f"simulate interrupted: returning the {partial.rows_done:,} of {partial.rows_total:,} rows done "
-            "(result.partial is True; result.remaining holds the rest).",
-            file=sys.stderr,
-            flush=True,
-        )
+    return run_interruptible(
+        client,
+        _evaluate(options, sets, given, client.core, started, outcome),
+        outcome,
+        settle_seconds=SETTLE_SECONDS,
+        on_interrupt=lambda exc: _interrupted(outcome, exc),
+    )
+
+
+def _interrupted(outcome: _Outcome, exc: KeyboardInterrupt) -> SimulationResult:
+    """What a sync `simulate` answers after Ctrl-C: the partial result handed over (requests in flight are
+    cancelled; the client stays usable), else the interrupt goes on."""
+    partial = outcome.result
+    if partial is None:
+        raise exc
+    if not partial.partial:  # the run had finished when Ctrl-C came
         return partial
+    print(
+        f"simulate interrupted: returning the {partial.rows_done:,} of {partial.rows_total:,} rows done "
+        "(result.partial is True; result.remaining holds the rest).",
+        file=sys.stdout,  # a status line, not an error: stderr shows red in JupyterLab (issue 29 #7)
+        flush=True,
+    )
+    return partial
 
 
 def _begin(
@@ -527,12 +556,14 @@ def simulate(
     estimate: bool = True,
     warn_minutes: float | None = WARN_MINUTES,
     output: Output | None = None,
+    missing_columns: MissingColumns = "unknown",
 ) -> SimulationResult:
     """Evaluate flags for every property set: ``engine="remote"`` (one decide per row, concurrent),
     ``"local"`` (the flag engine over definitions) or ``"both"`` (and compare them).
 
-    Input is checked before any request is sent; ``concurrency`` defaults to 10 decide requests in flight
-    (4 against a loopback host such as the sandbox, where the CPU, not the round trip, is the limit).
+    Input is checked before any request is sent; ``concurrency`` defaults to adaptive: the number of
+    ``/flags`` requests in flight follows the measured throughput, latency and 429s (up to 256); an integer
+    fixes it.
     With an `AsyncClient` use ``await asimulate(..., client=aclient)`` or ``await aclient.simulate(...)``.
 
     Long runs: past 100,000 rows the local engine shows a progress bar of rows (``progress=False`` or
@@ -545,6 +576,12 @@ def simulate(
     a parquet path; ``result.data`` is the result in the input's family (Polars in, Polars out; Arrow in,
     Arrow out; DuckDB and parquet give pandas) or in ``output=`` ("pandas", "polars", "arrow").
     ``result.frame`` is always pandas.
+
+    A property a flag reads that the property sets have no column for is unknown (``missing_columns=
+    "unknown"``, the default: the service would read the person's stored value): the local engine answers
+    NA (reason ``missing_property``) where the answer depends on it, and warns once
+    (`MissingPropertyWarning`) with the flags, the properties and the row counts; ``missing_columns=
+    "not_set"`` reads a missing column as "not set".
     """
     if isinstance(client, AsyncApiClient):
         raise TypeError("client= is an AsyncClient: use `await asimulate(..., client=client)` in async code.")
@@ -568,6 +605,7 @@ def simulate(
         core=core,
         estimate=estimate,
         warn_minutes=warn_minutes,
+        missing_columns=missing_columns,
     )
     if client is None:  # local only: nothing to await, so no event loop at all
         prepared = _prepare(options, sets, given)
@@ -579,72 +617,26 @@ def simulate(
     return result
 
 
-async def asimulate(
-    property_sets: Any,
-    flags: Sequence[str] | str | None = None,
-    engine: Engine = "remote",
-    *,
-    client: AnyApiClient | None = None,
-    definitions: Any = None,
-    mode: Mode = "server",
-    concurrency: int | None = None,
-    progress: bool | None = None,
-    payloads: bool = True,
-    reasons: bool = False,
-    evaluator: FrameEvaluator | None = None,
-    group_type_mapping: dict[str, str] | None = None,
-    estimate: bool = True,
-    warn_minutes: float | None = WARN_MINUTES,
-    output: Output | None = None,
-) -> SimulationResult:
-    """`simulate` for async code and `AsyncClient`: the decide requests run on the caller's event loop.
-
-    Cancelled during a remote or both run (``task.cancel()``, Ctrl-C in Jupyter), it returns the rows
-    answered so far as a partial result (``result.partial``) instead of raising; with none it re-raises.
-    """
+@same_signature(simulate)
+async def asimulate(*args: Any, **kwargs: Any) -> SimulationResult:
+    # `simulate` for async code and `AsyncClient` (same parameters and docstring): the decide requests run on
+    # the caller's event loop. Cancelled during a remote or both run (``task.cancel()``, Ctrl-C in Jupyter),
+    # it returns the rows answered so far as a partial result (``result.partial``); with none it re-raises.
+    arguments = bind_arguments(simulate, args, kwargs)
+    client = arguments.pop("client")
+    property_sets, definitions, output = (
+        arguments.pop(k) for k in ("property_sets", "definitions", "output")
+    )
     if isinstance(client, ApiClient):
         # A sync Client awaited from async code: its calls block, so run them off this loop.
-        return await asyncio.to_thread(
-            simulate,
-            property_sets,
-            flags,
-            engine,
-            client=client,
-            definitions=definitions,
-            mode=mode,
-            concurrency=concurrency,
-            progress=progress,
-            payloads=payloads,
-            reasons=reasons,
-            evaluator=evaluator,
-            group_type_mapping=group_type_mapping,
-            estimate=estimate,
-            warn_minutes=warn_minutes,
-            output=output,
-        )
+        return await asyncio.to_thread(functools.partial(simulate, *args, **kwargs))
     if client is not None and not isinstance(client, AsyncApiClient):
         raise TypeError(
             f"client= must be an analytics_nb Client or AsyncClient, got {type(client).__name__}."
         )
     started = time.perf_counter()
     core = None if client is None else client.core
-    options, chosen, family, sets, given = _begin(
-        property_sets,
-        definitions,
-        output,
-        engine=engine,
-        mode=mode,
-        flags=flags,
-        concurrency=concurrency,
-        progress=progress,
-        payloads=payloads,
-        reasons=reasons,
-        group_type_mapping=group_type_mapping,
-        evaluator=evaluator,
-        core=core,
-        estimate=estimate,
-        warn_minutes=warn_minutes,
-    )
+    options, chosen, family, sets, given = _begin(property_sets, definitions, output, core=core, **arguments)
     if core is None:
         prepared = _prepare(options, sets, given)
         result = _result(prepared, _local(prepared), None, started)

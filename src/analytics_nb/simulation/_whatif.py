@@ -23,7 +23,13 @@ from analytics_nb.simulation._inputs import (
     output_choice,
     read_table,
 )
-from analytics_nb.simulation._local import conform, make_evaluator
+from analytics_nb.simulation._local import (
+    MissingColumns,
+    check_missing_columns,
+    conform,
+    make_evaluator,
+    warn_missing_properties,
+)
 from analytics_nb.simulation._output import flag_columns
 from analytics_nb.tables import Output, default_output, family_of, from_pandas
 from analytics_nb.wire.cells import is_missing
@@ -334,6 +340,8 @@ class WhatIf:
     Build it from property sets (pandas, Polars, Arrow, DuckDB, a parquet path, a list of dicts) or an
     existing `FrameEvaluator`; every ``run`` reuses the evaluator's cached hashes. ``output=`` picks the
     family of the result's ``base_data`` / ``edited_data`` (default: the property sets' family).
+    ``missing_columns`` is as in `simulate`: a property the sets have no column for is unknown (answers that
+    depend on it are NA, with one `MissingPropertyWarning`) unless ``"not_set"``.
     """
 
     def __init__(
@@ -345,7 +353,9 @@ class WhatIf:
         mode: Literal["server", "sdk"] = "server",
         group_type_mapping: dict[str, str] | None = None,
         output: Output | None = None,
+        missing_columns: MissingColumns = "unknown",
     ) -> None:
+        self.missing_columns = check_missing_columns(missing_columns)
         self.definitions = live_flags(load_definitions(definitions))
         if group_type_mapping:
             self.definitions.group_type_mapping.update(
@@ -365,12 +375,20 @@ class WhatIf:
             raw, family = read_table(property_sets)  # Polars / Arrow / DuckDB / parquet at the edge
             self.output = chosen or default_output(family)
             self.sets = normalise_property_sets(raw)
-            self.evaluator = make_evaluator(self.sets, self.definitions, mode=mode)
+            self.evaluator = make_evaluator(
+                self.sets, self.definitions, mode=mode, missing_columns=self.missing_columns
+            )
         self.base = self._run(self.definitions.flags)
 
-    def _run(self, flags: list[dict[str, Any]]) -> pd.DataFrame:
+    def _run(self, flags: list[dict[str, Any]], warn: Sequence[str] | None = None) -> pd.DataFrame:
+        """Evaluate ``flags``; warn about answers absent properties made NA (of the flags in ``warn``,
+        default all)."""
         if self.sets is not None:
             out: pd.DataFrame = self.evaluator.run(flags, payloads=False, reasons=False)
+            report = getattr(self.evaluator, "missing_report", {})
+            if warn is not None:
+                report = {k: v for k, v in report.items() if k in warn}
+            warn_missing_properties(report, len(self.sets))
             return conform(out, self.sets, None, payloads=False, reasons=False)
         # the caller's own evaluator: pandas here whatever family it answers in (``output`` converts)
         mine: pd.DataFrame = self.evaluator.run(flags, payloads=False, reasons=False, output="pandas")
@@ -394,15 +412,18 @@ class WhatIf:
                     "the edited definitions change cohorts, which a prebuilt evaluator cannot re-run; "
                     "build the WhatIf from the property sets instead."
                 )
-            evaluator = make_evaluator(self.sets, edited_defs, mode=self.mode)
+            evaluator = make_evaluator(
+                self.sets, edited_defs, mode=self.mode, missing_columns=self.missing_columns
+            )
             new = conform(evaluator.run(None), self.sets, None, payloads=False, reasons=False)
+            warn_missing_properties(evaluator.missing_report, len(self.sets))
             affected = set(edited_defs.keys) | set(self.definitions.keys)
         else:
             affected, needed = _affected(self.definitions, edited_defs)
             new = self.base
             if affected:
                 subset = [f for f in edited_defs.flags if f["key"] in needed]
-                part = self._run(subset) if subset else self.base.iloc[:, :0]
+                part = self._run(subset, sorted(affected)) if subset else self.base.iloc[:, :0]
                 updates = {k: part[k] for k in affected if k in part.columns}
                 gone = [k for k in affected if k not in part.columns and k in new.columns]
                 new = new.drop(columns=gone).assign(**updates)
@@ -445,6 +466,7 @@ def whatif(
     mode: Literal["server", "sdk"] = "server",
     group_type_mapping: dict[str, str] | None = None,
     output: Output | None = None,
+    missing_columns: MissingColumns = "unknown",
 ) -> WhatIfResult:
     """Who moves from which value to which when ``base_definitions`` become ``edited_definitions``.
 
@@ -457,6 +479,7 @@ def whatif(
         mode=mode,
         group_type_mapping=group_type_mapping,
         output=output,
+        missing_columns=missing_columns,
     )
     return session.run(
         copy.deepcopy(edited_definitions)

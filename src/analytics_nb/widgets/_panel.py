@@ -1,16 +1,19 @@
-"""``Panel``: what every panel shares: a root box, a status bar, a busy state and the client it talks to.
+"""``Panel``: what every panel shares: it *is* a ``VBox`` (so it nests in ``HBox``, ``Tab``, ``Accordion``
+and Voila layouts like any widget), with a status bar, a busy state and the client it talks to.
 
-A panel composes small views (each owning its widgets) and wires their buttons to its own methods, so what
-a click does code can do too. Errors never escape a button: ``_attempt`` turns them into one plain sentence
+A panel composes small views (each owning its widgets, kept in private attributes) and wires their buttons
+to its own methods, so what a click does code can do too; its state is public attributes, properties and
+DataFrames. Errors never escape a button: ``_attempt`` turns them into one plain sentence
 in the status bar while the forms keep whatever the user typed. A closed client is caught before any
 request and named with its fix; ``panel.client = new_client`` gives the panel a working client again.
 """
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import ipywidgets as w
 
@@ -34,27 +37,39 @@ def require_sync_client(client: object, panel: str) -> Client:
     return client
 
 
-class Panel:
-    """Owns a root ``VBox`` (CSS ``anb-panel`` plus the panel's own class) and a ``StatusBar``.
+class Panel(w.VBox):
+    """A ``VBox`` (CSS ``anb-panel`` plus the panel's own class) holding the panel's views and status bar.
 
     ``status_text``, ``status_kind``, ``last_error`` and ``error`` read the status bar; ``busy`` is True
-    while a request runs (the registered controls are disabled meanwhile).
+    while a request runs (the registered controls are disabled meanwhile). The views are private
+    (``_status``, ``_sets_view``, ...): drive a panel through its methods and properties.
     """
 
     title: str = ""
     css_class: str = ""
 
     def __init__(self, client: Client | None = None) -> None:
+        # full width of the cell, never wider: the views inside wrap (see views/_layout.py)
+        super().__init__(layout=w.Layout(width="100%", max_width="100%", min_width="0"))
         self._client = client
-        self.status = StatusBar()
+        self._status = StatusBar()
         self.busy: bool = False
         self._actions: list[w.Widget] = []
         self._was_disabled: dict[int, bool] = {}
-        # full width of the cell, never wider: the views inside wrap (see views/_layout.py)
-        self.root = w.VBox(layout=w.Layout(width="100%", max_width="100%", min_width="0"))
-        self.root.add_class("anb-panel")
+        self.add_class("anb-panel")
         if self.css_class:
-            self.root.add_class(self.css_class)
+            self.add_class(self.css_class)
+
+    @property
+    def root(self) -> Panel:
+        """Deprecated: the panel is itself the widget to display or nest; ``.root`` returns the panel."""
+        warnings.warn(
+            f"{type(self).__name__}.root is deprecated: the panel is a VBox itself; use the panel directly "
+            "(e.g. HBox([panel]) or display(panel)).",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return self
 
     # ---- the client -----------------------------------------------------------------------------
     @property
@@ -65,7 +80,7 @@ class Panel:
     @client.setter
     def client(self, value: Client) -> None:
         self._client = require_sync_client(value, type(self).__name__)
-        self.status.ok("Connected with a new client.")
+        self._status.ok("Connected with a new client.")
         self._client_changed()
 
     def _client_changed(self) -> None:
@@ -81,17 +96,6 @@ class Panel:
         return client
 
     # ---- display --------------------------------------------------------------------------------
-    def _ipython_display_(self) -> None:
-        """Display the panel's root box (used by Jupyter when the panel is the cell's value)."""
-        from IPython.display import display
-
-        display(self.root)
-
-    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
-        """Delegate the rich representation to the root ``VBox``."""
-        bundle: dict[str, Any] = self.root._repr_mimebundle_(include=include, exclude=exclude)
-        return bundle
-
     def __repr__(self) -> str:
         return f"<{type(self).__name__} status={self.status_text!r}>"
 
@@ -102,26 +106,26 @@ class Panel:
     @property
     def status_text(self) -> str:
         """The status line's text."""
-        return self.status.text
+        return self._status.text
 
     @property
     def status_kind(self) -> str:
         """The status line's kind: ok, error, busy or info."""
-        return self.status.kind
+        return self._status.kind
 
     @property
     def last_error(self) -> BaseException | None:
         """The exception of the last failed action (None after a success)."""
-        return self.status.last_error
+        return self._status.last_error
 
     @property
     def error(self) -> str | None:
         """The plain-words text of the last failed action, or None after a success."""
-        return self.status.error_text
+        return self._status.error_text
 
     def message(self, text: str) -> None:
         """Append a line to the panel's message log."""
-        self.status.message(text)
+        self._status.message(text)
 
     # ---- busy state -----------------------------------------------------------------------------
     def _register(self, *controls: w.Widget) -> None:
@@ -137,7 +141,7 @@ class Panel:
         self._was_disabled = {id(c): bool(c.disabled) for c in self._actions}
         for control in self._actions:
             control.disabled = True
-        self.status.busy(text)
+        self._status.busy(text)
         try:
             yield
         finally:
@@ -160,9 +164,9 @@ class Panel:
                 value = action()
         except Exception as exc:
             closed = needs_client and self._client is not None and self._client.closed
-            self.status.error(ClientClosedError(type(self).__name__) if closed else exc)
+            self._status.error(ClientClosedError(type(self).__name__) if closed else exc)
             return False, None
-        self.status.last_error = None
-        if self.status.kind == "busy":
-            self.status.ok("Done.")
+        self._status.last_error = None
+        if self._status.kind == "busy":
+            self._status.ok("Done.")
         return True, value

@@ -3,11 +3,31 @@
 from __future__ import annotations
 
 import datetime as _dt
-from typing import Any
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from analytics_nb.client._core import Core
+import pydantic
 
-__all__ = ["Resource", "check_choice", "check_id", "iso", "require_text"]
+from analytics_nb.client._core import Core, parse_model
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = [
+    "Pages",
+    "Resource",
+    "check_choice",
+    "check_id",
+    "collect_frame",
+    "collect_models",
+    "iso",
+    "iterate_models",
+    "require_text",
+]
+
+M = TypeVar("M", bound=pydantic.BaseModel)
+Pages = AsyncGenerator[list[Any], None]
+"""A listing's pages of records (``_pagination.iter_record_pages``, the one paging path)."""
 
 
 class Resource:
@@ -56,3 +76,31 @@ def iso(name: str, value: Any) -> str | None:
     if isinstance(value, str) and value.strip():
         return value.strip()
     raise ValueError(f"{name} must be a datetime, a date, ISO 8601 text or relative text like '-7d'.")
+
+
+# -- the three forms of a listing: iterate, list, frame (each resource's methods are one call to these) ------
+async def iterate_models(pages: Pages, model: type[M]) -> AsyncIterator[M]:
+    """The records of ``pages`` as ``model`` instances, one at a time (a record that does not fit the model
+    is a ``ResponseFormatError``)."""
+    try:
+        async for page in pages:
+            for record in page:
+                yield parse_model(model, record)
+    finally:
+        await pages.aclose()
+
+
+async def collect_models(pages: Pages, model: type[M]) -> list[M]:
+    """Every record of ``pages`` as a ``model`` instance."""
+    records: list[Any] = []
+    async for page in pages:
+        records.extend(page)
+    return [parse_model(model, record) for record in records]
+
+
+async def collect_frame(pages: Pages, build: Callable[[list[Any]], pd.DataFrame]) -> pd.DataFrame:
+    """The frame ``build`` makes of every record of ``pages`` (one build, once every page is in)."""
+    records: list[Any] = []
+    async for page in pages:
+        records.extend(page)
+    return build(records)

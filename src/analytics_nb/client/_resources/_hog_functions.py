@@ -11,8 +11,16 @@ import builtins
 from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from analytics_nb.client._pagination import MAX_PAGE_SIZE, iter_records
-from analytics_nb.client._resources._base import Resource, check_choice, require_text
+from analytics_nb.client._pagination import MAX_PAGE_SIZE, iter_record_pages
+from analytics_nb.client._resources._base import (
+    Pages,
+    Resource,
+    check_choice,
+    collect_frame,
+    collect_models,
+    iterate_models,
+    require_text,
+)
 from analytics_nb.client._resources._playlists import _UNSET
 from analytics_nb.models import HOG_FUNCTION_TYPES, HogFunction, HogFunctionTemplate
 
@@ -77,18 +85,15 @@ class HogFunctions(Resource):
     def _item(self, id: str, suffix: str = "") -> str:
         return self._path(f"{require_text('id', id)}/{suffix}")
 
-    async def iter_records(
+    def _pages(
         self,
-        *,
-        type: str | Sequence[str] | None = None,
-        enabled: bool | None = None,
-        search: str | None = None,
-        full: bool = False,
-        page_size: int = MAX_PAGE_SIZE,
-        offset: int = 0,
-        max_items: int | None = None,
-    ) -> AsyncIterator[dict[str, Any]]:
-        """Raw function dicts (wire shape), every page, each once, in the service's order."""
+        type: str | Sequence[str] | None,
+        enabled: bool | None,
+        search: str | None,
+        full: bool,
+        **paging: Any,
+    ) -> Pages:
+        """The listing's pages (the one paging path) for these filters."""
         if enabled is not None and not isinstance(enabled, bool):
             raise ValueError(f"enabled must be True, False or None, got {enabled!r}.")
         params: dict[str, Any] = {"type": _types("type", type)}
@@ -98,16 +103,7 @@ class HogFunctions(Resource):
             params["search"] = str(search)
         if full:
             params["full"] = "true"
-        async for record in iter_records(
-            self._core,
-            self._path(),
-            params=params,
-            page_size=page_size,
-            offset=offset,
-            max_items=max_items,
-            desc="hog functions",
-        ):
-            yield record
+        return iter_record_pages(self._core, self._path(), params=params, desc="hog functions", **paging)
 
     async def iter(
         self,
@@ -128,16 +124,11 @@ class HogFunctions(Resource):
         every field (``inputs``, ``inputs_schema``, ``masking``, ``mappings``); the list otherwise sends the
         short shape. The service orders by ``execution_order`` (transformations), then newest first.
         """
-        async for record in self.iter_records(
-            type=type,
-            enabled=enabled,
-            search=search,
-            full=full,
-            page_size=page_size,
-            offset=offset,
-            max_items=max_items,
-        ):
-            yield HogFunction.model_validate(record)
+        pages = self._pages(
+            type, enabled, search, full, page_size=page_size, offset=offset, max_items=max_items
+        )
+        async for fn in iterate_models(pages, HogFunction):
+            yield fn
 
     async def list(
         self,
@@ -151,35 +142,10 @@ class HogFunctions(Resource):
         max_items: int | None = None,
     ) -> builtins.list[HogFunction]:
         """All live functions matching the filters (see ``iter``), every page, as models."""
-        return [
-            fn
-            async for fn in self.iter(
-                type=type,
-                enabled=enabled,
-                search=search,
-                full=full,
-                page_size=page_size,
-                offset=offset,
-                max_items=max_items,
-            )
-        ]
-
-    async def records(
-        self,
-        *,
-        type: str | Sequence[str] | None = None,
-        enabled: bool | None = None,
-        search: str | None = None,
-        full: bool = False,
-        max_items: int | None = None,
-    ) -> builtins.list[dict[str, Any]]:
-        """All live functions matching the filters as raw wire dicts."""
-        return [
-            r
-            async for r in self.iter_records(
-                type=type, enabled=enabled, search=search, full=full, max_items=max_items
-            )
-        ]
+        pages = self._pages(
+            type, enabled, search, full, page_size=page_size, offset=offset, max_items=max_items
+        )
+        return await collect_models(pages, HogFunction)
 
     async def frame(
         self,
@@ -194,9 +160,8 @@ class HogFunctions(Resource):
         transformations first in ``execution_order``; ``full=True`` (the default here) brings ``inputs``."""
         from analytics_nb.frames import hog_functions_frame
 
-        return hog_functions_frame(
-            await self.records(type=type, enabled=enabled, search=search, full=full, max_items=max_items)
-        )
+        pages = self._pages(type, enabled, search, full, max_items=max_items)
+        return await collect_frame(pages, hog_functions_frame)
 
     async def transformations(self, *, enabled: bool | None = None) -> builtins.list[HogFunction]:
         """The project's Hog transformations in the order they run (``execution_order``, lowest first)."""
@@ -346,15 +311,8 @@ class HogFunctionTemplates(Resource):
     def _path(self, suffix: str = "") -> str:
         return self._core.project_path("hog_function_templates/" + suffix)
 
-    async def iter_records(
-        self,
-        *,
-        type: str | Sequence[str] = "destination",
-        template_id: str | None = None,
-        page_size: int = MAX_PAGE_SIZE,
-        max_items: int | None = None,
-    ) -> AsyncIterator[dict[str, Any]]:
-        """Raw template dicts of the given type(s), every page."""
+    def _pages(self, type: str | Sequence[str], template_id: str | None, max_items: int | None) -> Pages:
+        """The listing's pages (the one paging path) for these filters."""
         params: dict[str, Any] = {}
         types = _types("type", type)
         if types is not None and "," in types:
@@ -363,15 +321,21 @@ class HogFunctionTemplates(Resource):
             params["type"] = types
         if template_id is not None:
             params["template_id"] = require_text("template_id", template_id)
-        async for record in iter_records(
-            self._core,
-            self._path(),
-            params=params,
-            page_size=page_size,
-            max_items=max_items,
-            desc="hog function templates",
-        ):
-            yield record
+        return iter_record_pages(
+            self._core, self._path(), params=params, max_items=max_items, desc="hog function templates"
+        )
+
+    async def iter(
+        self,
+        *,
+        type: str | Sequence[str] = "destination",
+        template_id: str | None = None,
+        max_items: int | None = None,
+    ) -> AsyncIterator[HogFunctionTemplate]:
+        """Iterate over the templates of ``type`` (one type or a list; the service's default is
+        ``destination``), every page; the service leaves deprecated templates out (``get`` finds them)."""
+        async for template in iterate_models(self._pages(type, template_id, max_items), HogFunctionTemplate):
+            yield template
 
     async def list(
         self,
@@ -380,12 +344,8 @@ class HogFunctionTemplates(Resource):
         template_id: str | None = None,
         max_items: int | None = None,
     ) -> builtins.list[HogFunctionTemplate]:
-        """Templates of ``type`` (one type or a list; the service's default is ``destination``), every page;
-        deprecated templates are left out by the service (``get`` still finds them)."""
-        return [
-            HogFunctionTemplate.model_validate(r)
-            async for r in self.iter_records(type=type, template_id=template_id, max_items=max_items)
-        ]
+        """Templates of ``type`` (see ``iter``) as models."""
+        return await collect_models(self._pages(type, template_id, max_items), HogFunctionTemplate)
 
     async def frame(
         self, *, type: str | Sequence[str] = "destination", max_items: int | None = None
@@ -393,9 +353,7 @@ class HogFunctionTemplates(Resource):
         """A DataFrame of the templates (``analytics_nb.frames.hog_function_templates_frame``)."""
         from analytics_nb.frames import hog_function_templates_frame
 
-        return hog_function_templates_frame(
-            [r async for r in self.iter_records(type=type, max_items=max_items)]
-        )
+        return await collect_frame(self._pages(type, None, max_items), hog_function_templates_frame)
 
     async def get(self, template_id: str) -> HogFunctionTemplate:
         """One template by id (``"template-geoip"``, or ``"plugin-..."`` for a migrated legacy plugin)."""

@@ -7,13 +7,31 @@ import builtins
 import datetime as _dt
 import enum
 import threading
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from typing import TYPE_CHECKING, Any, Final, Literal, TypedDict, Unpack
 
 from analytics_nb.client._core import Core, parse_model
-from analytics_nb.client._pagination import MAX_PAGE_SIZE, iter_record_pages, record_value
-from analytics_nb.client._resources._base import Resource, check_choice, check_id, iso, require_text
-from analytics_nb.errors import ConflictError, NotFoundError
+from analytics_nb.client._pagination import iter_record_pages, record_value
+from analytics_nb.client._resources._base import (
+    Pages,
+    Resource,
+    check_choice,
+    check_id,
+    collect_frame,
+    collect_models,
+    iso,
+    iterate_models,
+    require_text,
+)
+from analytics_nb.client._resources._recordings import (
+    CALLS_PER_MINUTE,
+    NO_PERSONAL_KEYS,
+    Incomplete,
+    bulk_change,
+    collect_recordings,
+    session_id_list,
+)
+from analytics_nb.errors import ConflictError, NotFoundError, ValidationError
 from analytics_nb.models import Playlist, Recording, RecordingsPage
 
 if TYPE_CHECKING:
@@ -30,10 +48,12 @@ SOFT_DELETE = (
     "call client.playlists.archive(short_id) (PATCH deleted=true), and client.playlists.restore(short_id) "
     "brings one back."
 )
-NO_PERSONAL_KEYS = (
-    "PostHog Cloud refuses personal API keys for adding or removing recordings in a playlist "
-    "(the action does not support personal API key access): do it in the PostHog app, or against a "
-    "self-hosted instance or the sandbox that allows it."
+SEND_FILTERS = (
+    "Nothing was changed. The service requires a saved-filter playlist's filters with every update, and "
+    "this client sends only the fields you give (resending filters it had read could undo another "
+    "session's change). Pass filters=... (the filters the playlist should have, e.g. "
+    "client.playlists.get(short_id).filters), or keep_filters=True to resend the stored ones (safe within "
+    "this process, best effort across processes)."
 )
 RESEND_FILTERS = (
     "The service requires a saved-filter playlist's filters on every update, and this playlist's filters "
@@ -74,7 +94,7 @@ async def _acquire(lock: threading.Lock) -> None:
 class PlaylistFilters(TypedDict, total=False):
     """Every list filter the real service understands, plus paging controls (see ``Playlists.iter``)."""
 
-    created_by: int
+    created_by: int | str
     short_id: str
     pinned: bool
     user: bool
@@ -95,12 +115,40 @@ FILTERS = frozenset(PlaylistFilters.__annotations__) - PAGING
 """The service's list filters: the keys of ``PlaylistFilters`` other than the paging controls."""
 
 
+def _recordings_count(counts: Any, kind: Any) -> Any:
+    collection = counts.get("collection") if isinstance(counts, dict) else None
+    saved = counts.get("saved_filters") if isinstance(counts, dict) else None
+    items = collection.get("count") if isinstance(collection, dict) else None
+    if isinstance(items, int) and items > 0:
+        return items
+    matched = saved.get("count") if isinstance(saved, dict) else None
+    if kind == "filters":
+        return matched if isinstance(matched, int) else None
+    return 0 if isinstance(collection, dict) else None
+
+
+def with_recordings_count(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` with a ``recordings_count`` column (before ``filters``) from its ``recordings_counts``."""
+    import pandas as pd
+
+    if "recordings_counts" not in frame.columns or "recordings_count" in frame.columns:
+        return frame
+    kinds = frame["type"] if "type" in frame.columns else pd.Series([None] * len(frame), index=frame.index)
+    values = [_recordings_count(c, k) for c, k in zip(frame["recordings_counts"], kinds, strict=True)]
+    where = list(frame.columns).index("filters") if "filters" in frame.columns else len(frame.columns)
+    frame.insert(where, "recordings_count", pd.Series(values, index=frame.index, dtype="Int64"))
+    return frame
+
+
 class Playlists(Resource):
     """``/api/projects/:id/session_recording_playlists/``: every endpoint, with the real service's rules."""
 
     def __init__(self, core: Core) -> None:
         super().__init__(core)
         self._archived_filters: dict[str, Any] = {}
+        #: Ids this client added to each collection (and did not remove since): ``recordings`` fetches
+        #: them by id past the service's 50-recording cap on a collection's answer.
+        self._added: dict[tuple[str, str, str], dict[str, None]] = {}
 
     def _path(self, suffix: str = "") -> str:
         return self._core.project_path("session_recording_playlists/" + suffix)
@@ -110,8 +158,8 @@ class Playlists(Resource):
 
     @staticmethod
     def _query(filters: Mapping[str, Any]) -> tuple[dict[str, Any], bool]:
-        """Query parameters for the ``PlaylistFilters`` given, and whether ``pinned=False`` must be applied
-        on this side."""
+        """Query parameters for the ``PlaylistFilters`` given (``created_by`` already an id), and whether
+        ``pinned=False`` must be applied on this side (``short_id`` always is: see ``_pages``)."""
         unknown = sorted(set(filters) - FILTERS)
         if unknown:
             raise ValueError(
@@ -125,7 +173,14 @@ class Playlists(Resource):
         session_recording_id, order = filters.get("session_recording_id"), filters.get("order")
         params: dict[str, Any] = {}
         if created_by is not None:
-            params["created_by"] = check_id("created_by", created_by)
+            try:
+                params["created_by"] = check_id("created_by", created_by)
+            except ValueError:
+                raise ValueError(
+                    f"created_by={created_by!r}: give a user's integer id or email. The id is the "
+                    "created_by_id column of client.playlists.frame(), or the member's id in PostHog under "
+                    "Settings > Organization > Members."
+                ) from None
         if short_id is not None:
             params["short_id"] = require_text("short_id", short_id)
         unpinned_only = False
@@ -160,101 +215,88 @@ class Playlists(Resource):
             params["order"] = check_choice("order", order, ORDERS)
         return params, unpinned_only
 
-    async def iter_records(
-        self,
-        *,
-        page_size: int = MAX_PAGE_SIZE,
-        offset: int = 0,
-        max_items: int | None = None,
-        **filters: Any,
-    ) -> AsyncIterator[dict[str, Any]]:
-        """Raw playlist dicts (wire shape) matching ``filters``, every page, each once."""
-        pages = self._record_pages(page_size=page_size, offset=offset, max_items=max_items, **filters)
-        try:
-            async for page in pages:
-                for record in page:
-                    yield record
-        finally:
-            await pages.aclose()
-
-    async def _record_pages(
-        self,
-        *,
-        page_size: int = MAX_PAGE_SIZE,
-        offset: int = 0,
-        max_items: int | None = None,
-        decoder: Callable[[bytes], Any] | None = None,
-        **filters: Any,
-    ) -> AsyncGenerator[builtins.list[Any], None]:
-        """``iter_records`` a page at a time (lists of raw dicts, or of ``decoder``'s compact rows; pages left
-        empty by the filter skipped)."""
+    async def _pages(self, decoder: Callable[[bytes], Any] | None = None, **filters: Any) -> Pages:
+        """The listing's pages (the one paging path); ``created_by`` given as an email is resolved first,
+        and ``pinned=False`` and ``short_id`` are applied on this side too (``keep``)."""
+        paging = {key: filters.pop(key) for key in PAGING & set(filters)}
+        filters = await self._resolve_created_by(filters)
         params, unpinned_only = self._query(filters)
-        pages = iter_record_pages(
-            self._core,
-            self._path(),
-            params=params,
-            page_size=page_size,
-            offset=offset,
-            max_items=None if unpinned_only else max_items,
-            desc="playlists",
-            decoder=decoder,
+        # The newest service's list() never applies `short_id` (it skips the filter backend), so it is
+        # also checked here; older builds narrow the answer themselves.
+        only_short_id = params.get("short_id")
+        keep = None
+        if unpinned_only or only_short_id is not None:
+
+            def keep(record: Any) -> bool:
+                if unpinned_only and record_value(record, "pinned"):
+                    return False
+                return only_short_id is None or record_value(record, "short_id") == only_short_id
+
+        return iter_record_pages(
+            self._core, self._path(), params=params, desc="playlists", decoder=decoder, keep=keep, **paging
         )
-        try:
-            async for page in pages:
-                if unpinned_only:
-                    page = [record for record in page if not record_value(record, "pinned")]
-                if page:
-                    yield page
-        finally:
-            await pages.aclose()
+
+    async def _resolve_created_by(self, filters: dict[str, Any]) -> dict[str, Any]:
+        """``created_by`` given as an email becomes the user's id, found among the users this client can
+        see: the key's own user, then the authors and editors of the project's playlists."""
+        email = filters.get("created_by")
+        if not (isinstance(email, str) and "@" in email):
+            return filters
+        wanted = email.strip().lower()
+        me = await self._core.get_json("/api/users/@me/")
+        if isinstance(me, dict) and str(me.get("email", "")).lower() == wanted and me.get("id") is not None:
+            return {**filters, "created_by": me["id"]}
+        seen: set[str] = set()
+        async for page in iter_record_pages(self._core, self._path(), desc="playlists"):
+            for record in page:
+                for field in ("created_by", "last_modified_by"):
+                    user = record.get(field)
+                    if isinstance(user, dict) and user.get("email"):
+                        seen.add(str(user["email"]))
+                        if str(user["email"]).lower() == wanted and user.get("id") is not None:
+                            return {**filters, "created_by": user["id"]}
+        raise ValueError(
+            f"created_by={email!r}: no user with that email among the users this client can see (you, and "
+            f"the {len(seen)} people who created or edited the project's playlists). Pass the user's "
+            "integer id instead: it is the created_by_id column of client.playlists.frame(), or the "
+            "member's id in PostHog under Settings > Organization > Members."
+        )
 
     async def iter(self, **filters: Unpack[PlaylistFilters]) -> AsyncIterator[Playlist]:
         """Iterate over the (non-deleted) playlists matching the filters, fetching pages concurrently.
 
-        Filters: ``created_by`` (user id), ``short_id``, ``pinned`` (True: only pinned; False: only unpinned,
-        applied here because the service ignores the value), ``user=True`` (created by me), ``type``
-        ("collection"/"filters"), ``collection_type`` ("synthetic"/"custom"), ``date_from``/``date_to``
-        (last modified; datetime or text like "-7d"), ``search`` (name), ``session_recording_id``, ``order``
-        (``[-]last_modified_at|created_at|name``). Paging: ``page_size`` (<=500), ``offset``, ``max_items``.
+        Filters: ``created_by`` (user id, or email: resolved among the users this client can see),
+        ``short_id`` (checked here too: the newest service ignores it), ``pinned`` (True: only pinned;
+        False: only unpinned, applied here because the service ignores the value), ``user=True``
+        (created by me), ``type`` ("collection"/"filters"), ``collection_type`` ("synthetic"/"custom"),
+        ``date_from``/``date_to`` (last modified; datetime or text like "-7d"), ``search`` (name),
+        ``session_recording_id``, ``order`` (``[-]last_modified_at|created_at|name``). Paging:
+        ``page_size`` (<=500), ``offset``, ``max_items``.
         """
-        count = 0
-        max_items = filters.get("max_items")
-        async for record in self.iter_records(**filters):
-            yield parse_model(Playlist, record)
-            count += 1
-            if max_items is not None and count >= max_items:
-                return
+        async for playlist in iterate_models(await self._pages(**filters), Playlist):
+            yield playlist
 
     async def list(self, **filters: Unpack[PlaylistFilters]) -> builtins.list[Playlist]:
         """All playlists matching the filters (see ``iter``) as models."""
-        return [playlist async for playlist in self.iter(**filters)]
-
-    async def records(self, **filters: Unpack[PlaylistFilters]) -> builtins.list[dict[str, Any]]:
-        """All playlists matching the filters as raw wire dicts (fastest; see ``iter``)."""
-        max_items = filters.get("max_items")
-        out: builtins.list[dict[str, Any]] = []
-        async for page in self._record_pages(**filters):
-            out.extend(page)
-        return out if max_items is None else out[:max_items]
+        return await collect_models(await self._pages(**filters), Playlist)
 
     async def frame(self, **filters: Unpack[PlaylistFilters]) -> pd.DataFrame:
-        """A DataFrame of the playlists matching the filters (``analytics_nb.frames.playlists_frame``).
+        """A DataFrame of the playlists matching the filters (see ``iter``): the columns of
+        ``analytics_nb.frames.playlists_frame``, plus ``recordings_count``.
 
-        The frame is built in parts while later pages are still on their way (the service answers the
-        next pages meanwhile), then the parts are joined; the result is the frame ``playlists_frame`` gives
-        for all the records at once (same columns, dtypes, values and errors: see ``FrameParts``). With the
-        ``fast`` extra (msgspec) pages are decoded straight into compact rows (``frames.PLAYLIST_ROWS``),
-        which halves the client's CPU; a page that does not fit them exactly is read as JSON dicts.
+        With the ``fast`` extra (msgspec) pages are decoded straight into compact rows
+        (``frames.PLAYLIST_ROWS``), which halves the client's CPU; a page that does not fit them exactly is
+        read as JSON dicts, and then the frame is built from dicts (the same columns, dtypes and values).
+
+        ``recordings_count`` (Int64) is read from each row's ``recordings_counts`` (no request per
+        playlist): a collection's item count (0 when the service says none), a saved filter's cached match
+        count, NA when the service has not counted it (a saved filter its background job has not run on).
+        It counts items, not loadable recordings: see ``recordings``.
         """
-        from analytics_nb.frames import PLAYLIST_ROWS, FrameParts, playlists_frame
+        from analytics_nb.frames import PLAYLIST_ROWS
 
-        max_items = filters.get("max_items")
-        if max_items is not None:
-            return playlists_frame(await self.records(**filters))
-        parts = FrameParts(PLAYLIST_ROWS.frame)
-        async for page in self._record_pages(decoder=PLAYLIST_ROWS.decode, **filters):
-            parts.add(page)
-        return parts.frame()
+        pages = await self._pages(decoder=PLAYLIST_ROWS.decode, **filters)
+        return with_recordings_count(await collect_frame(pages, PLAYLIST_ROWS.frame))
 
     async def get(self, short_id: str) -> Playlist:
         """One playlist by ``short_id`` (soft-deleted ones raise NotFoundError)."""
@@ -301,21 +343,24 @@ class Playlists(Resource):
         pinned: bool = _UNSET,
         filters: dict[str, Any] | None = _UNSET,
         deleted: bool = _UNSET,
+        keep_filters: bool = False,
         **extra: Any,
     ) -> Playlist:
-        """PATCH the fields given (and only those); ``None`` clears a field.
+        """PATCH exactly the fields given (and only those); ``None`` clears a field.
 
-        The real service refuses any update of a saved-filter ("filters") playlist that does not carry its
-        ``filters`` (posthog-notes §3.3), so when ``filters`` is not given the stored filters are read and
-        sent along, the one field resent without being asked. So that the resend cannot undo a concurrent
-        change of the filters:
+        Nothing the caller did not give is sent, so an update can never write back a value another
+        session changed meanwhile (issue 27 #3: resending the filters it had read undid concurrent filter
+        changes made from other processes). The service refuses any update of a saved-filter
+        ("filters") playlist that lacks its ``filters`` (posthog-notes §3.3): such an update is refused
+        (``ValidationError`` saying so; nothing changed) unless you pass ``filters=`` (the filters it should
+        have) or ``keep_filters=True``. ``keep_filters=True`` reads the stored filters and resends them: a
+        best effort, safe within this process (one lock per playlist serializes it with every update that
+        sets filters) but not across processes, where a filters change landing between the read and the
+        write is undone.
 
-        * in this process, the read and the write of the resend, and any update that sets ``filters``, run
-          under one lock per playlist (two clients in one kernel never undo each other);
-        * across processes (no conditional update exists on this API), an update that sets ``filters`` reads
-          the playlist back right after writing; if its filters are no longer the ones written (another
-          session wrote them meanwhile, possibly resending older filters), it raises ``ConflictError`` with
-          the playlist as stored now in ``.current``: look at it and apply your change again.
+        An update that sets ``filters`` reads the playlist back right after writing; if its filters are no
+        longer the ones written (another session wrote them meanwhile), it raises ``ConflictError`` with
+        the playlist as stored now in ``.current``.
         """
         if "type" in extra:
             raise ValueError(
@@ -341,30 +386,44 @@ class Playlists(Resource):
         lock = _write_lock((config.app_url, config.project_id, short_id))
         await _acquire(lock)
         try:
-            return await self._update_locked(short_id, body)
+            return await self._update_locked(short_id, body, keep_filters=keep_filters)
         finally:
             lock.release()
 
-    async def _update_locked(self, short_id: str, body: dict[str, Any]) -> Playlist:
-        explain: dict[int, str] = {}
+    async def _stored_filters(self, short_id: str, body: dict[str, Any]) -> Any:
+        """The filters ``keep_filters`` resends: read now, or (soft-deleted, unreadable) the ones this
+        client archived; ``_UNSET`` when neither is known."""
+        if body.get("deleted") is not False:  # a soft-deleted playlist cannot be read back
+            try:
+                current = await self._core.get_json(self._item_path(short_id))
+            except NotFoundError:
+                current = None
+            if isinstance(current, dict) and current.get("type") == "filters":
+                return current.get("filters")
+        return self._archived_filters.get(short_id, _UNSET)
+
+    async def _update_locked(self, short_id: str, body: dict[str, Any], *, keep_filters: bool) -> Playlist:
         resent = False
-        if "filters" not in body:
-            stored: Any = _UNSET
-            if body.get("deleted") is not False:  # a soft-deleted playlist cannot be read back
-                try:
-                    current = await self._core.get_json(self._item_path(short_id))
-                except NotFoundError:
-                    current = None
-                if isinstance(current, dict) and current.get("type") == "filters":
-                    stored = current.get("filters")
-            if stored is _UNSET and short_id in self._archived_filters:
-                stored = self._archived_filters[short_id]
+        if "filters" not in body and keep_filters:
+            stored = await self._stored_filters(short_id, body)
             if stored is not _UNSET:
                 body["filters"] = stored
                 resent = True
-            else:
-                explain[400] = RESEND_FILTERS
-        result = await self._core.send_json("PATCH", self._item_path(short_id), body, explain=explain or None)
+        try:
+            result = await self._core.send_json("PATCH", self._item_path(short_id), body)
+        except ValidationError as exc:
+            if "filters" in body or "remove all filters" not in (exc.detail or ""):
+                raise
+            raise ValidationError(
+                f"{exc} {RESEND_FILTERS if keep_filters else SEND_FILTERS}",
+                status=exc.status,
+                type=exc.type,
+                code=exc.code,
+                detail=exc.detail,
+                attr=exc.attr,
+                method=exc.method,
+                url=exc.url,
+            ) from None
         playlist = parse_model(Playlist, result)
         if "filters" in body and not resent and playlist.type == "filters" and not playlist.deleted:
             await self._check_filters_kept(short_id, body["filters"])
@@ -398,14 +457,14 @@ class Playlists(Resource):
 
     async def archive(self, short_id: str) -> Playlist:
         """Soft-delete a playlist (PATCH ``deleted=true``); it disappears from list/get until restored."""
-        return await self.update(short_id, deleted=True)
+        return await self.update(short_id, deleted=True, keep_filters=True)
 
     async def restore(self, short_id: str, *, filters: dict[str, Any] | None = None) -> Playlist:
         """Undo ``archive`` (PATCH ``deleted=false``); pass ``filters`` for a saved-filter playlist archived
         by another session (the service needs them and hides the playlist until it is restored)."""
         if filters is not None:
             return await self.update(short_id, deleted=False, filters=filters)
-        return await self.update(short_id, deleted=False)
+        return await self.update(short_id, deleted=False, keep_filters=True)
 
     async def delete(self, short_id: str) -> None:
         """Playlists cannot be hard-deleted: this asks the service and raises MethodNotAllowedError (405)
@@ -417,48 +476,163 @@ class Playlists(Resource):
         body = await self._core.get_json(self._item_path(short_id, "recordings/"), params=params or None)
         return parse_model(RecordingsPage, body)
 
-    async def _recording_records(self, short_id: str, **params: Any) -> builtins.list[dict[str, Any]]:
-        records: builtins.list[dict[str, Any]] = []
-        seen: set[Any] = set()
-        query = dict(params)
-        for _ in range(10_000):
-            body = await self._core.get_json(self._item_path(short_id, "recordings/"), params=query or None)
-            results = body.get("results", []) if isinstance(body, dict) else []
-            fresh = [r for r in results if not (isinstance(r, dict) and r.get("id") in seen)]
-            seen.update(r.get("id") for r in fresh if isinstance(r, dict))
-            records.extend(fresh)
-            if not (isinstance(body, dict) and body.get("has_next")) or not fresh:
-                break
-            query["offset"] = int(query.get("offset", 0)) + len(results)
-        return records
+    async def _recording_records(
+        self,
+        short_id: str,
+        session_ids: Any,
+        incomplete: Incomplete,
+        params: dict[str, Any],
+    ) -> builtins.list[dict[str, Any]]:
+        short_id = require_text("short_id", short_id)
+        playlist = await self._core.get_json(self._item_path(short_id))
+        if not isinstance(playlist, dict):
+            playlist = {"short_id": short_id}
+        known = builtins.list(self._added.get(self._key(short_id), {}))
+        if session_ids is not None:
+            known = session_id_list(session_ids) + known
+        return await collect_recordings(
+            self._core,
+            playlist,
+            self._item_path(short_id),
+            self._core.project_path("session_recordings/"),
+            known_ids=known,
+            incomplete=incomplete,
+            params=params,
+        )
 
-    async def recordings(self, short_id: str, **params: Any) -> builtins.list[Recording]:
-        """Every recording in the playlist (all pages while ``has_next``), as models."""
-        return [parse_model(Recording, r) for r in await self._recording_records(short_id, **params)]
+    async def recordings(
+        self,
+        short_id: str,
+        *,
+        session_ids: Any = None,
+        incomplete: Incomplete = "warn",
+        **params: Any,
+    ) -> builtins.list[Recording]:
+        """Every recording of the playlist the service can give, as models; never silently fewer.
 
-    async def recordings_frame(self, short_id: str, **params: Any) -> pd.DataFrame:
-        """The playlist's recordings as a DataFrame (``analytics_nb.frames.recordings_frame``)."""
+        A collection is answered by the service with one query capped at 50 recordings that ignores
+        ``limit``/``offset`` (plus its items in long-term storage, and only recordings started within a
+        year). So that a long collection is not cut short, recordings of ids this client added
+        (``add_recordings``/``add_recording``) and of ``session_ids`` (a list, or a DataFrame with a
+        ``session_id`` column) are also fetched by id through ``/session_recordings/``, which pages. When
+        fewer recordings than the playlist's items come back, a ``IncompleteRecordingsWarning`` names how
+        many are missing and why (``incomplete="raise"``: ``IncompleteRecordingsError``; ``"ignore"``).
+        Saved-filter playlists are paged (``params`` go to the query); synthetic ones are walked by slice.
+        """
+        records = await self._recording_records(short_id, session_ids, incomplete, params)
+        return [parse_model(Recording, r) for r in records]
+
+    async def recordings_frame(
+        self,
+        short_id: str,
+        *,
+        session_ids: Any = None,
+        incomplete: Incomplete = "warn",
+        **params: Any,
+    ) -> pd.DataFrame:
+        """The playlist's recordings as a DataFrame (``analytics_nb.frames.recordings_frame``), fetched and
+        checked as ``recordings`` does (a warning or error when some are missing)."""
         from analytics_nb.frames import recordings_frame
 
-        return recordings_frame(await self._recording_records(short_id, **params))
+        return recordings_frame(await self._recording_records(short_id, session_ids, incomplete, params))
 
     async def add_recording(self, short_id: str, session_recording_id: str) -> dict[str, Any]:
         """Add a recording to a collection playlist (idempotent); answers ``{"success": True}``.
 
-        PostHog Cloud refuses personal API keys here (403, explained in the error).
+        PostHog refuses personal API keys here (403, explained in the error): see ``add_recordings``.
         """
-        path = self._item_path(
-            short_id, f"recordings/{require_text('session_recording_id', session_recording_id)}/"
-        )
+        session_recording_id = require_text("session_recording_id", session_recording_id)
+        path = self._item_path(short_id, f"recordings/{session_recording_id}/")
         body = await self._core.send_json(
             "POST", path, None, idempotent=True, explain={403: NO_PERSONAL_KEYS}
         )
+        self._remember(short_id, [session_recording_id])
         return body if isinstance(body, dict) else {"success": True}
 
     async def remove_recording(self, short_id: str, session_recording_id: str) -> dict[str, Any]:
-        """Remove a recording from a playlist; answers ``{"success": True}`` (Cloud: see add_recording)."""
-        path = self._item_path(
-            short_id, f"recordings/{require_text('session_recording_id', session_recording_id)}/"
-        )
+        """Remove a recording from a playlist; answers ``{"success": True}`` (personal keys: see
+        ``add_recordings``)."""
+        session_recording_id = require_text("session_recording_id", session_recording_id)
+        path = self._item_path(short_id, f"recordings/{session_recording_id}/")
         body = await self._core.send_json("DELETE", path, None, explain={403: NO_PERSONAL_KEYS})
+        self._forget(short_id, [session_recording_id])
         return body if isinstance(body, dict) else {"success": True}
+
+    async def add_recordings(
+        self,
+        short_id: str,
+        session_ids: Any,
+        *,
+        column: str | None = None,
+        calls_per_minute: float = CALLS_PER_MINUTE,
+    ) -> pd.DataFrame:
+        """Add many recordings to a collection through ``recordings/bulk_add`` (20 ids a call, spaced under
+        the playlist API's 240/minute throttle) and return a per-id report: ``session_id``, ``batch``,
+        ``status`` ("added", "already in playlist", or "added or already in playlist" when the service's
+        counts cannot tell, "duplicate", "failed", "not sent") and ``detail``.
+
+        ``session_ids``: a list (or Series) of ids, or a DataFrame with a ``session_id`` column (``column=``
+        names another). PostHog refuses personal API keys for this action on every current build (the
+        error explains it; nothing is changed); the sandbox's spec profile allows it. A failure after the
+        first call keeps the report (those ids "failed"/"not sent") and warns.
+        """
+        ids = session_id_list(session_ids, column)
+        report = await bulk_change(
+            self._core,
+            self._item_path(short_id, "recordings/bulk_add/"),
+            "add",
+            ids,
+            calls_per_minute=calls_per_minute,
+        )
+        self._remember(
+            short_id,
+            [
+                i
+                for i, s in zip(report["session_id"], report["status"], strict=True)
+                if s not in ("failed", "not sent")
+            ],
+        )
+        return report
+
+    async def remove_recordings(
+        self,
+        short_id: str,
+        session_ids: Any,
+        *,
+        column: str | None = None,
+        calls_per_minute: float = CALLS_PER_MINUTE,
+    ) -> pd.DataFrame:
+        """Remove many recordings from a playlist through ``recordings/bulk_delete`` (20 a call, paced as
+        ``add_recordings``); per-id report with ``status`` "removed", "not in playlist", "removed or not in
+        playlist", "duplicate", "failed" or "not sent". Same personal-key refusal as ``add_recordings``."""
+        ids = session_id_list(session_ids, column)
+        report = await bulk_change(
+            self._core,
+            self._item_path(short_id, "recordings/bulk_delete/"),
+            "remove",
+            ids,
+            calls_per_minute=calls_per_minute,
+        )
+        self._forget(
+            short_id,
+            [
+                i
+                for i, s in zip(report["session_id"], report["status"], strict=True)
+                if s not in ("failed", "not sent")
+            ],
+        )
+        return report
+
+    def _key(self, short_id: str) -> tuple[str, str, str]:
+        config = self._core.config
+        return (config.app_url, str(config.project_id), str(short_id).strip())
+
+    def _remember(self, short_id: str, ids: builtins.list[str]) -> None:
+        known = self._added.setdefault(self._key(short_id), {})
+        for session_id in ids:
+            known[str(session_id)] = None
+
+    def _forget(self, short_id: str, ids: builtins.list[str]) -> None:
+        known = self._added.get(self._key(short_id), {})
+        for session_id in ids:
+            known.pop(str(session_id), None)

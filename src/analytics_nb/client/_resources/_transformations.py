@@ -11,12 +11,20 @@ from __future__ import annotations
 
 import asyncio
 import builtins
-from collections.abc import AsyncIterator, Iterable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from analytics_nb.client._core import parse_model
-from analytics_nb.client._pagination import MAX_PAGE_SIZE, PageGuard, iter_records
-from analytics_nb.client._resources._base import Resource, check_id
+from analytics_nb.client._pagination import MAX_PAGE_SIZE, PageGuard, iter_record_pages
+from analytics_nb.client._resources._base import (
+    Pages,
+    Resource,
+    check_id,
+    collect_frame,
+    collect_models,
+    iterate_models,
+)
+from analytics_nb.errors import NotFoundError
 from analytics_nb.models import ActivityPage, PluginConfig, Transformation
 
 if TYPE_CHECKING:
@@ -41,6 +49,14 @@ CUSTOM_ACTION_403 = (
     "PostHog Cloud refuses personal API keys for the plugin actions (check_for_updates, source, "
     "update_source, upgrade, activity, repository, unused, exports_unsubscribe_configs), and writes "
     "need the organization's plugin access level; use a self-hosted instance or the sandbox for these."
+)
+
+
+PLUGIN_API_REMOVED = (
+    "This PostHog instance no longer serves the plugin API: PostHog PR #97440 removes plugins, plugin "
+    "configs and the pipeline_* routes (the organization's pipeline_transformations list answers 404 "
+    "too). Transformations are Hog functions there: use client.hog_functions.list(type='transformation') "
+    "(or client.hog_functions.transformations()), and client.hog_function_templates to create them."
 )
 
 
@@ -76,71 +92,104 @@ class Transformations(Resource):
     async def _item(self, id: int, suffix: str = "") -> str:
         return await self._path(f"{check_id('id', id)}/{suffix}")
 
-    async def iter_records(
-        self, *, page_size: int = MAX_PAGE_SIZE, offset: int = 0, max_items: int | None = None
-    ) -> AsyncIterator[dict[str, Any]]:
-        """Raw transformation dicts, every page, each once."""
-        async for record in iter_records(
+    async def _call(self, send: Callable[..., Awaitable[Any]], *args: Any, **kwargs: Any) -> Any:
+        """``send(*args, **kwargs)``, a 404 explained when the instance no longer serves the plugin API."""
+        try:
+            return await send(*args, **kwargs)
+        except NotFoundError as exc:
+            raise await self._not_found(exc) from None
+
+    async def _not_found(self, exc: NotFoundError) -> NotFoundError:
+        """``exc``, or the plugin-API-removed explanation when the list route itself answers 404."""
+        try:
+            await self._core.get_json(await self._path(), params={"limit": 1})
+        except NotFoundError:
+            return NotFoundError(
+                f"{exc} {PLUGIN_API_REMOVED}",
+                status=exc.status,
+                type=exc.type,
+                code=exc.code,
+                detail=exc.detail,
+                attr=exc.attr,
+                method=exc.method,
+                url=exc.url,
+            )
+        except Exception:  # the probe's own failure must not hide the original error
+            return exc
+        return exc
+
+    async def _pages(
+        self, page_size: int = MAX_PAGE_SIZE, offset: int = 0, max_items: int | None = None
+    ) -> Pages:
+        """The listing's pages (the one paging path; the organization is resolved first)."""
+        return iter_record_pages(
             self._core,
             await self._path(),
             page_size=page_size,
             offset=offset,
             max_items=max_items,
             desc="transformations",
-        ):
-            yield record
+        )
 
     async def iter(
         self, *, page_size: int = MAX_PAGE_SIZE, offset: int = 0, max_items: int | None = None
     ) -> AsyncIterator[Transformation]:
         """Iterate over the organization's transformations (pages fetched concurrently)."""
-        async for record in self.iter_records(page_size=page_size, offset=offset, max_items=max_items):
-            yield parse_model(Transformation, record)
+        async for transformation in iterate_models(
+            await self._pages(page_size, offset, max_items), Transformation
+        ):
+            yield transformation
 
     async def list(
         self, *, page_size: int = MAX_PAGE_SIZE, offset: int = 0, max_items: int | None = None
     ) -> builtins.list[Transformation]:
-        """All transformations as models."""
-        return [t async for t in self.iter(page_size=page_size, offset=offset, max_items=max_items)]
-
-    async def records(
-        self, *, page_size: int = MAX_PAGE_SIZE, offset: int = 0, max_items: int | None = None
-    ) -> builtins.list[dict[str, Any]]:
-        """All transformations as raw wire dicts."""
-        return [r async for r in self.iter_records(page_size=page_size, offset=offset, max_items=max_items)]
+        """All transformations as models. On an instance that no longer serves the plugin API (PostHog PR
+        #97440) the NotFoundError says so and points to ``client.hog_functions``."""
+        pages = await self._pages(page_size, offset, max_items)
+        found: builtins.list[Transformation] = await self._call(collect_models, pages, Transformation)
+        return found
 
     async def frame(self, *, max_items: int | None = None) -> pd.DataFrame:
         """A DataFrame of the transformations (``analytics_nb.frames.transformations_frame``)."""
         from analytics_nb.frames import transformations_frame
 
-        return transformations_frame(await self.records(max_items=max_items))
+        frame: pd.DataFrame = await self._call(
+            collect_frame, await self._pages(max_items=max_items), transformations_frame
+        )
+        return frame
 
     async def get(self, id: int) -> Transformation:
         """One transformation by id."""
-        return _transformation(await self._core.get_json(await self._item(id)))
+        return _transformation(await self._call(self._core.get_json, await self._item(id)))
 
     async def create(self, **fields: Any) -> Transformation:
         """Install a transformation (POST the writable fields given, e.g. ``plugin_type="source"``)."""
-        return _transformation(await self._core.send_json("POST", await self._path(), _body(fields)))
+        return _transformation(
+            await self._call(self._core.send_json, "POST", await self._path(), _body(fields))
+        )
 
     async def update(self, id: int, **fields: Any) -> Transformation:
         """PATCH the writable fields given."""
-        return _transformation(await self._core.send_json("PATCH", await self._item(id), _body(fields)))
+        return _transformation(
+            await self._call(self._core.send_json, "PATCH", await self._item(id), _body(fields))
+        )
 
     async def delete(self, id: int) -> None:
         """Uninstall a transformation (204); a global one must be made local first."""
-        await self._core.request("DELETE", await self._item(id))
+        await self._call(self._core.request, "DELETE", await self._item(id))
 
     async def check_for_updates(self, id: int) -> Transformation:
         """Ask the service to look up the latest version; returns the plugin with ``latest_tag`` updated."""
-        body = await self._core.get_json(
-            await self._item(id, "check_for_updates/"), explain={403: CUSTOM_ACTION_403}
+        body = await self._call(
+            self._core.get_json, await self._item(id, "check_for_updates/"), explain={403: CUSTOM_ACTION_403}
         )
         return _transformation(body)
 
     async def source(self, id: int) -> dict[str, str | None]:
         """The plugin's source files as ``{filename: content}`` (e.g. ``plugin.json``, ``index.ts``)."""
-        body = await self._core.get_json(await self._item(id, "source/"), explain={403: CUSTOM_ACTION_403})
+        body = await self._call(
+            self._core.get_json, await self._item(id, "source/"), explain={403: CUSTOM_ACTION_403}
+        )
         return dict(body or {})
 
     async def sources_frame(self, ids: Iterable[int] | None = None) -> pd.DataFrame:
@@ -151,9 +200,8 @@ class Transformations(Resource):
         from analytics_nb.frames import transformation_sources_frame
 
         if ids is None:
-            wanted = [int(r["id"]) for r in await self.records()]
-        else:
-            wanted = [check_id("ids", i) for i in ids]
+            ids = [t.id for t in await self.list() if t.id is not None]
+        wanted = [check_id("ids", i) for i in ids]
 
         async def one(plugin_id: int) -> tuple[int, dict[str, str | None]]:
             async with self._core.semaphore:
@@ -174,24 +222,35 @@ class Transformations(Resource):
                 raise ValueError(f"files: every filename must be a non-empty string, got {name!r}.")
             if content is not None and not isinstance(content, str):
                 raise ValueError(f"files[{name!r}] must be text (or None to delete the file).")
-        body = await self._core.send_json(
-            "PATCH", await self._item(id, "update_source/"), dict(files), explain={403: CUSTOM_ACTION_403}
+        body = await self._call(
+            self._core.send_json,
+            "PATCH",
+            await self._item(id, "update_source/"),
+            dict(files),
+            explain={403: CUSTOM_ACTION_403},
         )
         return dict(body or {})
 
     async def upgrade(self, id: int, **fields: Any) -> Transformation:
         """Re-install the plugin from its url (POST ``.../upgrade/``) and return it."""
         body = _body(fields) if fields else {}
-        result = await self._core.send_json(
-            "POST", await self._item(id, "upgrade/"), body, explain={403: CUSTOM_ACTION_403}
+        result = await self._call(
+            self._core.send_json,
+            "POST",
+            await self._item(id, "upgrade/"),
+            body,
+            explain={403: CUSTOM_ACTION_403},
         )
         return _transformation(result)
 
     async def activity(self, *, page: int | None = None, limit: int | None = None) -> ActivityPage:
         """One page of the activity log of plugins and plugin configs (``{results, next, total_count}``)."""
         params = {"page": page, "limit": limit}
-        body = await self._core.get_json(
-            await self._path("activity/"), params=params, explain={403: CUSTOM_ACTION_403}
+        body = await self._call(
+            self._core.get_json,
+            await self._path("activity/"),
+            params=params,
+            explain={403: CUSTOM_ACTION_403},
         )
         return parse_model(ActivityPage, body)
 
@@ -212,8 +271,11 @@ class Transformations(Resource):
         guard = PageGuard("the activity log")  # repeating pages stop with a PaginationError
         page = 1
         while max_items is None or len(entries) < max_items:
-            body = await self._core.get_json(
-                path, params={"page": page, "limit": page_size}, explain={403: CUSTOM_ACTION_403}
+            body = await self._call(
+                self._core.get_json,
+                path,
+                params={"page": page, "limit": page_size},
+                explain={403: CUSTOM_ACTION_403},
             )
             results = body.get("results") if isinstance(body, dict) else None
             if not results:
@@ -239,20 +301,26 @@ class Transformations(Resource):
 
     async def exports_unsubscribe_configs(self) -> builtins.list[PluginConfig]:
         """The organization's enabled export plugin configs (secrets arrive masked)."""
-        body = await self._core.get_json(
-            await self._path("exports_unsubscribe_configs/"), explain={403: CUSTOM_ACTION_403}
+        body = await self._call(
+            self._core.get_json,
+            await self._path("exports_unsubscribe_configs/"),
+            explain={403: CUSTOM_ACTION_403},
         )
         items = body.get("results", []) if isinstance(body, dict) else body or []
         return [parse_model(PluginConfig, item) for item in items]
 
     async def repository(self) -> builtins.list[dict[str, Any]]:
         """The plugin repository's entries (what can be installed)."""
-        body = await self._core.get_json(await self._path("repository/"), explain={403: CUSTOM_ACTION_403})
+        body = await self._call(
+            self._core.get_json, await self._path("repository/"), explain={403: CUSTOM_ACTION_403}
+        )
         items = body.get("results", []) if isinstance(body, dict) else body or []
         return builtins.list(items)
 
     async def unused(self) -> builtins.list[int]:
         """Ids of plugins no enabled plugin config uses."""
-        body = await self._core.get_json(await self._path("unused/"), explain={403: CUSTOM_ACTION_403})
+        body = await self._call(
+            self._core.get_json, await self._path("unused/"), explain={403: CUSTOM_ACTION_403}
+        )
         items = body.get("results", []) if isinstance(body, dict) else body or []
         return [int(i) for i in items]

@@ -2,10 +2,11 @@
 optional; GET, POST, OPTIONS).
 
 Single, array and ``{batch: [...]}`` shapes on every path; gzip (magic bytes, ``Content-Encoding`` or
-``?compression=gzip``), base64 and form ``data=`` bodies; 2 MB (20 MB on ``/batch``) request limits -> 413,
-events over 2 MB -> 400; ``{"status": "Ok"}``; plain-text 400/401 bodies with the real texts. Events are
-stored durably and de-duplicated on PostHog's key (project, day, event, distinct id, ``uuid``; see
-``events``); a UUIDv7 is generated when the uuid is absent.
+``?compression=gzip``), base64 and form ``data=`` bodies; the service's size rules: a 20 MB request limit on
+every path -> 413, 100 MB decompressed -> 400, and an event whose queue message is over 1,000,000 bytes ->
+400 ``maximum event size exceeded: ...`` after storing the events before it; ``{"status": "Ok"}``;
+plain-text 400/401 bodies with the real texts. Events are stored durably and de-duplicated on PostHog's key
+(project, day, event, distinct id, ``uuid``; see ``events``); a UUIDv7 is generated when the uuid is absent.
 """
 
 from __future__ import annotations
@@ -37,7 +38,9 @@ from . import persons
 from .events import events_frame, insert_event_rows
 
 __all__ = [
+    "BATCH_BODY",
     "BATCH_LIMIT",
+    "CAPTURE_BODY",
     "ENDPOINTS",
     "EVENT_LIMIT",
     "SCHEMA",
@@ -52,21 +55,35 @@ __all__ = [
 
 SCHEMA = ""  # the events table is `events.SCHEMA`
 
-#: Largest request body on `/capture`, `/e`, `/i/v0/e` and largest decoded event (bytes).
-EVENT_LIMIT = 2 * 1024 * 1024
-#: Largest request body on `/batch`, and largest decompressed body on every capture path.
+#: Largest queue message one event may become: the capture service's Kafka producer `message.max.bytes`
+#: (`rust/capture/src/config.rs`, `kafka_producer_message_max_bytes`, default 1000000). The message carries
+#: the event's JSON as a string (see `_message_bytes`); a bigger one is `CaptureError::EventTooBig`, answered
+#: 400 "maximum event size exceeded: ..." after the events before it in the request were published
+#: (`rust/capture/src/sinks/kafka.rs`: `publish` enqueues in order and stops at the first failure).
+EVENT_LIMIT = 1_000_000
+#: Largest request body on every v0 analytics path: one shared wire cap, else 413
+#: (`rust/capture/tests/integration_wire_body_limits.rs`; `router.rs` `BATCH_BODY_SIZE`).
 BATCH_LIMIT = 20 * 1024 * 1024
+#: Largest decompressed body: five times the wire cap, as in production (the same test file's
+#: `make_test_client`); past it the service answers 400 "maximum event size exceeded: ..." (`EventTooBig`).
+DECOMPRESSED_LIMIT = 5 * BATCH_LIMIT
 #: Most events one request may hold (the sandbox's own bound, far above any SDK's batch size; it keeps a
 #: tiny-event gzip bomb from becoming hundreds of thousands of rows in one request).
 MAX_EVENTS = 10_000
 #: Events written per transaction (one `executemany`, a few ms): other requests (decide, listings) get
 #: the store between chunks.
 WRITE_CHUNK = 1000
-#: How much longer than its source JSON an event's compact re-encoding (the size the limit applies to) can
-#: be: strings, keys, integers and literals never grow (escapes are kept or shortened, whitespace dropped),
-#: a float grows at most 4.5x (`1e15` -> `1000000000000000.0`). So in a body of at most
-#: `EVENT_LIMIT // SIZE_GROWTH` bytes no event can be over the limit, and none is measured.
-SIZE_GROWTH = 5
+#: How much larger than its source JSON an event's queue message (the size the limit applies to) can be:
+#: the compact re-encoding never grows strings, keys, integers or literals and grows a float at most 4.5x
+#: (`1e15` -> `1000000000000000.0`); carried as a JSON string, each `"` and `\` doubles (at most 2x), plus
+#: the envelope. So in a body of at most `EVENT_LIMIT // SIZE_GROWTH` bytes no event can be over the limit.
+SIZE_GROWTH = 10
+#: Bytes of the queue message around the event's JSON: uuid, distinct id, ip, now, sent_at, token, event,
+#: timestamp and flags (`rust/capture/src/v0_request.rs` `CapturedEvent`), with the two ids added per event.
+MESSAGE_ENVELOPE = 256
+#: Longest event name: v1 capture refuses longer ones (`CAPTURE_V1_MAX_EVENT_NAME_LENGTH` in
+#: `rust/capture/src/v1/analytics/constants.rs`); v0 is not known to check, the sandbox refuses them.
+MAX_EVENT_NAME = 200
 #: Bodies larger than this (or compressed) are decoded and stored on a worker thread, off the event loop.
 OFFLOAD_BYTES = 32 * 1024
 _GZIP_MAGIC = b"\x1f\x8b"
@@ -112,7 +129,10 @@ def _gunzip(data: bytes, limit: int) -> bytes:
     except (zlib.error, EOFError, OSError) as exc:
         raise BodyError("decode", f"invalid gzip data: {exc}") from None
     if len(out) > limit:
-        raise BodyError("size", "maximum event size exceeded")
+        raise BodyError(
+            "size",
+            f"maximum event size exceeded: Decompressed payload would exceed {limit} bytes",
+        )
     return out
 
 
@@ -379,6 +399,8 @@ def _normalise(event: Any, *, now: datetime) -> tuple[str, str, str, str, dict[s
     name = event.get("event")
     if not isinstance(name, str) or not name:
         raise BodyError("empty_name", "event submitted with an empty event name")
+    if len(name) > MAX_EVENT_NAME:
+        raise BodyError("parse", f"event name is {len(name)} characters, longer than {MAX_EVENT_NAME}")
     props = event.get("properties")
     if props is None:
         props = {}
@@ -415,18 +437,27 @@ def _stored_text(value: Any) -> str:
     return _strict_text(value)
 
 
-def _over_limit(event: dict[str, Any], checked: bool) -> bool:
-    """True when the event's compact JSON (UTF-8) is over `EVENT_LIMIT` bytes. A checked event is first
-    measured by orjson: `json`'s text of the same value is at most 1.25x orjson's (the same strings and
-    integers; a float may be spelt `1e-09` for `1e-9`), so half the limit in orjson is surely within it."""
+def _message_bytes(event: dict[str, Any], distinct_id: str, token: Any) -> int:
+    """The size of the queue message the service makes of ``event``: its compact JSON (UTF-8) carried as a
+    JSON string (so each ``"`` and ``\\`` is escaped) in an envelope (``MESSAGE_ENVELOPE`` plus the ids)."""
+    data = json.dumps(event, separators=(",", ":"), ensure_ascii=False).encode("utf-8", "surrogatepass")
+    ids = len(distinct_id.encode("utf-8", "surrogatepass")) + len(str(token))
+    return len(data) + data.count(b'"') + data.count(b"\\") + MESSAGE_ENVELOPE + ids
+
+
+def _over_limit(event: dict[str, Any], checked: bool, distinct_id: str, token: Any) -> int | None:
+    """The queue-message size of the event when it is over `EVENT_LIMIT`, else None. A checked event is
+    first measured by orjson: `json`'s text of the same value is at most 1.25x orjson's (the same strings
+    and integers; a float may be spelt `1e-09` for `1e-9`) and escaping at most doubles it, so a third of the
+    limit in orjson is surely within it."""
     if checked and _ORJSON_DUMPS is not None:
         try:
-            if len(_ORJSON_DUMPS(event)) * 2 <= EVENT_LIMIT:
-                return False
+            if len(_ORJSON_DUMPS(event)) * 3 + MESSAGE_ENVELOPE + 2 * _MAX_DISTINCT_ID <= EVENT_LIMIT:
+                return None
         except TypeError:  # orjson.JSONEncodeError: measured by json below
             pass
-    size = len(json.dumps(event, separators=(",", ":"), ensure_ascii=False).encode("utf-8"))
-    return size > EVENT_LIMIT
+    size = _message_bytes(event, distinct_id, token)
+    return size if size > EVENT_LIMIT else None
 
 
 def _updates_people(name: str, props: dict[str, Any], extra: dict[str, Any]) -> bool:
@@ -507,7 +538,8 @@ def capture(
     received_at = _iso(now)
     checked = json_bytes is not None
     measure = json_bytes is None or json_bytes > EVENT_LIMIT // SIZE_GROWTH
-    normalised = []
+    normalised: list[tuple[str, str, str, str, dict[str, Any], dict[str, Any]]] = []
+    too_big: tuple[int, int] | None = None  # (position, message bytes) of the first event over the limit
     for event in events:
         try:
             parts = _normalise(event, now=now)
@@ -515,9 +547,15 @@ def capture(
             if exc.kind == "parse":
                 return 400, f"failed to parse request: {exc.message}"
             return 400, exc.message
-        if measure and _over_limit(event, checked):
-            return 400, "maximum event size exceeded"
+        if measure and too_big is None:
+            size = _over_limit(event, checked, parts[2], token)
+            if size is not None:
+                too_big = (len(normalised), size)
         normalised.append(parts)
+    if too_big is not None:
+        # the service publishes the events before the first one over the limit, then answers 400 for the
+        # request (`sinks/kafka.rs` `publish`: in-order enqueue, stop at the first failure)
+        normalised = normalised[: too_big[0]]
     # every event is valid: encode, then write them, WRITE_CHUNK per transaction (a retry of a request cut
     # short by a storage failure never doubles anything: the dedupe key drops what was already written)
     text = _stored_text if checked else _strict_text
@@ -563,6 +601,8 @@ def capture(
             _write_chunk(store, conn, project_id, rows, start, end, updating)
         if end < len(rows):
             time.sleep(0.001)  # let a request waiting for the store take it (locks are not fair)
+    if too_big is not None:
+        return 400, f"maximum event size exceeded: Event payload too large for Kafka: {too_big[1]} bytes"
     return 200, {"status": "Ok"}
 
 
@@ -613,12 +653,12 @@ def _decode_and_capture(
             content_encoding=content_encoding,
             compression=compression,
             form_data=form_data,
-            limit=BATCH_LIMIT,
+            limit=DECOMPRESSED_LIMIT,
             fix_surrogates=True,  # as PostHog's capture: rust/capture/src/passes/invalid_surrogates.rs
         )
     except BodyError as exc:
         if exc.kind == "size":
-            return 400, "maximum event size exceeded"
+            return 400, exc.message
         if exc.kind == "parse":
             return 400, f"failed to parse request: {exc.message}"
         return 400, f"failed to decode request: {exc.message}"
@@ -630,7 +670,7 @@ async def capture_endpoint(request: Request) -> Response:
     if request.method == "OPTIONS":
         return Response(status_code=200, headers=_CORS)
     path = request.url.path.rstrip("/") or "/"
-    limit = BATCH_LIMIT if path == "/batch" else EVENT_LIMIT
+    limit = BATCH_LIMIT  # one wire cap on every path (integration_wire_body_limits.rs)
     query = request.query_params
     form_data: bytes | None = None
     if request.method == "GET":
@@ -674,22 +714,40 @@ async def capture_endpoint(request: Request) -> Response:
 
 
 _TEXT_ERRORS = (400, 401, 413)
-#: The body every capture path takes (one event, an array, or `{batch: [...]}`), as documented.
-CAPTURE_BODY: dict[str, Any] = {
+#: One event as the document describes it: what the service takes without a 400 (a token, a non-empty
+#: name of at most 200 characters, a distinct id; `rust/capture/src/api.rs` errors). The service also takes
+#: an array of events and `{batch: [...]}` on every path (`_decode_and_capture`).
+EVENT_SCHEMA: dict[str, Any] = {
     "type": "object",
+    "required": ["event", "distinct_id"],
+    "properties": {
+        "event": {"type": "string", "minLength": 1, "maxLength": MAX_EVENT_NAME},
+        "distinct_id": {"type": "string", "minLength": 1, "pattern": r"\S"},
+        "properties": {"type": "object"},
+        "uuid": {"type": "string", "format": "uuid"},
+        "timestamp": {"type": "string", "format": "date-time"},
+    },
+}
+#: The body of `/capture`, `/e`, `/i/v0/e`: one event with its project token.
+CAPTURE_BODY: dict[str, Any] = {
+    **EVENT_SCHEMA,
+    "required": ["api_key", "event", "distinct_id"],
+    "properties": {"api_key": {"type": "string"}, **EVENT_SCHEMA["properties"]},
+}
+#: The body of `/batch`: `{api_key, batch: [event, ...]}` (at least one, at most `MAX_EVENTS`).
+BATCH_BODY: dict[str, Any] = {
+    "type": "object",
+    "required": ["api_key", "batch"],
     "properties": {
         "api_key": {"type": "string"},
-        "event": {"type": "string"},
-        "distinct_id": {"type": "string"},
-        "properties": {"type": "object"},
-        "uuid": {"type": "string"},
-        "timestamp": {"type": "string"},
-        "batch": {"type": "array", "items": {"type": "object"}},
+        "batch": {"type": "array", "minItems": 1, "maxItems": MAX_EVENTS, "items": EVENT_SCHEMA},
+        "historical_migration": {"type": "boolean"},
     },
 }
 
 
 def _capture_endpoints(path: str, summary: str, limit: str) -> list[Endpoint]:
+    body = BATCH_BODY if path == "/batch/" else CAPTURE_BODY
     common: dict[str, Any] = {
         "auth": "token",
         "errors": _TEXT_ERRORS,
@@ -704,7 +762,7 @@ def _capture_endpoints(path: str, summary: str, limit: str) -> list[Endpoint]:
             capture_endpoint,
             name,
             f"{summary} (body up to {limit})",
-            body_schema=CAPTURE_BODY,
+            body_schema=body,
             **common,
         ),
         Endpoint(
@@ -713,7 +771,7 @@ def _capture_endpoints(path: str, summary: str, limit: str) -> list[Endpoint]:
             capture_endpoint,
             f"{name}_get",
             "The same with the body in `?data=` (base64 or JSON)",
-            query=(Query("data"), Query("compression")),
+            query=(Query("data", required=True, content=body),),
             **common,
         ),
         Endpoint(
@@ -732,10 +790,10 @@ def _capture_endpoints(path: str, summary: str, limit: str) -> list[Endpoint]:
 
 
 ENDPOINTS = [
-    *_capture_endpoints("/capture/", "Capture one event, an array or a batch", "2 MB"),
+    *_capture_endpoints("/capture/", "Capture one event, an array or a batch", "20 MB"),
     *_capture_endpoints("/batch/", "Capture a batch of events", "20 MB"),
-    *_capture_endpoints("/e/", "Capture (the JS SDK's path)", "2 MB"),
-    *_capture_endpoints("/i/v0/e/", "Capture (the newest SDKs' path)", "2 MB"),
+    *_capture_endpoints("/e/", "Capture (the JS SDK's path)", "20 MB"),
+    *_capture_endpoints("/i/v0/e/", "Capture (the newest SDKs' path)", "20 MB"),
 ]
 
 

@@ -1,12 +1,17 @@
 """``/decide/`` and ``/flags/`` like the Rust flags service (posthog-notes §5), answered by our flag engine.
 
-Versions: ``/decide`` v missing/1 -> list of enabled keys, 2 -> enabled flags only, 3 -> every flag
-(incl. false) with ``errorsWhileComputingFlags``, payloads of matched flags, ``requestId`` / ``evaluatedAt``,
->= 4 -> the detailed ``flags`` map of ``/flags?v=2``. A non-integer ``v`` is treated as the Rust service does:
-its parse fails, so it counts as missing (v1 on ``/decide``). ``/flags`` with v >= 2 (or neither ``v`` nor
-``config``) -> detailed map; v >= 4 records also carry the typed ``value`` that posthog-python 7.91.1
-reads; lower v -> the legacy map. Config keys always on ``/decide``, on ``/flags`` only with ``config=true``
-or with neither ``v`` nor ``config``.
+Shapes (``rust/feature-flags/src/api/types.rs`` and ``endpoint.rs`` ``get_versioned_response``, field for
+field): ``/decide`` v missing/1 -> list of enabled keys, 2 -> enabled flags only, 3 -> the legacy map of every
+flag (incl. false) with ``errorsWhileComputingFlags`` and payloads, >= 4 -> the detailed ``flags`` records of
+``/flags?v=2``. A non-integer ``v`` counts as missing. ``/flags`` with v=2 (or neither ``v`` nor ``config``)
+-> detailed records; v >= 3 -> the typed records posthog-python 7.91.1 reads from ``/flags/?v=4`` (one
+``value``, ``metadata.config_version``); v missing/1 -> the legacy map. Config keys always on ``/decide``, on
+``/flags`` only with ``config=true`` or with neither ``v`` nor ``config``. Every shape carries ``requestId``
+and ``evaluatedAt``.
+
+A flag the service fails to evaluate is ``enabled: false, failed: true`` with the error's reason in the
+detailed records, ``value: null, failed: true`` in the typed ones, and plain ``false`` in the legacy map
+(with ``errorsWhileComputingFlags: true``): exactly what the service sends since Feb 2026.
 
 Errors are the Rust service's plain-text bodies. Controls for tests: :func:`set_flags_quota_limited`,
 :func:`set_flag_failures`, and fault rules with ``kind="quota_limited"``, ``kind="flag_failure"`` (every flag
@@ -60,8 +65,9 @@ def set_flags_quota_limited(ctx: SandboxContext, limited: bool = True) -> None:
 
 
 def set_flag_failures(ctx: SandboxContext, keys: Iterable[str] | str = ()) -> None:
-    """Make these flags fail to compute: omitted in v1-v3 and legacy maps, `failed: true` in detailed maps,
-    with `errorsWhileComputingFlags: true`; the other flags are still answered. Empty clears it."""
+    """Make these flags fail to compute, as the service answers a flag it could not evaluate: `failed: true`
+    in detailed and typed records, `false` in the legacy map, left out of the v1/v2 lists of enabled
+    flags, with `errorsWhileComputingFlags: true`; the other flags are still answered. Empty clears it."""
     if isinstance(keys, str):
         keys = [keys]
     ctx.decide.failing = frozenset(str(k) for k in keys)
@@ -221,49 +227,97 @@ def _value_of(result: Any) -> bool | str:
     return value
 
 
-def _detail(key: str, result: Any, meta: dict[str, Any], *, typed: bool) -> dict[str, Any]:
+def _reason(code: Any, condition_index: Any, description: Any) -> dict[str, Any]:
+    """`FlagEvaluationReason`: `description` is left out when there is none (`skip_serializing_if`)."""
+    reason: dict[str, Any] = {"code": code, "condition_index": condition_index}
+    if description:
+        reason["description"] = description
+    return reason
+
+
+def _detail(key: str, result: Any, meta: dict[str, Any]) -> dict[str, Any]:
+    """A `FlagDetails` record (`/flags?v=2`, `/decide?v>=4`): `failed` only when true, so never here."""
     value = _value_of(result)
     enabled = value is not False
-    record: dict[str, Any] = {
+    return {
         "key": key,
         "enabled": enabled,
         "variant": value if isinstance(value, str) else None,
-        "reason": {
-            "code": result.reason,
-            "condition_index": result.condition_index,
-            "description": result.description or None,
-        },
+        "reason": _reason(result.reason, result.condition_index, result.description),
         "metadata": {
             "id": result.flag_id if result.flag_id is not None else meta.get("id"),
             "version": result.version if result.version is not None else meta.get("version"),
-            "payload": result.payload if enabled else None,
             "description": None,
+            "payload": result.payload if enabled else None,
             "has_experiment": False,
         },
     }
-    if typed:
-        record["value"] = value
-    return record
 
 
-def _failed_detail(key: str, meta: dict[str, Any], *, typed: bool) -> dict[str, Any]:
-    record: dict[str, Any] = {
+#: The reason of a flag the sandbox is told to fail (`set_flag_failures`): what the service's
+#: `FlagDetails::create_error` writes for a timed-out evaluation (`FlagError::TimeoutError(None)`:
+#: `evaluation_error_code()` is "timeout_error"; the description text is the sandbox's own).
+FAILED_REASON = ("timeout_error", "Timeout while evaluating the flag")
+
+
+def _failed_detail(key: str, meta: dict[str, Any]) -> dict[str, Any]:
+    """`FlagDetails::create_error`: `enabled: false`, `failed: true`, the error's code, no payload."""
+    return {
         "key": key,
         "enabled": False,
         "variant": None,
         "failed": True,
-        "reason": {"code": "unknown", "condition_index": None, "description": "Flag evaluation failed"},
+        "reason": _reason(FAILED_REASON[0], None, FAILED_REASON[1]),
         "metadata": {
             "id": meta.get("id"),
             "version": meta.get("version"),
-            "payload": None,
             "description": None,
+            "payload": None,
             "has_experiment": False,
         },
     }
-    if typed:
-        record["value"] = None
-    return record
+
+
+def _typed(record: dict[str, Any]) -> dict[str, Any]:
+    """A `FlagDetailsV3` record (`From<FlagDetails>`, config version 1: every sandbox flag has classic
+    release conditions): one typed `value` (null when failed) instead of `enabled`/`variant`; metadata
+    gains `config_version` and, for a variant, `variant_key`."""
+    failed = bool(record.get("failed"))
+    meta = record["metadata"]
+    value: Any = record["variant"] if record["variant"] is not None else record["enabled"]
+    if failed:
+        value = None
+    metadata: dict[str, Any] = {
+        "id": meta["id"],
+        "version": meta["version"],
+        "config_version": 1,
+        "description": meta["description"],
+        "payload": meta["payload"],
+        "has_experiment": meta["has_experiment"],
+    }
+    if record["variant"] is not None:
+        metadata["variant_key"] = record["variant"]
+    typed: dict[str, Any] = {"key": record["key"], "value": value}
+    if failed:
+        typed["failed"] = True
+    typed["reason"] = record["reason"]
+    typed["metadata"] = metadata
+    return typed
+
+
+def _mode(endpoint: str, version: int | None, config: bool) -> tuple[str, bool]:
+    """The response shape and whether the config keys go with it (`get_versioned_response` in
+    `rust/feature-flags/src/api/endpoint.rs`; typed records for `/flags?v>=3`, which posthog-python 7.91.1
+    asks for with `v=4`: `FlagsResponseV3` in `api/types.rs`)."""
+    if endpoint == "decide":
+        if version is None or version <= 1:
+            return "v1", True
+        return {2: "v2", 3: "v3"}.get(version, "detailed"), True
+    if version is None and not config:
+        return "detailed", True
+    if version is not None and version >= 3:
+        return "typed", config
+    return ("detailed" if version == 2 else "v3"), config
 
 
 def _build(
@@ -277,51 +331,38 @@ def _build(
     quota_limited: bool,
     request_id: str,
 ) -> tuple[dict[str, Any], bool]:
-    """The version-shaped answer without the config keys, and whether the config keys go with it."""
+    """The version-shaped answer without the config keys, and whether the config keys go with it.
+
+    Every shape is derived from the detailed records, as the service derives them (`types.rs`): a failed
+    flag is `enabled: false` there, so it is absent from the v1/v2 lists of enabled flags and **`false`**
+    in the legacy v3 map (`LegacyFlagsResponse::from_response` keeps every record)."""
+    mode, with_config = _mode(endpoint, version, config)
+    records = {k: _detail(k, r, meta.get(k, {})) for k, r in results.items()}
+    for key in sorted(failed):
+        records[key] = _failed_detail(key, meta.get(key, {}))
     errors = bool(failed)
-    if endpoint == "decide":
-        mode = (
-            "v1"
-            if version is None or version <= 1
-            else "v2"
-            if version == 2
-            else "v3"
-            if version == 3
-            else "v4"
-        )
-        with_config = True
-    else:
-        if version is None and not config:
-            mode, with_config = "detailed", True
-        else:
-            mode = "detailed" if version is not None and version >= 2 else "v3"
-            with_config = config
-        if mode == "detailed" and version is not None and version >= 4:
-            mode = "typed"
+
+    def legacy(record: dict[str, Any]) -> bool | str:
+        return record["variant"] if record["variant"] is not None else record["enabled"]
+
     body: dict[str, Any] = {}
     if mode == "v1":
-        body["featureFlags"] = [k for k, r in results.items() if _value_of(r) is not False]
+        body["featureFlags"] = [k for k, r in records.items() if r["enabled"]]
     elif mode == "v2":
-        body["featureFlags"] = {k: v for k, r in results.items() if (v := _value_of(r)) is not False}
+        body["featureFlags"] = {k: legacy(r) for k, r in records.items() if r["enabled"]}
     elif mode == "v3":
-        body["featureFlags"] = {k: _value_of(r) for k, r in results.items()}
         body["errorsWhileComputingFlags"] = errors
+        body["featureFlags"] = {k: legacy(r) for k, r in records.items()}
         body["featureFlagPayloads"] = {
-            k: r.payload for k, r in results.items() if r.payload is not None and _value_of(r) is not False
+            k: r["metadata"]["payload"] for k, r in records.items() if r["metadata"]["payload"] is not None
         }
-        body["requestId"] = request_id
-        body["evaluatedAt"] = int(time.time() * 1000)
     else:
-        typed = mode == "typed"
-        flags = {k: _detail(k, r, meta.get(k, {}), typed=typed) for k, r in results.items()}
-        for key in sorted(failed):
-            flags[key] = _failed_detail(key, meta.get(key, {}), typed=typed)
-        body["flags"] = flags
         body["errorsWhileComputingFlags"] = errors
-        body["requestId"] = request_id
-        body["evaluatedAt"] = int(time.time() * 1000)
+        body["flags"] = records if mode == "detailed" else {k: _typed(r) for k, r in records.items()}
     if quota_limited:
         body["quotaLimited"] = ["feature_flags"]
+    body["requestId"] = request_id
+    body["evaluatedAt"] = int(time.time() * 1000)
     return body, with_config
 
 
@@ -590,7 +631,7 @@ DECIDE_BODY: dict[str, Any] = {
         "$anon_distinct_id": {"type": "string"},
     },
 }
-_QUERY = (Query("v", "integer"), Query("config"), Query("compression"))
+_QUERY = (Query("v"), Query("config"), Query("compression"))  # `v` read leniently: text in the document
 
 
 def _endpoints(path: str, handler: Any, name: str, summary: str) -> list[Endpoint]:

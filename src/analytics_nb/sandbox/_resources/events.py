@@ -288,7 +288,7 @@ ENDPOINTS = [
             Query("distinct_id"),
             Query("after"),
             Query("before"),
-            Query("limit", "integer", minimum=0),
+            Query("limit", "integer", minimum=0, maximum=1000),
             Query("offset", "integer", minimum=0),
         ),
         returns="page",

@@ -23,12 +23,12 @@ import threading
 import weakref
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from starlette.requests import Request
 from starlette.responses import Response
 
-from .._auth import User, extract_key, is_key, users_by_id
+from .._auth import User, authenticate, extract_key, hash_key, is_key, users_by_id
 from .._context import SandboxContext, context_of
 from .._endpoints import Endpoint, Query
 from .._errors import APIError, method_not_allowed, not_found, validation_error
@@ -44,6 +44,7 @@ __all__ = [
     "compile_definitions",
     "create_cohort",
     "create_flag",
+    "create_secret_key",
     "flag_set",
     "get_flag",
     "hash_key_overrides",
@@ -79,6 +80,15 @@ CREATE TABLE IF NOT EXISTS cohorts (
 CREATE TABLE IF NOT EXISTS team_feature_flags_config (
     team_id INTEGER PRIMARY KEY,
     property_matching_version INTEGER NOT NULL DEFAULT 1 CHECK (property_matching_version IN (1, 2))
+);
+CREATE TABLE IF NOT EXISTS project_secret_api_keys (
+    id TEXT PRIMARY KEY,
+    project_id INTEGER NOT NULL,
+    label TEXT NOT NULL,
+    secure_value TEXT NOT NULL UNIQUE,
+    mask_value TEXT NOT NULL,
+    scopes TEXT,
+    created_at TEXT NOT NULL
 );
 CREATE TABLE IF NOT EXISTS flag_hash_key_overrides (
     project_id INTEGER NOT NULL,
@@ -200,21 +210,14 @@ def compile_definitions(
 ) -> tuple[Any, frozenset[str]]:
     """The engine's compiled form of a project's flags and the keys of those it cannot evaluate: the engine
     isolates each bad definition to its own flag, answered as failing (`errorsWhileComputingFlags`)."""
-    from analytics_nb.flags import compile_flags
+    from analytics_nb.flags import Definitions, compile_flags
 
-    version = property_matching_version
+    # the engine's one definitions shape, as /flags/definitions serves it
+    defs = Definitions(definitions, cohorts, mapping, "local_evaluation_dict", property_matching_version)
     try:
-        compiled = compile_flags(
-            definitions,
-            cohorts=cohorts,
-            group_type_mapping=mapping,
-            timezone=timezone,
-            property_matching_version=version,
-        )
+        compiled = compile_flags(defs, timezone=timezone)
     except ValueError:  # e.g. a project time zone that is not an IANA name: fall back to UTC
-        compiled = compile_flags(
-            definitions, cohorts=cohorts, group_type_mapping=mapping, property_matching_version=version
-        )
+        compiled = compile_flags(defs)
     return compiled, frozenset(compiled.errors)
 
 
@@ -460,7 +463,9 @@ def _normalise_payloads(filters: dict[str, Any]) -> None:
 class FeatureFlagWrite(RequestModel):
     """Body of POST (create; `key` required) and PATCH/PUT (partial update) of a feature flag."""
 
-    key: Text() = None  # type: ignore[valid-type]
+    create_schema: ClassVar[dict[str, Any]] = {"required": ["key"]}  # the OpenAPI document (safety)
+
+    key: Text(min_length=1) = None  # type: ignore[valid-type]
     name: Text() = None  # type: ignore[valid-type]
     filters: JSONObject(code="not_a_dict") = None  # type: ignore[valid-type]
     active: StrictBool() = None  # type: ignore[valid-type]
@@ -835,29 +840,238 @@ def _project_for_token(ctx: SandboxContext, request: Request, user: User) -> int
     return current
 
 
+# -- /flags/definitions: project secret API keys, weak ETags, the cold-cache 503 ----------------------------
+#: Scopes that let a key read definitions (`validate_personal_api_key_with_scopes_for_team`; the rstest
+#: cases of `test_flag_definitions_project_secret_api_key` in
+#: rust/feature-flags/tests/test_flag_definitions.rs).
+_DEFINITION_SCOPES = frozenset({"feature_flag:read", "feature_flag:write", "*"})
+#: The cold-cache answer: the service serves definitions from its cache only (no database fallback).
+MSG_COLD_CACHE = (
+    "Required data not found in cache: the flag definitions of this project are not cached yet. "
+    "Please try again later."
+)
+
+
+def create_secret_key(
+    store: Store, project_id: int, scopes: list[str] | None = None, *, label: str = "sandbox secret key"
+) -> str:
+    """Issue a Project Secret API Key (`phs_...`, PostHog #63111 / #66174) for one project; only its sha256
+    hash is stored. ``scopes`` None means full access (the service's null scopes)."""
+    import secrets
+    import string
+    import uuid
+
+    alphabet = string.ascii_letters + string.digits
+    plain = "phs_" + "".join(secrets.choice(alphabet) for _ in range(43))
+    store.execute(
+        "INSERT INTO project_secret_api_keys(id, project_id, label, secure_value, mask_value, scopes, "
+        "created_at) VALUES (?,?,?,?,?,?,?)",
+        (
+            str(uuid.uuid4()),
+            int(project_id),
+            label,
+            hash_key(plain),
+            plain[:4] + "..." + plain[-4:],
+            None if scopes is None else dumps([str(x) for x in scopes]),
+            now_iso(),
+        ),
+    )
+    return plain
+
+
+def _json_error(status: int, type_: str, code: str, detail: str) -> Response:
+    return SafeJSONResponse({"type": type_, "code": code, "detail": detail, "attr": None}, status_code=status)
+
+
+def _bearer(request: Request) -> str | None:
+    kind, _, token = request.headers.get("authorization", "").partition(" ")
+    token = token.strip()
+    return token if kind.lower() == "bearer" and token else None
+
+
+class _Refused(Exception):
+    def __init__(self, response: Response) -> None:
+        super().__init__("refused")
+        self.response = response
+
+
+def _secret_key_project(ctx: SandboxContext, key: str) -> int:
+    """The project of a valid `phs_` key with a definitions scope, else the service's 401."""
+    row = ctx.store.query_one(
+        "SELECT project_id, scopes FROM project_secret_api_keys WHERE secure_value=?", (hash_key(key),)
+    )
+    if row is None:
+        raise _Refused(
+            _json_error(401, "authentication_error", "authentication_failed", "Secret API token is invalid.")
+        )
+    scopes = loads(row["scopes"])
+    if scopes is not None and not _DEFINITION_SCOPES & set(scopes):
+        raise _Refused(
+            _json_error(401, "authentication_error", "authentication_failed", "Secret API token is invalid.")
+        )
+    return int(row["project_id"])
+
+
+def _personal_key_project(ctx: SandboxContext, request: Request, token: str | None) -> int:
+    """The project of `?token=` for a valid personal key with a feature-flag scope and access, else 401
+    (400 without `token=`: a personal key can reach several projects)."""
+    try:
+        user = authenticate(ctx.store, request)
+    except APIError:
+        raise _Refused(
+            _json_error(401, "authentication_error", "authentication_failed", "Personal API key is invalid.")
+        ) from None
+    if not (user.scopes is None or _DEFINITION_SCOPES & set(user.scopes or [])):
+        raise _Refused(
+            _json_error(
+                401,
+                "authentication_error",
+                "authentication_failed",
+                "Personal API key lacks required scopes (feature_flag:read or feature_flag:write).",
+            )
+        )
+    if not token:
+        raise _Refused(
+            _json_error(
+                400,
+                "validation_error",
+                "invalid_request",
+                "The token query parameter is required when authenticating with a personal API key.",
+            )
+        )
+    found = project_by_token(ctx.store, token)
+    if found is None:
+        raise _Refused(
+            _json_error(401, "authentication_error", "authentication_failed", MSG_BAD_PROJECT_TOKEN)
+        )
+    try:
+        ctx.check_project_access(user, *found)
+    except APIError:
+        raise _Refused(
+            _json_error(401, "authentication_error", "authentication_failed", "Personal API key is invalid.")
+        ) from None
+    if found[1] != user.organization_id:
+        raise _Refused(
+            _json_error(401, "authentication_error", "authentication_failed", "Personal API key is invalid.")
+        )
+    return found[0]
+
+
+MSG_BAD_PROJECT_TOKEN = (
+    "The provided API key is invalid or has expired. Please check your API key and try again."
+)
+
+
+def _definitions_project(ctx: SandboxContext, request: Request) -> int:
+    """Who may read which project's definitions, as `flags_definitions` / `authenticate_flag_definitions`
+    (rust/feature-flags/src/api/flag_definitions.rs): a `phs_` secret key first (its project must be the
+    token's; without `token=` the key's project), else a personal key with a feature-flag scope, else 401."""
+    token = request.query_params.get("token")
+    key = _bearer(request)
+    if key is None and extract_key(request)[0] is None:
+        if token and project_by_token(ctx.store, token) is None:
+            raise _Refused(
+                _json_error(401, "authentication_error", "not_authenticated", MSG_BAD_PROJECT_TOKEN)
+            )
+        raise _Refused(
+            _json_error(
+                401,
+                "authentication_error",
+                "not_authenticated",
+                "Authentication credentials were not provided.",
+            )
+        )
+    if key is not None and key.startswith("phs_"):
+        project_id = _secret_key_project(ctx, key)
+        if token:
+            found = project_by_token(ctx.store, token)
+            if found is None or found[0] != project_id:
+                raise _Refused(
+                    _json_error(
+                        401, "authentication_error", "authentication_failed", "Secret API token is invalid."
+                    )
+                )
+        return project_id
+    return _personal_key_project(ctx, request, token)
+
+
+def _client_etag(header: str | None) -> str | None:
+    """`If-None-Match` as `extract_etag_from_header` reads it: weak `W/"x"`, strong `"x"` or bare `x`."""
+    if header is None or not header.strip():
+        return None
+    value = header.strip()
+    if value.startswith('W/"'):
+        value = value[2:]
+    return value.strip('"') or None
+
+
 def _definitions_response(ctx: SandboxContext, request: Request, project_id: int) -> Response:
+    """200 with the body and a weak ETag (`W/"..."`, `private, must-revalidate`), or 304 when
+    `If-None-Match` names the current ETag (`not_modified_response` / `ok_response_with_etag`)."""
     fs = flag_set(ctx.store, project_id)
     if fs.group_type_mapping != persons.group_type_mapping(ctx.store, project_id):  # a type was added since
         invalidate_flags(ctx.store, project_id)
         fs = flag_set(ctx.store, project_id)
-    headers = {"ETag": fs.etag, "Cache-Control": "no-cache"}
-    if request.headers.get("if-none-match") == fs.etag:
+    raw = fs.etag.strip('"')
+    headers = {"ETag": f'W/"{raw}"', "Cache-Control": "private, must-revalidate"}
+    if _client_etag(request.headers.get("if-none-match")) == raw:
         return Response(status_code=304, headers=headers)
     return Response(fs.definitions_body, media_type="application/json", headers=headers)
 
 
-async def local_evaluation(request: Request) -> Response:
-    """`GET /api/feature_flag/local_evaluation/?token=` (or under a project): definitions for local eval."""
+def _definitions_fault(ctx: SandboxContext, request: Request) -> Response | None:
+    """Fault kinds of the definitions paths: `cold_cache` (503, the service's cache miss: it has no
+    database fallback) and `no_flags_definitions` (404 on `/flags/definitions`: an older self-hosted
+    PostHog without the Rust endpoint)."""
+    kinds = {f.kind for f in ctx.faults.pick(request.method, request.url.path, with_kind=True)}
+    if "no_flags_definitions" in kinds and request.url.path.startswith("/flags/definitions"):
+        return Response("Not Found", status_code=404, media_type="text/plain")
+    if "cold_cache" in kinds:
+        return _json_error(503, "server_error", "service_unavailable", MSG_COLD_CACHE)
+    return None
+
+
+async def _serve_definitions(request: Request) -> Response:
     ctx = context_of(request)
-    user = ctx.authenticate_personal(request, "feature_flag:read", throttle="local_evaluation")
-    return _definitions_response(ctx, request, _project_for_token(ctx, request, user))
+    if request.method == "OPTIONS":
+        return Response(status_code=204, headers={"allow": "GET, OPTIONS, HEAD"})
+    if request.method not in ("GET", "HEAD"):
+        return Response(status_code=405, headers={"allow": "GET, OPTIONS, HEAD"})
+    fault = _definitions_fault(ctx, request)
+    if fault is not None and fault.status_code == 404:
+        return fault
+    try:
+        project_id = _definitions_project(ctx, request)
+    except _Refused as exc:
+        return exc.response
+    if ctx.limiter is not None:
+        wait = ctx.limiter.check(f"definitions:{project_id}", "local_evaluation")
+        if wait > 0:
+            return _json_error(429, "throttled", "rate_limit_exceeded", "Rate limit exceeded")
+    if fault is not None:
+        return fault
+    return _definitions_response(ctx, request, project_id)
+
+
+async def local_evaluation(request: Request) -> Response:
+    """`GET /api/feature_flag/local_evaluation/?token=`: today an alias of the Rust `/flags/definitions`
+    (PostHog #56043, #61780), so the same keys (`phs_` or personal) and answers. Under a project
+    (`/api/projects/:id/feature_flags/local_evaluation/`), or without `token=` and a secret key (the
+    current project of a personal key), it is the Django view: personal key only."""
+    bearer = _bearer(request)
+    if "project_id" in request.path_params or (
+        not request.query_params.get("token") and not (bearer or "").startswith("phs_")
+    ):  # the Django view's own forms: under a project, or the key's current project
+        ctx = context_of(request)
+        user = ctx.authenticate_personal(request, "feature_flag:read", throttle="local_evaluation")
+        return _definitions_response(ctx, request, _project_for_token(ctx, request, user))
+    return await _serve_definitions(request)
 
 
 async def flags_definitions(request: Request) -> Response:
-    """`GET /flags/definitions?token=` (what posthog-python polls), personal key as Bearer; ETag / 304."""
-    ctx = context_of(request)
-    user = ctx.authenticate_personal(request, "feature_flag:read", throttle="local_evaluation")
-    return _definitions_response(ctx, request, _project_for_token(ctx, request, user))
+    """`GET /flags/definitions?token=` (what posthog-python 7.91.1 polls, on the ingestion host): a `phs_`
+    secret key or a personal key as Bearer; weak ETag / 304; 503 on a cold cache."""
+    return await _serve_definitions(request)
 
 
 class StaffTeamConfigSet(RequestModel):

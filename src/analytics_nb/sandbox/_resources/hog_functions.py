@@ -22,13 +22,12 @@ handlers, the endpoint table (`ENDPOINTS`) and the demo seed (`seed`).
 from __future__ import annotations
 
 import json
-import re
 import sqlite3
 import uuid
 from datetime import UTC, datetime, timedelta
 from functools import cache
 from importlib import resources
-from typing import Any
+from typing import Any, ClassVar
 
 from pydantic import Field
 from starlette.requests import Request
@@ -48,6 +47,7 @@ from .._http import (
 )
 from .._store import Store, dumps, loads, now_iso
 from .._validation import Bool, Char, Choice, JSONObject, JSONValue, RequestModel, validate
+from . import hog_syntax
 
 SCOPE_READ = "hog_function:read"
 SCOPE_WRITE = "hog_function:write"
@@ -61,6 +61,8 @@ TYPES = (
     "transformation",
     "warehouse_source_webhook",
     "transformation_log",
+    # PostHog #97648: legacy plugins migrated to Hog functions keep a type of their own.
+    "legacy_destination",
 )
 #: Types run one after the other in `execution_order` (`TYPES_WITH_EXECUTION_ORDER`).
 ORDERED_TYPES = ("transformation", "transformation_log")
@@ -104,6 +106,9 @@ MINIMAL_FIELDS = (
     "execution_order",
 )
 
+#: Columns newer than some database files (`_seeding.open_store` adds them when missing).
+ADDED_COLUMNS = (("hog_functions", "batch_export_id", "TEXT"),)
+
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS hog_functions (
     id TEXT PRIMARY KEY,
@@ -127,7 +132,8 @@ CREATE TABLE IF NOT EXISTS hog_functions (
     mappings TEXT,
     icon_url TEXT,
     template_id TEXT,
-    execution_order INTEGER
+    execution_order INTEGER,
+    batch_export_id TEXT
 );
 CREATE INDEX IF NOT EXISTS hog_functions_project ON hog_functions(project_id, type, deleted);
 """
@@ -149,14 +155,22 @@ def template(template_id: str | None) -> dict[str, Any] | None:
 
 
 # -- serialization -------------------------------------------------------------------------------------------
+def _has_value(entry: Any) -> bool:
+    return isinstance(entry, dict) and entry.get("value") not in (None, "")
+
+
 def _inputs_out(row: sqlite3.Row) -> dict[str, Any]:
-    """Stored inputs with each secret that is set replaced by the `{"secret": true}` marker."""
+    """Stored inputs with each secret that has a value replaced by the `{"secret": true}` marker; a secret
+    never set is not shown at all (the service marks only secrets that hold a value)."""
     inputs = dict(loads(row["inputs"]) or {})
     secrets_ = loads(row["encrypted_inputs"]) or {}
     for item in loads(row["inputs_schema"]) or []:
         key = item.get("key")
-        if item.get("secret") and (secrets_.get(key) or inputs.get(key)):
-            inputs[key] = {"secret": True}
+        if item.get("secret"):
+            if _has_value(secrets_.get(key)) or _has_value(inputs.get(key)):
+                inputs[key] = {"secret": True}
+            else:
+                inputs.pop(key, None)
     return inputs
 
 
@@ -185,6 +199,7 @@ def serialize(row: sqlite3.Row, users: dict[int, dict[str, Any]], *, full: bool 
         "template": template(row["template_id"]),
         "status": dict(HEALTHY if enabled else IDLE),
         "execution_order": row["execution_order"],
+        "batch_export_id": row["batch_export_id"],
     }
     if not full:
         return {k: out[k] for k in MINIMAL_FIELDS}
@@ -292,6 +307,7 @@ _COLUMNS = (
     "icon_url",
     "template_id",
     "execution_order",
+    "batch_export_id",
 )
 
 
@@ -424,6 +440,10 @@ class HogFunctionWrite(RequestModel):
     """Body of POST (create) and PATCH/PUT (update). Fields the model does not list are ignored, as DRF does;
     the checks that need the stored function or the template are in `_resolve`."""
 
+    create_schema: ClassVar[dict[str, Any]] = {  # the OpenAPI document (safety)
+        "anyOf": [{"required": ["hog"]}, {"required": ["template_id"]}]
+    }
+
     type: Choice(*TYPES, allow_null=True) = None  # type: ignore[valid-type]
     name: Char(max_length=400) = None  # type: ignore[valid-type]
     description: Char(allow_null=False) = None  # type: ignore[valid-type]
@@ -438,6 +458,7 @@ class HogFunctionWrite(RequestModel):
     icon_url: Char() = None  # type: ignore[valid-type]
     template_id: Char(max_length=400) = None  # type: ignore[valid-type]
     execution_order: _ORDER = None  # type: ignore[valid-type]
+    batch_export_id: Char() = None  # type: ignore[valid-type]
     create_in_folder: Char() = Field(None, alias="_create_in_folder")  # type: ignore[valid-type]
 
 
@@ -503,7 +524,9 @@ def _check_inputs_schema(value: Any) -> list[dict[str, Any]]:
 
 
 def _input_error(key: str, detail: str) -> APIError:
-    return _field_error(f"inputs__{key}__input", detail)
+    """An input's error as the service names it: `ValidationError({"inputs": {key: message}})` gives
+    `attr` `inputs__<key>`."""
+    return _field_error(f"inputs__{key}", detail)
 
 
 def _check_inputs(
@@ -552,6 +575,8 @@ def _check_inputs(
                 if v not in allowed:
                     raise _input_error(key, f"Value must be one of: {', '.join(map(str, allowed))}.")
         entry = {k: value[k] for k in ("value", "templating") if k in value}
+        if item.get("secret") and "value" not in entry:
+            continue  # the service skips a secret input given no value: nothing stored, nothing shown
         entry["order"] = order
         (secret_inputs if item.get("secret") else inputs)[key] = entry
     return inputs, secret_inputs
@@ -579,12 +604,41 @@ def _check_masking(value: dict[str, Any] | None) -> dict[str, Any] | None:
 
 
 _PAIRS = {")": "(", "]": "[", "}": "{"}
-_FETCH = re.compile(r"\bfetch\s*\(")
 
 
-def hog_has_errors(source: str, type_: str) -> bool:
-    """A structural stand-in for the Hog compiler: brackets balance, strings and block comments close, and
-    `fetch()` is used only by destinations (the compiler refuses it elsewhere)."""
+def compile_filters(filters: dict[str, Any], type_: str) -> dict[str, Any]:
+    """`filters` as the service stores and returns them after `compile_filters_bytecode`: `source` (given,
+    else "internal-events" for an internal destination, as `test_hog_function.py`
+    `test_internal_destinations_can_be_managed_without_addon` shows, else "events") and `bytecode` added,
+    `bytecode_error` cleared. The bytecode is a stand-in (`BYTECODE_STUB`): the sandbox does not compile
+    filters."""
+    out = {k: v for k, v in filters.items() if k not in ("bytecode", "bytecode_error")}
+    if not out.get("source"):
+        out["source"] = "internal-events" if type_ == "internal_destination" else "events"
+    out["bytecode"] = list(BYTECODE_STUB)
+    return out
+
+
+def _check_uuid(attr: str, value: Any) -> str | None:
+    if value is None:
+        return None
+    try:
+        return str(uuid.UUID(str(value)))
+    except ValueError:
+        raise _field_error(attr, "Must be a valid UUID.", "invalid") from None
+
+
+def hog_is_invalid(source: str) -> bool:
+    """Whether PostHog would refuse `source` as Hog: its own parser decides (`hog_syntax`); without the
+    `hog` extra, a structural check (brackets, strings and comments close). Which functions a type may
+    call is not a save-time error in the service, so it is not one here."""
+    if hog_syntax.available():
+        return hog_syntax.syntax_error(source) is not None
+    return _unbalanced(source)
+
+
+def _unbalanced(source: str) -> bool:
+    """The fallback check: brackets balance, strings and block comments close."""
     stack: list[str] = []
     i, n = 0, len(source)
     while i < n:
@@ -616,9 +670,7 @@ def hog_has_errors(source: str, type_: str) -> bool:
         elif ch in ")]}" and (not stack or stack.pop() != _PAIRS[ch]):
             return True
         i += 1
-    if stack:
-        return True
-    return type_ != "destination" and _FETCH.search(re.sub(r"//[^\n]*", "", source)) is not None
+    return bool(stack)
 
 
 def _resolve(
@@ -675,7 +727,9 @@ def _resolve(
         values["encrypted_inputs"] = secret_inputs
 
     if "filters" in sent or creating:
-        values["filters"] = data.filters or {}
+        values["filters"] = compile_filters(data.filters or {}, type_)
+    if "batch_export_id" in sent:
+        values["batch_export_id"] = _check_uuid("batch_export_id", data.batch_export_id)
     if "masking" in sent:
         values["masking"] = _check_masking(data.masking)
     if "mappings" in sent:
@@ -705,7 +759,7 @@ def _resolve(
             values["transpiled"] = f"/* transpiled by the sandbox: source kept as is */\n{hog}"
             values["bytecode"] = None
         else:
-            if hog_has_errors(hog, type_):
+            if hog_is_invalid(hog):
                 raise _field_error("hog", "Hog code has errors.")
             values["bytecode"] = BYTECODE_STUB
             values["transpiled"] = None
@@ -749,6 +803,10 @@ async def list_functions(request: Request) -> Response:
     count = count_functions(ctx.store, project_id, types, enabled, search)
     rows = find_functions(ctx.store, project_id, types, enabled, search, limit=limit, offset=offset)
     results = _serialize_many(ctx.store, rows, full=q.get("full") == "true")
+    for result in results:
+        # How the row matched `search`: "exact" (a substring; the service answers "similar" fuzzy trigram
+        # matches only when nothing matches exactly, which the sandbox does not emulate), None unfiltered.
+        result["search_match_type"] = "exact" if search is not None else None
     return page_response(request, results, count=count, limit=limit, offset=offset)
 
 
@@ -909,7 +967,10 @@ ENDPOINTS = [  # named actions before `{hog_function_id}`
         "Set the execution order of transformations",
         body_schema={
             "type": "object",
-            "properties": {"orders": {"type": "object", "additionalProperties": {"type": "integer"}}},
+            "required": ["orders"],  # "No orders provided" otherwise (safety: conformance)
+            "properties": {
+                "orders": {"type": "object", "minProperties": 1, "additionalProperties": {"type": "integer"}}
+            },
         },
         returns="list",
     ),

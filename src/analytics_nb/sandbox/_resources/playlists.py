@@ -15,7 +15,7 @@ import string
 import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, ClassVar
 
 from pydantic import Field
 from starlette.requests import Request
@@ -28,6 +28,14 @@ from .._errors import APIError, not_found, server_error, validation_error
 from .._http import SafeJSONResponse, int_param, page_links, page_response, parse_json_body, read_body
 from .._store import Store, dumps, loads, now_iso
 from .._validation import Bool, Char, Choice, JSONValue, RequestModel, validate
+from .synthetic_playlists import (
+    NEW_URL_SWITCH,
+    Synthetic,
+    all_synthetic,
+    find_synthetic,
+    serialize_synthetic,
+    synthetic_items,
+)
 
 SCOPE_READ = "session_recording_playlist:read"
 SCOPE_WRITE = "session_recording_playlist:write"
@@ -37,7 +45,18 @@ MAX_LIMIT = 500
 #: Orders `?order=` accepts (each also with `-`); anything else means the default `-last_modified_at`.
 ORDER_FIELDS = ("last_modified_at", "created_at", "name")
 MATERIAL_FIELDS = ("name", "description", "filters")
+#: `SessionRecordingListFromQuery.SESSION_RECORDINGS_DEFAULT_LIMIT`: a `RecordingsQuery` without `limit`
+#: answers at most this many recordings from ClickHouse (`has_next` says more matched).
+RECORDINGS_DEFAULT_LIMIT = 50
+#: A collection's recordings are queried with `date_from="-1y"` (`session_recording_playlist_api.py`,
+#: `recordings`): ClickHouse rows that started earlier are not answered (long-term-stored ones still are).
+COLLECTION_WINDOW = timedelta(days=365)
+#: The bulk endpoints take at most this many ids a call (`bulk_add_recordings`, `bulk_delete_recordings`).
+BULK_MAX = 20
 _ALNUM = string.ascii_letters + string.digits
+
+#: Columns newer than some database files (`_seeding.open_store` adds them when missing).
+ADDED_COLUMNS = (("recordings", "lts", "INTEGER NOT NULL DEFAULT 0"),)
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS recordings (
@@ -59,6 +78,9 @@ CREATE TABLE IF NOT EXISTS recordings (
     viewed INTEGER NOT NULL DEFAULT 0,
     activity_score REAL,
     person TEXT,
+    -- 1: persisted to long-term storage (PostHog's `SessionRecording.object_storage_path` set): loaded from
+    -- Postgres by id, outside the one-year window and the 50-row cap of the ClickHouse query.
+    lts INTEGER NOT NULL DEFAULT 0,
     PRIMARY KEY (project_id, session_id)
 );
 CREATE TABLE IF NOT EXISTS playlists (
@@ -89,16 +111,6 @@ CREATE TABLE IF NOT EXISTS playlist_items (
     PRIMARY KEY (playlist_id, session_id)
 );
 """
-
-#: The six read-only collections the newest cloud builds mix into the list (cloud profile only).
-SYNTHETIC = (
-    (-1, "synthetic-watch-history", "Watch history", "Recordings you have watched"),
-    (-2, "synthetic-commented", "Recordings with comments", "Recordings that have comments"),
-    (-3, "synthetic-shared", "Shared recordings", "Recordings shared with a link"),
-    (-4, "synthetic-exported", "Exported recordings", "Recordings exported to a file"),
-    (-6, "synthetic-expiring", "Expiring soon", "Recordings that will expire soon"),
-    (-7, "synthetic-frustrated", "Frustration signals", "Recordings with rage clicks or errors"),
-)
 
 
 def generate_short_id(rng: Any = None) -> str:
@@ -162,45 +174,6 @@ def _serialize_many(store: Store, rows: list[sqlite3.Row]) -> list[dict[str, Any
     return [serialize(r, users, counts.get(r["id"], (0, 0))) for r in rows]
 
 
-def _synthetic_items(store: Store, project_id: int, short_id: str) -> list[str]:
-    if short_id == "synthetic-watch-history":
-        rows = store.query(
-            "SELECT session_id FROM recordings WHERE project_id=? AND viewed=1 ORDER BY start_time DESC",
-            (project_id,),
-        )
-        return [r["session_id"] for r in rows]
-    if short_id == "synthetic-frustrated":
-        rows = store.query(
-            "SELECT session_id FROM recordings WHERE project_id=? AND console_error_count>=5 "
-            "ORDER BY start_time DESC",
-            (project_id,),
-        )
-        return [r["session_id"] for r in rows]
-    return []
-
-
-def _synthetic(store: Store, project_id: int, entry: tuple[int, str, str, str]) -> dict[str, Any]:
-    pid, short_id, name, description = entry
-    n = len(_synthetic_items(store, project_id, short_id))
-    return {
-        "id": pid,
-        "short_id": short_id,
-        "name": name,
-        "derived_name": None,
-        "description": description,
-        "pinned": False,
-        "created_at": None,
-        "created_by": None,
-        "deleted": False,
-        "filters": {},
-        "last_modified_at": None,
-        "last_modified_by": None,
-        "recordings_counts": _counts(n, 0),
-        "type": "collection",
-        "is_synthetic": True,
-    }
-
-
 _REL = re.compile(r"^-?(\d+)([hdwmyHM])(Start|End)?$")
 
 
@@ -248,8 +221,11 @@ def _get_row(store: Store, project_id: int, short_id: str, *, include_deleted: b
     return row
 
 
-def _synthetic_entry(short_id: str) -> tuple[int, str, str, str] | None:
-    return next((e for e in SYNTHETIC if e[1] == short_id), None)
+def _synthetic_of(ctx: SandboxContext, project_id: int, short_id: str) -> Synthetic | None:
+    """The synthetic playlist `short_id` names, in the cloud profile (which serves them) only."""
+    if not ctx.is_cloud or not short_id.startswith("synthetic-"):
+        return None
+    return find_synthetic(ctx.store, project_id, short_id, new_urls=NEW_URL_SWITCH in ctx.switches)
 
 
 @dataclass(frozen=True)
@@ -342,8 +318,14 @@ def user_exists(store: Store, user_id: int) -> bool:
 def playlist_recordings_rows(
     store: Store, project_id: int, playlist: sqlite3.Row, *, limit: int, offset: int
 ) -> tuple[list[sqlite3.Row], bool]:
-    """Recordings of a playlist and whether more follow: a collection's items (newest added first); a saved
-    filter's pinned items, else the project's newest recordings (its filters are not evaluated)."""
+    """Recordings of a playlist and whether more follow.
+
+    A collection is answered as the service does (`session_recording_playlist_api.py`, `recordings`): one
+    `RecordingsQuery(session_ids=<all items, newest added first>, date_from="-1y")` whose `limit`/`offset`
+    are not the request's, so at most `RECORDINGS_DEFAULT_LIMIT` of its ingested recordings come back (the
+    newest by start time), plus every long-term-stored one (see `recordings_for_ids`). A saved filter: its
+    pinned items, else the project's newest recordings paged by `limit`/`offset` (its filters are not
+    evaluated here)."""
     if playlist["type"] == "filters":
         rows = store.query(
             "SELECT r.* FROM recordings r JOIN playlist_items i ON i.session_id=r.session_id "
@@ -357,12 +339,50 @@ def playlist_recordings_rows(
             (project_id, limit + 1, offset),
         )
         return rows[:limit], len(rows) > limit
-    rows = store.query(
-        "SELECT r.* FROM playlist_items i JOIN recordings r ON r.session_id=i.session_id AND r.project_id=? "
-        "WHERE i.playlist_id=? ORDER BY i.created_at DESC, i.rowid DESC",
-        (project_id, playlist["id"]),
+    items = store.query(
+        "SELECT session_id FROM playlist_items WHERE playlist_id=? ORDER BY created_at DESC, rowid DESC",
+        (playlist["id"],),
     )
-    return rows, False
+    return collection_recordings(store, project_id, [r["session_id"] for r in items])
+
+
+def collection_recordings(store: Store, project_id: int, ids: list[str]) -> tuple[list[sqlite3.Row], bool]:
+    """The service's collection query over `ids`: `date_from="-1y"`, the default limit, no offset."""
+    window_start = (datetime.now(UTC) - COLLECTION_WINDOW).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return recordings_for_ids(store, project_id, ids, date_from=window_start)
+
+
+def recordings_for_ids(
+    store: Store,
+    project_id: int,
+    ids: list[str],
+    *,
+    date_from: str | None,
+    date_to: str | None = None,
+    limit: int = RECORDINGS_DEFAULT_LIMIT,
+    offset: int = 0,
+) -> tuple[list[sqlite3.Row], bool]:
+    """What `list_recordings_from_query` answers for a query naming `session_ids`
+    (`posthog/session_recordings/session_recording_api.py`): the long-term-stored ones are loaded by id
+    from Postgres (no date window, no limit); the others come from ClickHouse within `date_from`/`date_to`,
+    newest first, `limit` of them from `offset`, and `has_next` says more matched; the whole answer is in
+    the order of `ids`. Ids with no stored recording are simply absent, as in the service."""
+    unique = list(dict.fromkeys(ids))
+    if not unique:
+        return [], False
+    rows = _recordings_by_ids(store, project_id, unique)
+    persisted = [r for r in rows if r["lts"]]
+    recent = [
+        r
+        for r in rows
+        if not r["lts"]
+        and (date_from is None or r["start_time"] >= date_from)
+        and (date_to is None or r["start_time"] <= date_to)
+    ]
+    page = recent[offset : offset + limit]
+    position = {session_id: i for i, session_id in enumerate(unique)}
+    answered = sorted(persisted + page, key=lambda r: position[r["session_id"]])
+    return answered, len(recent) > offset + limit
 
 
 # -- storage: writes -----------------------------------------------------------------------------------------
@@ -430,12 +450,14 @@ def update_playlist_row(
     return row
 
 
-def add_item(store: Store, playlist_id: int, session_id: str) -> None:
-    """Add a recording to a collection (idempotent)."""
-    store.execute(
-        "INSERT OR IGNORE INTO playlist_items(playlist_id, session_id, created_at) VALUES (?,?,?)",
-        (playlist_id, session_id, now_iso()),
-    )
+def add_item(store: Store, playlist_id: int, session_id: str) -> bool:
+    """Add a recording to a collection (idempotent); True when it was not there yet."""
+    with store.transaction() as conn:
+        cur = conn.execute(
+            "INSERT OR IGNORE INTO playlist_items(playlist_id, session_id, created_at) VALUES (?,?,?)",
+            (playlist_id, session_id, now_iso()),
+        )
+        return cur.rowcount > 0
 
 
 def remove_item(store: Store, playlist_id: int, session_id: str) -> bool:
@@ -450,6 +472,8 @@ def remove_item(store: Store, playlist_id: int, session_id: str) -> bool:
 # -- request model -------------------------------------------------------------------------------------------
 class PlaylistWrite(RequestModel):
     """Body of POST (create) and PATCH/PUT (partial update); `type` only counts on create."""
+
+    create_schema: ClassVar[dict[str, Any]] = {"required": ["type"]}  # the OpenAPI document (safety)
 
     type: Choice("collection", "filters", allow_null=True) = None  # type: ignore[valid-type]
     name: Char(max_length=400) = None  # type: ignore[valid-type]
@@ -466,10 +490,10 @@ class PlaylistWrite(RequestModel):
 
 
 # -- handlers ------------------------------------------------------------------------------------------------
-def _list_filters(request: Request, store: Store, user: User) -> ListFilters:
+def _list_filters(request: Request, store: Store, user: User, *, newest: bool = False) -> ListFilters:
     q = request.query_params
     created_by = None
-    if "created_by" in q:
+    if q.get("created_by"):  # an empty value is no filter, as django-filter reads it (safety: conformance)
         raw = q["created_by"]
         if not (raw.isdigit() and int(raw) < 2**63 and user_exists(store, int(raw))):
             raise APIError(
@@ -487,7 +511,8 @@ def _list_filters(request: Request, store: Store, user: User) -> ListFilters:
         field, descending = "last_modified_at", True
     return ListFilters(
         created_by=created_by,
-        short_id=q.get("short_id"),
+        # The newest `list()` never runs the DjangoFilterBackend, so `short_id` is not applied there.
+        short_id=None if newest else q.get("short_id"),
         user_id=user.id if "user" in q else None,
         pinned="pinned" in q,
         type=q["type"] if q.get("type") in ("collection", "filters") else None,
@@ -648,18 +673,23 @@ async def list_playlists(request: Request) -> Response:
     user = ctx.authenticate_personal(request, SCOPE_READ, throttle=THROTTLE)
     project_id = ctx.project_id_of(request)
     q = request.query_params
-    f = _list_filters(request, ctx.store, user)
+    f = _list_filters(request, ctx.store, user, newest=ctx.is_cloud)
     limit, offset = _page_params(request)
+    # `_filter_synthetic_playlists`: user, created_by, pinned, type=filters and collection_type=custom drop
+    # them; search matches name or description; short_id, dates and session_recording_id do not apply.
     include_synthetic = (
         ctx.is_cloud
         and q.get("collection_type") != "custom"
-        and not ({"user", "created_by", "pinned", "short_id", "session_recording_id"} & set(q.keys()))
+        and not ({"user", "created_by", "pinned"} & set(q.keys()))
         and q.get("type") != "filters"
     )
     if not include_synthetic:
         return _stored_page(request, ctx.store, project_id, f, limit=limit, offset=offset)
     results = _serialize_many(ctx.store, find_playlists(ctx.store, project_id, f))
-    synth = [_synthetic(ctx.store, project_id, e) for e in SYNTHETIC]
+    synth = [
+        serialize_synthetic(ctx.store, project_id, entry)
+        for entry in all_synthetic(ctx.store, project_id, new_urls=NEW_URL_SWITCH in ctx.switches)
+    ]
     if f.search is not None:
         needle = f.search.lower()
         synth = [s for s in synth if needle in s["name"].lower() or needle in s["description"].lower()]
@@ -701,9 +731,9 @@ async def get_playlist(request: Request) -> Response:
     short_id = request.path_params["short_id"]
     if "short_id" in request.query_params and request.query_params["short_id"] != short_id:
         raise not_found()
-    entry = _synthetic_entry(short_id)
-    if entry is not None and ctx.is_cloud:
-        return SafeJSONResponse(_synthetic(ctx.store, project_id, entry))
+    entry = _synthetic_of(ctx, project_id, short_id)
+    if entry is not None:
+        return SafeJSONResponse(serialize_synthetic(ctx.store, project_id, entry))
     row = _get_row(ctx.store, project_id, short_id)
     return SafeJSONResponse(_serialize_many(ctx.store, [row])[0])
 
@@ -717,7 +747,7 @@ async def update_playlist(request: Request) -> Response:
     project_id = ctx.project_id_of(request)
     short_id = request.path_params["short_id"]
     data = validate(PlaylistWrite, parse_json_body(request, body))
-    if _synthetic_entry(short_id) is not None and ctx.is_cloud:
+    if _synthetic_of(ctx, project_id, short_id) is not None:
         raise validation_error("Cannot update synthetic playlists")
     row = _get_row(ctx.store, project_id, short_id, include_deleted=True)
     fields = data.columns()
@@ -771,22 +801,67 @@ def serialize_recording(row: sqlite3.Row) -> dict[str, Any]:
 
 
 async def playlist_recordings(request: Request) -> Response:
-    """GET .../recordings/: `{results, has_next, version}` (not the playlist); deleted playlists are 404."""
+    """GET .../recordings/: `{results, has_next, version}` (not the playlist); deleted playlists are 404.
+
+    `limit` (default 50) and `offset` are read but, as in the service, only a synthetic playlist uses them
+    (to slice its session ids); a collection answers its one capped query whatever they say."""
     ctx = context_of(request)
     ctx.authenticate_personal(request, SCOPE_READ, throttle=THROTTLE)
     project_id = ctx.project_id_of(request)
     short_id = request.path_params["short_id"]
     q = request.query_params
-    limit = _page_params(request)[0] if "limit" in q else 50
+    limit = _page_params(request)[0] if "limit" in q else RECORDINGS_DEFAULT_LIMIT
     offset = int_param(q.get("offset"), 0, name="offset")
-    entry = _synthetic_entry(short_id)
-    if entry is not None and ctx.is_cloud:
-        ids = _synthetic_items(ctx.store, project_id, short_id)
-        rows = _recordings_by_ids(ctx.store, project_id, ids)
-        return _recordings_response(rows[offset : offset + limit], has_next=offset + limit < len(rows))
+    entry = _synthetic_of(ctx, project_id, short_id)
+    if entry is not None:
+        ids = synthetic_items(ctx.store, project_id, entry)[offset : offset + limit]
+        rows, has_next = collection_recordings(ctx.store, project_id, ids)
+        return _recordings_response(rows, has_next=has_next)
     playlist = _get_row(ctx.store, project_id, short_id)
     rows, has_next = playlist_recordings_rows(ctx.store, project_id, playlist, limit=limit, offset=offset)
     return _recordings_response(rows, has_next=has_next)
+
+
+def _session_ids_param(raw: str) -> list[str]:
+    """`session_ids` as the service reads it (`query_as_params_to_dict`: a JSON array of strings)."""
+    try:
+        value = loads(raw)
+    except ValueError:
+        value = None
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise validation_error(
+            'session_ids must be a JSON array of session ids, e.g. ["0190...", "0191..."]', "session_ids"
+        )
+    return value
+
+
+async def list_recordings(request: Request) -> Response:
+    """GET /session_recordings/: the project's recordings as `RecordingsQuery` reads its query parameters
+    (`session_ids` as a JSON array, `date_from` default `-3d`, `date_to`, `limit` default 50, `offset`), in
+    the shape of a playlist's recordings. With `session_ids`, long-term-stored ones come whatever the dates
+    (see `recordings_for_ids`)."""
+    ctx = context_of(request)
+    ctx.authenticate_personal(request, "session_recording:read", throttle=THROTTLE)
+    project_id = ctx.project_id_of(request)
+    q = request.query_params
+    limit = int_param(q.get("limit"), RECORDINGS_DEFAULT_LIMIT, name="limit") or RECORDINGS_DEFAULT_LIMIT
+    offset = int_param(q.get("offset"), 0, name="offset")
+    date_from = parse_date(q.get("date_from") or "-3d", "date_from")
+    date_to = parse_date(q["date_to"], "date_to") if q.get("date_to") else None
+    if "session_ids" in q:
+        ids = _session_ids_param(q["session_ids"])
+        rows, has_next = recordings_for_ids(
+            ctx.store, project_id, ids, date_from=date_from, date_to=date_to, limit=limit, offset=offset
+        )
+        return _recordings_response(rows, has_next=has_next)
+    where, params = "project_id=? AND start_time>=?", [project_id, date_from]
+    if date_to is not None:
+        where, params = where + " AND start_time<=?", [*params, date_to]
+    rows = ctx.store.query(
+        f"SELECT * FROM recordings WHERE {where} ORDER BY start_time DESC LIMIT ? OFFSET ?",
+        [*params, limit + 1, offset],
+    )
+    return _recordings_response(rows[:limit], has_next=len(rows) > limit)
 
 
 def _recordings_by_ids(store: Store, project_id: int, ids: list[str]) -> list[sqlite3.Row]:
@@ -835,6 +910,66 @@ async def remove_recording(request: Request) -> Response:
     return SafeJSONResponse({"success": True})
 
 
+def _bulk_ids(body: Any) -> list[Any]:
+    """The bulk endpoints' `session_recording_ids`, checked as the service does (a non-empty list of at most
+    `BULK_MAX`), with the service's messages."""
+    ids = body.get("session_recording_ids", []) if isinstance(body, dict) else []
+    if not ids or not isinstance(ids, list):
+        raise validation_error("session_recording_ids must be provided as a non-empty array")
+    if len(ids) > BULK_MAX:
+        raise validation_error(f"Cannot process more than {BULK_MAX} recordings at once")
+    return ids
+
+
+def _bulk_id(value: Any) -> str | None:
+    """One id as the service's ORM lookup would take it (strings and integers), else None (the service logs
+    the failure and counts it neither added nor deleted)."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    return None
+
+
+async def bulk_add_recordings(request: Request) -> Response:
+    """POST .../recordings/bulk_add: add up to 20 recordings to a collection ->
+    `{"success", "added_count" (new items only), "total_requested"}` (`bulk_add_recordings`, hidden from
+    the service's schema). Like the one-by-one action it is in neither scope list, so the cloud profile
+    refuses personal keys."""
+    ctx = context_of(request)
+    raw = await read_body(request)
+    ctx.authenticate_personal(request, _modify_scope(ctx), throttle=THROTTLE)
+    project_id = ctx.project_id_of(request)
+    row = _get_row(ctx.store, project_id, request.path_params["short_id"])
+    ids = _bulk_ids(parse_json_body(request, raw))
+    if row["type"] == "filters":
+        raise validation_error("Cannot add recordings to a playlist that is type 'filters'.")
+    added = 0
+    for value in ids:
+        session_id = _bulk_id(value)
+        if session_id is not None and add_item(ctx.store, row["id"], session_id):
+            added += 1
+    return SafeJSONResponse({"success": True, "added_count": added, "total_requested": len(ids)})
+
+
+async def bulk_delete_recordings(request: Request) -> Response:
+    """POST .../recordings/bulk_delete: remove up to 20 recordings ->
+    `{"success", "deleted_count" (items that were there), "total_requested"}`; ids not in the playlist are
+    skipped (no 500, unlike the one-by-one DELETE)."""
+    ctx = context_of(request)
+    raw = await read_body(request)
+    ctx.authenticate_personal(request, _modify_scope(ctx), throttle=THROTTLE)
+    project_id = ctx.project_id_of(request)
+    row = _get_row(ctx.store, project_id, request.path_params["short_id"])
+    ids = _bulk_ids(parse_json_body(request, raw))
+    deleted = 0
+    for value in ids:
+        session_id = _bulk_id(value)
+        if session_id is not None and remove_item(ctx.store, row["id"], session_id):
+            deleted += 1
+    return SafeJSONResponse({"success": True, "deleted_count": deleted, "total_requested": len(ids)})
+
+
 _BASE = "/api/projects/{project_id}/session_recording_playlists/"
 _ENV = "/api/environments/{project_id}/session_recording_playlists/"
 _LIST_QUERY = (
@@ -864,7 +999,23 @@ def _ep(method: str, suffix: str, handler: Any, op: str, summary: str, **kw: Any
 
 
 _ITEM = "{short_id}/recordings/{session_recording_id}/"
+_RECORDINGS = "/api/projects/{project_id}/session_recordings/"
 ENDPOINTS = [
+    Endpoint(
+        "GET",
+        _RECORDINGS,
+        list_recordings,
+        "session_recordings_list",
+        "List recordings (RecordingsQuery parameters: session_ids as a JSON array, date_from, limit, offset)",
+        aliases=("/api/environments/{project_id}/session_recordings/",),
+        query=(
+            Query("session_ids"),
+            Query("date_from"),
+            Query("date_to"),
+            Query("limit", "integer", minimum=0),
+            Query("offset", "integer", minimum=0),
+        ),
+    ),
     _ep("GET", "", list_playlists, "playlists_list", "List playlists", query=_LIST_QUERY, returns="page"),
     _ep("POST", "", create_playlist, "playlists_create", "Create a playlist", body=PlaylistWrite, status=201),
     _ep("GET", "{short_id}/", get_playlist, "playlists_retrieve", "Get a playlist"),
@@ -894,6 +1045,22 @@ ENDPOINTS = [
         "playlists_recordings",
         "Recordings of a playlist",
         query=(Query("limit", "integer", minimum=0), Query("offset", "integer", minimum=0)),
+    ),
+    _ep(
+        "POST",
+        "{short_id}/recordings/bulk_add/",
+        bulk_add_recordings,
+        "playlists_recordings_bulk_add",
+        "Add up to 20 recordings to a collection (hidden from the service's schema)",
+        documented=False,
+    ),
+    _ep(
+        "POST",
+        "{short_id}/recordings/bulk_delete/",
+        bulk_delete_recordings,
+        "playlists_recordings_bulk_delete",
+        "Remove up to 20 recordings from a playlist (hidden from the service's schema)",
+        documented=False,
     ),
     _ep("POST", _ITEM, add_recording, "playlists_recordings_add", "Add a recording to a collection"),
     _ep(
@@ -953,9 +1120,11 @@ def insert_recording(
     activity_score: float | None = None,
     person_properties: dict[str, Any] | None = None,
     playlist: str | None = None,
+    long_term: bool = False,
 ) -> str:
     """Store one recording as if ingested (the shape the seed writes), optionally in a collection playlist;
-    returns its session id. Bad input raises ValueError/TypeError naming the argument."""
+    returns its session id. `long_term`: also persisted to long-term storage (answered by id whatever its
+    age). Bad input raises ValueError/TypeError naming the argument."""
     if session_id is None:
         session_id = str(uuid.uuid4())
     if not isinstance(session_id, str) or not session_id.strip():
@@ -1028,7 +1197,7 @@ def insert_recording(
             "INSERT INTO recordings(project_id, session_id, distinct_id, start_time, end_time, "
             "recording_duration, active_seconds, inactive_seconds, click_count, keypress_count, "
             "mouse_activity_count, console_log_count, console_warn_count, console_error_count, start_url, "
-            "viewed, activity_score, person) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            "viewed, activity_score, person, lts) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             (
                 project_id,
                 session_id,
@@ -1043,6 +1212,7 @@ def insert_recording(
                 int(bool(viewed)),
                 score,
                 dumps(person),
+                int(bool(long_term)),
             ),
         )
         if target is not None:

@@ -13,6 +13,7 @@ What the sandbox does where the real service needs its plugin server or the inte
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import random
 import re
@@ -885,6 +886,24 @@ ENDPOINTS = [  # named actions before `{id}`
     ),
     Endpoint("POST", _BASE + "{id:int}/upgrade/", upgrade, "transformations_upgrade", "Upgrade"),
 ]
+
+
+def _unless_removed(handler: Any) -> Any:
+    """`handler`, answering 404 instead while the `no_plugin_api` switch is on (an instance after PostHog PR
+    #97440, which removes the plugin and plugin-config APIs and the `pipeline_*` routes)."""
+
+    async def served(request: Request) -> Response:
+        if "no_plugin_api" in context_of(request).switches:
+            raise not_found()
+        response: Response = await handler(request)
+        return response
+
+    served.__doc__ = handler.__doc__
+    served.__name__ = getattr(handler, "__name__", "served")
+    return served
+
+
+ENDPOINTS = [dataclasses.replace(ep, handler=_unless_removed(ep.handler)) for ep in ENDPOINTS]
 
 
 # -- seed ----------------------------------------------------------------------------------------------------

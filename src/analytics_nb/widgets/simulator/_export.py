@@ -49,10 +49,12 @@ def _csv_name(text: str, what: str) -> str:
 
 class ExportView:
     """Controls: ``filename`` (the download's name), ``server_path`` (optional: also write this file on the
-    server), ``export`` ("Export CSV"); ``link`` holds the download link, ``label`` what was written.
+    server), ``inputs`` ("with inputs": the input property columns beside the flags), ``export``
+    ("Export CSV"); ``link`` holds the download link, ``label`` what was written.
 
     State: ``csv_text`` (the last exported CSV), ``written`` (the server file, or None).
-    CSS: ``anb-export-filename``, ``anb-export-server-path``, ``anb-export-export``, ``anb-export-download``
+    CSS: ``anb-export-filename``, ``anb-export-server-path``, ``anb-export-inputs``, ``anb-export-export``,
+    ``anb-export-download``
     (the link's box; the ``<a>`` inside is ``a.anb-download``), ``anb-export-label``.
     """
 
@@ -67,12 +69,16 @@ class ExportView:
             layout=fill("360px"),
         )
         self.export = w.Button(description="Export CSV", icon="download")
+        self.inputs = w.Checkbox(
+            value=True, description="with inputs", indent=False, layout=w.Layout(width="auto", min_width="0")
+        )
         self.link = w.HTML(value="")
         self.label = w.HTML(value="")
         for control, name in (
             (self.filename, "filename"),
             (self.server_path, "server-path"),
             (self.export, "export"),
+            (self.inputs, "inputs"),
             (self.link, "download"),
             (self.label, "label"),
         ):
@@ -80,7 +86,7 @@ class ExportView:
         self.export.on_click(lambda _b: on_export())
         self.controls: list[w.Widget] = [self.export]
         self.root = column(
-            row(self.filename, self.export, self.link),
+            row(self.filename, self.inputs, self.export, self.link),
             row(self.server_path, self.label),
             css_class="anb-export",
         )

@@ -36,7 +36,11 @@ from analytics_nb.widgets.simulator._run_bar import ENGINES, RunBar
 from analytics_nb.widgets.simulator._whatif import WhatIfView, describe_edits
 from analytics_nb.widgets.views import column, columns
 
-__all__ = ["FlagSimulator"]
+__all__ = ["MAX_PROPERTY_SETS", "FlagSimulator"]
+
+#: The most property sets the panel takes by default (``FlagSimulator(max_sets=...)``): a larger frame is
+#: refused with the fix (``load(df, sample=n)`` for a random sample, or ``simulate(df, ...)`` in code).
+MAX_PROPERTY_SETS = 100_000
 
 
 class FlagSimulator(Panel):
@@ -51,43 +55,51 @@ class FlagSimulator(Panel):
     title = "Flag simulator"
     css_class = "anb-flag-simulator"
 
-    def __init__(self, source: Any, *, property_sets: pd.DataFrame | None = None, max_rows: int = 30) -> None:
+    def __init__(
+        self,
+        source: Any,
+        *,
+        property_sets: pd.DataFrame | None = None,
+        max_rows: int = 30,
+        max_sets: int = MAX_PROPERTY_SETS,
+    ) -> None:
         if isinstance(source, AsyncClient):
             require_sync_client(source, "FlagSimulator")  # raises, naming the sync Client
         client = source if isinstance(source, Client) else None
         super().__init__(client)
         self.max_rows = max_rows
+        self.max_sets = max_sets  # the most property sets load() takes (a larger frame: sample= or code)
         self.chunk_size = 50  # remote rows per simulate() call, so that the progress bar moves
         self._definitions: Definitions | None = None  # the current, unedited definitions
         self.simulation: SimulationResult | None = None
         self.result: pd.DataFrame | None = None
         self.moves: pd.DataFrame | None = None
-        self.sets_view = PropertySetsView(on_build=self.build_grid)
-        self.flag_picker = FlagPicker(on_change=self._picked)
-        self.run_bar = RunBar(
+        self._sets_view = PropertySetsView(on_build=self.build_grid)
+        self._flag_picker = FlagPicker(on_change=self._picked)
+        self._run_bar = RunBar(
             on_engine=self._engine_changed, on_run=self.run, on_reload=self.load_definitions
         )
-        self.whatif_view = WhatIfView(on_reset=self.reset_whatif)
-        self.results_view = ResultsView()
-        self.export_view = ExportView(on_export=self.export_csv)
+        self._whatif_view = WhatIfView(on_reset=self.reset_whatif)
+        self._results_view = ResultsView()
+        self._export_view = ExportView(on_export=self.export_csv)
         self._register(
-            *self.sets_view.controls,
-            *self.flag_picker.controls,
-            *self.run_bar.controls,
-            *self.whatif_view.controls,
-            *self.export_view.controls,
+            *self._sets_view.controls,
+            *self._flag_picker.controls,
+            *self._run_bar.controls,
+            *self._whatif_view.controls,
+            *self._export_view.controls,
         )
-        self.root.children = [
+        self.children = [
             self._heading(),
             columns(
-                self.sets_view.root,
-                column(self.flag_picker.root, self.run_bar.root, css_class="anb-controls"),
+                self._sets_view.root,
+                column(self._flag_picker.root, self._run_bar.root, css_class="anb-controls"),
             ),
-            self.whatif_view.root,
-            self.status.line,
-            self.results_view.root,
-            self.export_view.root,
-            self.status.log,
+            self._whatif_view.root,
+            self._status.line,
+            self._results_view.root,
+            self._export_view.root,
+            self._status.log,
         ]
         if client is None:
             self._definitions = load_definitions(source)
@@ -98,8 +110,8 @@ class FlagSimulator(Panel):
             self.load(property_sets)
 
     def _client_changed(self) -> None:
-        self.run_bar.engine.disabled = False
-        self.run_bar.note.value = ""
+        self._run_bar.engine.disabled = False
+        self._run_bar.note.value = ""
         self.load_definitions()
 
     # ---- definitions, flags and engine ----------------------------------------------------------
@@ -124,11 +136,11 @@ class FlagSimulator(Panel):
         if ok and fetched is not None:
             self._definitions = load_definitions(fetched)
             self._definitions_loaded()
-            self.status.ok(f"{len(self._definitions.keys)} flag definitions loaded.")
+            self._status.ok(f"{len(self._definitions.keys)} flag definitions loaded.")
             return True
         if self._definitions is None:
             self._definitions_loaded()
-            self.status.show(
+            self._status.show(
                 f"{self.status_text} Without definitions only the remote engine runs, over all flags.",
                 "error",
             )
@@ -136,26 +148,26 @@ class FlagSimulator(Panel):
 
     def _definitions_loaded(self) -> None:
         defs = self._definitions
-        self.flag_picker.offer(list(defs.flags) if defs is not None else [])
+        self._flag_picker.offer(list(defs.flags) if defs is not None else [])
         if self.client is None:
-            self.run_bar.engine.value = "local"
-            self.run_bar.engine.disabled = True
-            self.run_bar.note.value = "<i>Definitions only: remote and both need a client.</i>"
+            self._run_bar.engine.value = "local"
+            self._run_bar.engine.disabled = True
+            self._run_bar.note.value = "<i>Definitions only: remote and both need a client.</i>"
         elif defs is None:
-            self.run_bar.engine.value = "remote"
-            self.run_bar.note.value = "<i>No definitions: local and both need a personal API key.</i>"
+            self._run_bar.engine.value = "remote"
+            self._run_bar.note.value = "<i>No definitions: local and both need a personal API key.</i>"
         self._picked()
         self._engine_changed()
 
     @property
     def flag_keys(self) -> list[str]:
         """The keys offered in the flag picker (deleted flags are left out)."""
-        return self.flag_picker.keys
+        return self._flag_picker.keys
 
     @property
     def flags(self) -> list[str] | None:
         """The picked flag keys (None: all flags); assigning a list picks those flags."""
-        return self.flag_picker.picked or None
+        return self._flag_picker.picked or None
 
     @flags.setter
     def flags(self, keys: list[str] | None) -> None:
@@ -163,16 +175,16 @@ class FlagSimulator(Panel):
 
     def pick(self, *keys: str) -> None:
         """Pick the flags to simulate (none: all flags)."""
-        self.flag_picker.pick(*keys)
+        self._flag_picker.pick(*keys)
 
     def _picked(self) -> None:
-        keys = self.flag_picker.picked if self._definitions is not None else []
-        self.whatif_view.build(self._definitions, keys)
+        keys = self._flag_picker.picked if self._definitions is not None else []
+        self._whatif_view.build(self._definitions, keys)
 
     @property
     def engine(self) -> str:
         """The engine the next run uses: "remote", "local" or "both"."""
-        return str(self.run_bar.engine.value)
+        return str(self._run_bar.engine.value)
 
     @engine.setter
     def engine(self, value: str) -> None:
@@ -186,7 +198,7 @@ class FlagSimulator(Panel):
             raise FormError(
                 f"engine={value!r} needs flag definitions, which could not be loaded (a personal API key)."
             )
-        self.run_bar.engine.value = value
+        self._run_bar.engine.value = value
 
     def _engine_literal(self) -> Literal["remote", "local", "both"]:
         value = self.engine
@@ -196,71 +208,101 @@ class FlagSimulator(Panel):
 
     def _engine_changed(self) -> None:
         if self.engine != "remote" and self._definitions is None and self.client is not None:
-            self.run_bar.engine.value = "remote"  # comes back here with "remote"
-            self.status.error(
+            self._run_bar.engine.value = "remote"  # comes back here with "remote"
+            self._status.error(
                 FormError(
                     "The local and both engines need flag definitions, which this client cannot read "
                     "(it needs a personal API key); Reload flags after connecting with one."
                 )
             )
             return
-        self.whatif_view.visible = self.engine == "local" and self._definitions is not None
+        self._whatif_view.visible = self.engine == "local" and self._definitions is not None
 
     # ---- what-if --------------------------------------------------------------------------------
     def set_rollout(self, key: str, pct: float, condition: int = 0) -> None:
         """Set the what-if rollout (0-100) of condition set ``condition`` of the picked flag ``key``."""
-        self.whatif_view.set_rollout(key, pct, condition)
+        self._whatif_view.set_rollout(key, pct, condition)
 
     def set_weights(self, key: str, weights: dict[str, int]) -> None:
         """Set the what-if variant weights of the picked multivariate flag ``key`` (adding up to 100)."""
-        self.whatif_view.set_weights(key, weights)
+        self._whatif_view.set_weights(key, weights)
 
     def reset_whatif(self) -> None:
         """Put every what-if slider back to the current definitions."""
-        self.whatif_view.reset_sliders()
-        self.status.ok("What-if sliders reset to the current definitions.")
+        self._whatif_view.reset_sliders()
+        self._status.ok("What-if sliders reset to the current definitions.")
 
     def whatif_edits(self) -> dict[str, dict[str, Any]]:
         """What-if edits against the definitions: ``{flag: {"rollout": {cond: pct}, "weights": {...}}}``."""
-        return self.whatif_view.edits()
+        return self._whatif_view.edits()
 
     def edited_definitions(self) -> Definitions | None:
         """The definitions with the what-if edits applied (FormError when weights do not add up to 100)."""
-        return self.whatif_view.edited()
+        return self._whatif_view.edited()
 
     # ---- property sets --------------------------------------------------------------------------
     @property
     def property_sets(self) -> pd.DataFrame | None:
         """The loaded property sets (None: none yet); assigning a DataFrame loads it into the text box."""
-        return self.sets_view.frame
+        return self._sets_view.frame
 
     @property_sets.setter
     def property_sets(self, frame: pd.DataFrame | None) -> None:
         if frame is None:
-            self.sets_view.clear()
+            self._sets_view.clear()
         else:
             self.load(frame)
 
-    def load(self, frame: pd.DataFrame) -> None:
-        """Use a DataFrame of property sets (``distinct_id`` plus property columns) for the next runs."""
-        self.sets_view.load(frame)
+    def load(self, frame: pd.DataFrame, *, sample: int | None = None) -> None:
+        """Use a DataFrame of property sets (``distinct_id`` plus property columns) for the next runs.
+
+        A frame of more than ``max_sets`` rows (default ``MAX_PROPERTY_SETS``, 100,000) is refused with a
+        FormError naming the fix; ``sample=n`` uses a random sample of ``n`` rows instead (seed 0, input
+        order kept), and the status line says so. The text box shows at most ``TEXT_ROWS`` rows.
+        """
+        if sample is not None:
+            if not isinstance(frame, pd.DataFrame):
+                raise FormError(
+                    f"load() takes a pandas DataFrame of property sets, not {type(frame).__name__}."
+                )
+            if not 0 < sample <= self.max_sets:
+                raise FormError(
+                    f"sample={sample!r}: give a number of rows from 1 to max_sets={self.max_sets:,}."
+                )
+            if sample < len(frame):
+                total = len(frame)
+                frame = frame.sample(n=sample, random_state=0).sort_index()
+                self._sets_view.load(frame)
+                self._status.ok(
+                    f"Sampled {sample:,} of {total:,} property sets at random (seed 0); the results describe "
+                    "the sample, not every row."
+                )
+                return
+        elif isinstance(frame, pd.DataFrame) and len(frame) > self.max_sets:
+            raise FormError(
+                f"The DataFrame has {len(frame):,} property sets, more than this panel takes "
+                f"(max_sets={self.max_sets:,}): load(df, sample={self.max_sets:,}) simulates a random "
+                "sample, simulate(df, ...) in code runs every row (with a progress bar), or raise "
+                "FlagSimulator(..., max_sets=...)."
+            )
+        self._sets_view.load(frame)
 
     def current_property_sets(self) -> pd.DataFrame:
         """The property sets of the next run: the loaded DataFrame, or the text box parsed when edited."""
-        return self.sets_view.current()
+        return self._sets_view.current()
 
     def build_grid(self, values: dict[str, list[Any]] | None = None, ids_per_cell: int | None = None) -> bool:
         """Fill the property sets with ``simulate.grid(values, ids_per_cell=...)`` (default: the Grid box)."""
         try:
-            spec = self.sets_view.grid_spec() if values is None else values
-            per_cell = int(self.sets_view.ids_per_cell.value) if ids_per_cell is None else ids_per_cell
+            spec = self._sets_view.grid_spec() if values is None else values
+            per_cell = int(self._sets_view.ids_per_cell.value) if ids_per_cell is None else ids_per_cell
             frame = grid(spec, ids_per_cell=per_cell)
+            self.load(frame)
         except Exception as exc:
-            self.sets_view.grid_failed()
-            self.status.error(exc)
+            self._sets_view.grid_failed()
+            self._status.error(exc)
             return False
-        self.load(frame)
-        self.status.ok(f"Grid built: {len(frame)} property sets.")
+        self._status.ok(f"Grid built: {len(frame)} property sets.")
         return True
 
     # ---- run and results ------------------------------------------------------------------------
@@ -269,8 +311,8 @@ class FlagSimulator(Panel):
         self.simulation = None
         self.result = None
         self.moves = None
-        self.results_view.clear()
-        self.export_view.clear()
+        self._results_view.clear()
+        self._export_view.clear()
 
     def run(self) -> pd.DataFrame | None:
         """Run the simulation with the panel's settings; returns ``.result`` (or None, see ``.error``)."""
@@ -281,13 +323,13 @@ class FlagSimulator(Panel):
             edited = self.edited_definitions() if edits else None
         except Exception as exc:
             self._forget_results()
-            self.run_bar.finish(False)
-            self.status.error(exc)
+            self._run_bar.finish(False)
+            self._status.error(exc)
             return None
         flags = self.flags
         current = self._definitions
         definitions = edited if edited is not None else current
-        self.run_bar.start(len(frame))
+        self._run_bar.start(len(frame))
 
         def go() -> tuple[SimulationResult, pd.DataFrame | None]:
             if engine == "remote":
@@ -309,13 +351,13 @@ class FlagSimulator(Panel):
         )
         if not ok or value is None:
             self._forget_results()
-            self.run_bar.finish(False)
+            self._run_bar.finish(False)
             return None
         self.simulation, self.moves = value
         self.result = self.simulation.frame
-        self.run_bar.finish(True)
-        self.export_view.clear()  # a link to the previous result would export the wrong rows
-        self.results_view.show(
+        self._run_bar.finish(True)
+        self._export_view.clear()  # a link to the previous result would export the wrong rows
+        self._results_view.show(
             self.simulation.summary(),
             self.display_frame(),
             moves=self.moves,
@@ -329,7 +371,7 @@ class FlagSimulator(Panel):
             first = str(self.simulation.errors["error"].iloc[0])
             first = first if len(first) <= 140 else first[:137] + "..."
             extra = f", {errors} row(s) with errors (see the error column; first: {first})"
-        self.status.ok(
+        self._status.ok(
             f"Done: {len(self.result)} property sets, {len(self.simulation.flags)} flags ({engine}){extra}."
         )
         return self.result
@@ -346,10 +388,10 @@ class FlagSimulator(Panel):
                 chunk, flags, "remote", client=client, definitions=self._definitions, progress=False
             )
             parts.append(part)
-            self.run_bar.advance(start + len(chunk))
+            self._run_bar.advance(start + len(chunk))
         if len(parts) == 1:
             return parts[0]
-        result = concat_frames([p.frame for p in parts])
+        result = concat_frames([p.outputs for p in parts])
         inputs = pd.concat([p.inputs for p in parts])
         return SimulationResult(
             result,
@@ -374,39 +416,50 @@ class FlagSimulator(Panel):
         """The results as shown: distinct_id, the input properties, the flags, and errors if any."""
         if self.simulation is None:
             raise FormError("Run a simulation first; there are no results yet.")
-        frame = self.simulation.frame
-        flags = [c for c in frame.columns if c != "distinct_id" and c != "error" and ":" not in str(c)]
-        inputs = self.simulation.inputs
-        props = [c for c in inputs.columns if c != "distinct_id" and c not in frame.columns]
-        shown = pd.concat([frame[["distinct_id"]], inputs[props], frame[flags]], axis=1)
-        if "error" in frame.columns and frame["error"].notna().any():
-            shown = shown.assign(error=frame["error"])
+        sim = self.simulation
+        shown = sim.frame[["distinct_id", *sim.input_columns, *sim.flags]]
+        if "error" in sim.frame.columns and sim.frame["error"].notna().any():
+            shown = shown.assign(error=sim.frame["error"])
         return shown
 
     @property
     def exported(self) -> Path | None:
         """The server file the last export wrote (None: none, or a download only)."""
-        return self.export_view.written
+        return self._export_view.written
 
-    def export_csv(self, path: str | Path | None = None) -> bool:
+    @property
+    def export_inputs(self) -> bool:
+        """Whether exports carry the input property columns (``country``, ``plan``) beside the flags: the
+        "with inputs" box, True by default; assign False to export the outputs only."""
+        return bool(self._export_view.inputs.value)
+
+    @export_inputs.setter
+    def export_inputs(self, value: bool) -> None:
+        self._export_view.inputs.value = bool(value)
+
+    def export_csv(self, path: str | Path | None = None, *, inputs: bool | None = None) -> bool:
         """Offer the last result as a browser download ("Download <file name>" link, rebuilt each time);
         also write it on the server at ``path`` (default: the Server path box) when one is given.
 
-        True on success; on failure the status line says why (``.error``).
+        The CSV is ``SimulationResult.to_csv``'s: the input property columns beside the flags unless
+        ``inputs=False`` (default: the "with inputs" box, ``export_inputs``). True on success; on failure
+        the status line says why (``.error``).
         """
         if self.simulation is None or self.result is None:
-            self.status.error(FormError("Run a simulation first; there is nothing to export yet."))
+            self._status.error(FormError("Run a simulation first; there is nothing to export yet."))
             return False
-        result = self.result
+        if inputs is not None:
+            self.export_inputs = inputs
+        result = self.simulation.frame if self.export_inputs else self.simulation.outputs
         try:
-            target = self.export_view.target(path)
-            text = self.export_view.offer(result)
+            target = self._export_view.target(path)
+            text = self._export_view.offer(result)
         except FormError as exc:
-            self.status.error(exc)
+            self._status.error(exc)
             return False
         if target is None:
-            self.status.ok(
-                f"CSV of {len(result)} rows ready: click 'Download {self.export_view.filename.value}' "
+            self._status.ok(
+                f"CSV of {len(result)} rows ready: click 'Download {self._export_view.filename.value}' "
                 "to save it in your browser (type a server path to also write it on the server)."
             )
             return True
@@ -419,6 +472,6 @@ class FlagSimulator(Panel):
         ok, written = self._attempt(f"Writing {target}…", write, needs_client=False)
         if not ok or written is None:
             return False
-        self.export_view.wrote(written)
-        self.status.ok(f"Exported {len(result)} rows to {written} (and as a download link).")
+        self._export_view.wrote(written)
+        self._status.ok(f"Exported {len(result)} rows to {written} (and as a download link).")
         return True

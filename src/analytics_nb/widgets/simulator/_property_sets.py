@@ -3,6 +3,9 @@
 The info line always describes what the text box holds: "N property sets loaded" only while the text is
 the loaded frame; once edited it says the text is read at the next run, and after a failed read or grid
 build it says so instead of keeping an old count.
+
+A frame of more than ``TEXT_ROWS`` rows is not written out whole (a million rows made a 20 MB text box in the
+browser): the box shows its first ``TEXT_ROWS`` rows and a note, read-only, and the run uses the frame.
 """
 
 from __future__ import annotations
@@ -18,9 +21,12 @@ from analytics_nb.widgets._errors import FormError
 from analytics_nb.widgets.simulator._text import parse_grid_text, parse_property_text, property_text
 from analytics_nb.widgets.views import column, fill, row
 
-__all__ = ["PropertySetsView"]
+__all__ = ["TEXT_ROWS", "PropertySetsView"]
 
 _EMPTY_TEXT = "distinct_id\n"
+
+#: The most property-set rows written into the text box; a larger frame shows this many, read-only.
+TEXT_ROWS = 1_000
 
 
 class PropertySetsView:
@@ -75,9 +81,16 @@ class PropertySetsView:
         if "distinct_id" not in frame.columns:
             raise FormError("The DataFrame needs a 'distinct_id' column (one id per property set).")
         self.frame = frame.copy()
-        text = property_text(frame)
+        preview = len(frame) > TEXT_ROWS
+        text = property_text(frame.head(TEXT_ROWS) if preview else frame)
+        if preview:
+            text += (
+                f"# … and {len(frame) - TEXT_ROWS:,} more rows: the first {TEXT_ROWS} of {len(frame):,} are "
+                "shown (read-only); the run uses the whole DataFrame; load() another to change them\n"
+            )
         self._synced_text = text
         self.text.value = text
+        self.text.disabled = preview
         nested = [c for c in frame.columns if frame[c].map(lambda v: isinstance(v, dict | list)).any()]
         note = (
             f" Columns {', '.join(map(str, nested))} hold dicts/lists: edit them in code, the text "
@@ -85,12 +98,14 @@ class PropertySetsView:
             if nested
             else ""
         )
-        self.info.value = f"<i>{len(frame)} property sets loaded.{html.escape(note)}</i>"
+        shown = f" (the first {TEXT_ROWS} shown, read-only)" if preview else ""
+        self.info.value = f"<i>{len(frame):,} property sets loaded{shown}.{html.escape(note)}</i>"
 
     def clear(self) -> None:
         """No property sets: an empty text with just the header."""
         self.frame = None
         self._synced_text = None
+        self.text.disabled = False
         self.text.value = _EMPTY_TEXT
         self.info.value = ""
 

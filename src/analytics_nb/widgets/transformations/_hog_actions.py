@@ -54,8 +54,8 @@ def served_line(host: str, hog: int | None, legacy: int | None, hog_error: str, 
 class HogTransformationsActions:
     """Mixed into ``TransformationsBrowser`` (a ``Panel``): every Hog button calls one of these methods."""
 
-    hog_view: HogTransformationList
-    status: StatusBar
+    _hog_view: HogTransformationList
+    _status: StatusBar
     _hog_selected: HogFunction | None
     _hog_count: int | None
     _hog_error: str
@@ -68,7 +68,7 @@ class HogTransformationsActions:
         def _live_client(self) -> ApiClient: ...
 
     def _init_hog(self) -> None:
-        self.hog_view = HogTransformationList(
+        self._hog_view = HogTransformationList(
             on_pick=self.select_hog,
             on_move=self.move_selected,
             on_toggle=self.toggle_selected,
@@ -83,12 +83,12 @@ class HogTransformationsActions:
     @property
     def hog_transformations(self) -> list[HogFunction]:
         """The project's Hog transformations, in the order they run."""
-        return self.hog_view.items
+        return self._hog_view.items
 
     @property
     def hog_frame(self) -> pd.DataFrame:
         """The Hog transformations as a DataFrame (``analytics_nb.frames.hog_functions_frame``)."""
-        return self.hog_view.frame
+        return self._hog_view.frame
 
     @property
     def selected_hog(self) -> HogFunction | None:
@@ -111,9 +111,9 @@ class HogTransformationsActions:
         ok, result = self._attempt("Loading Hog transformations…", load)
         if not ok or result is None:
             self._hog_count = None
-            self._hog_error = short_error(self.status.last_error)
+            self._hog_error = short_error(self._status.last_error)
             return False
-        self.hog_view.items, self.hog_view.templates = result
+        self._hog_view.items, self._hog_view.templates = result
         self._hog_count = len(result[0])
         self._hog_error = ""
         self._render_hog()
@@ -123,34 +123,34 @@ class HogTransformationsActions:
         """Reload the Hog transformations (and the templates); True on success."""
         ok = self._load_hog()
         if ok:
-            self.status.ok(f"{self._hog_count} Hog transformation(s).")
+            self._status.ok(f"{self._hog_count} Hog transformation(s).")
         return ok
 
     def _render_hog(self) -> None:
         if self._hog_selected is not None:
-            self._hog_selected = self.hog_view.find(self._hog_selected.id)
-        self.hog_view.selected_key = self._hog_selected.id if self._hog_selected is not None else None
-        self.hog_view.render()
+            self._hog_selected = self._hog_view.find(self._hog_selected.id)
+        self._hog_view.selected_key = self._hog_selected.id if self._hog_selected is not None else None
+        self._hog_view.render()
 
     def _set_served(self, text: str) -> None:
         self._served_text = text
-        self.hog_view.set_served(text)
+        self._hog_view.set_served(text)
 
     def select_hog(self, id: str) -> HogFunction | None:
         """Pick Hog transformation ``id`` (the target of the move, toggle buttons); returns it or None."""
-        match = self.hog_view.find(id)
+        match = self._hog_view.find(id)
         if match is None:
-            self.status.error(FormError(f"No listed Hog transformation has id {id!r}; refresh the list."))
+            self._status.error(FormError(f"No listed Hog transformation has id {id!r}; refresh the list."))
             return None
         self._hog_selected = match
         self._render_hog()
         state = "enabled" if match.enabled else "disabled"
-        self.status.ok(f"{match.name or id}: runs at position {match.execution_order}, {state}.")
+        self._status.ok(f"{match.name or id}: runs at position {match.execution_order}, {state}.")
         return match
 
     def _require_selected(self) -> HogFunction | None:
         if self._hog_selected is None:
-            self.status.error(FormError("Pick a Hog transformation first."))
+            self._status.error(FormError("Pick a Hog transformation first."))
         return self._hog_selected
 
     def reorder(self, ids: list[str]) -> bool:
@@ -160,9 +160,9 @@ class HogTransformationsActions:
         )
         if not ok or ordered is None:
             return False
-        self.hog_view.items = ordered
+        self._hog_view.items = ordered
         self._render_hog()
-        self.status.ok("Order saved: " + " → ".join(f.name or f.id for f in ordered) + ".")
+        self._status.ok("Order saved: " + " → ".join(f.name or f.id for f in ordered) + ".")
         return True
 
     def move_selected(self, step: int) -> bool:
@@ -170,11 +170,11 @@ class HogTransformationsActions:
         selected = self._require_selected()
         if selected is None:
             return False
-        ids = [f.id for f in self.hog_view.items]
+        ids = [f.id for f in self._hog_view.items]
         at = ids.index(selected.id)
         to = at + step
         if not 0 <= to < len(ids):
-            self.status.ok(f"{selected.name or selected.id} is already {'first' if step < 0 else 'last'}.")
+            self._status.ok(f"{selected.name or selected.id} is already {'first' if step < 0 else 'last'}.")
             return True
         ids[at], ids[to] = ids[to], ids[at]
         return self.reorder(ids)
@@ -193,9 +193,9 @@ class HogTransformationsActions:
         if not ok or updated is None:
             return None
         self._load_hog()
-        self._hog_selected = self.hog_view.find(ident)
+        self._hog_selected = self._hog_view.find(ident)
         self._render_hog()
-        self.status.ok(f"{updated.name or ident} {'enabled' if enabled else 'disabled'}.")
+        self._status.ok(f"{updated.name or ident} {'enabled' if enabled else 'disabled'}.")
         return updated
 
     def toggle_selected(self) -> HogFunction | None:
@@ -215,9 +215,9 @@ class HogTransformationsActions:
     ) -> HogFunction | None:
         """Create a Hog transformation from ``template_id`` (default: the Template picker's choice), placed
         last and disabled unless ``enabled``; selects it. Returns it, or None on error."""
-        tid = template_id or self.hog_view.template_picker.value
+        tid = template_id or self._hog_view.template_picker.value
         if not tid:
-            self.status.error(FormError("Choose a template first (refresh the list to load them)."))
+            self._status.error(FormError("Choose a template first (refresh the list to load them)."))
             return None
         ok, made = self._attempt(
             f"Creating from {tid}…",
@@ -228,7 +228,7 @@ class HogTransformationsActions:
         if not ok or made is None:
             return None
         self._load_hog()
-        self._hog_selected = self.hog_view.find(made.id)
+        self._hog_selected = self._hog_view.find(made.id)
         self._render_hog()
-        self.status.ok(f"Created {made.name or made.id} from {tid} at position {made.execution_order}.")
+        self._status.ok(f"Created {made.name or made.id} from {tid} at position {made.execution_order}.")
         return made

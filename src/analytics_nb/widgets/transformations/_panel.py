@@ -47,21 +47,21 @@ class TransformationsBrowser(HogTransformationsActions, Panel):
         super().__init__(client)
         self._selected: Transformation | None = None
         self.last_draft: tuple[int | None, str | None, str] | None = None  # (id, filename, text) left unsaved
-        self.list_view = TransformationList(
+        self._list_view = TransformationList(
             on_pick=self.select, on_refresh=self.refresh, on_updates=self.check_for_updates
         )
-        self.source_view = SourceEditor(on_save=self.save_file)
+        self._source_view = SourceEditor(on_save=self.save_file)
         self._init_hog()
-        self._register(*self.hog_view.controls, *self.list_view.controls, *self.source_view.controls)
-        self.root.children = [
+        self._register(*self._hog_view.controls, *self._list_view.controls, *self._source_view.controls)
+        self.children = [
             self._heading(),
-            self.hog_view.served,
-            self.hog_view.root,
+            self._hog_view.served,
+            self._hog_view.root,
             w.HTML(value="<b>Legacy plugins</b> (pipeline_transformations; retired on PostHog Cloud)"),
-            self.list_view.root,
-            self.status.line,
-            self.source_view.root,
-            self.status.log,
+            self._list_view.root,
+            self._status.line,
+            self._source_view.root,
+            self._status.log,
         ]
         if load:
             self.refresh()
@@ -73,7 +73,7 @@ class TransformationsBrowser(HogTransformationsActions, Panel):
     @property
     def transformations(self) -> list[Transformation]:
         """The listed transformations."""
-        return self.list_view.items
+        return self._list_view.items
 
     @property
     def selected(self) -> Transformation | None:
@@ -90,12 +90,12 @@ class TransformationsBrowser(HogTransformationsActions, Panel):
     @property
     def sources(self) -> dict[str, str | None]:
         """The selected transformation's files as ``{filename: content}``."""
-        return self.source_view.sources
+        return self._source_view.sources
 
     @property
     def frame(self) -> pd.DataFrame:
         """The listed transformations as a DataFrame (``analytics_nb.frames.transformations_frame``)."""
-        return self.list_view.frame
+        return self._list_view.frame
 
     @property
     def sources_frame(self) -> pd.DataFrame:
@@ -107,7 +107,7 @@ class TransformationsBrowser(HogTransformationsActions, Panel):
     @property
     def is_dirty(self) -> bool:
         """True when the editor holds edits to the open file that are not saved."""
-        return self.source_view.is_dirty
+        return self._source_view.is_dirty
 
     # ---- list -----------------------------------------------------------------------------------
     def refresh(self) -> bool:
@@ -118,9 +118,9 @@ class TransformationsBrowser(HogTransformationsActions, Panel):
         ok, found = self._attempt(
             "Loading legacy plugins…", lambda: list(self._live_client().transformations.list())
         )
-        legacy_error = "" if ok else short_error(self.status.last_error)
+        legacy_error = "" if ok else short_error(self._status.last_error)
         if ok and found is not None:
-            self.list_view.items = found
+            self._list_view.items = found
             self._render()
         host = self._live_client().host if self.client is not None and not self.client.closed else "?"
         legacy = len(found) if ok and found is not None else None
@@ -128,66 +128,66 @@ class TransformationsBrowser(HogTransformationsActions, Panel):
         if not ok or found is None:
             return False
         hog = f"{self._hog_count} Hog transformation(s), " if self._hog_count is not None else ""
-        self.status.ok(f"{hog}{len(found)} legacy plugin(s).")
+        self._status.ok(f"{hog}{len(found)} legacy plugin(s).")
         return True
 
     def _render(self) -> None:
-        self.list_view.selected_key = self._selected.id if self._selected is not None else None
-        self.list_view.render()
+        self._list_view.selected_key = self._selected.id if self._selected is not None else None
+        self._list_view.render()
 
     # ---- selection and source -------------------------------------------------------------------
     def select(self, id: int) -> Transformation | None:
         """Select transformation ``id`` and load its source files; returns it, or None on error."""
-        match = self.list_view.find(id)
+        match = self._list_view.find(id)
         if match is None:
-            self.status.error(FormError(f"No listed transformation has id {id!r}; refresh the list."))
+            self._status.error(FormError(f"No listed transformation has id {id!r}; refresh the list."))
             return None
         if self.is_dirty and self._selected is not None:
-            name = self.source_view.filename
+            name = self._source_view.filename
             self.message(f"Unsaved edits to {name} were left; they are in .last_draft.")
-            self.last_draft = (self._selected.id, name, str(self.source_view.editor.value))
+            self.last_draft = (self._selected.id, name, str(self._source_view.editor.value))
         self._selected = match
         self._render()
         ok, files = self._attempt(
             f"Loading the source of {id}…", lambda: self._live_client().transformations.source(id)
         )
-        self.source_view.show(dict(files or {}) if ok else {})
+        self._source_view.show(dict(files or {}) if ok else {})
         if not ok:
             return None
-        self.status.ok(f"{match.name or id}: {len(self.sources)} source file(s).")
+        self._status.ok(f"{match.name or id}: {len(self.sources)} source file(s).")
         return match
 
     def open_file(self, filename: str) -> None:
         """Show source file ``filename`` of the selected transformation in the editor."""
-        self.source_view.open(filename)
+        self._source_view.open(filename)
 
     def save_file(self) -> bool:
         """Send the open file's edited content (``update_source``); True on success, edits kept on error."""
-        name = self.source_view.filename
+        name = self._source_view.filename
         selected = self._selected
         if selected is None or selected.id is None or not name:
-            self.status.error(FormError("Select a transformation and a file first."))
+            self._status.error(FormError("Select a transformation and a file first."))
             return False
         if not self.is_dirty:
-            self.status.ok("Nothing to save: the file is unchanged.")
+            self._status.ok("Nothing to save: the file is unchanged.")
             return True
-        ident, content = selected.id, str(self.source_view.editor.value)
+        ident, content = selected.id, str(self._source_view.editor.value)
         ok, files = self._attempt(
             f"Saving {name}…",
             lambda: self._live_client().transformations.update_source(ident, {name: content}),
         )
         if not ok:
             return False
-        self.source_view.sources.update(dict(files or {}))
-        self.source_view.sources[name] = content
-        self.status.ok(f"Saved {name}.")
+        self._source_view.sources.update(dict(files or {}))
+        self._source_view.sources[name] = content
+        self._status.ok(f"Saved {name}.")
         return True
 
     def check_for_updates(self) -> Transformation | None:
         """Ask the service for the selected transformation's latest version; shows tag and latest_tag."""
         selected = self._selected
         if selected is None or selected.id is None:
-            self.status.error(FormError("Select a transformation first."))
+            self._status.error(FormError("Select a transformation first."))
             return None
         ident = selected.id
         ok, updated = self._attempt(
@@ -195,10 +195,10 @@ class TransformationsBrowser(HogTransformationsActions, Panel):
         )
         if not ok or updated is None:
             return None
-        self.list_view.items = [updated if t.id == ident else t for t in self.list_view.items]
+        self._list_view.items = [updated if t.id == ident else t for t in self._list_view.items]
         self._selected = updated
         self._render()
         tag, latest = updated.tag or "?", updated.latest_tag or "?"
         news = "an update is available" if latest not in ("?", tag) else "up to date"
-        self.status.ok(f"{updated.name or ident}: installed {tag}, latest {latest} ({news}).")
+        self._status.ok(f"{updated.name or ident}: installed {tag}, latest {latest} ({news}).")
         return updated

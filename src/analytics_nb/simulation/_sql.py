@@ -1,0 +1,457 @@
+"""Flag simulation as SQL: the compiled query (`flags.compile_sql`) run by DuckDB (embedded, out of core),
+ClickHouse in-process (chDB) or Spark SQL, with the local engine answering what SQL cannot answer exactly.
+
+`simulate_sql(source, definitions)` evaluates a parquet export, a DuckDB relation or an in-memory table
+through DuckDB with memory bounded by `memory_limit` (DuckDB spills to disk beyond it), writes the answers
+to parquet, and computes summaries and crosstabs in SQL without collecting rows. Flags and rows the query
+marks ``needs_local_engine`` are re-evaluated by `flags.evaluate_frame` in batches of `batch_rows` rows, so
+every answer is the local engine's answer.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import importlib
+import os
+import shutil
+import tempfile
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from analytics_nb.flags import evaluate_frame
+from analytics_nb.flags._evaluate import Mode
+from analytics_nb.flags._sql import NEEDS_LOCAL, SqlQuery, compile_sql
+from analytics_nb.simulation._summary import Z95
+
+__all__ = ["SqlSimulation", "arrow_schema", "run_sql", "simulate_sql"]
+
+_TABLE = "persons"
+
+
+def arrow_schema(table: Any) -> dict[str, str]:
+    """{column: Arrow type name} of a pandas frame or Arrow table (what `compile_sql(schema=)` reads)."""
+    import pyarrow as pa
+
+    if isinstance(table, pd.DataFrame):
+        table = pa.Table.from_pandas(table, preserve_index=False)
+    return {f.name: str(f.type) for f in table.schema}
+
+
+def _quote(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _literal(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+# ------------------------------------------------------------------------------------------ engines
+
+
+def run_sql(
+    frame: pd.DataFrame,
+    definitions: Any,
+    *,
+    engine: str = "duckdb",
+    mode: str = "server",
+    payloads: bool = False,
+    now: dt.datetime | None = None,
+    spark: Any = None,
+    property_matching_version: int | None = None,
+) -> tuple[pd.DataFrame, SqlQuery]:
+    """Run the compiled query over an in-memory table on `engine` ("duckdb", "clickhouse" through chDB,
+    "spark" through PySpark's session `spark`); the raw SQL answers (rows and flags the query leaves to
+    the local engine included) and the query. The schema is the frame's Arrow types."""
+    import pyarrow as pa
+
+    table = pa.Table.from_pandas(frame, preserve_index=False)
+    dialect = {"duckdb": "duckdb", "clickhouse": "clickhouse", "chdb": "clickhouse", "spark": "spark"}.get(
+        engine
+    )
+    if dialect is None:
+        raise ValueError(f"engine must be 'duckdb', 'clickhouse' (chDB) or 'spark', got {engine!r}")
+    query = compile_sql(
+        definitions,
+        dialect=dialect,
+        mode=mode,
+        table=_TABLE,
+        schema=arrow_schema(table),
+        payloads=payloads,
+        now=now,
+        property_matching_version=property_matching_version,
+    )
+    if dialect == "duckdb":
+        import duckdb
+
+        con = duckdb.connect()
+        try:
+            con.register(_TABLE, table)
+            out = con.sql(query.sql).to_arrow_table()
+        finally:
+            con.close()
+        return out.to_pandas(types_mapper=pd.ArrowDtype), query
+    if dialect == "clickhouse":
+        return _run_chdb(query, table), query
+    if spark is None:
+        raise ValueError("engine='spark' needs the SparkSession: run_sql(..., spark=spark)")
+    sdf = spark.createDataFrame(frame.astype(object).where(frame.notna(), None), schema=_spark_schema(table))
+    sdf.createOrReplaceTempView(_TABLE)
+    return spark.sql(query.sql).toPandas(), query
+
+
+def _run_chdb(query: SqlQuery, table: Any) -> pd.DataFrame:
+    """ClickHouse in-process: the table is loaded from a parquet file (nullable columns kept), the
+    query's answer read back as Arrow."""
+    import pyarrow.parquet as pq
+
+    chdb_session: Any = importlib.import_module("chdb.session")
+
+    folder = tempfile.mkdtemp(prefix="anb-chdb-")
+    try:
+        path = os.path.join(folder, "persons.parquet")
+        pq.write_table(table, path)
+        sess = chdb_session.Session(os.path.join(folder, "db"))
+        try:
+            sess.query(
+                f"CREATE TABLE {_TABLE} ENGINE = Memory AS SELECT * FROM file({_literal(path)}, Parquet) "
+                "SETTINGS schema_inference_make_columns_nullable = 1"
+            )
+            result = sess.query(query.sql, "ArrowTable")
+        finally:
+            sess.close()
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    frame: pd.DataFrame = result.to_pandas(types_mapper=pd.ArrowDtype)
+    return frame
+
+
+def _spark_schema(table: Any) -> Any:
+    from pyspark.sql import types as T
+
+    kinds = {
+        "string": T.StringType(),
+        "large_string": T.StringType(),
+        "int64": T.LongType(),
+        "int32": T.IntegerType(),
+        "double": T.DoubleType(),
+        "float": T.FloatType(),
+        "bool": T.BooleanType(),
+    }
+    fields = []
+    for f in table.schema:
+        kind = kinds.get(str(f.type))
+        if kind is None:
+            raise ValueError(f"column {f.name!r} of type {f.type} has no Spark type here; cast it first")
+        fields.append(T.StructField(f.name, kind, True))
+    return T.StructType(fields)
+
+
+# ------------------------------------------------------------------------------------------ local answers
+
+
+def _local_answers(
+    batch: pd.DataFrame,
+    query: SqlQuery,
+    mode: Mode,
+    definitions: Any,
+    now: dt.datetime,
+    payloads: bool,
+    target: Any,
+) -> Any:
+    """The local engine's answers for `batch`, in the SQL answers' shape (Arrow, cast to `target`)."""
+    import pyarrow as pa
+
+    got = evaluate_frame(
+        batch, definitions, mode=mode, reasons=True, payloads=payloads, now=now, output="pandas"
+    )
+    data: dict[str, Any] = {"distinct_id": batch["distinct_id"].to_numpy(dtype=object)}
+    for sf in query.flags:
+        values = got[sf.key].astype(object).tolist()
+        if sf.multivariate:
+            data[sf.key] = [
+                None
+                if not isinstance(v, (str, bool))
+                else ("true" if v is True else "false" if v is False else v)
+                for v in values
+            ]
+        else:
+            data[sf.key] = [v if isinstance(v, bool) else None for v in values]
+        data[f"{sf.key}:reason"] = [
+            None if pd.isna(v) else str(v) for v in got[f"{sf.key}:reason"].astype(object)
+        ]
+        data[f"{sf.key}:condition_index"] = [
+            None if pd.isna(v) else int(v) for v in got[f"{sf.key}:condition_index"].astype(object)
+        ]
+        if payloads:
+            data[f"{sf.key}:payload"] = [
+                None if pd.isna(v) else str(v) for v in got[f"{sf.key}:payload"].astype(object)
+            ]
+    data["error"] = [None if pd.isna(v) else str(v) for v in got["error"].astype(object)]
+    arrays = [
+        pa.array(data[f.name], type=f.type, from_pandas=True)
+        if f.name != "distinct_id"
+        else pa.array([None if pd.isna(v) else v for v in batch["distinct_id"].astype(object)], type=f.type)
+        for f in target
+    ]
+    return pa.Table.from_arrays(arrays, schema=target)
+
+
+def _local_condition(query: SqlQuery) -> str:
+    """The rows of the SQL answers that the local engine must answer ('TRUE' for all of them)."""
+    if query.local_flags:
+        return "TRUE"
+    tests = [f"{_quote(sf.key + ':reason')} = {_literal(NEEDS_LOCAL)}" for sf in query.flags]
+    return " OR ".join(tests) if tests else "FALSE"
+
+
+# ------------------------------------------------------------------------------------------ simulation
+
+
+class SqlSimulation:
+    """The answers of `simulate_sql`: parquet files read through DuckDB, never collected unless asked.
+
+    `relation` is the answers as a DuckDB relation (one row per person: distinct_id, `<flag>`,
+    `<flag>:reason`, `<flag>:condition_index`, `error`); `path` the parquet file holding them;
+    `summary()` and `crosstab(flag, by)` are computed in SQL; `frame()` collects them as pandas.
+    `local_flags` names the flags the local engine answered (with why) and `local_rows` counts the rows it
+    answered for the others.
+    """
+
+    def __init__(self, con: Any, path: Path, query: SqlQuery, local_rows: int, workdir: str | None) -> None:
+        self.con = con
+        self.path = path
+        self.query = query
+        self.local_rows = local_rows
+        self._workdir = workdir
+
+    @property
+    def flags(self) -> list[str]:
+        """The flag keys, in the definitions' order."""
+        return [sf.key for sf in self.query.flags]
+
+    @property
+    def local_flags(self) -> dict[str, str]:
+        """{flag key: why the local engine answered it rather than SQL}."""
+        return self.query.local_flags
+
+    @property
+    def relation(self) -> Any:
+        """The answers as a DuckDB relation over the parquet file."""
+        return self.con.sql(f"SELECT * FROM read_parquet({_literal(str(self.path))})")
+
+    def __len__(self) -> int:
+        return int(
+            self.con.execute(f"SELECT count(*) FROM read_parquet({_literal(str(self.path))})").fetchall()[0][
+                0
+            ]
+        )
+
+    def frame(self) -> pd.DataFrame:
+        """All answers as pandas (collects every row: for exports that fit in memory)."""
+        frame: pd.DataFrame = self.relation.df()
+        return frame
+
+    def summary(self, flags: Sequence[str] | None = None, z: float = Z95) -> pd.DataFrame:
+        """flag, value, count, share and its 95% Wilson interval, per flag and value, computed in SQL
+        (unknown values are left out of the shares, as in `SimulationResult.summary`)."""
+        parts = []
+        src = f"read_parquet({_literal(str(self.path))})"
+        for key in flags or self.flags:
+            col = _quote(key)
+            parts.append(
+                f"SELECT {_literal(key)} AS flag, CAST({col} AS VARCHAR) AS value, count(*) AS count "
+                f"FROM {src} WHERE {col} IS NOT NULL GROUP BY {col}"
+            )
+        if not parts:
+            return pd.DataFrame(columns=["flag", "value", "count", "share", "low", "high"])
+        sql = _wilson(" UNION ALL ".join(parts), "flag", z) + " ORDER BY flag, count DESC"
+        table: pd.DataFrame = self.con.sql(sql).df()
+        return table
+
+    def crosstab(self, flag: str, by: str, z: float = Z95) -> pd.DataFrame:
+        """Counts of `flag`'s values within each value of the input column `by`, with the share of each
+        value within its `by` group and its Wilson interval; computed in SQL over the export joined by
+        distinct_id (nothing is collected but the table)."""
+        if flag not in self.flags:
+            raise KeyError(f"unknown flag {flag!r}; the flags are {self.flags}")
+        src = f"read_parquet({_literal(str(self.path))})"
+        inner = (
+            f"SELECT CAST(p.{_quote(by)} AS VARCHAR) AS by_value, "
+            f"CAST(a.{_quote(flag)} AS VARCHAR) AS value, "
+            f"count(*) AS count FROM {src} a JOIN {_TABLE} p USING (distinct_id) "
+            f"WHERE a.{_quote(flag)} IS NOT NULL GROUP BY ALL"
+        )
+        table: pd.DataFrame = self.con.sql(_wilson(inner, "by_value", z) + " ORDER BY by_value, value").df()
+        return table
+
+    def close(self) -> None:
+        """Close the connection and delete the working files (the answers too unless `out` was given)."""
+        self.con.close()
+        if self._workdir:
+            shutil.rmtree(self._workdir, ignore_errors=True)
+
+    def __repr__(self) -> str:
+        return (
+            f"SqlSimulation({len(self.flags)} flags, {str(self.path)!r}, local flags: "
+            f"{sorted(self.local_flags)}, rows answered locally: {self.local_rows:,})"
+        )
+
+
+def _wilson(counts_sql: str, group: str, z: float) -> str:
+    """Shares within `group` and their Wilson score interval, in SQL (the formula of `wilson_interval`)."""
+    z2 = repr(z * z)
+    zs = repr(z)
+    return (
+        f"SELECT *, count / n AS share, "
+        f"greatest(0.0, least(1.0, (count / n + {z2} / (2 * n)) / (1 + {z2} / n) - "
+        f"{zs} * sqrt((count / n) * (1 - count / n) / n + {z2} / (4 * n * n)) / (1 + {z2} / n))) AS low, "
+        f"greatest(0.0, least(1.0, (count / n + {z2} / (2 * n)) / (1 + {z2} / n) + "
+        f"{zs} * sqrt((count / n) * (1 - count / n) / n + {z2} / (4 * n * n)) / (1 + {z2} / n))) AS high "
+        f"FROM (SELECT *, CAST(sum(count) OVER (PARTITION BY {group}) AS DOUBLE) AS n FROM ({counts_sql}))"
+    )
+
+
+def _source_sql(source: Any, con: Any) -> str:
+    """Register `source` with the connection; the SQL that reads it."""
+    if isinstance(source, (str, Path)):
+        path = Path(source)
+        if not path.exists():
+            raise FileNotFoundError(f"no parquet file or folder at {str(path)!r}")
+        pattern = str(path / "**" / "*.parquet") if path.is_dir() else str(path)
+        return f"SELECT * FROM read_parquet({_literal(pattern)})"
+    if type(source).__module__.startswith("duckdb"):
+        con.register("_anb_source", source.to_arrow_table() if hasattr(source, "to_arrow_table") else source)
+        return "SELECT * FROM _anb_source"
+    import pyarrow as pa
+
+    table = source if isinstance(source, pa.Table) else pa.Table.from_pandas(source, preserve_index=False)
+    con.register("_anb_source", table)
+    return "SELECT * FROM _anb_source"
+
+
+def simulate_sql(
+    source: Any,
+    definitions: Any,
+    *,
+    mode: Mode = "server",
+    out: str | Path | None = None,
+    memory_limit: str = "1GB",
+    threads: int | None = None,
+    payloads: bool = False,
+    now: dt.datetime | None = None,
+    batch_rows: int = 200_000,
+    progress: bool = True,
+) -> SqlSimulation:
+    """Evaluate flags for every row of `source` through DuckDB: a parquet path (file or folder), a DuckDB
+    relation, a pandas frame or Arrow table. Memory is bounded by `memory_limit` (DuckDB's setting; it
+    spills to a temporary folder beyond it); the answers are written to parquet (`out`, else a temporary
+    file deleted by `close()`) and read back lazily (`SqlSimulation`).
+
+    Flags and rows the SQL leaves to the local engine (`SqlSimulation.local_flags`, `.local_rows`) are
+    evaluated by `flags.evaluate_frame` in batches of `batch_rows`, so every answer is the local engine's
+    (mode "server" or "sdk"); relative dates are read against one instant, `now` (default: the call).
+    """
+    import duckdb
+
+    now = now or dt.datetime.now(dt.UTC)
+    workdir = tempfile.mkdtemp(prefix="anb-sql-")
+    con = duckdb.connect(
+        config={"memory_limit": memory_limit, "temp_directory": os.path.join(workdir, "spill")}
+    )
+    try:
+        if threads is not None:
+            con.execute(f"SET threads = {int(threads)}")
+        con.execute("SET preserve_insertion_order = false")
+        # DuckDB's own progress bar for the query (shown for queries running over two seconds)
+        bar = progress and not os.environ.get("TQDM_DISABLE")
+        con.execute(f"SET enable_progress_bar = {'true' if bar else 'false'}")
+        con.execute(f"CREATE VIEW {_TABLE} AS {_source_sql(source, con)}")
+        schema = {row[0]: row[1] for row in con.execute(f"DESCRIBE {_TABLE}").fetchall()}
+        query = compile_sql(
+            definitions, dialect="duckdb", mode=mode, table=_TABLE, schema=schema, payloads=payloads, now=now
+        )
+        sql_path = os.path.join(workdir, "sql.parquet")
+        con.execute(f"COPY ({query.sql}) TO {_literal(sql_path)} (FORMAT parquet)")
+        local = _local_condition(query)
+        sql_src = f"read_parquet({_literal(sql_path)})"
+        local_rows = 0
+        final = f"SELECT * FROM {sql_src}"
+        if local != "FALSE":
+            local_rows = _answer_locally(
+                con, query, definitions, mode, now, payloads, batch_rows, local, sql_src, workdir, progress
+            )
+            if local_rows:
+                local_path = os.path.join(workdir, "local.parquet")
+                final = (
+                    f"SELECT * FROM {sql_src} WHERE NOT ({local}) "
+                    f"UNION ALL BY NAME SELECT * FROM read_parquet({_literal(local_path)})"
+                )
+        target = Path(out) if out is not None else Path(workdir) / "answers.parquet"
+        if local_rows:
+            con.execute(f"COPY ({final}) TO {_literal(str(target))} (FORMAT parquet)")
+        else:
+            shutil.move(sql_path, target)
+    except BaseException:
+        con.close()
+        shutil.rmtree(workdir, ignore_errors=True)
+        raise
+    return SqlSimulation(con, target, query, local_rows, workdir)
+
+
+def _answer_locally(
+    con: Any,
+    query: SqlQuery,
+    definitions: Any,
+    mode: Mode,
+    now: dt.datetime,
+    payloads: bool,
+    batch_rows: int,
+    local: str,
+    sql_src: str,
+    workdir: str,
+    progress: bool,
+) -> int:
+    """Stream the input rows the SQL left to the local engine through `evaluate_frame` in batches and
+    write their answers to local.parquet; the number of rows answered."""
+    import pyarrow.parquet as pq
+
+    target = pq.read_schema(os.path.join(workdir, "sql.parquet"))
+    if local == "TRUE":
+        rows_sql = f"SELECT * FROM {_TABLE}"
+    else:
+        rows_sql = (
+            f"SELECT p.* FROM {_TABLE} p SEMI JOIN (SELECT distinct_id FROM {sql_src} WHERE {local}) l "
+            "USING (distinct_id)"
+        )
+    total = int(con.execute(f"SELECT count(*) FROM ({rows_sql})").fetchall()[0][0])
+    if total == 0:
+        return 0
+    reader = con.sql(rows_sql).to_arrow_reader(batch_rows)
+    writer = pq.ParquetWriter(os.path.join(workdir, "local.parquet"), target)
+    bar = None
+    if progress and total > batch_rows:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=total, unit="rows", desc="local engine")
+    try:
+        for batch in reader:
+            frame = batch.to_pandas(types_mapper=pd.ArrowDtype)
+            writer.write_table(_local_answers(frame, query, mode, definitions, now, payloads, target))
+            if bar is not None:
+                bar.update(len(frame))
+    finally:
+        writer.close()
+        if bar is not None:
+            bar.close()
+    return total
+
+
+def summary_counts(sim: SqlSimulation) -> Mapping[str, Mapping[str, int]]:
+    """{flag: {value text: count}} from `SqlSimulation.summary()` (a small helper for comparisons)."""
+    out: dict[str, dict[str, int]] = {}
+    for row in sim.summary().itertuples(index=False):
+        out.setdefault(str(row.flag), {})[str(row.value)] = int(row.count)  # type: ignore[call-overload]
+    return out
