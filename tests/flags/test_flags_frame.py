@@ -59,7 +59,7 @@ def row_inputs(frame: pd.DataFrame, i: int) -> dict[str, Any]:
     ]
     # a missing cell means "lacks the property" in a frame (the default); in a dict, None would be null
     # typed cells as the frame engine reads them: Python values (the dict API in sdk mode compares numpy
-    # scalars as the SDK does, tests/test_flags_cells.py)
+    # scalars as the SDK does, tests/flags/test_flags_cells.py)
     person = {k: _native(row[k]) for k in keys if not _missing(row[k])}
     groups = {"company": row["group:company"]} if row["group:company"] is not None else {}
     group_props = {

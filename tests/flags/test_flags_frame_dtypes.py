@@ -74,7 +74,7 @@ def _missing(value: Any) -> bool:
 
 def _native(value: Any) -> Any:
     """A typed column's cell as the frame engine reads it: its Python value (what `df.to_dict("records")`
-    gives). The dict API in sdk mode compares a numpy scalar as the SDK does (tests/test_flags_cells.py)."""
+    gives). The dict API in sdk mode compares a numpy scalar as the SDK does (tests/flags/test_flags_cells.py)."""
     if isinstance(value, np.generic) and not isinstance(value, np.datetime64):
         return value.item()
     return value
@@ -118,7 +118,7 @@ def test_unreadable_cells_are_row_errors(dtype: str) -> None:
         cell = frame["p"].iloc[i]
         try:
             # the frame reads a column's cells as the engine's plain values; one it cannot read is a row
-            # error (the dict API instead answers each filter that reads it: tests/test_flags_cells.py)
+            # error (the dict API instead answers each filter that reads it: tests/flags/test_flags_cells.py)
             normalize(cell)
         except BadValueError as exc:
             assert isinstance(out["error"].iloc[i], str) and "'p'" in out["error"].iloc[i], (dtype, i, exc)

@@ -229,7 +229,7 @@ def test_unknown_mode_and_bad_distinct_id_are_clear_errors() -> None:
     with pytest.raises(ValueError, match="distinct_id"):
         evaluate_flag(flag(), None)
     # issue 27 #10: a value outside JSON no longer fails the call; a filter that reads it is unknown,
-    # with a cause naming the property (tests/test_flags_cells.py has the rest)
+    # with a cause naming the property (tests/flags/test_flags_cells.py has the rest)
     reads_p = flag(props=[{"key": "p", "operator": "icontains", "value": "x", "type": "person"}])
     res = evaluate_flag(reads_p, "u1", person_properties={"p": b"\x00", "q": {1, 2}})
     assert res.value is None and "'p'" in (res.inconclusive_cause or "")

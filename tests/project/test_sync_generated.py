@@ -55,7 +55,7 @@ def test_generated_files_say_so_and_are_plain_python(path: str) -> None:
 
 HANDWRITTEN = {"close"}  # lifecycle: the sync close also stops the loop thread
 #: The analyst verbs: both clients' methods delegate to the one function (client.sync_method /
-#: async_method) with its signature and doc; tests/test_session_verbs.py checks them against it.
+#: async_method) with its signature and doc; tests/session/test_session_verbs.py checks them against it.
 SAME_DOC_HANDWRITTEN = {"capture", "capture_frame", "flag_called", "flag_called_frame", "simulate"}
 
 

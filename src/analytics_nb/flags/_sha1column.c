@@ -8,7 +8,7 @@
  *
  * SHA-1 is our own: a portable C compression function and, on x86-64 CPUs with the SHA extensions
  * (detected at import with CPUID), one written with the SHA-NI intrinsics. Both are checked against hashlib
- * in tests/test_flags_hash_native.py. No OpenSSL headers are needed to build this file.
+ * in tests/flags/test_flags_hash_native.py. No OpenSSL headers are needed to build this file.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>

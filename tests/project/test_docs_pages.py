@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-DOCS = Path(__file__).resolve().parents[1] / "docs"
+DOCS = Path(__file__).resolve().parents[2] / "docs"
 PAGES = sorted([*DOCS.glob("get-started/*.md"), *DOCS.glob("how-to/*.md")])
 FENCE = re.compile(r"(?P<skip><!-- not run: [^>]*-->\s*\n)?```python\n(?P<code>.*?)\n```", re.S)
 
