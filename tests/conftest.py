@@ -30,7 +30,6 @@ SLOW_FILES = frozenset(
         "test_simulate_spark.py",
         "test_simulate_dask.py",
         "test_client_tracebacks.py",
-        "test_docs_pages.py",
     }
 )
 """Whole files in the slow tier (each takes 10 s to minutes: servers, JVMs, subprocesses, fuzzing)."""

@@ -22,7 +22,6 @@ pl = pytest.importorskip("polars", reason="the 'polars' extra is not installed")
 duckdb = pytest.importorskip("duckdb", reason="the 'duckdb' extra is not installed")
 import pyarrow.dataset as pads  # noqa: E402
 import pyarrow.parquet as pq  # noqa: E402
-
 from test_simulate_families import (  # noqa: E402
     FLAG_KEYS,
     family_flags,

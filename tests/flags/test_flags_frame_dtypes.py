@@ -74,7 +74,8 @@ def _missing(value: Any) -> bool:
 
 def _native(value: Any) -> Any:
     """A typed column's cell as the frame engine reads it: its Python value (what `df.to_dict("records")`
-    gives). The dict API in sdk mode compares a numpy scalar as the SDK does (tests/flags/test_flags_cells.py)."""
+    gives). The dict API in sdk mode compares a numpy scalar as the SDK does
+    (tests/flags/test_flags_cells.py)."""
     if isinstance(value, np.generic) and not isinstance(value, np.datetime64):
         return value.item()
     return value

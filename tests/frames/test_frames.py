@@ -14,6 +14,7 @@ import pandas as pd
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from test_models import FLAG, PLAYLIST, RECORDING, SYNTHETIC, TRANSFORMATION, USER, V3, V4
 
 from _examples import examples
 from analytics_nb import frames as F
@@ -27,7 +28,6 @@ from analytics_nb.models import (
     RecordingsPage,
     Transformation,
 )
-from test_models import FLAG, PLAYLIST, RECORDING, SYNTHETIC, TRANSFORMATION, USER, V3, V4
 
 ACTIVITY = [
     {

@@ -10,11 +10,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pytest
+from test_models import PLAYLIST, SYNTHETIC
 
 from analytics_nb import frames as F
 from analytics_nb.frames import FrameParts
 from analytics_nb.frames._schema import DTYPES, column, transpose
-from test_models import PLAYLIST, SYNTHETIC
 
 
 def _by_dict_get(dicts: list[dict[str, Any]]) -> dict[str, list[Any]]:

@@ -1,8 +1,8 @@
 """Every Python block of the Get-started and How-to pages runs, in page order, against the embedded sandbox.
 
 A page's blocks share one namespace (as cells of a notebook do). A block that cannot run here (PostHog Cloud
-keys, a warehouse) is preceded by an HTML comment ``<!-- not run: why -->`` and is only compiled, so a typo in it
-still fails. ``Client(...)`` constructions for Cloud are shown in such blocks; the runnable blocks start from
+keys, a warehouse) is preceded by an HTML comment ``<!-- not run: why -->`` and is only compiled, so a typo
+in it still fails. Cloud connections are shown in such blocks; the runnable blocks start from
 ``Client.sandbox()``.
 """
 
@@ -30,19 +30,19 @@ def test_pages_exist() -> None:
     assert all(blocks(p) for p in PAGES), [p.name for p in PAGES if not blocks(p)]
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("page", PAGES, ids=[p.stem for p in PAGES])
 def test_page_runs(page: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("TQDM_DISABLE", "1")
-    for name in ("POSTHOG_HOST", "POSTHOG_PERSONAL_API_KEY", "POSTHOG_PROJECT_API_KEY", "POSTHOG_SECRET_API_KEY"):
+    keys = ("POSTHOG_HOST", "POSTHOG_PERSONAL_API_KEY", "POSTHOG_PROJECT_API_KEY", "POSTHOG_SECRET_API_KEY")
+    for name in keys:
         monkeypatch.delenv(name, raising=False)
     namespace: dict[str, Any] = {"__name__": f"docs_{page.stem}"}
     try:
         for number, (runs, code) in enumerate(blocks(page), 1):
             compiled = compile(code, f"{page.name}[block {number}]", "exec")
             if runs:
-                exec(compiled, namespace)  # noqa: S102 - the docs' own examples
+                exec(compiled, namespace)
     finally:
         client = namespace.get("client")
         if client is not None and hasattr(client, "close"):

@@ -31,7 +31,6 @@ def document(sb: Sandbox) -> dict[str, Any]:
 
 def test_schemathesis_conformance_checks_pass(sb: Sandbox) -> None:
     from hypothesis import HealthCheck, Phase, given, settings
-
     from schemathesis import checks
 
     conformance = [

@@ -3,8 +3,9 @@
 Issue 27 measured 42 conformance failures (26 schema-valid requests refused, 15 schema-violating ones
 accepted, 1 stateful link). The document now says what the server (and PostHog) accept; this bounded run
 (few examples per operation, fixed seed) checks that positive requests are accepted and negative ones
-refused, with the documented exceptions in ``tests/sandbox/schemathesis/schemathesis.toml``. The count of failures
-it still finds is pinned at ``KNOWN_FAILURES`` (listed in the README); it may only go down.
+refused, with the documented exceptions in ``tests/sandbox/schemathesis/schemathesis.toml``.
+The count of failures it still finds is pinned at ``KNOWN_FAILURES`` (listed in the README); it may only
+go down.
 """
 
 from __future__ import annotations

@@ -10,11 +10,11 @@ from typing import Any
 
 import pandas as pd
 import pytest
+from test_simulate_families import family_flags, person_frame
 
 from analytics_nb.simulation import simulate
 from analytics_nb.simulation._definitions import live_flags, load_definitions
 from analytics_nb.simulation._spark import simulate_spark, spark_batches, spark_columns
-from test_simulate_families import family_flags, person_frame
 
 
 def _text(v: Any) -> Any:
