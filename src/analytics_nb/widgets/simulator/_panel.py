@@ -70,6 +70,9 @@ class FlagSimulator(Panel):
         self.max_rows = max_rows
         self.max_sets = max_sets  # the most property sets load() takes (a larger frame: sample= or code)
         self.chunk_size = 50  # remote rows per simulate() call, so that the progress bar moves
+        #: what a property the sets have no column for means in local runs (``simulate``'s
+        #: ``missing_columns``): "unknown" (NA where the answer depends on it) or "not_set"
+        self.missing_columns: Literal["unknown", "not_set"] = "unknown"
         self._definitions: Definitions | None = None  # the current, unedited definitions
         self.simulation: SimulationResult | None = None
         self.result: pd.DataFrame | None = None
@@ -342,8 +345,12 @@ class FlagSimulator(Panel):
                     client=self._live_client() if engine != "local" else None,
                     definitions=definitions,
                     progress=False,
+                    missing_columns=self.missing_columns,
                 )
-            moves = whatif(frame, current, edited, flags=flags).moves if edited is not None else None
+            moves = None
+            if edited is not None:
+                changed = whatif(frame, current, edited, flags=flags, missing_columns=self.missing_columns)
+                moves = changed.moves
             return sim, moves
 
         ok, value = self._attempt(
