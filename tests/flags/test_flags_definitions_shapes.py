@@ -268,8 +268,12 @@ def test_evaluate_frame_of_a_client_flags_frame_gives_every_flag(sandbox: Any) -
     )
     out = evaluate_frame(props, flags_frame, group_type_mapping=payload.group_type_mapping)
     assert [c for c in out.columns if c not in ("distinct_id", "error")] == live  # was: no flag column at all
-    sim = simulate(
-        props, engine="local", definitions=flags_frame, group_type_mapping=payload.group_type_mapping
+    sim = simulate(  # evaluate_frame reads a missing column as "not set"; simulate does when told so
+        props,
+        engine="local",
+        definitions=flags_frame,
+        group_type_mapping=payload.group_type_mapping,
+        missing_columns="not_set",
     ).frame
     pd.testing.assert_frame_equal(
         out[live].astype(object).reset_index(drop=True),

@@ -324,7 +324,7 @@ def test_partial_errors_keep_computed_flags() -> None:
     )
     assert (
         detailed.values == {"a": True}
-        and detailed.failed == {"b"}
+        and detailed.failed == {"b": "no reason given"}  # failed flags carry their reason (NA, never False)
         and detailed.reasons == {"a": "condition_match"}
     )
 

@@ -59,7 +59,8 @@ def _decides(sb: Sandbox) -> int:
 def test_both_on_a_grid_agree_fully_for_ids_without_stored_properties(
     client: Client, fresh: pd.DataFrame
 ) -> None:
-    result = simulate(fresh, engine="both", client=client)
+    # these ids have no stored persons, so a missing column is "not set" for the service too
+    result = simulate(fresh, engine="both", client=client, missing_columns="not_set")
     assert result.agreement is not None and result.differences is not None
     assert len(result.agreement) >= 12
     assert result.agreement["share"].eq(1.0).all(), result.differences.head(20).to_string()
@@ -106,7 +107,10 @@ def test_stored_person_properties_show_up_as_a_difference_with_the_cause(
         {"distinct_id": "sim-stored-1", "plan": "free", "country": "FR"},
         {"distinct_id": "sim-fresh-1", "plan": "free", "country": "FR"},
     ]
-    result = simulate(rows, ["beta-feature", "new-checkout"], engine="both", client=client)
+    # the analyst says a missing column means "not set": the stored person then shows up as a difference
+    result = simulate(
+        rows, ["beta-feature", "new-checkout"], engine="both", client=client, missing_columns="not_set"
+    )
     diff = result.differences
     assert diff is not None and len(diff) == 1
     row = diff.iloc[0]
@@ -207,7 +211,7 @@ def test_async_client(sandbox: Sandbox, fresh: pd.DataFrame) -> None:
             project_id=sandbox.project_id,
             progress=False,
         ) as aclient:
-            direct = await asimulate(fresh.head(10), engine="both", client=aclient)
+            direct = await asimulate(fresh.head(10), engine="both", client=aclient, missing_columns="not_set")
             via_client = await aclient.simulate(fresh.head(10), ["gradual-rollout"])
             assert via_client.frame["gradual-rollout"].tolist() == direct.frame["gradual-rollout"].tolist()
             return direct.agreement
@@ -251,7 +255,8 @@ def test_geoip_difference_when_an_ip_is_given(empty_sandbox: Sandbox) -> None:
         project_id=sb.project_id,
         progress=False,
     ) as c:
-        result = simulate(rows, engine="both", client=c)
+        # "not set" for the absent $geoip_country_code column, so the GeoIP difference shows with its cause
+        result = simulate(rows, engine="both", client=c, missing_columns="not_set")
     assert result.remote["geo-us"].tolist() == [True, False]
     assert result.local["geo-us"].tolist() == [False, False]
     diff = result.differences
