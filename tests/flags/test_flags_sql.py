@@ -313,3 +313,51 @@ def test_simulate_sql_reads_a_duckdb_relation_and_counts_in_sql() -> None:
         assert counts == {"true": 666, "false": 334}
     finally:
         sim.close()
+
+
+def test_server_mode_sql_follows_early_exit_and_leaves_an_unknown_dependency_to_the_engine() -> None:
+    """Server mode after the engine's change: early_exit stops at a matched condition outside its rollout
+    (the SQL used to fall through to the next condition), and an undecided condition (a dependency on a
+    flag not in the definitions) is not a no-match: the SQL leaves those rows to the local engine."""
+    ids: list[Any] = [f"user-{i}" for i in range(200)]
+    ids[3] = None  # compare() checks the error row too
+    frame = pd.DataFrame({"distinct_id": pd.array(ids, dtype="string"), "plan": ["pro"] * 200})
+    defs = [
+        {
+            "key": "exit",
+            "active": True,
+            "filters": {
+                "early_exit": True,
+                "groups": [
+                    {
+                        "properties": [
+                            {"key": "plan", "value": "pro", "operator": "exact", "type": "person"}
+                        ],
+                        "rollout_percentage": 50,
+                    },
+                    {"properties": [], "rollout_percentage": 100},
+                ],
+            },
+        },
+        {
+            "key": "dep",
+            "active": True,
+            "filters": {
+                "groups": [
+                    {
+                        "properties": [
+                            {"key": "absent", "value": True, "operator": "flag_evaluates_to", "type": "flag"}
+                        ],
+                        "rollout_percentage": 100,
+                    },
+                    {"properties": [], "rollout_percentage": 100},
+                ]
+            },
+        },
+    ]
+    want = evaluate_frame(frame, defs, mode="server", reasons=True, now=NOW)
+    got, query = run_sql(frame, defs, engine="duckdb", mode="server", now=NOW)
+    compare(got, want, query)
+    stopped = got["exit:reason"] == "out_of_rollout_bound"
+    assert 0 < stopped.sum() < len(frame) and (got.loc[stopped, "exit:condition_index"] == 0).all()
+    assert (got["dep:reason"].dropna() == NEEDS_LOCAL).all() and got["dep:reason"].notna().sum() == 199

@@ -665,10 +665,13 @@ class _FlagCompiler:
                 uses_rollout = True
             matched = is_true if in_rollout is None else exp.and_(is_true, in_rollout)
             whens.append((matched, self.match(cond)))
-            if not o.server and flag.early_exit and in_rollout is not None:
+            if flag.early_exit and in_rollout is not None:
+                # early_exit stops at a condition whose properties match outside its rollout, in both modes
+                # (PostHog PR #57321; the engine's `_evaluate_server` / `_evaluate_sdk`). In server mode no
+                # earlier condition is open here: an undecided one sent the row to the local engine above.
                 earlier_open = [exp.EQ(this=k, expression=o.lit(_INCONCLUSIVE)) for k in codes[:-1]]
                 stop = self.oid("false", None, "out_of_rollout_bound", cond.index)
-                if earlier_open:
+                if earlier_open and not o.server:
                     stop = o.case(
                         [(exp.or_(*earlier_open), self.oid("unknown", None, "inconclusive", None))], stop
                     )
@@ -697,9 +700,12 @@ class _FlagCompiler:
         def any_is(*codes: int) -> Any:
             return exp.or_(*[exp.In(this=c.copy(), expressions=[o.lit(x) for x in codes]) for c in names])
 
-        false_codes = (_FALSE, _INCONCLUSIVE) if o.server else (_FALSE,)
+        # Server mode: an undecided filter (e.g. an unknown dependency) no longer counts as no match; the
+        # engine then answers only when every outcome of the unknown gives the same answer (its `_Pending`),
+        # which SQL does not express, so such a row goes to the local engine (code _LOCAL).
+        local_codes = (_LOCAL, _INCONCLUSIVE) if o.server else (_LOCAL,)
         code = o.case(
-            [(any_is(*false_codes), o.lit(_FALSE)), (any_is(_LOCAL), o.lit(_LOCAL))]
+            [(any_is(_FALSE), o.lit(_FALSE)), (any_is(*local_codes), o.lit(_LOCAL))]
             + ([] if o.server else [(any_is(_INCONCLUSIVE), o.lit(_INCONCLUSIVE))]),
             o.lit(_TRUE),
         )
