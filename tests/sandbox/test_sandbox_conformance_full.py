@@ -10,6 +10,7 @@ go down.
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
@@ -58,7 +59,12 @@ def test_positive_and_negative_requests_conform_in_a_bounded_run(tmp_path: Path)
             "-w",
             "2",
         ]
-        out = subprocess.run(cmd, capture_output=True, text=True, timeout=900, cwd=tmp_path, check=False)
+        # schemathesis.toml sends the project token to the definitions endpoints (they refuse a personal key
+        # without it, as the Rust service does); the token is public, the personal key stays in -H only.
+        env = {**os.environ, "SANDBOX_PROJECT_TOKEN": sb.project_api_key}
+        out = subprocess.run(
+            cmd, capture_output=True, text=True, timeout=900, cwd=tmp_path, check=False, env=env
+        )
     text = out.stdout + out.stderr
     assert sb.personal_api_key not in text
     found = re.search(r"(\d+) unique failures", text)
