@@ -42,11 +42,18 @@ def test_one_bad_flag_never_stops_the_others(empty_sandbox: Sandbox) -> None:
     _store_flag(sb, "also-good", everyone)
     with httpx.Client(base_url=sb.url, timeout=10) as http:
         v3 = _decide(http, sb, "/decide/?v=3")
-        assert v3["featureFlags"] == {"good": True, "also-good": True}
+        # The legacy map keeps every record, a failed one as its `enabled: false`
+        # (rust/feature-flags/src/api/types.rs `LegacyFlagsResponse::from_response`); the failure is told by
+        # errorsWhileComputingFlags and, per flag, by `failed: true` in the detailed and typed records below.
+        assert v3["featureFlags"] == {"good": True, "also-good": True, "broken": False}
         assert v3["errorsWhileComputingFlags"] is True
         detailed = _decide(http, sb, "/flags/?v=2")
         assert detailed["flags"]["broken"]["failed"] is True
         assert detailed["flags"]["good"]["enabled"] is True and detailed["flags"]["also-good"]["enabled"]
+        # posthog-python 7.91.1's default shape: the failed flag has no value
+        typed = _decide(http, sb, "/flags/?v=4")
+        assert typed["flags"]["broken"]["failed"] is True and typed["flags"]["broken"]["value"] is None
+        assert typed["flags"]["good"]["value"] is True and typed["flags"]["also-good"]["value"] is True
         # asking only for a good flag is answered without error
         only = _decide(http, sb, "/flags/?v=2", flag_keys_to_evaluate=["good"])
         assert set(only["flags"]) == {"good"} and only["errorsWhileComputingFlags"] is False

@@ -429,3 +429,16 @@ def test_created_by_email_and_recordings_count(cloud: Sandbox) -> None:
     assert str(frame["recordings_count"].dtype) == "Int64"
     assert list(frame.columns).index("recordings_count") == list(frame.columns).index("filters") - 1
     del other_id
+
+
+def test_recordings_limit_at_sqlite_maximum_is_answered_not_500(cloud: Sandbox) -> None:
+    """Found by the bounded schemathesis run: `limit=2**63-1` (the largest value accepted) made the
+    one-more-row probe overflow SQLite's integer (500). It is answered, paged as any large limit."""
+    with api(cloud) as http:
+        biggest = str(2**63 - 1)
+        r = http.get(
+            "/api/projects/@current/session_recordings/", params={"limit": biggest, "offset": biggest}
+        )
+        assert r.status_code == 200 and r.json()["results"] == [] and r.json()["has_next"] is False
+        r = http.get("/api/projects/@current/session_recordings/", params={"limit": biggest})
+        assert r.status_code == 200 and r.json()["has_next"] is False

@@ -25,7 +25,15 @@ from .._auth import UNSUPPORTED, User, users_by_id
 from .._context import SandboxContext, context_of
 from .._endpoints import Endpoint, Query
 from .._errors import APIError, not_found, server_error, validation_error
-from .._http import SafeJSONResponse, int_param, page_links, page_response, parse_json_body, read_body
+from .._http import (
+    MAX_INT_PARAM,
+    SafeJSONResponse,
+    int_param,
+    page_links,
+    page_response,
+    parse_json_body,
+    read_body,
+)
 from .._store import Store, dumps, loads, now_iso
 from .._validation import Bool, Char, Choice, JSONValue, RequestModel, validate
 from .synthetic_playlists import (
@@ -857,9 +865,11 @@ async def list_recordings(request: Request) -> Response:
     where, params = "project_id=? AND start_time>=?", [project_id, date_from]
     if date_to is not None:
         where, params = where + " AND start_time<=?", [*params, date_to]
+    # One more row than asked tells `has_next`; a limit at SQLite's maximum cannot take the extra one.
+    fetch = min(limit, MAX_INT_PARAM - 1) + 1
     rows = ctx.store.query(
         f"SELECT * FROM recordings WHERE {where} ORDER BY start_time DESC LIMIT ? OFFSET ?",
-        [*params, limit + 1, offset],
+        [*params, fetch, offset],
     )
     return _recordings_response(rows[:limit], has_next=len(rows) > limit)
 
