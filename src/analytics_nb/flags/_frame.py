@@ -1352,7 +1352,28 @@ def evaluate_frame(
     """Evaluate flags for every row of `frame` (one user per row); see FrameEvaluator for what-if re-runs,
     missing cells (`nulls`), the instant relative dates are read against (`now`), the input families and
     the other options. The result is in the frame's family
-    (Polars in, Polars out; Arrow in, Arrow out) or in `output` ("pandas", "polars", "arrow")."""
+    (Polars in, Polars out; Arrow in, Arrow out) or in `output` ("pandas", "polars", "arrow").
+
+    Args:
+        frame: One row per person: ``distinct_id`` plus property columns (pandas, Polars, Arrow, DuckDB, a
+            parquet path).
+        flags: The flag definitions (any shape `read_definitions` reads).
+        mode: ``"server"`` or ``"sdk"``.
+        cohorts: ``{cohort id: cohort filters}``. None: the definitions'.
+        group_type_mapping: ``{group type index: name}``. None: the definitions'.
+        payloads: Add ``<key>:payload`` columns.
+        reasons: Add ``<key>:reason`` and ``<key>:condition_index`` columns.
+        strict: Raise on a bad definition instead of answering reason "error".
+        property_matching_version: 1 or 2. None: the definitions', else 1.
+        timezone: The project's IANA time zone. None: the definitions', else UTC.
+        nulls: ``"absent"`` (a missing cell means the person lacks the property) or ``"null"`` (it holds
+            null).
+        output: ``"pandas"``, ``"polars"`` or ``"arrow"``. None: the frame's family.
+        now: The instant relative dates are read against. None: now.
+
+    Returns:
+        ``distinct_id`` and one column per flag (NA where the answer is unknown), in the chosen family.
+    """
     evaluator = FrameEvaluator(
         frame,
         flags,

@@ -384,6 +384,18 @@ def simulate_dask(
     ``definitions`` as for `simulate` (JSON, dicts, models, a LocalEvaluationResponse, a flags DataFrame).
     A repeated distinct_id is refused as in `simulate` (`SimulationInputError`), counted on the cluster
     before the result is built (one pass over the ids); ``check_ids=False`` skips it.
+
+    Args:
+        ddf: A Dask DataFrame of property sets (``distinct_id`` plus property columns).
+        flags: Flag keys to evaluate. None: every flag of the definitions.
+        definitions: The flag definitions (required: the cluster does not call PostHog).
+        mode: ``"server"`` or ``"sdk"``.
+        payloads: Add ``<key>:payload`` columns.
+        group_type_mapping: ``{group type index: name}``. None: the definitions'.
+        check_ids: Count repeated distinct ids on the cluster first (one pass over the ids).
+
+    Returns:
+        A lazy `DaskSimulation`.
     """
     if not is_dask(ddf):
         raise SimulationInputError(

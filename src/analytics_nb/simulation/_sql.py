@@ -353,6 +353,21 @@ def simulate_sql(
     Flags and rows the SQL leaves to the local engine (`SqlSimulation.local_flags`, `.local_rows`) are
     evaluated by `flags.evaluate_frame` in batches of `batch_rows`, so every answer is the local engine's
     (mode "server" or "sdk"); relative dates are read against one instant, `now` (default: the call).
+
+    Args:
+        source: A parquet path (file or folder), a DuckDB relation, a pandas frame or an Arrow table.
+        definitions: The flag definitions (any shape `flags.read_definitions` reads).
+        mode: ``"server"`` or ``"sdk"``.
+        out: The parquet file for the answers. None: a temporary file deleted by ``close()``.
+        memory_limit: DuckDB's memory limit; beyond it DuckDB spills to disk.
+        threads: DuckDB's threads. None: DuckDB's default.
+        payloads: Add ``<flag>:payload`` columns.
+        now: The instant relative dates are read against. None: the call.
+        batch_rows: Rows per batch for what the local engine evaluates.
+        progress: Show a progress bar for the local engine's batches.
+
+    Returns:
+        The `SqlSimulation`.
     """
     import duckdb
 
