@@ -207,9 +207,11 @@ class AsyncApiClient(_Common):
         max_retries: Retries of a failed request (network errors, 5xx, 408, 429), with jittered backoff.
         rate_limit: Keep under the service's per-key rate limits on the client side.
         max_concurrency: Requests in flight at once for listings and bulk calls.
-        progress: Progress bars on long listings. None: automatic (a notebook, not ``TQDM_DISABLE``).
+        progress: Progress bars on long listings; False hides them. None: shown unless ``TQDM_DISABLE`` is
+            set.
         retry_backoff: The first retry's wait in seconds; it doubles per attempt.
-        max_retry_wait: The longest wait between retries, also for a ``Retry-After``, in seconds.
+        max_retry_wait: The longest wait between retries, in seconds; a ``Retry-After`` asking more is not
+            waited for.
         transport: An httpx transport to send through (tests, proxies). None: the default.
         http_transport: ``"auto"`` (aiohttp under httpx with the ``fast`` extra), ``"aiohttp"`` or
             ``"httpx"``.
@@ -382,9 +384,11 @@ class ApiClient(ApiClientMethods, _Common):
         max_retries: Retries of a failed request (network errors, 5xx, 408, 429), with jittered backoff.
         rate_limit: Keep under the service's per-key rate limits on the client side.
         max_concurrency: Requests in flight at once for listings and bulk calls.
-        progress: Progress bars on long listings. None: automatic (a notebook, not ``TQDM_DISABLE``).
+        progress: Progress bars on long listings; False hides them. None: shown unless ``TQDM_DISABLE`` is
+            set.
         retry_backoff: The first retry's wait in seconds; it doubles per attempt.
-        max_retry_wait: The longest wait between retries, also for a ``Retry-After``, in seconds.
+        max_retry_wait: The longest wait between retries, in seconds; a ``Retry-After`` asking more is not
+            waited for.
         transport: An httpx transport to send through (tests, proxies). None: the default.
         http_transport: ``"auto"`` (aiohttp under httpx with the ``fast`` extra), ``"aiohttp"`` or
             ``"httpx"``.
