@@ -94,10 +94,11 @@ def test_page_runs(page: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
                 if runs:
                     exec(compiled, namespace)
     finally:
-        for value in list(namespace.values()):
-            close = getattr(value, "close", None)
-            if type(value).__name__ in ("Client", "AsyncClient") and callable(close):
-                close()
+        for value in list(namespace.values()):  # a failed block leaves no client or sandbox running
+            if type(value).__name__ == "Client":
+                value.close()
+            elif type(value).__name__ in ("Sandbox", "ProcessSandbox"):
+                value.stop()  # idempotent
     assert os.environ.get("TQDM_DISABLE") == "1"
 
 
