@@ -24,6 +24,7 @@ from analytics_nb import session, simulation, widgets  # noqa: E402
 
 #: Modules whose ``__all__`` functions are entry points (every one must document every parameter).
 FUNCTION_MODULES = (
+    "analytics_nb.sandbox",
     "analytics_nb.capture",
     "analytics_nb.flags",
     "analytics_nb.simulation",
@@ -44,12 +45,20 @@ CLASSES: tuple[type, ...] = (
     client_part.Projects,
     client_part.Organizations,
     simulation.WhatIf,
+    simulation.SimulationResult,
+    simulation.DaskSimulation,
+    simulation.SqlSimulation,
+    analytics_nb.flags.FrameEvaluator,
     widgets.PlaylistEditor,
     widgets.FlagSimulator,
     widgets.TransformationsBrowser,
 )
-#: The resources are made by the client (``client.playlists``), never by the user: no constructor docs.
+#: Made by the client (``client.playlists``) or returned by a function (``simulate``), never by the user: no
+#: constructor docs.
 NOT_CONSTRUCTED = {
+    simulation.SimulationResult,
+    simulation.DaskSimulation,
+    simulation.SqlSimulation,
     client_part.Playlists,
     client_part.HogFunctions,
     client_part.HogFunctionTemplates,

@@ -288,7 +288,23 @@ def launch(
     """Start a sandbox server in a background thread and return its handle (call `stop()` when done).
 
     The owner's key is stored in the database: a restart on the same `db` file has the same key;
-    `rotate_key=True` makes a new one and revokes the old one."""
+    `rotate_key=True` makes a new one and revokes the old one.
+
+    Args:
+        seed: ``"demo"`` or ``"empty"``.
+        profile: ``"spec"`` or ``"cloud"``.
+        db: A SQLite file that keeps the data between runs. None: in memory.
+        port: The port. 0: a free one.
+        host: The bind address (keep 127.0.0.1).
+        rate_limits: True/False, or ``{"playlists": per_minute, ...}``. None: the profile's.
+        geoip: Add ``$geoip_*`` properties from an ``ip``.
+        admin: Serve the fault endpoint ``/_sandbox/faults``.
+        fault_seed: The seed of the fault draws.
+        rotate_key: Replace the owner key stored in ``db``.
+
+    Returns:
+        The `Sandbox` handle.
+    """
     app = create_app(
         db=db,
         seed=seed,
@@ -358,6 +374,23 @@ def start(
 
     `mode="process"` runs it in a child process instead (a :class:`ProcessSandbox`: no GIL sharing with the
     caller; faults through the admin endpoint; no `events()`/`requests()`/`set_person`).
+
+    Args:
+        seed: ``"demo"`` (playlists, flags, persons, Hog functions) or ``"empty"``.
+        profile: ``"spec"`` (the published API) or ``"cloud"`` (adds PostHog Cloud's refusals and rate
+            limits).
+        db: A SQLite file that keeps the data between runs. None: in memory.
+        port: The port. 0: a free one.
+        host: The bind address (keep 127.0.0.1: the sandbox is for this machine).
+        rate_limits: True/False, or ``{"playlists": per_minute, ...}``. None: the profile's.
+        geoip: Add ``$geoip_*`` properties from an ``ip`` (needs the ``geo`` extra).
+        admin: Serve the fault endpoint ``/_sandbox/faults`` (owner key only).
+        fault_seed: The seed of the fault draws (a run is repeatable).
+        mode: ``"thread"`` (in this process) or ``"process"`` (a child process).
+        rotate_key: Replace the owner key stored in ``db`` (the old one stops working).
+
+    Yields:
+        The `Sandbox` (or `ProcessSandbox`) handle.
     """
     if mode == "process":
         if isinstance(rate_limits, dict):
@@ -494,7 +527,21 @@ def launch_process(
     fault_seed: int = 0,
     rotate_key: bool = False,
 ) -> ProcessSandbox:
-    """Start `analytics-nb sandbox` in a child process (admin endpoint on) and return its handle."""
+    """Start `analytics-nb sandbox` in a child process (admin endpoint on) and return its handle.
+
+    Args:
+        seed: ``"demo"`` or ``"empty"``.
+        profile: ``"spec"`` or ``"cloud"``.
+        db: A SQLite file. None: in memory.
+        port: The port. 0: a free one.
+        host: The bind address.
+        rate_limits: True/False. None: the profile's.
+        fault_seed: The seed of the fault draws.
+        rotate_key: Replace the owner key stored in ``db``.
+
+    Returns:
+        The `ProcessSandbox` handle.
+    """
     if isinstance(rate_limits, dict):
         raise ValueError(
             "process mode takes rate_limits=None, True or False (custom rates need mode='thread')"

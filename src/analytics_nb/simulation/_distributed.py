@@ -296,7 +296,14 @@ class DaskSimulation:
         return parts
 
     def summary(self, flags: Sequence[str] | None = None) -> pd.DataFrame:
-        """As `SimulationResult.summary`: per-partition value counts, added up on the cluster."""
+        """As `SimulationResult.summary`: per-partition value counts, added up on the cluster.
+
+        Args:
+            flags: Only these flags. None: every flag.
+
+        Returns:
+            One row per (flag, value), as pandas.
+        """
         dask, _ = _dask()
         keys = list(flags) if flags is not None else self.flag_keys
         counts = [dask.delayed(_counts_part)(p, keys) for p in self._delayed_parts(self.frame)]
@@ -312,7 +319,17 @@ class DaskSimulation:
         margins: bool = False,
     ) -> pd.DataFrame:
         """As `SimulationResult.crosstab` (``by`` a column of the inputs): counts per partition, added up on
-        the cluster; only the (property value, flag value) counts come back."""
+        the cluster; only the (property value, flag value) counts come back.
+
+        Args:
+            flag: The flag key.
+            by: A column of the inputs.
+            normalize: Shares instead of counts, as ``pandas.crosstab`` takes it.
+            margins: Add row and column totals.
+
+        Returns:
+            The table, as pandas.
+        """
         dask, _ = _dask()
         if flag not in self.flag_keys:
             raise SimulationInputError(f"flag {flag!r} is not in this result.", key=flag)
@@ -332,7 +349,14 @@ class DaskSimulation:
     def whatif(self, edited: Any) -> DaskWhatIf:
         """Re-evaluate only the flags ``edited`` changes (and what they depend on), lazily; count the moves
         on the cluster. Persist ``.frame`` first (``result.frame = result.frame.persist()``) so the base
-        results are not computed again."""
+        results are not computed again.
+
+        Args:
+            edited: The edited definitions.
+
+        Returns:
+            The lazy what-if result (``.moves``, ``.edited``).
+        """
         dask, dd = _dask()
         edited_defs = live_flags(load_definitions(edited))
         edited_defs.group_type_mapping = {
