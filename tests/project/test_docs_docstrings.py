@@ -25,6 +25,7 @@ from analytics_nb import session, simulation, widgets  # noqa: E402
 #: Modules whose ``__all__`` functions are entry points (every one must document every parameter).
 FUNCTION_MODULES = (
     "analytics_nb.sandbox",
+    "analytics_nb.models",
     "analytics_nb.capture",
     "analytics_nb.flags",
     "analytics_nb.simulation",
@@ -49,6 +50,9 @@ CLASSES: tuple[type, ...] = (
     simulation.DaskSimulation,
     simulation.SqlSimulation,
     analytics_nb.flags.FrameEvaluator,
+    analytics_nb.sandbox.Sandbox,
+    analytics_nb.sandbox.Faults,
+    analytics_nb.models.DecideResponse,
     widgets.PlaylistEditor,
     widgets.FlagSimulator,
     widgets.TransformationsBrowser,
@@ -56,6 +60,9 @@ CLASSES: tuple[type, ...] = (
 #: Made by the client (``client.playlists``) or returned by a function (``simulate``), never by the user: no
 #: constructor docs.
 NOT_CONSTRUCTED = {
+    analytics_nb.sandbox.Sandbox,
+    analytics_nb.sandbox.Faults,
+    analytics_nb.models.DecideResponse,
     simulation.SimulationResult,
     simulation.DaskSimulation,
     simulation.SqlSimulation,
