@@ -442,3 +442,53 @@ def test_recordings_limit_at_sqlite_maximum_is_answered_not_500(cloud: Sandbox) 
         assert r.status_code == 200 and r.json()["results"] == [] and r.json()["has_next"] is False
         r = http.get("/api/projects/@current/session_recordings/", params={"limit": biggest})
         assert r.status_code == 200 and r.json()["has_next"] is False
+
+
+def _saved_filter_with_recordings(sb: Sandbox, http: httpx.Client) -> tuple[str, list[str], list[str]]:
+    """A saved filter and 60 recordings of the last day (60-119 s long) plus 5 of 5-6 days ago."""
+    now = datetime.now(UTC)
+    recent = [
+        sb.add_recording(start_time=now - timedelta(minutes=10 + i), duration=60 + i) for i in range(60)
+    ]
+    older = [sb.add_recording(start_time=now - timedelta(days=5, hours=i)) for i in range(5)]
+    saved = _create(http, sb, type="filters", name="saved", filters={"date_from": "-7d"})
+    return saved["short_id"], recent, older
+
+
+def test_saved_filter_recordings_take_the_query_defaults_not_the_stored_filters(cloud: Sandbox) -> None:
+    """session_recording_playlist_api.py `recordings`: a saved filter's query is
+    `RecordingsQuery.model_validate(query_as_params_to_dict(request.GET))` with `session_ids` = its pinned
+    items (none: every recording); its stored `filters` are not read. Defaults from
+    frontend/src/queries/schema/schema-general.ts `RecordingsQuery` (`date_from` "-3d", `order` "start_time",
+    descending) and `SessionRecordingListFromQuery.SESSION_RECORDINGS_DEFAULT_LIMIT` (50, `has_next`);
+    T::test_get_pinned_recordings_for_playlist's "a missing session is simply absent" holds for it too."""
+    with api(cloud) as http:
+        short_id, recent, older = _saved_filter_with_recordings(cloud, http)
+        path = _path(cloud, f"{short_id}/recordings/")
+        default = http.get(path).json()
+        assert [r["id"] for r in default["results"]] == recent[:50]  # last 3 days, newest first, 50
+        assert default["has_next"] is True
+        second = http.get(path, params={"offset": 50}).json()
+        assert [r["id"] for r in second["results"]] == recent[50:] and second["has_next"] is False
+        week = http.get(path, params={"date_from": "-7d", "limit": 100}).json()
+        assert {r["id"] for r in week["results"]} == set(recent + older)
+        oldest_first = http.get(path, params={"date_from": "-7d", "order_direction": "ASC", "limit": 3})
+        assert [r["id"] for r in oldest_first.json()["results"]] == older[::-1][:3]
+        longest = http.get(path, params={"order": "duration", "limit": 1}).json()["results"]
+        assert [r["id"] for r in longest] == [recent[-1]]
+        over = '[{"type": "recording", "key": "duration", "operator": "gt", "value": 109}]'
+        narrowed = http.get(path, params={"having_predicates": over}).json()["results"]
+        assert {r["id"] for r in narrowed} == set(recent[50:])
+        bad = http.get(path, params={"order": "nonsense"})
+        assert bad.status_code == 400 and error(bad)["attr"] == "order"
+        with_tests = http.get(path, params={"filter_test_accounts": "true"}).json()
+        assert len(with_tests["results"]) == 50  # no test-account filters on the sandbox's team
+
+
+def test_session_recordings_with_empty_session_ids_lists_every_recording(cloud: Sandbox) -> None:
+    """session_recording_api.py `list_recordings_from_query`: an empty `session_ids` is falsy, so the query
+    runs over every recording (with the defaults above), not over none."""
+    cloud.add_recording(start_time=datetime.now(UTC) - timedelta(hours=1))
+    with api(cloud) as http:
+        got = http.get("/api/projects/@current/session_recordings/", params={"session_ids": "[]"}).json()
+    assert len(got["results"]) == 1
