@@ -492,3 +492,36 @@ def test_session_recordings_with_empty_session_ids_lists_every_recording(cloud: 
     with api(cloud) as http:
         got = http.get("/api/projects/@current/session_recordings/", params={"session_ids": "[]"}).json()
     assert len(got["results"]) == 1
+
+
+def test_new_url_playlists_read_every_url_a_session_visited(cloud: Sandbox) -> None:
+    """synthetic_playlists.py, `NewUrlsSyntheticPlaylistSource._get_new_urls_with_sessions`: the URLs are
+    `session_replay_events.all_urls` (every URL a session visited, not only its first), each dated by the
+    session's start; a pattern is new when its oldest sighting in the last 90 days falls within the last 14
+    (a URL visited mid-session 40 days ago is not new); a session counts once per pattern; top 20 by
+    sessions, then by pattern; the description names both windows."""
+    now = datetime.now(UTC)
+    shop = "https://shop.example.com"
+    cloud.add_recording(start_time=now - timedelta(days=40), urls=[f"{shop}/", f"{shop}/cart"])
+    cloud.add_recording(start_time=now - timedelta(days=120), urls=[f"{shop}/", f"{shop}/ancient"])
+    both = cloud.add_recording(
+        start_time=now - timedelta(days=1),
+        urls=[f"{shop}/", f"{shop}/cart", f"{shop}/gift/7", f"{shop}/gift/8", f"{shop}/ancient"],
+    )
+    gift_only = cloud.add_recording(start_time=now - timedelta(days=3), urls=[f"{shop}/gift/9?ref=x"])
+    cloud.add_recording(start_time=now - timedelta(days=2), urls=[""])
+    cloud.set_switch("new_url_playlists")
+    with api(cloud) as http:
+        listed = [
+            p for p in http.get(_path(cloud)).json()["results"] if p["short_id"].startswith("synthetic-new")
+        ]
+        by_name = {p["name"]: p for p in listed}
+        assert set(by_name) == {f"New URL: {shop}/gift/{{id}}", f"New URL: {shop}/ancient"}
+        gift = by_name[f"New URL: {shop}/gift/{{id}}"]
+        assert gift["recordings_counts"]["collection"]["count"] == 2
+        assert listed[0] is gift and gift["id"] == -1000  # most sessions first
+        assert gift["description"] == (
+            "Recordings from the last 14 days on a page not previously seen within the last 90 days"
+        )
+        recs = http.get(_path(cloud, gift["short_id"] + "/recordings/")).json()["results"]
+    assert {r["id"] for r in recs} == {both, gift_only}

@@ -162,6 +162,7 @@ class Sandbox:
         person_properties: dict[str, Any] | None = None,
         playlist: str | None = None,
         long_term: bool = False,
+        urls: list[str] | None = None,
     ) -> str:
         """Store a recording as if it had been ingested (playlists only list ingested ones) and return its id.
 
@@ -171,7 +172,8 @@ class Sandbox:
         `distinct_id` merged with `person_properties`. `playlist` (a collection's short_id) also adds it
         there, as `POST .../recordings/<id>/` would. A new uuid4 is used when `session_id` is None.
         `long_term=True` marks it persisted to long-term storage: a collection answers it even when it
-        started more than a year ago (PostHog loads those by id from Postgres).
+        started more than a year ago (PostHog loads those by id from Postgres). `urls`: every URL the session
+        visited (PostHog's `all_urls`, read by the "New URL" synthetic playlists; `start_url` by default).
         """
         return playlists.insert_recording(
             self.ctx.store,
@@ -188,6 +190,7 @@ class Sandbox:
             person_properties=person_properties,
             playlist=playlist,
             long_term=long_term,
+            urls=urls,
         )
 
     def set_switch(self, name: str, on: bool = True) -> None:

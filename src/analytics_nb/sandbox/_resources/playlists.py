@@ -84,7 +84,7 @@ BULK_MAX = 20
 _ALNUM = string.ascii_letters + string.digits
 
 #: Columns newer than some database files (`_seeding.open_store` adds them when missing).
-ADDED_COLUMNS = (("recordings", "lts", "INTEGER NOT NULL DEFAULT 0"),)
+ADDED_COLUMNS = (("recordings", "lts", "INTEGER NOT NULL DEFAULT 0"), ("recordings", "urls", "TEXT"))
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS recordings (
@@ -109,6 +109,8 @@ CREATE TABLE IF NOT EXISTS recordings (
     -- 1: persisted to long-term storage (PostHog's `SessionRecording.object_storage_path` set): loaded from
     -- Postgres by id, outside the one-year window and the 50-row cap of the ClickHouse query.
     lts INTEGER NOT NULL DEFAULT 0,
+    -- Every URL the session visited (`session_replay_events.all_urls`), a JSON list; NULL: only `start_url`.
+    urls TEXT,
     PRIMARY KEY (project_id, session_id)
 );
 CREATE TABLE IF NOT EXISTS playlists (
@@ -1240,10 +1242,12 @@ def insert_recording(
     person_properties: dict[str, Any] | None = None,
     playlist: str | None = None,
     long_term: bool = False,
+    urls: list[str] | None = None,
 ) -> str:
     """Store one recording as if ingested (the shape the seed writes), optionally in a collection playlist;
     returns its session id. `long_term`: also persisted to long-term storage (answered by id whatever its
-    age). Bad input raises ValueError/TypeError naming the argument."""
+    age). `urls`: every URL the session visited (`start_url` first when not listed). Bad input raises
+    ValueError/TypeError naming the argument."""
     if session_id is None:
         session_id = str(uuid.uuid4())
     if not isinstance(session_id, str) or not session_id.strip():
@@ -1275,6 +1279,7 @@ def insert_recording(
     for name, value in values.items():
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
             raise ValueError(f"counts[{name!r}] must be a whole number >= 0, got {value!r}")
+    visited = _visited_urls(start_url, urls)
     start = _when(start_time, "start_time")
     if activity_score is None:
         activity_score = round(100.0 * active_seconds / duration, 2) if duration else 0.0
@@ -1316,7 +1321,7 @@ def insert_recording(
             "INSERT INTO recordings(project_id, session_id, distinct_id, start_time, end_time, "
             "recording_duration, active_seconds, inactive_seconds, click_count, keypress_count, "
             "mouse_activity_count, console_log_count, console_warn_count, console_error_count, start_url, "
-            "viewed, activity_score, person, lts) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            "viewed, activity_score, person, lts, urls) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             (
                 project_id,
                 session_id,
@@ -1332,6 +1337,7 @@ def insert_recording(
                 score,
                 dumps(person),
                 int(bool(long_term)),
+                dumps(visited),
             ),
         )
         if target is not None:
@@ -1340,6 +1346,15 @@ def insert_recording(
                 (target["id"], session_id, now_iso()),
             )
     return session_id
+
+
+def _visited_urls(start_url: str, urls: list[str] | None) -> list[str]:
+    """The session's visited URLs as stored: `urls` (strings) with `start_url` first when not among them."""
+    if urls is None:
+        return [start_url]
+    if isinstance(urls, str) or not all(isinstance(u, str) for u in urls):
+        raise ValueError(f"urls must be a list of URL strings, got {urls!r}")
+    return list(dict.fromkeys([start_url, *urls] if start_url not in urls else urls))
 
 
 # -- seed ----------------------------------------------------------------------------------------------------
