@@ -301,7 +301,10 @@ class SyncTransformations:
     def iter(
         self, *, page_size: int = MAX_PAGE_SIZE, offset: int = 0, max_items: int | None = None
     ) -> Iterator[Transformation]:
-        """Iterate over the organization's transformations (pages fetched concurrently)."""
+        """Iterate over the organization's transformations (pages fetched concurrently). On an instance that
+        no longer serves the plugin API (PostHog PR #97440) the NotFoundError says so and points to
+        ``client.hog_functions``, as every other verb's does.
+        """
         return self._loop.iterate(
             self._resource.iter(page_size=page_size, offset=offset, max_items=max_items)
         )
