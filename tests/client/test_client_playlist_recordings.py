@@ -189,7 +189,8 @@ def test_saved_filter_recordings_send_the_stored_filters_and_page_all() -> None:
     now = datetime.now(UTC)
     with start(seed="empty", profile="cloud") as sb, _client(sb) as c:
         long_ones = [
-            sb.add_recording(start_time=now - timedelta(days=i % 7, minutes=i), duration=90) for i in range(70)
+            sb.add_recording(start_time=now - timedelta(days=i % 7, minutes=i), duration=90)
+            for i in range(70)
         ]
         for i in range(5):
             sb.add_recording(start_time=now - timedelta(hours=i), duration=30)
@@ -216,7 +217,9 @@ def test_saved_filter_parts_the_client_cannot_send_are_named() -> None:
     }
     with start(seed="empty", profile="cloud") as sb, _client(sb) as c:
         sb.add_recording()
-        quiet = c.playlists.create("filters", "Quiet", filters={"date_from": "-7d", "filter_group": empty_group})
+        quiet = c.playlists.create(
+            "filters", "Quiet", filters={"date_from": "-7d", "filter_group": empty_group}
+        )
         loud = c.playlists.create("filters", "Loud", filters={"date_from": "-7d", "filter_group": group})
         with warnings.catch_warnings():
             warnings.simplefilter("error")
