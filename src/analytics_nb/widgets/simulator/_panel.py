@@ -10,7 +10,6 @@ to a copy of the definitions and the moves against the current ones are shown.
 from __future__ import annotations
 
 import time
-import warnings
 from pathlib import Path
 from typing import Any, Literal
 
@@ -71,9 +70,6 @@ class FlagSimulator(Panel):
         self.max_rows = max_rows
         self.max_sets = max_sets  # the most property sets load() takes (a larger frame: sample= or code)
         self.chunk_size = 50  # remote rows per simulate() call, so that the progress bar moves
-        #: The warnings the last run raised (e.g. ``MissingPropertyWarning``): shown in the status line and
-        #: the message log instead of the cell's output, kept here for code.
-        self.warnings: list[warnings.WarningMessage] = []
         #: what a property the sets have no column for means in local runs (``simulate``'s
         #: ``missing_columns``): "unknown" (NA where the answer depends on it) or "not_set"
         self.missing_columns: Literal["unknown", "not_set"] = "unknown"
@@ -357,12 +353,9 @@ class FlagSimulator(Panel):
                 moves = changed.moves
             return sim, moves
 
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            ok, value = self._attempt(
-                f"Running {len(frame)} property sets ({engine})…", go, needs_client=engine != "local"
-            )
-        self.warnings = self._keep_warnings(caught)
+        ok, value = self._attempt_noting(
+            f"Running {len(frame)} property sets ({engine})…", go, needs_client=engine != "local"
+        )
         if not ok or value is None:
             self._forget_results()
             self._run_bar.finish(False)
@@ -385,30 +378,10 @@ class FlagSimulator(Panel):
             first = str(self.simulation.errors["error"].iloc[0])
             first = first if len(first) <= 140 else first[:137] + "..."
             extra = f", {errors} row(s) with errors (see the error column; first: {first})"
-        done = (
+        self._done(
             f"Done: {len(self.result)} property sets, {len(self.simulation.flags)} flags ({engine}){extra}."
         )
-        if self.warnings:
-            self._status.warning(f"{done} {_warning_line(self.warnings)}")
-        else:
-            self._status.ok(done)
         return self.result
-
-    def _keep_warnings(self, caught: list[warnings.WarningMessage]) -> list[warnings.WarningMessage]:
-        """The run's user warnings, each in the message log once (the status line shows the first); any
-        other category (a library's DeprecationWarning) is passed on to Python's warning machinery."""
-        kept: list[warnings.WarningMessage] = []
-        seen: set[str] = set()
-        for item in caught:
-            if not issubclass(item.category, UserWarning):
-                warnings.warn_explicit(item.message, item.category, item.filename, item.lineno)
-                continue
-            text = f"{item.category.__name__}: {item.message}"
-            if text not in seen:
-                seen.add(text)
-                kept.append(item)
-                self._status.message(text)
-        return kept
 
     def _remote_in_chunks(self, frame: pd.DataFrame, flags: list[str] | None) -> SimulationResult:
         """Remote decide in chunks so that the progress bar moves; the chunks' results are put together."""
@@ -509,12 +482,3 @@ class FlagSimulator(Panel):
         self._export_view.wrote(written)
         self._status.ok(f"Exported {len(result)} rows to {written} (and as a download link).")
         return True
-
-
-def _warning_line(caught: list[warnings.WarningMessage]) -> str:
-    """The status line's note on the run's warnings: the first one's text, shortened (the message log has
-    each in full)."""
-    first = str(caught[0].message)
-    first = first if len(first) <= 300 else first[:297] + "..."
-    more = f" (+{len(caught) - 1} more in the messages)" if len(caught) > 1 else ""
-    return f"{caught[0].category.__name__}: {first}{more}"
