@@ -46,6 +46,17 @@ def test_opens_up_to_hundreds_in_flight_at_100ms() -> None:
     assert pacer.limit <= 256
 
 
+def test_slow_start_doubles_while_latency_holds() -> None:
+    """At a pure 100 ms network delay the window doubles a round once latency is seen to hold at its floor
+    (x1.5 before: 8, 12, 18, 27, 40, 60 in the first six rounds), so the ramp to the ceiling takes about
+    half the rounds and the rows sent while ramping are fewer."""
+    pacer = AdaptiveLimit(256).adapt(8)
+    asyncio.run(_run(pacer, 1000, 0.1, None))
+    limits = [limit for limit, _rate, _rtt in pacer.history]
+    assert max(limits[:6]) >= 128, limits[:10]
+    assert limits[:3] == [8, 12, 24], limits[:10]  # the first growth is x1.5 (its latency is the floor)
+
+
 def test_grows_at_20ms_too() -> None:
     pacer = AdaptiveLimit(256).adapt(8)
     rate = asyncio.run(_run(pacer, 3000, 0.02, None))

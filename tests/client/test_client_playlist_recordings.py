@@ -179,3 +179,53 @@ def test_personal_key_refusal_is_explained_and_changes_nothing(cloud: Any) -> No
             c.playlists.remove_recordings(target.short_id, ["s1"])
     log = cloud.requests()
     assert (log["path"].str.contains("bulk_add") & (log["status"] == 403)).sum() == 1  # stopped at the first
+
+
+def test_saved_filter_recordings_send_the_stored_filters_and_page_all() -> None:
+    """A saved filter's recordings endpoint reads only its request (session_recording_playlist_api.py,
+    `recordings`; defaults: the last 3 days, 50 a page). The client sends the stored `date_from` and
+    `duration` (as `having_predicates`, as the app does) and pages with `offset`: 70 recordings of the
+    last week longer than 60 s, not the 50 of the last 3 days the defaults give (the old client)."""
+    now = datetime.now(UTC)
+    with start(seed="empty", profile="cloud") as sb, _client(sb) as c:
+        long_ones = [
+            sb.add_recording(start_time=now - timedelta(days=i % 7, minutes=i), duration=90)
+            for i in range(70)
+        ]
+        for i in range(5):
+            sb.add_recording(start_time=now - timedelta(hours=i), duration=30)
+        sb.add_recording(start_time=now - timedelta(days=9), duration=90)
+        duration = [{"type": "recording", "key": "duration", "operator": "gt", "value": 60}]
+        saved = c.playlists.create("filters", "Week", filters={"date_from": "-7d", "duration": duration})
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            got = c.playlists.recordings(saved.short_id)
+            frame = c.playlists.recordings_frame(saved.short_id)
+        assert {r.id for r in got} == set(long_ones) and len(got) == 70
+        assert len(frame) == 70
+        # The caller's own parameters win over the stored ones.
+        assert len(c.playlists.recordings(saved.short_id, date_from="-1d")) < 70
+
+
+def test_saved_filter_parts_the_client_cannot_send_are_named() -> None:
+    """A non-empty `filter_group` (the app converts it; this client does not) is named in a warning: the
+    answer is then not narrowed by it, never silently. An empty group (the app's "no filter") is not."""
+    empty_group = {"type": "AND", "values": [{"type": "AND", "values": []}]}
+    group = {
+        "type": "AND",
+        "values": [{"type": "AND", "values": [{"type": "event", "key": "$browser", "value": ["Chrome"]}]}],
+    }
+    with start(seed="empty", profile="cloud") as sb, _client(sb) as c:
+        sb.add_recording()
+        quiet = c.playlists.create(
+            "filters", "Quiet", filters={"date_from": "-7d", "filter_group": empty_group}
+        )
+        loud = c.playlists.create("filters", "Loud", filters={"date_from": "-7d", "filter_group": group})
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            assert len(c.playlists.recordings(quiet.short_id)) == 1
+        with pytest.warns(UserWarning, match="filter_group could not be sent"):
+            assert len(c.playlists.recordings(loud.short_id)) == 1
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            c.playlists.recordings(loud.short_id, incomplete="ignore")

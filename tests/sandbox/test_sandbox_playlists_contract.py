@@ -442,3 +442,86 @@ def test_recordings_limit_at_sqlite_maximum_is_answered_not_500(cloud: Sandbox) 
         assert r.status_code == 200 and r.json()["results"] == [] and r.json()["has_next"] is False
         r = http.get("/api/projects/@current/session_recordings/", params={"limit": biggest})
         assert r.status_code == 200 and r.json()["has_next"] is False
+
+
+def _saved_filter_with_recordings(sb: Sandbox, http: httpx.Client) -> tuple[str, list[str], list[str]]:
+    """A saved filter and 60 recordings of the last day (60-119 s long) plus 5 of 5-6 days ago."""
+    now = datetime.now(UTC)
+    recent = [
+        sb.add_recording(start_time=now - timedelta(minutes=10 + i), duration=60 + i) for i in range(60)
+    ]
+    older = [sb.add_recording(start_time=now - timedelta(days=5, hours=i)) for i in range(5)]
+    saved = _create(http, sb, type="filters", name="saved", filters={"date_from": "-7d"})
+    return saved["short_id"], recent, older
+
+
+def test_saved_filter_recordings_take_the_query_defaults_not_the_stored_filters(cloud: Sandbox) -> None:
+    """session_recording_playlist_api.py `recordings`: a saved filter's query is
+    `RecordingsQuery.model_validate(query_as_params_to_dict(request.GET))` with `session_ids` = its pinned
+    items (none: every recording); its stored `filters` are not read. Defaults from
+    frontend/src/queries/schema/schema-general.ts `RecordingsQuery` (`date_from` "-3d", `order` "start_time",
+    descending) and `SessionRecordingListFromQuery.SESSION_RECORDINGS_DEFAULT_LIMIT` (50, `has_next`);
+    T::test_get_pinned_recordings_for_playlist's "a missing session is simply absent" holds for it too."""
+    with api(cloud) as http:
+        short_id, recent, older = _saved_filter_with_recordings(cloud, http)
+        path = _path(cloud, f"{short_id}/recordings/")
+        default = http.get(path).json()
+        assert [r["id"] for r in default["results"]] == recent[:50]  # last 3 days, newest first, 50
+        assert default["has_next"] is True
+        second = http.get(path, params={"offset": 50}).json()
+        assert [r["id"] for r in second["results"]] == recent[50:] and second["has_next"] is False
+        week = http.get(path, params={"date_from": "-7d", "limit": 100}).json()
+        assert {r["id"] for r in week["results"]} == set(recent + older)
+        oldest_first = http.get(path, params={"date_from": "-7d", "order_direction": "ASC", "limit": 3})
+        assert [r["id"] for r in oldest_first.json()["results"]] == older[::-1][:3]
+        longest = http.get(path, params={"order": "duration", "limit": 1}).json()["results"]
+        assert [r["id"] for r in longest] == [recent[-1]]
+        over = '[{"type": "recording", "key": "duration", "operator": "gt", "value": 109}]'
+        narrowed = http.get(path, params={"having_predicates": over}).json()["results"]
+        assert {r["id"] for r in narrowed} == set(recent[50:])
+        bad = http.get(path, params={"order": "nonsense"})
+        assert bad.status_code == 400 and error(bad)["attr"] == "order"
+        with_tests = http.get(path, params={"filter_test_accounts": "true"}).json()
+        assert len(with_tests["results"]) == 50  # no test-account filters on the sandbox's team
+
+
+def test_session_recordings_with_empty_session_ids_lists_every_recording(cloud: Sandbox) -> None:
+    """session_recording_api.py `list_recordings_from_query`: an empty `session_ids` is falsy, so the query
+    runs over every recording (with the defaults above), not over none."""
+    cloud.add_recording(start_time=datetime.now(UTC) - timedelta(hours=1))
+    with api(cloud) as http:
+        got = http.get("/api/projects/@current/session_recordings/", params={"session_ids": "[]"}).json()
+    assert len(got["results"]) == 1
+
+
+def test_new_url_playlists_read_every_url_a_session_visited(cloud: Sandbox) -> None:
+    """synthetic_playlists.py, `NewUrlsSyntheticPlaylistSource._get_new_urls_with_sessions`: the URLs are
+    `session_replay_events.all_urls` (every URL a session visited, not only its first), each dated by the
+    session's start; a pattern is new when its oldest sighting in the last 90 days falls within the last 14
+    (a URL visited mid-session 40 days ago is not new); a session counts once per pattern; top 20 by
+    sessions, then by pattern; the description names both windows."""
+    now = datetime.now(UTC)
+    shop = "https://shop.example.com"
+    cloud.add_recording(start_time=now - timedelta(days=40), urls=[f"{shop}/", f"{shop}/cart"])
+    cloud.add_recording(start_time=now - timedelta(days=120), urls=[f"{shop}/", f"{shop}/ancient"])
+    both = cloud.add_recording(
+        start_time=now - timedelta(days=1),
+        urls=[f"{shop}/", f"{shop}/cart", f"{shop}/gift/7", f"{shop}/gift/8", f"{shop}/ancient"],
+    )
+    gift_only = cloud.add_recording(start_time=now - timedelta(days=3), urls=[f"{shop}/gift/9?ref=x"])
+    cloud.add_recording(start_time=now - timedelta(days=2), urls=[""])
+    cloud.set_switch("new_url_playlists")
+    with api(cloud) as http:
+        listed = [
+            p for p in http.get(_path(cloud)).json()["results"] if p["short_id"].startswith("synthetic-new")
+        ]
+        by_name = {p["name"]: p for p in listed}
+        assert set(by_name) == {f"New URL: {shop}/gift/{{id}}", f"New URL: {shop}/ancient"}
+        gift = by_name[f"New URL: {shop}/gift/{{id}}"]
+        assert gift["recordings_counts"]["collection"]["count"] == 2
+        assert listed[0] is gift and gift["id"] == -1000  # most sessions first
+        assert gift["description"] == (
+            "Recordings from the last 14 days on a page not previously seen within the last 90 days"
+        )
+        recs = http.get(_path(cloud, gift["short_id"] + "/recordings/")).json()["results"]
+    assert {r["id"] for r in recs} == {both, gift_only}

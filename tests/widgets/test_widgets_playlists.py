@@ -496,3 +496,30 @@ def test_the_post_run_cell_hook_reloads_in_ipython(
         assert "Reloaded after changes made in code" in editor.status_text
     finally:
         InteractiveShell.clear_instance()
+
+
+def test_recordings_warning_goes_to_the_status_not_the_cell_output(
+    empty_sandbox: Any, client: Client, seeded: dict[str, Any]
+) -> None:
+    """A collection item with no recording the service can load: `recordings()` warns
+    (`IncompleteRecordingsWarning`); the editor shows it in its status line (kind "warning") and message
+    log, keeps it in ``.warnings`` and lets nothing print in the cell."""
+    import warnings
+
+    from analytics_nb.errors import IncompleteRecordingsWarning
+
+    target = seeded["alpha 2"]
+    empty_sandbox.add_recording("rec-2", distinct_id="user-0", duration=60)
+    client.playlists.add_recording(target.short_id, "rec-2")
+    client.playlists.add_recording(target.short_id, "never-ingested")
+    editor = PlaylistEditor(client, page_size=20)
+    with warnings.catch_warnings(record=True) as leaked:
+        warnings.simplefilter("always")
+        editor._table_view.picker.value = target.short_id
+    assert [w for w in leaked if issubclass(w.category, UserWarning)] == []
+    assert list(editor.recordings["id"]) == ["rec-2"]
+    assert editor.status_kind == "warning" and "1 recording(s)" in editor.status_text
+    assert "IncompleteRecordingsWarning" in editor.status_text and "1 missing" in editor.status_text
+    assert [w.category for w in editor.warnings] == [IncompleteRecordingsWarning]
+    logged = "".join(o.get("text", "") for o in editor._status.log.outputs)
+    assert logged.count("IncompleteRecordingsWarning") == 1

@@ -421,3 +421,30 @@ def test_project_key_only_client_runs_remote_without_definitions(sandbox: Any) -
         sim.run()
         assert sim.last_error is None, sim.status_text
         assert len(sim.result) == 2
+
+
+def test_missing_property_warning_goes_to_the_status_not_the_cell_output() -> None:
+    """A local run whose rows lack a property a flag reads: `simulate` warns (`MissingPropertyWarning`,
+    answers NA); the panel shows it in its status line (kind "warning") and message log, keeps it in
+    ``.warnings``, and lets nothing through to the cell's output (previously printed there)."""
+    import warnings
+
+    from analytics_nb.simulation import MissingPropertyWarning
+
+    sim = FlagSimulator(DEFINITIONS)
+    sim._sets_view.text.value = "distinct_id,plan\nu1,pro\nu2,free"  # `exp` reads country
+    with warnings.catch_warnings(record=True) as leaked:
+        warnings.simplefilter("always")
+        sim._run_bar.run.click()
+    assert [w for w in leaked if issubclass(w.category, UserWarning)] == []
+    assert sim.last_error is None and sim.status_kind == "warning"
+    assert "Done: 2 property sets" in sim.status_text
+    assert "MissingPropertyWarning" in sim.status_text and "country" in sim.status_text
+    assert [w.category for w in sim.warnings] == [MissingPropertyWarning]
+    assert sim.result is not None and sim.result["exp"].isna().all()
+    logged = "".join(o.get("text", "") for o in sim._status.log.outputs)
+    assert logged.count("MissingPropertyWarning") == 1 and "country" in logged
+    # A clean run afterwards clears the note.
+    sim._sets_view.text.value = "distinct_id,country\nu1,US"
+    sim._run_bar.run.click()
+    assert sim.status_kind == "ok" and sim.warnings == []

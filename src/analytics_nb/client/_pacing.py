@@ -17,7 +17,8 @@ small and is sized by what the service gives back, not by a fixed number. Every 
 answers) the limit looks at the round's throughput (answers/s) and latency (mean round trip, against the
 smallest seen):
 
-* it **grows** (x1.5 a round at first, then +10%) while a growth raised throughput by 10% or more and the
+* it **grows** (x2 a round at first while latency stays within 25% of its floor, x1.5 once it rises,
+  then +10%) while a growth raised throughput by 10% or more and the
   window was full (more in flight was asked for); a flat round still adds some while latency stays near
   its floor (no queueing yet, so more in flight should pay);
 * it **backs off** (x0.85) when latency is over twice its floor without a throughput gain (requests are
@@ -52,6 +53,10 @@ GROWTH_GAIN = 1.10
 QUEUEING_LATENCY = 2.0
 #: Latency under this multiple of its floor: no queueing yet, a flat round may still grow a little.
 NO_QUEUEING_LATENCY = 1.5
+#: In slow start, latency under this multiple of its floor (after the first round) doubles the window
+#: instead of x1.5: the round trip is a pure network delay, so each round trip can carry twice as much (TCP
+#: slow start's doubling). On loopback, or a service that queues, latency rises at once and x1.5 applies.
+DOUBLING_LATENCY = 1.25
 #: Answers per round at least (a round is otherwise one window of answers).
 ROUND_MIN = 16
 #: Adaptive mode never shrinks under this for latency (a 429 may still halve it down to 1).
@@ -164,18 +169,27 @@ class AdaptiveLimit:
         lost = rate < prev / GROWTH_GAIN
         queueing = rtt > QUEUEING_LATENCY * self._floor_rtt
         if move == "grow" and gained and self._round_full:
-            self._grow(self.limit * 0.5 if self._slow_start else max(1.0, self.limit * 0.1))
+            self._grow(self._growth_step(rtt))
         elif move == "cut" and lost:
             self._grow(self.limit / 0.85 - self.limit)  # the cut cost throughput: undo it
         elif queueing and not gained:
             self._cut()
         elif self._round_full and rtt < NO_QUEUEING_LATENCY * self._floor_rtt:
-            self._grow(self.limit * 0.5 if self._slow_start else max(1.0, self.limit * 0.1))
+            self._grow(self._growth_step(rtt))
         else:
             self._slow_start = False
             self._last_move = "hold"
         self._last_rate = rate
         self._round_start, self._round_done, self._round_rtt, self._round_full = now, 0, 0.0, False
+
+    def _growth_step(self, rtt: float) -> float:
+        """How much a growth adds: in slow start the window doubles while latency holds at its floor (not on
+        the first round, whose latency is the floor itself), else x1.5; after slow start +10%."""
+        if not self._slow_start:
+            return max(1.0, self.limit * 0.1)
+        if len(self.history) > 1 and rtt < DOUBLING_LATENCY * self._floor_rtt:
+            return self.limit
+        return self.limit * 0.5
 
     def _grow(self, step: float) -> None:
         self.limit = min(float(self.ceiling), self.limit + max(1.0, step))

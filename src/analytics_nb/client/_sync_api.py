@@ -305,7 +305,12 @@ class SyncPlaylists:
         ``session_id`` column) are also fetched by id through ``/session_recordings/``, which pages. When
         fewer recordings than the playlist's items come back, a ``IncompleteRecordingsWarning`` names how
         many are missing and why (``incomplete="raise"``: ``IncompleteRecordingsError``; ``"ignore"``).
-        Saved-filter playlists are paged (``params`` go to the query); synthetic ones are walked by slice.
+
+        A saved filter is answered from the request alone (its stored filters are not read by the
+        service; left out, the query covers the last 3 days, 50 a page): its stored ``filters``
+        (``date_from``, ``duration``, ``properties``, ...) are sent as the query, ``params`` over them, and it
+        is paged with ``offset``; a stored part this client cannot convert (a non-empty ``filter_group``) is
+        named in a warning. Synthetic playlists are walked by slice.
 
         Args:
             short_id: The playlist's short id.
@@ -458,6 +463,9 @@ class SyncTransformations:
         self, *, page_size: int = MAX_PAGE_SIZE, offset: int = 0, max_items: int | None = None
     ) -> Iterator[Transformation]:
         """Iterate over the organization's transformations (pages fetched concurrently).
+
+        On an instance that no longer serves the plugin API (PostHog PR #97440) the NotFoundError says so and
+        points to ``client.hog_functions``, as every other verb's does.
 
         Args:
             page_size: Rows per page (the service's maximum is 500).

@@ -211,6 +211,7 @@ class Sandbox:
         person_properties: dict[str, Any] | None = None,
         playlist: str | None = None,
         long_term: bool = False,
+        urls: list[str] | None = None,
     ) -> str:
         """Store a recording as if it had been ingested (playlists only list ingested ones) and return its id.
 
@@ -220,7 +221,8 @@ class Sandbox:
         `distinct_id` merged with `person_properties`. `playlist` (a collection's short_id) also adds it
         there, as `POST .../recordings/<id>/` would. A new uuid4 is used when `session_id` is None.
         `long_term=True` marks it persisted to long-term storage: a collection answers it even when it
-        started more than a year ago (PostHog loads those by id from Postgres).
+        started more than a year ago (PostHog loads those by id from Postgres). `urls`: every URL the session
+        visited (PostHog's `all_urls`, read by the "New URL" synthetic playlists; `start_url` by default).
 
         Args:
             session_id: The recording's id. None: a new uuid4.
@@ -236,6 +238,8 @@ class Sandbox:
             person_properties: Properties merged over the stored person's. None: the stored ones.
             playlist: A live collection's short id to add it to. None: none.
             long_term: Mark it stored long-term (answered whatever its age).
+            urls: Every URL the session visited (PostHog's ``all_urls``, read by the "New URL"
+                synthetic playlists). None: the start URL.
 
         Returns:
             The recording's session id.
@@ -258,6 +262,7 @@ class Sandbox:
             person_properties=person_properties,
             playlist=playlist,
             long_term=long_term,
+            urls=urls,
         )
 
     def set_switch(self, name: str, on: bool = True) -> None:

@@ -4,8 +4,11 @@ and Voila layouts like any widget), with a status bar, a busy state and the clie
 A panel composes small views (each owning its widgets, kept in private attributes) and wires their buttons
 to its own methods, so what a click does code can do too; its state is public attributes, properties and
 DataFrames. Errors never escape a button: ``_attempt`` turns them into one plain sentence
-in the status bar while the forms keep whatever the user typed. A closed client is caught before any
-request and named with its fix; ``panel.client = new_client`` gives the panel a working client again.
+in the status bar while the forms keep whatever the user typed; ``_attempt_noting`` also keeps the user
+warnings the action raised (a ``MissingPropertyWarning``, an ``IncompleteRecordingsWarning``) out of the
+cell's output: ``_done`` shows them in the status line and each once in the message log. A closed client
+is caught before any request and named with its fix; ``panel.client = new_client`` gives the panel a
+working client again.
 """
 
 from __future__ import annotations
@@ -56,6 +59,9 @@ class Panel(w.VBox):
         self.busy: bool = False
         self._actions: list[w.Widget] = []
         self._was_disabled: dict[int, bool] = {}
+        #: The user warnings the last action raised (shown in the status line and the message log instead
+        #: of the cell's output), for code.
+        self.warnings: list[warnings.WarningMessage] = []
         self.add_class("anb-panel")
         if self.css_class:
             self.add_class(self.css_class)
@@ -110,7 +116,7 @@ class Panel(w.VBox):
 
     @property
     def status_kind(self) -> str:
-        """The status line's kind: ok, error, busy or info."""
+        """The status line's kind: ok, warning (done, with a caveat), error, busy or info."""
         return self._status.kind
 
     @property
@@ -170,3 +176,37 @@ class Panel(w.VBox):
         if self._status.kind == "busy":
             self._status.ok("Done.")
         return True, value
+
+    def _attempt_noting(
+        self, text: str, action: Callable[[], T], *, needs_client: bool = True
+    ) -> tuple[bool, T | None]:
+        """``_attempt``, keeping the action's user warnings in ``.warnings`` (each once, also in the message
+        log) instead of letting them print in the cell; other categories (a library's DeprecationWarning)
+        go on to Python's warnings. Report the outcome with ``_done``."""
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            outcome = self._attempt(text, action, needs_client=needs_client)
+        self.warnings = []
+        seen: set[str] = set()
+        for item in caught:
+            if not issubclass(item.category, UserWarning):
+                warnings.warn_explicit(item.message, item.category, item.filename, item.lineno)
+                continue
+            line = f"{item.category.__name__}: {item.message}"
+            if line not in seen:
+                seen.add(line)
+                self.warnings.append(item)
+                self._status.message(line)
+        return outcome
+
+    def _done(self, text: str) -> None:
+        """Report a success: ``text``, followed by the first of ``.warnings`` (shortened; the message log has
+        each in full) and styled as a warning when there are any."""
+        if not self.warnings:
+            self._status.ok(text)
+            return
+        first = self.warnings[0]
+        note = str(first.message)
+        note = note if len(note) <= 300 else note[:297] + "..."
+        more = f" (+{len(self.warnings) - 1} more in the messages)" if len(self.warnings) > 1 else ""
+        self._status.warning(f"{text} {first.category.__name__}: {note}{more}")

@@ -616,7 +616,12 @@ class Playlists(Resource):
         ``session_id`` column) are also fetched by id through ``/session_recordings/``, which pages. When
         fewer recordings than the playlist's items come back, a ``IncompleteRecordingsWarning`` names how
         many are missing and why (``incomplete="raise"``: ``IncompleteRecordingsError``; ``"ignore"``).
-        Saved-filter playlists are paged (``params`` go to the query); synthetic ones are walked by slice.
+
+        A saved filter is answered from the request alone (its stored filters are not read by the
+        service; left out, the query covers the last 3 days, 50 a page): its stored ``filters``
+        (``date_from``, ``duration``, ``properties``, ...) are sent as the query, ``params`` over them, and it
+        is paged with ``offset``; a stored part this client cannot convert (a non-empty ``filter_group``) is
+        named in a warning. Synthetic playlists are walked by slice.
 
         Args:
             short_id: The playlist's short id.

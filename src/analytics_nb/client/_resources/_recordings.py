@@ -10,7 +10,13 @@ Facts this module is built on (PostHog `posthog/session_recordings/session_recor
   long-term storage; items never ingested, expired, or started more than a year ago and not in long-term
   storage are absent. Asking again with `offset` gives the same answer.
 * A **synthetic** playlist slices its session ids by `limit`/`offset`, then runs the same query per slice.
-* A **saved filter** (`type="filters"`) builds its query from the request, so `limit`/`offset` page it.
+* A **saved filter** (`type="filters"`) builds its query from the request alone
+  (`RecordingsQuery.model_validate(query_as_params_to_dict(request.GET))`, each parameter read as JSON when
+  it parses): its stored `filters` are not read there, the PostHog app converts them into the request
+  (`convertUniversalFiltersToRecordingsQuery`). A parameter left out takes the schema's default
+  (`frontend/src/queries/schema/schema-general.ts`, `RecordingsQuery`: the last 3 days, newest
+  `start_time` first, 50 a page, test accounts kept), so `limit`/`offset` page it and the stored filters
+  must be sent (`saved_filter_params`); pinned items, if a legacy one has any, narrow it to their ids.
 * `GET /session_recordings/?session_ids=[...]` honours `limit`, `offset` and the dates: recordings whose ids
   are known can be fetched past the collection's cap.
 * `bulk_add` / `bulk_delete` take at most 20 ids a call and answer counts (`added_count` / `deleted_count`,
@@ -113,7 +119,8 @@ async def collect_recordings(
         raise ValueError(f"incomplete={incomplete!r} is not allowed; use 'warn', 'raise' or 'ignore'.")
     path = playlist_path + "recordings/"
     if playlist.get("type") == "filters" and not playlist.get("is_synthetic"):
-        return await _paged(core, path, params)
+        query = saved_filter_params(playlist.get("filters"), params, incomplete)
+        return await _paged(core, path, query, playlist, incomplete)
     if playlist.get("is_synthetic"):
         return await _synthetic(core, path, item_count(playlist))
     first = await _get_page(core, path, params)
@@ -145,17 +152,111 @@ def _json_list(values: list[str]) -> str:
     return json.dumps(values)
 
 
-async def _paged(core: Core, path: str, params: Mapping[str, Any] | None) -> list[dict[str, Any]]:
-    """A saved filter's recordings: its query honours `limit`/`offset`, so page until `has_next` is off."""
+#: Stored saved-filter keys that are `RecordingsQuery` fields of the same meaning, sent as they are.
+SAVED_FILTER_FIELDS = (
+    "date_from",
+    "date_to",
+    "filter_test_accounts",
+    "order",
+    "order_direction",
+    "operand",
+    "events",
+    "actions",
+    "properties",
+    "console_log_filters",
+    "having_predicates",
+)
+
+
+def _is_empty(value: Any) -> bool:
+    """A filter part that narrows nothing: None, an empty list/dict, or a group whose `values` are all
+    empty (the app stores `filter_group: {type: AND, values: [{type: AND, values: []}]}` for "no filter")."""
+    if value is None or value == [] or value == {}:
+        return True
+    if isinstance(value, dict) and set(value) <= {"type", "values"}:
+        return all(_is_empty(v) for v in value.get("values") or [])
+    return False
+
+
+def saved_filter_params(
+    filters: Any, params: Mapping[str, Any] | None, incomplete: Incomplete = "warn"
+) -> dict[str, Any]:
+    """The request a saved filter's recordings need: its stored `filters` as `RecordingsQuery` parameters
+    (lists and objects as JSON text, as `query_as_params_to_dict` reads them), `duration` added to
+    `having_predicates` as the app does, then the caller's ``params`` over them. A stored filter this
+    client cannot convert (a non-empty `filter_group`, unknown keys) is named in a warning: the answer is
+    then not narrowed by it (more recordings than the app lists), never silently."""
+    stored = filters if isinstance(filters, Mapping) else {}
+    query: dict[str, Any] = {}
+    for key in SAVED_FILTER_FIELDS:
+        value = stored.get(key)
+        if value is not None and value != []:
+            query[key] = value
+    duration = stored.get("duration")
+    if isinstance(duration, list) and duration:
+        query["having_predicates"] = [*query.get("having_predicates", []), *duration]
+    skipped = sorted(
+        k for k, v in stored.items() if k not in SAVED_FILTER_FIELDS and k != "duration" and not _is_empty(v)
+    )
+    if skipped and incomplete != "ignore" and not set(skipped) <= set(params or {}):
+        warnings.warn(
+            f"The saved filter's {', '.join(skipped)} could not be sent: the recordings endpoint reads only "
+            "its request, and this client does not convert these parts (the PostHog app does, in "
+            "convertUniversalFiltersToRecordingsQuery), so the recordings returned are not narrowed by "
+            "them. Pass them as RecordingsQuery parameters yourself (e.g. properties=[...]); "
+            "incomplete='ignore' silences this.",
+            UserWarning,
+            stacklevel=5,
+        )
+    query.update(params or {})
+    return {k: (_json_text(v) if isinstance(v, list | dict) else v) for k, v in query.items()}
+
+
+def _json_text(value: Any) -> str:
+    import json
+
+    return json.dumps(value, separators=(",", ":"))
+
+
+async def _paged(
+    core: Core,
+    path: str,
+    params: Mapping[str, Any] | None,
+    playlist: Mapping[str, Any],
+    incomplete: Incomplete,
+) -> list[dict[str, Any]]:
+    """A saved filter's recordings: its query honours `limit`/`offset` (an explicit `offset` selects offset
+    paging in `SessionRecordingListFromQuery`; without one it pages by a cursor this route does not
+    return), so page from offset 0 until `has_next` is off. A service that says more follow but gives
+    nothing new is reported, not taken as the end."""
     records: list[dict[str, Any]] = []
     seen: set[Any] = set()
     query = dict(params or {})
+    query.setdefault("offset", 0)
     for _ in range(10_000):
         answer = await _get_page(core, path, query)
         fresh = _add_new(records, seen, answer.records)
-        if not answer.has_next or not fresh:
+        if not answer.has_next:
+            return records
+        if not fresh:
             break
-        query["offset"] = int(query.get("offset", 0)) + len(answer.records)
+        query["offset"] = int(query["offset"]) + len(answer.records)
+    if incomplete != "ignore":
+        name = playlist.get("name") or playlist.get("derived_name") or playlist.get("short_id")
+        message = (
+            f"Saved filter {name!r} ({playlist.get('short_id')}): {len(records)} recordings came back and "
+            f"the service says more match (has_next) but gave no new one at offset "
+            f"{query['offset']}: at least one (an unknown number) is missing. Narrow the query "
+            "(date_from/date_to) and ask again; incomplete='ignore' silences this."
+        )
+        if incomplete == "raise":
+            raise IncompleteRecordingsError(
+                message, expected=len(records) + 1, received=len(records), recordings=records
+            )
+        warnings.warn(
+            IncompleteRecordingsWarning(message, expected=len(records) + 1, received=len(records)),
+            stacklevel=4,
+        )
     return records
 
 

@@ -136,6 +136,9 @@ class Transformations(Resource):
     ) -> AsyncIterator[Transformation]:
         """Iterate over the organization's transformations (pages fetched concurrently).
 
+        On an instance that no longer serves the plugin API (PostHog PR #97440) the NotFoundError says so and
+        points to ``client.hog_functions``, as every other verb's does.
+
         Args:
             page_size: Rows per page (the service's maximum is 500).
             offset: Rows to skip first.
@@ -144,10 +147,12 @@ class Transformations(Resource):
         Yields:
             `Transformation` models.
         """
-        async for transformation in iterate_models(
-            await self._pages(page_size, offset, max_items), Transformation
-        ):
-            yield transformation
+        pages = await self._pages(page_size, offset, max_items)
+        try:
+            async for transformation in iterate_models(pages, Transformation):
+                yield transformation
+        except NotFoundError as exc:
+            raise await self._not_found(exc) from None
 
     async def list(
         self, *, page_size: int = MAX_PAGE_SIZE, offset: int = 0, max_items: int | None = None

@@ -59,12 +59,32 @@ RECORDINGS_DEFAULT_LIMIT = 50
 #: A collection's recordings are queried with `date_from="-1y"` (`session_recording_playlist_api.py`,
 #: `recordings`): ClickHouse rows that started earlier are not answered (long-term-stored ones still are).
 COLLECTION_WINDOW = timedelta(days=365)
+#: `RecordingsQuery` defaults where the request leaves a field out
+#: (`frontend/src/queries/schema/schema-general.ts`, `RecordingsQuery`: `date_from` "-3d", `order`
+#: "start_time", `order_direction` "DESC"; no `limit` means the default limit above). A saved filter's
+#: recordings and `/session_recordings/` are read this way.
+RECORDINGS_DEFAULT_DATE_FROM = "-3d"
+#: `VALID_RECORDING_ORDERS` (schema-general.ts) and the column the sandbox sorts each by (`recording_ttl`
+#: grows with `start_time`: every sandbox recording keeps 30 days).
+RECORDING_ORDERS = {
+    "duration": "recording_duration",
+    "recording_duration": "recording_duration",
+    "inactive_seconds": "inactive_seconds",
+    "active_seconds": "active_seconds",
+    "start_time": "start_time",
+    "console_error_count": "console_error_count",
+    "click_count": "click_count",
+    "keypress_count": "keypress_count",
+    "mouse_activity_count": "mouse_activity_count",
+    "activity_score": "activity_score",
+    "recording_ttl": "start_time",
+}
 #: The bulk endpoints take at most this many ids a call (`bulk_add_recordings`, `bulk_delete_recordings`).
 BULK_MAX = 20
 _ALNUM = string.ascii_letters + string.digits
 
 #: Columns newer than some database files (`_seeding.open_store` adds them when missing).
-ADDED_COLUMNS = (("recordings", "lts", "INTEGER NOT NULL DEFAULT 0"),)
+ADDED_COLUMNS = (("recordings", "lts", "INTEGER NOT NULL DEFAULT 0"), ("recordings", "urls", "TEXT"))
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS recordings (
@@ -89,6 +109,8 @@ CREATE TABLE IF NOT EXISTS recordings (
     -- 1: persisted to long-term storage (PostHog's `SessionRecording.object_storage_path` set): loaded from
     -- Postgres by id, outside the one-year window and the 50-row cap of the ClickHouse query.
     lts INTEGER NOT NULL DEFAULT 0,
+    -- Every URL the session visited (`session_replay_events.all_urls`), a JSON list; NULL: only `start_url`.
+    urls TEXT,
     PRIMARY KEY (project_id, session_id)
 );
 CREATE TABLE IF NOT EXISTS playlists (
@@ -323,35 +345,133 @@ def user_exists(store: Store, user_id: int) -> bool:
     return store.query_one("SELECT id FROM users WHERE id=?", (user_id,)) is not None
 
 
-def playlist_recordings_rows(
-    store: Store, project_id: int, playlist: sqlite3.Row, *, limit: int, offset: int
-) -> tuple[list[sqlite3.Row], bool]:
-    """Recordings of a playlist and whether more follow.
+@dataclass(frozen=True)
+class RecordingsQuery:
+    """The parts of PostHog's `RecordingsQuery` the sandbox evaluates, read from a request's query string
+    with the schema's defaults (see `RECORDINGS_DEFAULT_DATE_FROM`)."""
 
-    A collection is answered as the service does (`session_recording_playlist_api.py`, `recordings`): one
-    `RecordingsQuery(session_ids=<all items, newest added first>, date_from="-1y")` whose `limit`/`offset`
-    are not the request's, so at most `RECORDINGS_DEFAULT_LIMIT` of its ingested recordings come back (the
-    newest by start time), plus every long-term-stored one (see `recordings_for_ids`). A saved filter: its
-    pinned items, else the project's newest recordings paged by `limit`/`offset` (its filters are not
-    evaluated here)."""
-    if playlist["type"] == "filters":
-        rows = store.query(
-            "SELECT r.* FROM recordings r JOIN playlist_items i ON i.session_id=r.session_id "
-            "WHERE i.playlist_id=? AND r.project_id=? ORDER BY r.start_time DESC",
-            (playlist["id"], project_id),
+    date_from: str
+    date_to: str | None
+    limit: int
+    offset: int
+    order_column: str
+    descending: bool
+    #: (column, SQL operator, number) from `having_predicates` on the duration columns (the app puts a saved
+    #: filter's `duration` there); other predicates and property/event filters are not evaluated here.
+    having: tuple[tuple[str, str, float], ...] = ()
+
+    @classmethod
+    def from_params(cls, q: Any) -> RecordingsQuery:
+        """Bad values are 400s naming the field (`order` and `order_direction` are enums in the schema)."""
+        order = q.get("order") or "start_time"
+        if order not in RECORDING_ORDERS:
+            raise validation_error(
+                f"order must be one of {', '.join(RECORDING_ORDERS)} (got {order!r}).", "order"
+            )
+        direction = (q.get("order_direction") or "DESC").upper()
+        if direction not in ("ASC", "DESC"):
+            raise validation_error("order_direction must be ASC or DESC.", "order_direction")
+        limit = int_param(q.get("limit"), RECORDINGS_DEFAULT_LIMIT, name="limit") or RECORDINGS_DEFAULT_LIMIT
+        return cls(
+            date_from=parse_date(q.get("date_from") or RECORDINGS_DEFAULT_DATE_FROM, "date_from"),
+            date_to=parse_date(q["date_to"], "date_to") if q.get("date_to") else None,
+            limit=limit,
+            offset=int_param(q.get("offset"), 0, name="offset"),
+            order_column=RECORDING_ORDERS[order],
+            descending=direction == "DESC",
+            having=_having(q.get("having_predicates")),
         )
-        if rows:
-            return rows, False
-        rows = store.query(
-            "SELECT * FROM recordings WHERE project_id=? ORDER BY start_time DESC LIMIT ? OFFSET ?",
-            (project_id, limit + 1, offset),
+
+
+_HAVING_COLUMNS = {
+    "duration": "recording_duration",
+    "active_seconds": "active_seconds",
+    "inactive_seconds": "inactive_seconds",
+}
+_HAVING_OPERATORS = {"gt": ">", "gte": ">=", "lt": "<", "lte": "<=", "exact": "="}
+
+
+def _having(raw: str | None) -> tuple[tuple[str, str, float], ...]:
+    """`having_predicates` (a JSON list of recording property filters) as SQL comparisons, for the duration
+    columns; a value that is not such a list is a 400 naming the field."""
+    if not raw:
+        return ()
+    try:
+        value = loads(raw)
+    except ValueError:
+        value = None
+    if not isinstance(value, list) or not all(isinstance(p, dict) for p in value):
+        raise validation_error(
+            'having_predicates must be a JSON list of filters, e.g. [{"type": "recording", "key": '
+            '"duration", "operator": "gt", "value": 60}]',
+            "having_predicates",
         )
-        return rows[:limit], len(rows) > limit
+    out = []
+    for predicate in value:
+        column = _HAVING_COLUMNS.get(str(predicate.get("key")))
+        operator = _HAVING_OPERATORS.get(predicate.get("operator") or "exact")
+        number = predicate.get("value")
+        if isinstance(number, list) and len(number) == 1:
+            number = number[0]
+        if column and operator and isinstance(number, int | float) and not isinstance(number, bool):
+            out.append((column, operator, float(number)))
+    return tuple(out)
+
+
+def query_recordings(
+    store: Store, project_id: int, query: RecordingsQuery, ids: list[str] | None = None
+) -> tuple[list[sqlite3.Row], bool]:
+    """What `list_recordings_from_query` answers for `query`: with `ids`, those recordings (see
+    `recordings_for_ids`); without (or an empty list, which the service treats as none given), the project's
+    recordings within the dates, in the query's order, `limit` of them from `offset`, `has_next` when more
+    matched. `filter_test_accounts` changes nothing here: the sandbox's team has no test-account filters."""
+    if ids:
+        return recordings_for_ids(
+            store,
+            project_id,
+            ids,
+            date_from=query.date_from,
+            date_to=query.date_to,
+            limit=query.limit,
+            offset=query.offset,
+        )
+    where, params = "project_id=? AND start_time>=?", [project_id, query.date_from]
+    if query.date_to is not None:
+        where, params = where + " AND start_time<=?", [*params, query.date_to]
+    for column, operator, number in query.having:
+        where, params = f"{where} AND {column} {operator} ?", [*params, number]
+    direction = "DESC" if query.descending else "ASC"
+    # One more row than asked tells `has_next`; a limit at SQLite's maximum cannot take the extra one.
+    fetch = min(query.limit, MAX_INT_PARAM - 1) + 1
+    rows = store.query(
+        f"SELECT * FROM recordings WHERE {where} "
+        f"ORDER BY {query.order_column} {direction}, session_id {direction} LIMIT ? OFFSET ?",
+        [*params, fetch, query.offset],
+    )
+    return rows[: query.limit], len(rows) > query.limit
+
+
+def playlist_recordings_rows(
+    store: Store, project_id: int, playlist: sqlite3.Row, params: Any
+) -> tuple[list[sqlite3.Row], bool]:
+    """Recordings of a playlist and whether more follow (`session_recording_playlist_api.py`, `recordings`).
+
+    A collection: one `RecordingsQuery(session_ids=<all items, newest added first>, date_from="-1y")` whose
+    `limit`/`offset` are not the request's, so at most `RECORDINGS_DEFAULT_LIMIT` of its ingested
+    recordings come back (the newest by start time), plus every long-term-stored one (see
+    `recordings_for_ids`); the request's parameters are not read. A saved filter: the request's own query
+    (`params` read as a `RecordingsQuery`, with the schema's defaults:
+    the last 3 days, 50 a page, newest first) over its pinned items if it has any, else over every
+    recording of the project. The playlist's stored `filters` are not read there: the PostHog app converts
+    them into the request's query, so a caller that sends none gets the defaults."""
     items = store.query(
         "SELECT session_id FROM playlist_items WHERE playlist_id=? ORDER BY created_at DESC, rowid DESC",
         (playlist["id"],),
     )
-    return collection_recordings(store, project_id, [r["session_id"] for r in items])
+    ids = [r["session_id"] for r in items]
+    if playlist["type"] == "filters":
+        return query_recordings(store, project_id, RecordingsQuery.from_params(params), ids)
+    return collection_recordings(store, project_id, ids)
 
 
 def collection_recordings(store: Store, project_id: int, ids: list[str]) -> tuple[list[sqlite3.Row], bool]:
@@ -826,7 +946,7 @@ async def playlist_recordings(request: Request) -> Response:
         rows, has_next = collection_recordings(ctx.store, project_id, ids)
         return _recordings_response(rows, has_next=has_next)
     playlist = _get_row(ctx.store, project_id, short_id)
-    rows, has_next = playlist_recordings_rows(ctx.store, project_id, playlist, limit=limit, offset=offset)
+    rows, has_next = playlist_recordings_rows(ctx.store, project_id, playlist, q)
     return _recordings_response(rows, has_next=has_next)
 
 
@@ -852,26 +972,11 @@ async def list_recordings(request: Request) -> Response:
     ctx.authenticate_personal(request, "session_recording:read", throttle=THROTTLE)
     project_id = ctx.project_id_of(request)
     q = request.query_params
-    limit = int_param(q.get("limit"), RECORDINGS_DEFAULT_LIMIT, name="limit") or RECORDINGS_DEFAULT_LIMIT
-    offset = int_param(q.get("offset"), 0, name="offset")
-    date_from = parse_date(q.get("date_from") or "-3d", "date_from")
-    date_to = parse_date(q["date_to"], "date_to") if q.get("date_to") else None
-    if "session_ids" in q:
-        ids = _session_ids_param(q["session_ids"])
-        rows, has_next = recordings_for_ids(
-            ctx.store, project_id, ids, date_from=date_from, date_to=date_to, limit=limit, offset=offset
-        )
-        return _recordings_response(rows, has_next=has_next)
-    where, params = "project_id=? AND start_time>=?", [project_id, date_from]
-    if date_to is not None:
-        where, params = where + " AND start_time<=?", [*params, date_to]
-    # One more row than asked tells `has_next`; a limit at SQLite's maximum cannot take the extra one.
-    fetch = min(limit, MAX_INT_PARAM - 1) + 1
-    rows = ctx.store.query(
-        f"SELECT * FROM recordings WHERE {where} ORDER BY start_time DESC LIMIT ? OFFSET ?",
-        [*params, fetch, offset],
-    )
-    return _recordings_response(rows[:limit], has_next=len(rows) > limit)
+    query = RecordingsQuery.from_params(q)
+    # An empty `session_ids` is falsy in `list_recordings_from_query`: the query runs over every recording.
+    ids = _session_ids_param(q["session_ids"]) if "session_ids" in q else None
+    rows, has_next = query_recordings(ctx.store, project_id, query, ids)
+    return _recordings_response(rows, has_next=has_next)
 
 
 def _recordings_by_ids(store: Store, project_id: int, ids: list[str]) -> list[sqlite3.Row]:
@@ -981,6 +1086,16 @@ async def bulk_delete_recordings(request: Request) -> Response:
 
 
 _BASE = "/api/projects/{project_id}/session_recording_playlists/"
+#: The `RecordingsQuery` parameters documented in the OpenAPI document (`RecordingsQuery.from_params` also
+#: reads `order`, `order_direction`, `filter_test_accounts` and `having_predicates`, named in the summaries
+#: only: their values are enums and JSON the document's plain query parameters cannot describe, and the
+#: bounded schemathesis run would send junk for them as "schema-valid").
+_RECORDINGS_QUERY = (
+    Query("date_from"),
+    Query("date_to"),
+    Query("limit", "integer", minimum=0),
+    Query("offset", "integer", minimum=0),
+)
 _ENV = "/api/environments/{project_id}/session_recording_playlists/"
 _LIST_QUERY = (
     Query("limit", "integer", minimum=0),
@@ -1016,15 +1131,10 @@ ENDPOINTS = [
         _RECORDINGS,
         list_recordings,
         "session_recordings_list",
-        "List recordings (RecordingsQuery parameters: session_ids as a JSON array, date_from, limit, offset)",
+        "List recordings (RecordingsQuery parameters: session_ids as a JSON array, date_from, date_to, "
+        "order, order_direction, filter_test_accounts, having_predicates, limit, offset)",
         aliases=("/api/environments/{project_id}/session_recordings/",),
-        query=(
-            Query("session_ids"),
-            Query("date_from"),
-            Query("date_to"),
-            Query("limit", "integer", minimum=0),
-            Query("offset", "integer", minimum=0),
-        ),
+        query=(Query("session_ids"), *_RECORDINGS_QUERY),
     ),
     _ep("GET", "", list_playlists, "playlists_list", "List playlists", query=_LIST_QUERY, returns="page"),
     _ep("POST", "", create_playlist, "playlists_create", "Create a playlist", body=PlaylistWrite, status=201),
@@ -1053,7 +1163,8 @@ ENDPOINTS = [
         "{short_id}/recordings/",
         playlist_recordings,
         "playlists_recordings",
-        "Recordings of a playlist",
+        "Recordings of a playlist (a saved filter's: the RecordingsQuery parameters date_from, date_to, "
+        "order, order_direction, filter_test_accounts, having_predicates, limit, offset)",
         query=(Query("limit", "integer", minimum=0), Query("offset", "integer", minimum=0)),
     ),
     _ep(
@@ -1131,10 +1242,12 @@ def insert_recording(
     person_properties: dict[str, Any] | None = None,
     playlist: str | None = None,
     long_term: bool = False,
+    urls: list[str] | None = None,
 ) -> str:
     """Store one recording as if ingested (the shape the seed writes), optionally in a collection playlist;
     returns its session id. `long_term`: also persisted to long-term storage (answered by id whatever its
-    age). Bad input raises ValueError/TypeError naming the argument."""
+    age). `urls`: every URL the session visited (`start_url` first when not listed). Bad input raises
+    ValueError/TypeError naming the argument."""
     if session_id is None:
         session_id = str(uuid.uuid4())
     if not isinstance(session_id, str) or not session_id.strip():
@@ -1166,6 +1279,7 @@ def insert_recording(
     for name, value in values.items():
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
             raise ValueError(f"counts[{name!r}] must be a whole number >= 0, got {value!r}")
+    visited = _visited_urls(start_url, urls)
     start = _when(start_time, "start_time")
     if activity_score is None:
         activity_score = round(100.0 * active_seconds / duration, 2) if duration else 0.0
@@ -1207,7 +1321,7 @@ def insert_recording(
             "INSERT INTO recordings(project_id, session_id, distinct_id, start_time, end_time, "
             "recording_duration, active_seconds, inactive_seconds, click_count, keypress_count, "
             "mouse_activity_count, console_log_count, console_warn_count, console_error_count, start_url, "
-            "viewed, activity_score, person, lts) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            "viewed, activity_score, person, lts, urls) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             (
                 project_id,
                 session_id,
@@ -1223,6 +1337,7 @@ def insert_recording(
                 score,
                 dumps(person),
                 int(bool(long_term)),
+                dumps(visited),
             ),
         )
         if target is not None:
@@ -1231,6 +1346,15 @@ def insert_recording(
                 (target["id"], session_id, now_iso()),
             )
     return session_id
+
+
+def _visited_urls(start_url: str, urls: list[str] | None) -> list[str]:
+    """The session's visited URLs as stored: `urls` (strings) with `start_url` first when not among them."""
+    if urls is None:
+        return [start_url]
+    if isinstance(urls, str) or not all(isinstance(u, str) for u in urls):
+        raise ValueError(f"urls must be a list of URL strings, got {urls!r}")
+    return list(dict.fromkeys([start_url, *urls] if start_url not in urls else urls))
 
 
 # -- seed ----------------------------------------------------------------------------------------------------

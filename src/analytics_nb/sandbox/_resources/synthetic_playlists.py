@@ -6,7 +6,7 @@ and, behind the `replay-new-detected-url-collections` flag, one dynamic "New URL
 first seen in the last 14 days and not in the 90 before (top 20 by sessions; short id
 `synthetic-new-url-<sha256(url)[:12]>`, ids from -1000 down). The sandbox derives each one's recordings from
 what it stores: watched ones, 5+ console errors (frustration), expiring within 10 days (30-day retention),
-and recordings' start URLs (the service reads every URL a session visited). Commented, shared, exported and
+and every URL each recording visited (`urls`, else its start URL). Commented, shared, exported and
 summarised sessions do not exist here, so those are empty.
 """
 
@@ -19,7 +19,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 from urllib.parse import urlparse
 
-from .._store import Store
+from .._store import Store, loads
 
 #: The switch (`Sandbox.set_switch("new_url_playlists")`) standing in for the service's feature flag.
 NEW_URL_SWITCH = "new_url_playlists"
@@ -27,6 +27,8 @@ NEW_URL_PREFIX = "synthetic-new-url-"
 LOOKBACK_DAYS = 14
 HISTORY_DAYS = 90
 MAX_NEW_URLS = 20
+#: The (session, URL) rows the service reads at most, newest session first (`LIMIT 50000`).
+MAX_URL_ROWS = 50_000
 MIN_NEW_URL_ID = -1000
 RETENTION_DAYS = 30
 EXPIRY_WINDOW_DAYS = 10
@@ -102,25 +104,44 @@ def _stamp(when: datetime) -> str:
 
 def new_url_sessions(store: Store, project_id: int) -> dict[str, list[str]]:
     """Pattern -> sorted session ids, for the (at most 20) patterns first seen in the last 14 days and not
-    in the 90 before, most sessions first (ties by pattern)."""
+    in the 90 before, most sessions first (ties by pattern).
+
+    As `NewUrlsSyntheticPlaylistSource._get_new_urls_with_sessions` reads `session_replay_events`: one row
+    per (session, URL in its `all_urls`), dated by the session's start (not the visit), sessions started in
+    the last 90 days, empty URLs dropped, the newest 50,000 rows; a pattern's first sighting is its oldest
+    row, and a session counts for it when that session started within the 14-day lookback."""
     now = datetime.now(UTC)
-    lookback = _stamp(now - timedelta(days=LOOKBACK_DAYS))
+    now_stamp, lookback = _stamp(now), _stamp(now - timedelta(days=LOOKBACK_DAYS))
     rows = store.query(
-        "SELECT session_id, start_url, start_time FROM recordings WHERE project_id=? AND start_time>=? "
-        "AND start_url IS NOT NULL AND start_url<>''",
+        "SELECT session_id, start_url, urls, start_time FROM recordings WHERE project_id=? AND start_time>=? "
+        "ORDER BY start_time DESC",
         (project_id, _stamp(now - timedelta(days=HISTORY_DAYS))),
     )
+    pairs = [
+        (row["session_id"], url, row["start_time"])
+        for row in rows
+        for url in dict.fromkeys(_urls_of(row))
+        if url
+    ][:MAX_URL_ROWS]
     first_seen: dict[str, str] = {}
     sessions: dict[str, set[str]] = {}
-    for row in rows:
-        pattern = normalize_url(row["start_url"])
-        if pattern not in first_seen or row["start_time"] < first_seen[pattern]:
-            first_seen[pattern] = row["start_time"]
-        if row["start_time"] >= lookback:
-            sessions.setdefault(pattern, set()).add(row["session_id"])
-    fresh = {p: len(sessions.get(p, ())) for p, seen in first_seen.items() if seen >= lookback}
+    for session_id, url, started in pairs:
+        pattern = normalize_url(url)
+        if pattern not in first_seen or started < first_seen[pattern]:
+            first_seen[pattern] = started
+        if lookback <= started <= now_stamp:
+            sessions.setdefault(pattern, set()).add(session_id)
+    fresh = {p: len(sessions.get(p, ())) for p, seen in first_seen.items() if lookback <= seen <= now_stamp}
     top = sorted(fresh.items(), key=lambda item: (-item[1], item[0]))[:MAX_NEW_URLS]
     return {pattern: sorted(sessions.get(pattern, ())) for pattern, _ in top}
+
+
+def _urls_of(row: Any) -> list[str]:
+    """A stored recording's visited URLs (`urls`, a JSON list; older rows: the start URL alone)."""
+    stored = loads(row["urls"]) if row["urls"] else None
+    if isinstance(stored, list):
+        return [u for u in stored if isinstance(u, str)]
+    return [row["start_url"]] if row["start_url"] else []
 
 
 def _url_hash(url: str) -> str:

@@ -526,7 +526,7 @@ class PlaylistEditor(Panel):
         if selected is None or selected.short_id is None:
             return None
         short_id = selected.short_id
-        ok, records = self._attempt(
+        ok, records = self._attempt_noting(
             f"Loading the recordings of {short_id}…",
             lambda: list(self._live_client().playlists.recordings(short_id)),
         )
@@ -534,7 +534,8 @@ class PlaylistEditor(Panel):
             self._recordings_view.clear()  # never show another playlist's recordings
             return None
         self._recordings_view.show(recordings_frame(records))
-        self._status.ok(f"Selected {playlist_label(selected)}: {len(self.recordings)} recording(s).")
+        # fewer than the items (IncompleteRecordingsWarning), a filter part not sent: said in the status
+        self._done(f"Selected {playlist_label(selected)}: {len(self.recordings)} recording(s).")
         return self.recordings
 
     def add_recording(self, session_recording_id: str | None = None) -> bool:

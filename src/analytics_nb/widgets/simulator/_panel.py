@@ -393,7 +393,7 @@ class FlagSimulator(Panel):
                 moves = changed.moves
             return sim, moves
 
-        ok, value = self._attempt(
+        ok, value = self._attempt_noting(
             f"Running {len(frame)} property sets ({engine})…", go, needs_client=engine != "local"
         )
         if not ok or value is None:
@@ -418,7 +418,7 @@ class FlagSimulator(Panel):
             first = str(self.simulation.errors["error"].iloc[0])
             first = first if len(first) <= 140 else first[:137] + "..."
             extra = f", {errors} row(s) with errors (see the error column; first: {first})"
-        self._status.ok(
+        self._done(
             f"Done: {len(self.result)} property sets, {len(self.simulation.flags)} flags ({engine}){extra}."
         )
         return self.result

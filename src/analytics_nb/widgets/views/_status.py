@@ -1,7 +1,8 @@
 """``StatusBar``: the one line that says what a panel did or why it failed, plus a message log.
 
 Errors become one plain sentence (``describe_error``), never a traceback; the line keeps the text
-(``.text``), its kind (``ok``/``error``/``busy``/``info``) and the exception (``.last_error``) as attributes.
+(``.text``), its kind (``ok``/``warning``/``error``/``busy``/``info``) and the exception (``.last_error``)
+as attributes.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ _STYLE = {
     "error": "color:#b42318;font-weight:600",
     "info": "color:#444",
     "busy": "color:#8a6d00",
+    "warning": "color:#b54708",
 }
 
 
@@ -37,7 +39,7 @@ class StatusBar:
         self.last_error: BaseException | None = None
 
     def show(self, text: str, kind: str = "info") -> None:
-        """Show ``text`` styled as ``kind`` (ok, error, busy or info)."""
+        """Show ``text`` styled as ``kind`` (ok, warning, error, busy or info)."""
         self.text = text
         self.kind = kind
         style = _STYLE.get(kind, _STYLE["info"])
@@ -49,6 +51,12 @@ class StatusBar:
         """Report a success (forgets the last error)."""
         self.last_error = None
         self.show(text, "ok")
+
+    def warning(self, text: str) -> None:
+        """Report a success that came with a caveat (a warning of the run: answers NA for a reason); the
+        last error is forgotten, as with ``ok``."""
+        self.last_error = None
+        self.show(text, "warning")
 
     def busy(self, text: str) -> None:
         """Say what is running."""
