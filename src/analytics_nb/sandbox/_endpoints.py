@@ -53,6 +53,31 @@ class Query:
     required: bool = False
     content: dict[str, Any] | None = None
     maximum: int | None = None
+    #: A paging number the handler clamps whatever its size (no maximum documented, as for `page`).
+    clamped: bool = False
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """A refusal of a schema-valid request for a reason no schema can state: a rule on the stored state
+    (a key another flag already uses, an id that names no row) or on the transport. The document lists
+    them per operation (`x-refusals`) with the body's `code` / `attr` and, when those are not specific,
+    the start of its `detail`; the conformance run's check (tests/sandbox/schemathesis/hooks.py) accepts
+    exactly these and nothing else. `source`: the PostHog file and test that answer the same."""
+
+    status: int
+    code: str
+    attr: str | None
+    source: str
+    detail: str | None = None
+
+    def document(self) -> dict[str, Any]:
+        """The `x-refusals` entry."""
+        out: dict[str, Any] = {"status": self.status, "code": self.code, "attr": self.attr}
+        if self.detail is not None:
+            out["detail"] = self.detail
+        out["source"] = self.source
+        return out
 
 
 @dataclass(frozen=True)
@@ -65,6 +90,7 @@ class Endpoint:
     `body_limit`: bytes accepted, enforced while the body streams in and before authentication (None:
     the handler reads the body itself, as capture and decide do, with their own limits and error texts).
     `fast`: a POST the app calls directly, past routing (the decide/flags hot path).
+    `refusals`: the state rules that refuse a schema-valid body (documented as `x-refusals`).
     """
 
     method: str
@@ -85,6 +111,7 @@ class Endpoint:
     fast: bool = False
     documented: bool = True
     extra_responses: dict[str, dict[str, Any]] = field(default_factory=dict)
+    refusals: tuple[Refusal, ...] = ()
 
 
 def documented_path(path: str) -> str:
@@ -229,6 +256,8 @@ def _operation(ep: Endpoint, schemas: dict[str, Any]) -> dict[str, Any]:
     }
     if ep.auth != "personal":
         op["security"] = []
+    if ep.refusals:
+        op["x-refusals"] = [r.document() for r in ep.refusals]
     if ep.body is not None:
         name = ep.body.__name__
         schemas[name] = _model_schema(ep.body)
@@ -238,7 +267,7 @@ def _operation(ep: Endpoint, schemas: dict[str, Any]) -> dict[str, Any]:
             name += "Create"
             schemas[name] = _create_schema(schemas[ep.body.__name__], extra or {})
         op["requestBody"] = {
-            "required": creates,
+            "required": creates and getattr(ep.body, "create_body_required", True),
             "content": {"application/json": {"schema": {"$ref": f"#/components/schemas/{name}"}}},
         }
     elif ep.body_schema is not None:
@@ -252,7 +281,7 @@ def _query_schema(q: Query) -> dict[str, Any]:
     number (read as the default, as `rest_framework/pagination.py` `_positive_int` does), no minimum."""
     if q.name in _PAGING and q.type == "integer":
         number: dict[str, Any] = {"type": "integer"}
-        if q.name != "page":
+        if q.name != "page" and not q.clamped:
             number["maximum"] = q.maximum if q.maximum is not None else MAX_INT_PARAM
         # text that is not an integer: empty, a lone sign, or a non-digit where no integer has one
         junk = {"type": "string", "pattern": "^$|^[+-]$|^[^0-9+-]|.[^0-9]"}
@@ -266,8 +295,9 @@ def _query_schema(q: Query) -> dict[str, Any]:
 
 
 def _create_schema(schema: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
-    """The body schema of a create / full update: `extra` added; its required fields not nullable."""
-    out = {**schema, **extra, "properties": dict(schema.get("properties", {}))}
+    """The body schema of a create / full update: `extra` added (its `properties` replace the model's of the
+    same name: what a create accepts that an update does not); its required fields not nullable."""
+    out = {**schema, **extra, "properties": {**schema.get("properties", {}), **extra.get("properties", {})}}
     for name in extra.get("required", ()):
         prop = dict(out["properties"].get(name, {}))
         prop.pop("nullable", None)

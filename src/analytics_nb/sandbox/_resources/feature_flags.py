@@ -23,14 +23,15 @@ import threading
 import weakref
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Annotated, Any, ClassVar
 
+from pydantic import WithJsonSchema
 from starlette.requests import Request
 from starlette.responses import Response
 
 from .._auth import User, authenticate, extract_key, hash_key, is_key, users_by_id
 from .._context import SandboxContext, context_of
-from .._endpoints import Endpoint, Query
+from .._endpoints import Endpoint, Query, Refusal
 from .._errors import APIError, method_not_allowed, not_found, validation_error
 from .._http import SafeJSONResponse, limit_offset, page_response, parse_json_body, read_body, safe_dumps
 from .._store import Store, dumps, loads, now_iso
@@ -460,12 +461,18 @@ def _normalise_payloads(filters: dict[str, Any]) -> None:
         }
 
 
+#: A flag key, documented as the service checks it (`validate_key`: letters, digits, `-`, `_`; never null).
+_KEY: Any = Annotated[
+    Text(min_length=1), WithJsonSchema({"type": "string", "minLength": 1, "pattern": _KEY_RE.pattern})
+]
+
+
 class FeatureFlagWrite(RequestModel):
     """Body of POST (create; `key` required) and PATCH/PUT (partial update) of a feature flag."""
 
     create_schema: ClassVar[dict[str, Any]] = {"required": ["key"]}  # the OpenAPI document (safety)
 
-    key: Text(min_length=1) = None  # type: ignore[valid-type]
+    key: _KEY = None
     name: Text() = None  # type: ignore[valid-type]
     filters: JSONObject(code="not_a_dict") = None  # type: ignore[valid-type]
     active: StrictBool() = None  # type: ignore[valid-type]
@@ -1185,6 +1192,17 @@ _BASE = "/api/projects/{project_id}/feature_flags/"
 _ENV = "/api/environments/{project_id}/feature_flags/"
 _TOKEN = Query("token")
 _NOT_MODIFIED = {"304": {"description": "Not modified (If-None-Match matched the ETag)"}}
+#: A key a live flag of the project already uses (no schema can say which keys are taken).
+_KEY_TAKEN = (
+    Refusal(
+        400,
+        "unique",
+        "key",
+        "posthog/api/feature_flag.py FeatureFlagSerializer.validate_key; posthog/api/test/"
+        "test_feature_flag.py test_cant_create_flag_with_duplicate_key, "
+        "test_cant_update_flag_with_duplicate_key",
+    ),
+)
 
 
 def _ep(method: str, suffix: str, handler: Any, op: str, summary: str, **kw: Any) -> Endpoint:
@@ -1222,6 +1240,7 @@ ENDPOINTS = [
         "feature_flags_create",
         "Create a feature flag",
         body=FeatureFlagWrite,
+        refusals=_KEY_TAKEN,
         status=201,
     ),
     _ep("GET", "{flag_id:int}/", get_flag_endpoint, "feature_flags_retrieve", "Retrieve a feature flag"),
@@ -1232,6 +1251,7 @@ ENDPOINTS = [
         "feature_flags_partial_update",
         "Update a feature flag",
         body=FeatureFlagWrite,
+        refusals=_KEY_TAKEN,
     ),
     _ep(
         "PUT",
@@ -1240,6 +1260,7 @@ ENDPOINTS = [
         "feature_flags_update",
         "Update a feature flag",
         body=FeatureFlagWrite,
+        refusals=_KEY_TAKEN,
     ),
     _ep(
         "DELETE",

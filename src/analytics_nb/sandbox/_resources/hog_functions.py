@@ -27,15 +27,15 @@ import uuid
 from datetime import UTC, datetime, timedelta
 from functools import cache
 from importlib import resources
-from typing import Any, ClassVar
+from typing import Annotated, Any, ClassVar
 
-from pydantic import Field
+from pydantic import Field, WithJsonSchema
 from starlette.requests import Request
 from starlette.responses import Response
 
 from .._auth import users_by_id
 from .._context import SandboxContext, context_of
-from .._endpoints import Endpoint, Query
+from .._endpoints import Endpoint, Query, Refusal
 from .._errors import APIError, not_found, validation_error
 from .._http import (
     SafeJSONResponse,
@@ -432,6 +432,29 @@ class MaskingWrite(RequestModel):
     hash: Any = None
 
 
+#: `masking` as `HogFunctionMaskingSerializer` reads it (ttl 60..86400 and a hash required), documented.
+_MASKING_SCHEMA = {
+    "type": "object",
+    "nullable": True,
+    "required": ["ttl", "hash"],
+    "properties": {
+        "ttl": {"type": "integer", "minimum": 60, "maximum": 86400},
+        "threshold": {"type": "integer", "nullable": True},
+        "hash": {"type": "string", "pattern": "\\S"},
+    },
+}
+#: An `inputs_schema` item as `_check_inputs_schema` (`InputsSchemaItemSerializer`) reads it, documented.
+_INPUT_ITEM = {
+    "type": "object",
+    "required": ["type", "key"],
+    "properties": {
+        "type": {"type": "string", "enum": list(INPUT_TYPES)},
+        "key": {"type": "string", "pattern": "\\S"},
+        "choices": {"type": "array", "items": {"type": "object"}, "nullable": True},
+    },
+}
+#: The JSON values Python reads as false (besides []): what `x or default` replaces.
+_FALSY: list[Any] = [None, False, 0, "", {}]
 _MAPPINGS = JSONValue(schema={"type": "array", "items": {"type": "object"}, "nullable": True})
 _ORDER = JSONValue(schema={"type": "integer", "minimum": 0, "maximum": 32767, "nullable": True})
 
@@ -441,7 +464,40 @@ class HogFunctionWrite(RequestModel):
     the checks that need the stored function or the template are in `_resolve`."""
 
     create_schema: ClassVar[dict[str, Any]] = {  # the OpenAPI document (safety)
-        "anyOf": [{"required": ["hog"]}, {"required": ["template_id"]}]
+        "allOf": [
+            {"anyOf": [{"required": ["hog"]}, {"required": ["template_id"]}]},
+            # mappings only on destinations (`HogFunctionSerializer.validate`); type absent is "destination"
+            {
+                "anyOf": [
+                    {
+                        "properties": {
+                            "type": {"enum": ["destination", "site_destination", None], "nullable": True}
+                        }
+                    },
+                    {"properties": {"mappings": {"enum": [*_FALSY, []], "nullable": True}}},
+                ]
+            },
+        ],
+        # a create reads a falsy `inputs_schema` as [] (then the template's) and a falsy `mappings` as none:
+        # `HogFunctionSerializer.to_internal_value` (products/cdp/backend/api/hog_function.py)
+        "properties": {
+            # never created here: warehouse source webhooks (`validate_type`), log transformations (a team
+            # feature flag, off in the sandbox: `validate`)
+            "type": {
+                "type": "string",
+                "enum": [
+                    *(t for t in TYPES if t not in ("warehouse_source_webhook", "transformation_log")),
+                    None,
+                ],
+                "nullable": True,
+            },
+            "inputs_schema": {
+                "anyOf": [{"type": "array", "items": _INPUT_ITEM}, {"enum": _FALSY, "nullable": True}]
+            },
+            "mappings": {
+                "anyOf": [{"type": "array", "items": {"type": "object"}}, {"enum": _FALSY, "nullable": True}]
+            },
+        },
     }
 
     type: Choice(*TYPES, allow_null=True) = None  # type: ignore[valid-type]
@@ -450,15 +506,15 @@ class HogFunctionWrite(RequestModel):
     enabled: Bool() = None  # type: ignore[valid-type]
     deleted: Bool() = None  # type: ignore[valid-type]
     hog: Char(allow_null=False) = None  # type: ignore[valid-type]
-    inputs_schema: JSONValue(schema={"type": "array", "items": {"type": "object"}}) = None  # type: ignore[valid-type]
+    inputs_schema: JSONValue(schema={"type": "array", "items": _INPUT_ITEM}) = None  # type: ignore[valid-type]
     inputs: JSONObject() = None  # type: ignore[valid-type]
     filters: JSONObject() = None  # type: ignore[valid-type]
-    masking: JSONObject() = None  # type: ignore[valid-type]
+    masking: Annotated[JSONObject(), WithJsonSchema(_MASKING_SCHEMA)] = None  # type: ignore[valid-type]
     mappings: _MAPPINGS = None  # type: ignore[valid-type]
     icon_url: Char() = None  # type: ignore[valid-type]
     template_id: Char(max_length=400) = None  # type: ignore[valid-type]
     execution_order: _ORDER = None  # type: ignore[valid-type]
-    batch_export_id: Char() = None  # type: ignore[valid-type]
+    batch_export_id: JSONValue(schema={"type": "string", "format": "uuid", "nullable": True}) = None  # type: ignore[valid-type]
     create_in_folder: Char() = Field(None, alias="_create_in_folder")  # type: ignore[valid-type]
 
 
@@ -703,9 +759,9 @@ def _resolve(
             )
     if creating:
         values["template_id"] = template_id
+        values["inputs_schema"] = values.get("inputs_schema") or []  # falsy -> [], as the service reads it
         if tpl is not None:
             values["hog"] = data.hog or tpl.get("code")
-            values.setdefault("inputs_schema", None)
             values["inputs_schema"] = values["inputs_schema"] or tpl.get("inputs_schema") or []
             values["icon_url"] = data.icon_url or tpl.get("icon_url")
             values["description"] = data.description or tpl.get("description") or ""
@@ -733,7 +789,7 @@ def _resolve(
     if "masking" in sent:
         values["masking"] = _check_masking(data.masking)
     if "mappings" in sent:
-        mappings = data.mappings
+        mappings = (data.mappings or None) if creating else data.mappings  # a create: falsy is none
         if mappings is not None:
             if not isinstance(mappings, list) or not all(isinstance(m, dict) for m in mappings):
                 raise _field_error("mappings", 'Expected a list of items but got type "dict".', "not_a_list")
@@ -965,6 +1021,15 @@ ENDPOINTS = [  # named actions before `{hog_function_id}`
         rearrange_handler,
         "hog_functions_rearrange_partial_update",
         "Set the execution order of transformations",
+        refusals=(
+            Refusal(
+                400,
+                "invalid_input",
+                None,
+                "products/cdp/backend/api/hog_function.py HogFunctionViewSet.rearrange (missing_ids)",
+                detail="HogFunction with id ",
+            ),
+        ),
         body_schema={
             "type": "object",
             "required": ["orders"],  # "No orders provided" otherwise (safety: conformance)
@@ -985,7 +1050,7 @@ ENDPOINTS = [  # named actions before `{hog_function_id}`
             Query("type"),
             Query("enabled", "boolean"),
             Query("search"),
-            Query("full", "boolean"),
+            Query("full"),  # any text; only "true" selects the full serializer (get_serializer_class)
         ),
         returns="page",
     ),
@@ -997,6 +1062,15 @@ ENDPOINTS = [  # named actions before `{hog_function_id}`
         "Create a Hog function (from template_id, or from hog source)",
         body=HogFunctionWrite,
         status=201,
+        refusals=(
+            Refusal(
+                400,
+                "invalid_input",
+                "template_id",
+                "products/cdp/backend/api/hog_function.py HogFunctionSerializer.to_internal_value",
+                detail="No template found for id ",
+            ),
+        ),
     ),
     _ep("GET", "{hog_function_id}/", get_function, "hog_functions_retrieve", "Get a Hog function"),
     _ep(

@@ -23,7 +23,7 @@ from starlette.responses import Response
 
 from .._auth import UNSUPPORTED, User, users_by_id
 from .._context import SandboxContext, context_of
-from .._endpoints import Endpoint, Query
+from .._endpoints import Endpoint, Query, Refusal
 from .._errors import APIError, not_found, server_error, validation_error
 from .._http import (
     MAX_INT_PARAM,
@@ -35,7 +35,7 @@ from .._http import (
     read_body,
 )
 from .._store import Store, dumps, loads, now_iso
-from .._validation import Bool, Char, Choice, JSONValue, RequestModel, validate
+from .._validation import Bool, Char, Choice, JSONObject, RequestModel, validate
 from .synthetic_playlists import (
     NEW_URL_SWITCH,
     Synthetic,
@@ -205,13 +205,23 @@ def _serialize_many(store: Store, rows: list[sqlite3.Row]) -> list[dict[str, Any
 
 
 _REL = re.compile(r"^-?(\d+)([hdwmyHM])(Start|End)?$")
+#: What `relative_date_parse` (posthog/utils.py) looks for anywhere in a text it cannot read as a date.
+_REL_ANYWHERE = re.compile(r"-?(\d+)?([hdwmqysHDWMQY])(Start|End)?")
+_UNIT_DAYS = {"d": 1, "w": 7, "m": 30, "q": 91, "y": 365}
+_UNIT_SECONDS = {"h": 3600, "M": 60, "s": 1}
 
 
-def parse_date(raw: str, attr: str) -> str:
-    """A relative (`-7d`, `-24h`, `-2w`, `-1m`, `-1y`, `-30M`) or ISO date as the stored timestamp format."""
+def parse_date(raw: str, attr: str, *, lenient: bool = False) -> str:
+    """A relative (`-7d`, `-24h`, `-2w`, `-1m`, `-1y`, `-30M`) or ISO date as the stored timestamp format.
+
+    `lenient`: text that is neither reads as `relative_date_parse` (posthog/utils.py) reads it: the first
+    `<number><unit>` anywhere in it, else now (the playlist list's `date_from` / `date_to`, which
+    `_filter_request` in session_recording_playlist_api.py passes to it unchecked: `date_from=` is now)."""
     now = datetime.now(UTC)
     text = raw.strip()
     match = _REL.match(text)
+    if lenient and not match and text not in ("today", "dStart") and not _is_iso_date(text):
+        return _stored_stamp(_relative_anywhere(text, now, raw, attr))
     if text in ("today", "dStart"):
         when = now.replace(hour=0, minute=0, second=0, microsecond=0)
     elif match:
@@ -237,7 +247,33 @@ def parse_date(raw: str, attr: str) -> str:
             ) from None
         if when.tzinfo is None:
             when = when.replace(tzinfo=UTC)
+    return _stored_stamp(when)
+
+
+def _stored_stamp(when: datetime) -> str:
     return when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def _is_iso_date(text: str) -> bool:
+    try:
+        datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return False
+    return True
+
+
+def _relative_anywhere(text: str, now: datetime, raw: str, attr: str) -> datetime:
+    """`relative_date_parse`'s reading of a text that is no date: now minus the first `<n><unit>` in it
+    (a unit without a number: now), else now."""
+    found = _REL_ANYWHERE.search(text)
+    if found is None or found.group(1) is None:
+        return now
+    n, unit = int(found.group(1)), found.group(2)
+    if n > 100_000:
+        raise validation_error(f"Invalid date {raw!r}: the relative offset is too large.", attr)
+    if unit in _UNIT_SECONDS:
+        return now - timedelta(seconds=n * _UNIT_SECONDS[unit])
+    return now - timedelta(days=n * _UNIT_DAYS[unit.lower()])
 
 
 def _get_row(store: Store, project_id: int, short_id: str, *, include_deleted: bool = False) -> sqlite3.Row:
@@ -601,7 +637,26 @@ def remove_item(store: Store, playlist_id: int, session_id: str) -> bool:
 class PlaylistWrite(RequestModel):
     """Body of POST (create) and PATCH/PUT (partial update); `type` only counts on create."""
 
-    create_schema: ClassVar[dict[str, Any]] = {"required": ["type"]}  # the OpenAPI document (safety)
+    #: The OpenAPI document (safety): `type` required; a collection without filters, a saved filter with
+    #: some (`SessionRecordingPlaylistSerializer.create`, session_recording_playlist_api.py).
+    create_schema: ClassVar[dict[str, Any]] = {
+        "required": ["type"],
+        "anyOf": [
+            {
+                "properties": {
+                    "type": {"enum": ["collection"]},
+                    "filters": {"type": "object", "maxProperties": 0, "nullable": True},
+                }
+            },
+            {
+                "required": ["filters"],
+                "properties": {
+                    "type": {"enum": ["filters"]},
+                    "filters": {"type": "object", "minProperties": 1},
+                },
+            },
+        ],
+    }
 
     type: Choice("collection", "filters", allow_null=True) = None  # type: ignore[valid-type]
     name: Char(max_length=400) = None  # type: ignore[valid-type]
@@ -609,7 +664,7 @@ class PlaylistWrite(RequestModel):
     description: Char(allow_null=False) = None  # type: ignore[valid-type]
     pinned: Bool() = None  # type: ignore[valid-type]
     deleted: Bool() = None  # type: ignore[valid-type]
-    filters: JSONValue(schema={"type": "object", "nullable": True}) = None  # type: ignore[valid-type]
+    filters: JSONObject() = None  # type: ignore[valid-type]
     create_in_folder: Char() = Field(None, alias="_create_in_folder")  # type: ignore[valid-type]
 
     def columns(self) -> dict[str, Any]:
@@ -644,8 +699,8 @@ def _list_filters(request: Request, store: Store, user: User, *, newest: bool = 
         user_id=user.id if "user" in q else None,
         pinned="pinned" in q,
         type=q["type"] if q.get("type") in ("collection", "filters") else None,
-        date_from=parse_date(q["date_from"], "date_from") if "date_from" in q else None,
-        date_to=parse_date(q["date_to"], "date_to") if "date_to" in q else None,
+        date_from=parse_date(q["date_from"], "date_from", lenient=True) if "date_from" in q else None,
+        date_to=parse_date(q["date_to"], "date_to", lenient=True) if "date_to" in q else None,
         search=q.get("search"),
         session_recording_id=q.get("session_recording_id"),
         custom_only=q.get("collection_type") == "synthetic",
@@ -1134,9 +1189,27 @@ ENDPOINTS = [
         "List recordings (RecordingsQuery parameters: session_ids as a JSON array, date_from, date_to, "
         "order, order_direction, filter_test_accounts, having_predicates, limit, offset)",
         aliases=("/api/environments/{project_id}/session_recordings/",),
-        query=(Query("session_ids"), *_RECORDINGS_QUERY),
+        query=(
+            Query("session_ids", content={"type": "array", "items": {"type": "string"}}),
+            *_RECORDINGS_QUERY,
+        ),
     ),
-    _ep("GET", "", list_playlists, "playlists_list", "List playlists", query=_LIST_QUERY, returns="page"),
+    _ep(
+        "GET",
+        "",
+        list_playlists,
+        "playlists_list",
+        "List playlists",
+        query=_LIST_QUERY,
+        returns="page",
+        # `created_by` must name a user: django-filter's ModelChoiceFilter (filterset_fields, in
+        # posthog/session_recordings/session_recording_playlist_api.py)
+        refusals=(
+            Refusal(
+                400, "invalid_choice", "created_by", "session_recording_playlist_api.py filterset_fields"
+            ),
+        ),
+    ),
     _ep("POST", "", create_playlist, "playlists_create", "Create a playlist", body=PlaylistWrite, status=201),
     _ep("GET", "{short_id}/", get_playlist, "playlists_retrieve", "Get a playlist"),
     _ep(

@@ -21,14 +21,14 @@ import sqlite3
 from datetime import UTC, datetime, timedelta
 from functools import cache
 from importlib import resources
-from typing import Any
+from typing import Any, ClassVar
 
 from starlette.requests import Request
 from starlette.responses import Response
 
 from .._auth import UNSUPPORTED, User
 from .._context import SandboxContext, context_of
-from .._endpoints import Endpoint, Query
+from .._endpoints import Endpoint, Query, Refusal
 from .._errors import not_found, permission_denied, validation_error
 from .._http import (
     SafeJSONResponse,
@@ -499,6 +499,24 @@ def enabled_configs(store: Store, org_id: str) -> list[tuple[sqlite3.Row, sqlite
 class TransformationWrite(RequestModel):
     """Body of POST (install) and PATCH/PUT (update; `url` is ignored there)."""
 
+    #: An install needs a repository or npm URL unless it is a `source` plugin (plugin_type "source", or
+    #: neither a type nor a URL): `update_validated_data_from_url` in posthog/api/plugin.py refuses any
+    #: other URL with "Must be a GitHub/GitLab repository or a npm package URL!" (OpenAPI document).
+    #: No body at all is an empty one: a `source` plugin.
+    create_body_required: ClassVar[bool] = False
+    create_schema: ClassVar[dict[str, Any]] = {
+        "anyOf": [
+            {"required": ["plugin_type"], "properties": {"plugin_type": {"enum": ["source"]}}},
+            {
+                "properties": {
+                    "plugin_type": {"enum": [None], "nullable": True},
+                    "url": {"enum": [None, ""], "nullable": True},
+                }
+            },
+            {"required": ["url"], "properties": {"url": {"type": "string", "pattern": _URL_RE.pattern}}},
+        ]
+    }
+
     plugin_type: Choice(*PLUGIN_TYPES, allow_null=True) = None  # type: ignore[valid-type]
     name: Char(max_length=200) = None  # type: ignore[valid-type]
     description: Char() = None  # type: ignore[valid-type]
@@ -803,7 +821,9 @@ ENDPOINTS = [  # named actions before `{id}`
         activity,
         "transformations_activity",
         "Activity log",
-        query=(Query("limit", "integer", minimum=0), Query("page", "integer", minimum=0)),
+        # `limit` any size: the service pages with Django's Paginator (`get_activity_page`), which slices
+        # no further than the row count; the sandbox clamps it to 1000
+        query=(Query("limit", "integer", minimum=0, clamped=True), Query("page", "integer", minimum=0)),
     ),
     Endpoint(
         "GET",
@@ -839,6 +859,15 @@ ENDPOINTS = [  # named actions before `{id}`
         "Install a transformation",
         body=TransformationWrite,
         status=201,
+        refusals=(
+            Refusal(
+                400,
+                "invalid_input",
+                None,
+                "posthog/api/plugin.py PluginSerializer.create (a URL the organization already installed)",
+                detail='Plugin from URL "',
+            ),
+        ),
     ),
     Endpoint(
         "GET", _BASE + "{id:int}/", get_transformation, "transformations_retrieve", "Get a transformation"
