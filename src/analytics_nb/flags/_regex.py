@@ -11,9 +11,12 @@ Rust `regex` crate, so we do the same:
   anywhere such as ``a(?i)b``; ``(?a)``, ``a{,3}`` and ``[\\b]`` are errors) and linear time, so
   ``^(a+)+$`` cannot backtrack at all. (`rurex`, used before, parses with Python's `re` rules first, and
   refused ``a(?i)b`` or accepted ``(?a)\\w`` where the service does the opposite);
-* patterns with look-around or back-references (the `fancy_regex` extensions) run on the `regex` module
-  with a time limit standing in for the step limit; running out of time counts as "no answer", which the
-  service turns into "no match" for `regex` and `not_regex` alike;
+* patterns with look-around or back-references (the `fancy_regex` extensions) run on `_backtrack`, a
+  backtracking VM that compiles them the way fancy_regex does (easy sub-patterns delegated to `paula`) and
+  counts backtracks the way fancy_regex counts them, up to the same 10,000; past it there is "no answer",
+  which the service turns into "no match" for `regex` and `not_regex` alike. The few fancy forms that VM
+  does not model (verbose mode, possessive quantifiers, conditionals) run on the `regex` module with a
+  time limit instead (`FANCY_TIMEOUT_S`), the one place a wall clock still stands in for the step count;
 * a pattern neither accepts is invalid: the service never matches it (`regex` and `not_regex` both false).
 """
 
@@ -27,8 +30,10 @@ from functools import lru_cache
 import paula  # type: ignore[import-untyped]  # the Rust regex crate, pattern text unchanged
 import regex as _mrab  # type: ignore[import-untyped]  # look-around/back-references with a timeout
 
-#: Wall-clock stand-in for fancy_regex's 10,000-step backtrack limit (about 1 ms in Rust): generous
-#: enough that a sane look-around pattern finishes, small enough that a catastrophic one is cut short.
+from analytics_nb.flags._backtrack import LimitExceeded, Unsupported, compile_program
+
+#: Wall-clock stand-in for fancy_regex's 10,000-step backtrack limit, only for the fancy forms `_backtrack`
+#: does not model: generous enough that a sane pattern finishes, small enough that a catastrophic one stops.
 FANCY_TIMEOUT_S = 0.02
 
 _FANCY_HINT = re.compile(r"\(\?<?[=!]|\\[1-9]|\\k<|\(\?>|\(\?P=")
@@ -39,7 +44,7 @@ class Pattern:
     """A compiled filter pattern: `search(text)` is True/False, or None when the bound was hit."""
 
     source: str
-    engine: str  # "rust" (linear time), "fancy" (time-bounded backtracking)
+    engine: str  # "rust" (linear time), "steps" (step-bounded VM), "fancy" (time-bounded backtracking)
     search: Callable[[str], bool | None]
 
 
@@ -92,6 +97,29 @@ def compile_pattern(pattern: str) -> Pattern | None:
         return Pattern(pattern, "rust", search_rust)
     if _FANCY_HINT.search(pattern) is None:
         return None
+    try:
+        program = compile_program(pattern)
+    except Unsupported:
+        return _timed(pattern)
+    if isinstance(program, str):  # fancy_regex's rewrite left nothing fancy: the regex crate, unbounded
+        try:
+            easy = paula.Regex(program).is_match
+        except ValueError:
+            return None
+        return Pattern(pattern, "rust", lambda text: bool(easy(text)))
+    run = program.search
+
+    def search_steps(text: str) -> bool | None:
+        try:
+            return run(text)
+        except LimitExceeded:
+            return None
+
+    return Pattern(pattern, "steps", search_steps)
+
+
+def _timed(pattern: str) -> Pattern | None:
+    """A fancy form `_backtrack` does not model, on the `regex` module with a time limit."""
     try:
         fancy = _mrab.compile(_strict_end(pattern), _mrab.VERSION0)
     except Exception:  # regex.error and friends: invalid in the fancy dialect too
