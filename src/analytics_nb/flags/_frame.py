@@ -29,7 +29,7 @@ from analytics_nb.flags._evaluate import (
 )
 from analytics_nb.flags._hashing import EncodedIds, fractions_into, hash_many, raw_hash
 from analytics_nb.flags._operators import FALSE, INCONCLUSIVE, SERVER_ONLY, TRUE
-from analytics_nb.flags._values import MISSING, BadValueError, normalize, service_text
+from analytics_nb.flags._values import MISSING, BadValueError, Opaque, normalize, service_text
 from analytics_nb.tables import Family, Output, check_output, default_output, from_pandas, to_pandas
 
 #: `$initial_browser` -> `$browser`: the service fills a missing initial property from its twin
@@ -119,8 +119,10 @@ def _factorize(
     """Codes + plain distinct values for one column; bad cells go to `errors` and count as absent.
 
     A missing cell (NaN, None, pd.NA, NaT) is absent, or JSON null when `nulls`; the MISSING marker (a
-    key a dict cell lacks) is always absent. A value no operator can read (timedelta, period, interval,
-    complex, bytes, set...) is an error of its row, never of the whole frame.
+    key a dict cell lacks) is always absent. A value outside JSON (timedelta, period, interval, complex,
+    bytes, set, objects) is kept as `Opaque`, as the dict API keeps it: only the filters that read it
+    answer for it (what the SDK or the service answers, or unknown), and other flags of its row answer.
+    `errors` is still filled by the callers for a bad `distinct_id`.
     """
     n = len(series)
     dtype = series.dtype
@@ -132,14 +134,11 @@ def _factorize(
             col = _Column(codes, uniq.tolist(), True)
         else:
             uniques: list[Any] = []
-            for i, u in enumerate(uniq):
+            for u in uniq:
                 try:
                     v = normalize(u)
-                except BadValueError as exc:
-                    bad = codes == i
-                    errors[bad & (errors == _NO_ERROR)] = f"{where}: {exc}"
-                    codes[bad] = -1
-                    v = MISSING
+                except BadValueError:
+                    v = Opaque(u)
                 uniques.append(v)
             col = _Column(codes, uniques)
         if nulls:
@@ -159,17 +158,15 @@ def _factorize(
             continue
         try:
             v = normalize(raw, none_is_null=nulls or none_is_null)
-        except BadValueError as exc:
-            if not errors[i]:
-                errors[i] = f"{where}: {exc}"
-            continue
+        except BadValueError:
+            v = Opaque(raw)
         if v is MISSING:
             if not nulls:
                 continue
             v = None
         if hashable:
             try:
-                k = (type(v), v)
+                k = (Opaque, type(raw), raw) if type(v) is Opaque else (type(v), v)
                 c = index.get(k)
                 if c is None:
                     c = index[k] = len(uniques)
@@ -222,8 +219,10 @@ class FrameEvaluator:
 
     Missing cells (NaN, None, pd.NA, NaT) mean "this person lacks the property"; `nulls="null"` reads
     them as JSON null instead (present: `is_set` true, `exact "null"` matches in server mode). A `None`
-    inside a `person_properties` dict cell is always null, as in evaluate_flags. A cell no operator can
-    read (timedelta, period, interval, complex, bytes, set) makes its row's `error`, not a crash.
+    inside a `person_properties` dict cell is always null, as in evaluate_flags. A cell outside JSON
+    (timedelta, period, interval, complex, bytes, set, objects) matters only to the flags whose filters read
+    it, as in evaluate_flags: each answers what its reference answers for that value, or `<NA>` with reason
+    "inconclusive"; the row's other flags answer.
     `strict`, `property_matching_version` and `timezone` are as in compile_flags.
 
     A property the frame has no column for (and no `person_properties` / `group_properties` dict column
@@ -569,8 +568,11 @@ class FrameEvaluator:
             table = np.fromiter(
                 (match(u, server, now) for u in col.uniques), dtype=np.int8, count=len(col.uniques)
             )
-            if server:
+            if server:  # an unusable value does not match; one the client cannot send stays unknown
+                opaque = [i for i, u in enumerate(col.uniques) if type(u) is Opaque]
+                keep = table[opaque]
                 table[table == INCONCLUSIVE] = FALSE
+                table[opaque] = keep
         return _lookup(table.astype(np.int8, copy=False), col.codes, m.missing(server))
 
     def _group_codes(self, group: CohortGroup, source: _Source, state: _RunState) -> np.ndarray:
