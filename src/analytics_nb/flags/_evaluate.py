@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
+import numpy as np
 import pandas as pd
 
 from analytics_nb.flags._definitions import (
@@ -272,6 +273,17 @@ def _with_cohort_error(flag: CompiledFlag, cohort_errors: Mapping[str, str]) -> 
                     f"evaluated ({cohort_errors[spec.cohort_id or '']})",
                 )
     return flag
+
+
+def _sdk_enrollment(raw: Any) -> bool | None:
+    """posthog 7.91.1's `_match_feature_enrollment` returns `enrollment is True or enrollment == "true"` as
+    the flag's value: for a cell outside JSON a numpy bool (the same answer as a bool) or something that is
+    no answer at all (`pd.NA`, an array of comparisons): None (found by the widened differential fuzz)."""
+    try:
+        answer = raw is True or raw == "true"
+    except Exception:  # a cell whose __eq__ raises: the SDK's client reads the exception as "ask the server"
+        return None
+    return bool(answer) if isinstance(answer, (bool, np.bool_)) else None
 
 
 def _matching_version(value: Any) -> int:
@@ -742,7 +754,21 @@ def evaluate_compiled(
             return _result(
                 flag, None, "inconclusive", None, f"property '$feature_enrollment/{flag.key}' is not set"
             )
-        return _result(flag, enrolled is True or enrolled == "true", "super_condition_value", 0)
+        answer = (
+            _sdk_enrollment(enrolled.raw)
+            if type(enrolled) is Opaque
+            else enrolled is True or enrolled == "true"
+        )
+        if answer is None:
+            return _result(
+                flag,
+                None,
+                "inconclusive",
+                None,
+                f"property '$feature_enrollment/{flag.key}' holds a {type(enrolled.raw).__name__} value, "
+                "whose comparison with 'true' the SDK returns as the flag's value",
+            )
+        return _result(flag, answer, "super_condition_value", 0)
 
     if flag.holdout is not None:
         hv, pct = flag.holdout

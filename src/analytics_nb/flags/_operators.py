@@ -129,8 +129,14 @@ class PropertyMatcher:
             if op in NUMERIC:
                 return self.sdk_fn(float(raw), now)
             if op in EQUALITY or op in TEXT or op in REGEX:
-                # `_format_json_float`: non-finite is inconclusive, else the text is repr(value)
-                return self.sdk_fn(repr(raw), now) if math.isfinite(raw) else INCONCLUSIVE
+                # `_format_json_float`: non-finite is inconclusive, else the text is repr(value); a repr
+                # with an exponent ("np.float64(1e+16)") makes its `int(exponent_text)` raise ValueError,
+                # which ends the whole flag as "ask the server" in the client (`get_feature_flag` catches
+                # it), whatever later conditions hold: SERVER_ONLY (found by the widened fuzz)
+                if not math.isfinite(raw):
+                    return INCONCLUSIVE
+                text = repr(raw)
+                return SERVER_ONLY if "e" in text.removeprefix("np.float64") else self.sdk_fn(text, now)
         if op in NUMERIC:
             return self.sdk_fn(True, now)  # the SDK's numeric parse reads no number in a bool either
         if op in DATES:
