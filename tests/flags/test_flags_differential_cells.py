@@ -65,3 +65,47 @@ def test_a_pd_na_enrollment_is_no_answer() -> None:
     person = {"$feature_enrollment/f": pd.NA}
     got = evaluate_flags([flag], "u", person_properties=person, mode="sdk")["f"]
     assert got.value is None and got.reason == "inconclusive"
+
+
+@pytest.mark.parametrize(
+    ("person", "expected"),
+    [
+        # the raising filter comes first: the SDK aborts the flag although a later filter is False
+        ({"email": "np.float64(1e16)", "age": 1.5}, None),
+        # a False filter before it: the condition is ruled out before the raise, the next one matches
+        ({"age": 1.5, "email": "np.float64(1e16)"}, True),
+        # an undecided filter (absent property) before it: the condition is undecided, the next one matches
+        ({"email": "np.float64(1e16)"}, True),
+    ],
+)
+def test_the_sdk_exception_is_read_in_filter_order(person: dict[str, object], expected: object) -> None:
+    """posthog 7.91.1 `_match_condition_properties`: an unexpected exception ends the flag ("ask the server")
+    when no earlier filter of the condition was undecided, else ends the condition as undecided; a later
+    False filter is never reached. Checked against the SDK's client path itself."""
+    import numpy as np
+    from _raw_cell_fuzz import _official, canonical
+
+    from analytics_nb.flags import evaluate_flags
+
+    cells = {k: (np.float64(1e16) if v == "np.float64(1e16)" else v) for k, v in person.items()}
+    filters = [
+        {"key": k, "operator": "icontains" if k == "email" else "lte", "value": "x" if k == "email" else -0.5}
+        for k in ([*person] if "age" in person else ["age", "email"])
+    ]
+    flag = {
+        "key": "main-flag",
+        "active": True,
+        "filters": {
+            "groups": [
+                {"properties": [{**f, "type": "person"} for f in filters]},
+                {"properties": [], "rollout_percentage": 100},
+            ]
+        },
+    }
+    case = {"flags": [flag], "cohorts": {}}
+    subject = {"distinct_id": "u", "person": cells, "groups": {}, "group_props": {}}
+    got = evaluate_flags([flag], "u", person_properties=cells, mode="sdk")["main-flag"].value
+    assert got is expected
+    assert canonical(_official(case, subject)) == canonical(
+        "<inconclusive>" if expected is None else expected
+    )

@@ -28,7 +28,7 @@ from analytics_nb.flags._evaluate import (
     compile_flags,
 )
 from analytics_nb.flags._hashing import EncodedIds, fractions_into, hash_many, raw_hash
-from analytics_nb.flags._operators import FALSE, INCONCLUSIVE, SERVER_ONLY, TRUE
+from analytics_nb.flags._operators import ABORT, FALSE, INCONCLUSIVE, SERVER_ONLY, TRUE
 from analytics_nb.flags._values import MISSING, BadValueError, Opaque, normalize, service_text
 from analytics_nb.tables import Family, Output, check_output, default_output, from_pandas, to_pandas
 
@@ -568,6 +568,7 @@ class FrameEvaluator:
             table = np.fromiter(
                 (match(u, server, now) for u in col.uniques), dtype=np.int8, count=len(col.uniques)
             )
+            table[table == ABORT] = SERVER_ONLY  # (an np.float64 cell the SDK fails on; frames read floats)
             if server:  # an unusable value does not match; one the client cannot send stays unknown
                 opaque = [i for i, u in enumerate(col.uniques) if type(u) is Opaque]
                 keep = table[opaque]
@@ -916,51 +917,54 @@ class _RunState:
         if server:
             self._evaluate_server(flag, kind, reason, index, decided, settle)
             return
-        if flag.continuity and not server:
-            settle(und, _K_UNKNOWN, "inconclusive")
+        subject = self._sdk_subject(flag, decided, settle)
+        if subject is None:
             return
+        source, bucket = subject
+        if self._sdk_early(flag, source, bucket, decided, settle):
+            return
+        self._sdk_conditions(flag, source, bucket, reason, index, decided, settle)
+
+    def _sdk_subject(
+        self, flag: CompiledFlag, decided: np.ndarray, settle: Any
+    ) -> tuple[_Source, str] | None:
+        """sdk mode: the source and bucketing column of the flag's subject (a person, or the group the flag
+        aggregates by), settling the rows the SDK cannot evaluate locally; None when no row is left."""
+        ev = self.ev
+        if flag.continuity:
+            settle(~decided, _K_UNKNOWN, "inconclusive")
+            return None
         person = ev._source("person")
         if flag.aggregation is not None:
             name = ev._mapping.get(str(flag.aggregation))
             if not name:
-                settle(und, _K_FALSE if server else _K_UNKNOWN, "no_group_type" if server else "inconclusive")
-                return
+                settle(~decided, _K_UNKNOWN, "inconclusive")
+                return None
             codes, _ = ev._group_key_codes(name)
             settle(~decided & (codes < 0), _K_FALSE, "no_group_type")
-            if not server:
-                settle(~decided & ~ev._group_props_passed(name), _K_UNKNOWN, "inconclusive")
-            source, bucket = ev._source(f"group:{name}"), f"group:{name}"
-        else:
-            source, bucket = person, "person"
-            if flag.device_bucketing:
-                bucket = "device"
-                if not server:
-                    dev = person.column("$device_id")
-                    settle(~decided & (dev.codes < 0), _K_UNKNOWN, "inconclusive")
+            settle(~decided & ~ev._group_props_passed(name), _K_UNKNOWN, "inconclusive")
+            return ev._source(f"group:{name}"), f"group:{name}"
+        if flag.device_bucketing:
+            dev = person.column("$device_id")
+            settle(~decided & (dev.codes < 0), _K_UNKNOWN, "inconclusive")
+            return person, "device"
+        return person, "person"
 
+    def _sdk_early(
+        self, flag: CompiledFlag, source: _Source, bucket: str, decided: np.ndarray, settle: Any
+    ) -> bool:
+        """sdk mode: a definition the SDK cannot read, early access and holdouts, before the conditions.
+        True when they decided every row left."""
+        ev = self.ev
         if flag.error is not None and not flag.sdk_evaluates:
             # the SDK's client checks (continuity, group given) come first; then the definition fails
             settle(~decided, _K_UNKNOWN, "error")
-            return
-        # Early access, then holdouts.
-        if server and flag.super_condition is not None:
-            sc = flag.super_condition
-            mentioned = np.zeros(n, dtype=bool)
-            for f in sc.filters:
-                if f.kind == "property":
-                    mentioned |= source.column(f.key).codes >= 0
-            rows = ~decided & mentioned
-            if rows.any():
-                ok = rows & (ev._condition_codes(sc, source, self) == TRUE)
-                if sc.rollout is not None and sc.rollout < 100:
-                    ok &= ~(ev._hashes(f"{flag.key}.", "", bucket, ok) > sc.rollout / 100)
-                settle(rows & ~ok, _K_FALSE, "super_condition_value", 0)
-                self._settle_match(flag, ok, sc.variant, bucket, "super_condition_value", 0, settle)
-        elif not server and flag.feature_enrollment:
+            return True
+        if flag.feature_enrollment:
             und = ~decided
             if flag.aggregation is not None:
                 settle(und, _K_UNKNOWN, "inconclusive")
-                return
+                return True
             col = source.column(f"$feature_enrollment/{flag.key}")
             table = np.array([u is True or u == "true" for u in col.uniques], dtype=bool)
             present = col.codes >= 0
@@ -968,53 +972,51 @@ class _RunState:
             settle(und & ~present, _K_UNKNOWN, "inconclusive")
             settle(und & present & on, _K_TRUE, "super_condition_value", 0)
             settle(und & present & ~on, _K_FALSE, "super_condition_value", 0)
-            return
+            return True
         if flag.holdout is not None:
             hv, pct = flag.holdout
             rows = ~decided
             if pct < 100.0:
                 rows &= ~(ev._hashes("holdout-", "", bucket, rows) > pct / 100)
             settle(rows, _K_VARIANT, "holdout_condition_value", -1, hv)
-        if server and flag.holdout_group is not None:
-            pct_hg, override = flag.holdout_group
-            rows = ~decided
-            if pct_hg is not None and pct_hg < 100:
-                rows &= ~(ev._hashes("holdout-", "", bucket, rows) > pct_hg / 100)
-            if rows.any():
-                if override is not None:
-                    settle(rows, _K_VARIANT, "holdout_condition_value", -1, override)
-                elif flag.variants:
-                    self._settle_match(flag, rows, None, bucket, "holdout_condition_value", -1, settle)
-                else:
-                    settle(rows, _K_VARIANT, "holdout_condition_value", -1, "holdout")
+        return False
 
-        open_seen = np.zeros(n, dtype=bool)
-        for cond in flag.server_conditions if server else flag.conditions:
+    def _sdk_conditions(
+        self,
+        flag: CompiledFlag,
+        source: _Source,
+        bucket: str,
+        reason: np.ndarray,
+        index: np.ndarray,
+        decided: np.ndarray,
+        settle: Any,
+    ) -> None:
+        """sdk mode: the release conditions in order, as `_evaluate._sdk_conditions` for every row."""
+        ev = self.ev
+        kind = self.results[flag.key].kind
+        open_seen = np.zeros(ev._n, dtype=bool)
+        for cond in flag.conditions:
             und = ~decided
             if not und.any():
                 break
             csource, cbucket = source, bucket
             if cond.has_own_aggregation and cond.aggregation is not None:
                 name = ev._mapping.get(str(cond.aggregation))
+                later = (reason == _R["no_condition_match"]) | (reason == _R["out_of_rollout_bound"])
                 if not name:
-                    better = und & (reason == _R["no_condition_match"]) | und & (
-                        reason == _R["out_of_rollout_bound"]
-                    )
+                    better = und & later
                     reason[better] = _R["no_group_type"]
                     index[better] = cond.index
                     continue
                 codes, _ = ev._group_key_codes(name)
                 nokey = und & (codes < 0)
-                better = nokey & (
-                    (reason == _R["no_condition_match"]) | (reason == _R["out_of_rollout_bound"])
-                )
+                better = nokey & later
                 reason[better] = _R["no_group_type"]
                 index[better] = cond.index
                 und = und & ~nokey
-                if not server:
-                    missing_props = und & ~ev._group_props_passed(name)
-                    open_seen |= missing_props
-                    und &= ~missing_props
+                missing_props = und & ~ev._group_props_passed(name)
+                open_seen |= missing_props
+                und &= ~missing_props
                 csource, cbucket = ev._source(f"group:{name}"), f"group:{name}"
             code = ev._condition_codes(cond, csource, self)
             settle(und & (code == SERVER_ONLY), _K_UNKNOWN, "inconclusive")
@@ -1031,8 +1033,7 @@ class _RunState:
                     kind[oor & ~open_seen] = _K_FALSE
                     decided[oor] = True
             self._settle_match(flag, hit, cond.variant, cbucket, "condition_match", cond.index, settle)
-        und = ~decided
-        settle(und & open_seen, _K_UNKNOWN, "inconclusive")
+        settle(~decided & open_seen, _K_UNKNOWN, "inconclusive")
         # the rest stay False with their best reason (no_condition_match, out_of_rollout_bound, no_group_type)
 
     def _evaluate_server(
@@ -1057,11 +1058,30 @@ class _RunState:
         else:
             has_device = np.ones(n, dtype=bool)
 
+        if self._server_gate(flag, person, person_bucket, has_device, decided, settle):
+            return
+        self._server_holdout(flag, person_bucket, decided, settle)
+        self._server_conditions(flag, person, person_bucket, has_device, kind, reason, index, decided, settle)
+
+    def _server_gate(
+        self,
+        flag: CompiledFlag,
+        person: _Source,
+        person_bucket: str,
+        has_device: np.ndarray,
+        decided: np.ndarray,
+        settle: Any,
+    ) -> bool:
+        """Server mode, early access: `feature_enrollment`, else the legacy super condition when the
+        person has one of its properties. True when nothing below may run (the stored enrollment is
+        unknown)."""
+        ev = self.ev
+        n = ev._n
         if flag.feature_enrollment:
             col = person.column(f"$feature_enrollment/{flag.key}")
             if col.unknown:  # the person's stored enrollment decides, and the frame does not have it
                 settle(~decided, _K_UNKNOWN, "missing_property")
-                return
+                return True
             table = np.array([u is True or u == "true" for u in col.uniques], dtype=bool)
             present = col.codes >= 0
             on = _lookup(table, col.codes, False)
@@ -1091,6 +1111,14 @@ class _RunState:
                 settle(ok, _K_TRUE, "super_condition_value", 0)
                 settle(rows & ~ok, _K_FALSE, "super_condition_value", 0)
 
+        return False
+
+    def _server_holdout(
+        self, flag: CompiledFlag, person_bucket: str, decided: np.ndarray, settle: Any
+    ) -> None:
+        """Server mode: the holdout, bucketed like the flag (by person, device or group key)."""
+        ev = self.ev
+        n = ev._n
         if flag.holdout is not None:
             hv, pct = flag.holdout
             rows = ~decided
@@ -1109,6 +1137,22 @@ class _RunState:
                 rows &= held
             settle(rows, _K_VARIANT, "holdout_condition_value", -1, hv)
 
+    def _server_conditions(
+        self,
+        flag: CompiledFlag,
+        person: _Source,
+        person_bucket: str,
+        has_device: np.ndarray,
+        kind: np.ndarray,
+        reason: np.ndarray,
+        index: np.ndarray,
+        decided: np.ndarray,
+        settle: Any,
+    ) -> None:
+        """Server mode: the release conditions in order, each with its own aggregation, ranking the reason
+        of the rows no condition matched as the service does."""
+        ev = self.ev
+        n = ev._n
         # The best reason so far per row as one number, score * 4096 + condition index + 1: a running
         # maximum keeps the higher score, and among equal scores the later condition (as the service does).
         best = np.full(n, REASON_SCORE["no_group_type"] * 4096, dtype=np.int32)
