@@ -607,7 +607,7 @@ def _run(code: tuple[tuple[Any, ...], ...], nslots: int, text: str, limit: int) 
     n = len(text)
     slots: list[int] = [-1] * nslots
     marks: tuple[int, ...] = ()
-    stack: list[tuple[int, int, list[int], tuple[int, ...]]] = []
+    stack: _Stack = []
     steps = 0
     pc = ix = 0
     while True:
@@ -662,82 +662,93 @@ def _run(code: tuple[tuple[Any, ...], ...], nslots: int, text: str, limit: int) 
                 pc = insn[1]
             elif op == END:
                 return True
-            elif op in (REP_GR, REP_NG):
-                _, lo, hi, nxt, rep = insn
-                count = slots[rep]
-                if count == hi:
-                    pc = nxt
-                    continue
-                slots[rep] = count + 1
-                if count >= lo:
-                    if op == REP_GR:
-                        stack.append((nxt, ix, slots[:], marks))
-                    else:
-                        stack.append((pc + 1, ix, slots[:], marks))
-                        pc = nxt
-                        continue
-                pc += 1
-            elif op in (REP_EPS_GR, REP_EPS_NG):
-                _, lo, nxt, rep, check = insn
-                count = slots[rep]
-                if count > 0 and slots[check] == ix:
-                    pc = nxt
-                    continue
-                slots[rep] = count + 1
-                if count >= lo:
-                    slots[check] = ix
-                    if op == REP_EPS_GR:
-                        stack.append((nxt, ix, slots[:], marks))
-                    else:
-                        stack.append((pc + 1, ix, slots[:], marks))
-                        pc = nxt
-                        continue
-                pc += 1
-            elif op == GOBACK:
-                back: int = insn[1]
-                if back > ix:
+            elif op <= REP_EPS_NG:  # the four repeat instructions
+                pc = _repeat(insn, pc, ix, slots, marks, stack)
+            else:
+                state = _rare(insn, pc, ix, slots, marks, stack, text)
+                if state is None:
                     ok = False
                 else:
-                    ix -= back
-                    pc += 1
-            elif op == FAIL_NEG:
-                target = pc + 1
-                while stack[-1][0] != target:  # drop what the look-around pushed, uncounted
-                    stack.pop()
-                stack.pop()
-                ok = False
-            elif op == BACKREF:
-                lo_ix, hi_ix = slots[insn[1]], slots[insn[1] + 1]
-                if lo_ix < 0 or hi_ix < 0:
-                    ok = False
-                else:
-                    ref = text[lo_ix:hi_ix]
-                    got = text[ix : ix + len(ref)]
-                    if got == ref or (insn[2] and len(got) == len(ref) and got.casefold() == ref.casefold()):
-                        ix += len(ref)
-                        pc += 1
-                    else:
-                        ok = False
-            elif op == BEGIN_ATOMIC:
-                marks = (*marks, len(stack))
-                pc += 1
-            elif op == END_ATOMIC:
-                del stack[marks[-1] :]
-                marks = marks[:-1]
-                pc += 1
-            elif op == LOOKBEHIND:
-                if insn[1].find(text[:ix]) is None:
-                    ok = False
-                else:
-                    pc += 1
-            else:  # pragma: no cover - every op is handled above
-                raise AssertionError(op)
+                    pc, ix, marks = state
         if not stack:
             return False
         steps += 1
         if steps > limit:
             raise LimitExceeded
         pc, ix, slots, marks = stack.pop()
+
+
+_Stack = list[tuple[int, int, list[int], tuple[int, ...]]]
+
+
+def _repeat(
+    insn: tuple[Any, ...], pc: int, ix: int, slots: list[int], marks: tuple[int, ...], stack: _Stack
+) -> int:
+    """fancy_regex's RepeatGr / RepeatNg (a counted repeat) and RepeatEpsilonGr / RepeatEpsilonNg (an
+    unbounded repeat of something that may match empty, stopped when an iteration consumed nothing);
+    returns the next pc."""
+    op = insn[0]
+    if op in (REP_GR, REP_NG):
+        _, lo, hi, nxt, rep = insn
+        count = slots[rep]
+        if count == hi:
+            return int(nxt)
+        slots[rep] = count + 1
+    else:
+        _, lo, nxt, rep, check = insn
+        count = slots[rep]
+        if count > 0 and slots[check] == ix:
+            return int(nxt)
+        slots[rep] = count + 1
+        if count >= lo:
+            slots[check] = ix
+    if count >= lo:
+        if op in (REP_GR, REP_EPS_GR):
+            stack.append((nxt, ix, slots[:], marks))
+        else:
+            stack.append((pc + 1, ix, slots[:], marks))
+            return int(nxt)
+    return pc + 1
+
+
+def _rare(
+    insn: tuple[Any, ...],
+    pc: int,
+    ix: int,
+    slots: list[int],
+    marks: tuple[int, ...],
+    stack: _Stack,
+    text: str,
+) -> tuple[int, int, tuple[int, ...]] | None:
+    """The instructions only look-behind, negative look-around, back-references and atomic groups use:
+    the next (pc, ix, marks), or None when the thread fails."""
+    op = insn[0]
+    if op == GOBACK:
+        back: int = insn[1]
+        return None if back > ix else (pc + 1, ix - back, marks)
+    if op == FAIL_NEG:
+        target = pc + 1
+        while stack[-1][0] != target:  # drop what the look-around pushed, uncounted
+            stack.pop()
+        stack.pop()
+        return None
+    if op == BACKREF:
+        lo_ix, hi_ix = slots[insn[1]], slots[insn[1] + 1]
+        if lo_ix < 0 or hi_ix < 0:
+            return None
+        ref = text[lo_ix:hi_ix]
+        got = text[ix : ix + len(ref)]
+        if got == ref or (insn[2] and len(got) == len(ref) and got.casefold() == ref.casefold()):
+            return pc + 1, ix + len(ref), marks
+        return None
+    if op == BEGIN_ATOMIC:
+        return pc + 1, ix, (*marks, len(stack))
+    if op == END_ATOMIC:
+        del stack[marks[-1] :]
+        return pc + 1, ix, marks[:-1]
+    if op == LOOKBEHIND:
+        return None if insn[1].find(text[:ix]) is None else (pc + 1, ix, marks)
+    raise AssertionError(op)  # pragma: no cover - every op is handled
 
 
 def _chars(text: str, start: int, byte_end: int) -> int:
