@@ -270,7 +270,9 @@ def test_nat_and_timestamps() -> None:
     assert bool(out.iloc[0]) is True and out.iloc[1] is pd.NA and bool(out.iloc[2]) is False
 
 
-def test_bad_cell_is_reported_on_its_row_only() -> None:
+def test_bad_cell_is_answered_by_the_filter_that_reads_it() -> None:
+    """A set cell is no longer a row error (issue 28): server mode reads the JSON the client sends (a list,
+    which is not "pro"); a missing distinct_id is still its row's error."""
     flag = {
         "key": "f",
         "active": True,
@@ -287,12 +289,12 @@ def test_bad_cell_is_reported_on_its_row_only() -> None:
         }
     )
     out = evaluate_frame(frame, [flag])
-    assert (
-        out["f"].iloc[0] and out["f"].iloc[1] is pd.NA and out["f"].iloc[2] is pd.NA and not out["f"].iloc[3]
-    )
-    assert "plan" in out["error"].iloc[1] and "set" in out["error"].iloc[1]
+    assert out["f"].tolist()[:2] == [True, False] and out["f"].iloc[2] is pd.NA and not out["f"].iloc[3]
     assert "distinct_id" in out["error"].iloc[2]
-    assert out["error"].iloc[[0, 3]].isna().all()
+    assert out["error"].iloc[[0, 1, 3]].isna().all()
+    sdk = evaluate_frame(frame, [flag], mode="sdk", reasons=True)
+    assert sdk["f"].iloc[1] is pd.NA and sdk["f:reason"].iloc[1] == "inconclusive"
+    assert sdk["error"].iloc[[0, 1, 3]].isna().all()
 
 
 def test_person_properties_dict_column_and_group_properties_column() -> None:

@@ -1,5 +1,6 @@
 """Frames: the vectorised engine agrees with the scalar one on every dtype; missing cells are absent (or null
-on request); a cell no operator can read is an error of its row; a float distinct_id column is refused."""
+on request); a cell outside JSON matters only to the flags that read it; a float distinct_id column is
+refused."""
 
 from __future__ import annotations
 
@@ -104,8 +105,13 @@ def test_frame_agrees_with_scalar_on_every_dtype(dtype: str, mode: str, nulls: s
             assert out[f"{key}:reason"].iloc[i] == res.reason, (dtype, i, key, cell, res)
 
 
+@pytest.mark.parametrize("mode", ["server", "sdk"])
 @pytest.mark.parametrize("dtype", sorted(ODD))
-def test_unreadable_cells_are_row_errors(dtype: str) -> None:
+def test_unreadable_cells_matter_only_to_the_flags_that_read_them(dtype: str, mode: str) -> None:
+    """A cell outside JSON no longer makes its whole row an error (issue 28): each flag that reads it
+    answers as the dict API does for the same cell (what the SDK / the service answers, or `<NA>` with
+    reason inconclusive), and a flag that does not read it answers. (Before, every flag of the row was
+    `<NA>` and the row's `error` named the cell.)"""
     frame = pd.DataFrame({"distinct_id": [f"u{i}" for i in range(N)], "p": ODD[dtype], "q": ["pro"] * N})
     qflag = {
         "key": "q",
@@ -114,19 +120,24 @@ def test_unreadable_cells_are_row_errors(dtype: str) -> None:
             "groups": [{"properties": [{"key": "q", "operator": "exact", "value": "pro", "type": "person"}]}]
         },
     }
-    out = evaluate_frame(frame, [*flags(), qflag])
+    out = evaluate_frame(frame, [*flags(), qflag], mode=mode, reasons=True, now=NOW)
+    assert out["error"].isna().all(), out["error"].tolist()
+    unreadable = 0
     for i in range(N):
         cell = frame["p"].iloc[i]
         try:
-            # the frame reads a column's cells as the engine's plain values; one it cannot read is a row
-            # error (the dict API instead answers each filter that reads it: tests/flags/test_flags_cells.py)
             normalize(cell)
-        except BadValueError as exc:
-            assert isinstance(out["error"].iloc[i], str) and "'p'" in out["error"].iloc[i], (dtype, i, exc)
-            assert out["f0"].iloc[i] is pd.NA
-        else:
-            assert out["error"].iloc[i] is pd.NA, (dtype, i, out["error"].iloc[i])
-            assert out["q"].iloc[i] == True  # noqa: E712 - a readable row computes every flag
+        except BadValueError:
+            unreadable += 1
+        person = {"q": "pro"} if _missing(cell) else {"p": cell, "q": "pro"}
+        expected = evaluate_flags([*flags(), qflag], f"u{i}", person_properties=person, mode=mode, now=NOW)
+        for key, res in expected.items():
+            got = out[key].iloc[i]
+            want = _scalar_value(res.value)
+            assert (got is pd.NA and want is pd.NA) or got == want, (dtype, mode, i, key, cell, got, res)
+            assert out[f"{key}:reason"].iloc[i] == res.reason, (dtype, mode, i, key, cell, res)
+        assert out["q"].iloc[i] == True  # noqa: E712 - a flag that does not read the cell answers
+    assert unreadable > 0
 
 
 def test_float_distinct_id_column_is_refused_with_the_fix() -> None:

@@ -56,9 +56,10 @@ def _flags() -> list[dict[str, Any]]:
 
 def _frame(n: int = 400, bad: bool = True) -> pd.DataFrame:
     plan: list[Any] = ["pro", "free", "pro", None] * (n // 4)
+    ids: list[Any] = [f"u{i}" for i in range(n)]
     if bad:
-        plan[5] = {"a set"}  # a cell no operator can read: row 5 is an error row
-    return pd.DataFrame({"distinct_id": [f"u{i}" for i in range(n)], "plan": pd.Series(plan, dtype=object)})
+        ids[5] = None  # a row without a distinct_id: row 5 is an error row
+    return pd.DataFrame({"distinct_id": pd.Series(ids, dtype=object), "plan": pd.Series(plan, dtype=object)})
 
 
 @pytest.fixture(scope="module")

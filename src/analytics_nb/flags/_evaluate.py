@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
+import numpy as np
 import pandas as pd
 
 from analytics_nb.flags._definitions import (
@@ -21,7 +22,7 @@ from analytics_nb.flags._definitions import (
 )
 from analytics_nb.flags._errors import FlagDefinitionError
 from analytics_nb.flags._hashing import hash_fraction, holdout_fraction
-from analytics_nb.flags._operators import FALSE, INCONCLUSIVE, SERVER_ONLY, TRUE
+from analytics_nb.flags._operators import ABORT, FALSE, INCONCLUSIVE, SERVER_ONLY, TRUE
 from analytics_nb.flags._reader import read_definitions
 from analytics_nb.flags._service_rules import team_zone
 from analytics_nb.flags._values import MISSING, BadValueError, Opaque, normalize, sdk_opaque, service_text
@@ -272,6 +273,17 @@ def _with_cohort_error(flag: CompiledFlag, cohort_errors: Mapping[str, str]) -> 
                     f"evaluated ({cohort_errors[spec.cohort_id or '']})",
                 )
     return flag
+
+
+def _sdk_enrollment(raw: Any) -> bool | None:
+    """posthog 7.91.1's `_match_feature_enrollment` returns `enrollment is True or enrollment == "true"` as
+    the flag's value: for a cell outside JSON a numpy bool (the same answer as a bool) or something that is
+    no answer at all (`pd.NA`, an array of comparisons): None (found by the widened differential fuzz)."""
+    try:
+        answer = raw is True or raw == "true"
+    except Exception:  # a cell whose __eq__ raises: the SDK's client reads the exception as "ask the server"
+        return None
+    return bool(answer) if isinstance(answer, (bool, np.bool_)) else None
 
 
 def _matching_version(value: Any) -> int:
@@ -577,7 +589,7 @@ def group_code(group: CohortGroup, props: Mapping[str, Any], ctx: _Context) -> i
             code = filter_code(child, props, ctx)
             if child.negation and code in (TRUE, FALSE):
                 code = TRUE - code
-        if code == SERVER_ONLY:
+        if code in (SERVER_ONLY, ABORT):
             return SERVER_ONLY
         if code == INCONCLUSIVE:
             inconclusive = True
@@ -597,6 +609,8 @@ def condition_code(cond: ConditionSpec, props: Mapping[str, Any], ctx: _Context)
         code = filter_code(spec, props, ctx)
         if code == FALSE:
             return FALSE
+        if code == ABORT:  # the SDK raised here: the flag asks the server, or an earlier open filter decides
+            return first_open or SERVER_ONLY
         if code != TRUE and not first_open:
             first_open = code
     return first_open or TRUE
@@ -605,7 +619,7 @@ def condition_code(cond: ConditionSpec, props: Mapping[str, Any], ctx: _Context)
 def _explain(cond: ConditionSpec, props: Mapping[str, Any], ctx: _Context) -> str:
     for spec in cond.filters:
         code = filter_code(spec, props, ctx)
-        if code in (INCONCLUSIVE, SERVER_ONLY):
+        if code in (INCONCLUSIVE, SERVER_ONLY, ABORT):
             return describe_open_filter(spec, props, ctx)
     return "a condition could not be decided"
 
@@ -679,7 +693,9 @@ def evaluate_compiled(
     mapping: Mapping[str, str],
     ctx: _Context,
 ) -> FlagResult:
-    """Evaluate one compiled flag; inputs are already normalised (see evaluate_flag for the public form)."""
+    """Evaluate one compiled flag; inputs are already normalised (see evaluate_flag for the public form).
+    Server mode is `_evaluate_server`; sdk mode follows posthog 7.91.1's client: who is bucketed and with
+    which properties (`_sdk_subject`), early access and holdouts (`_sdk_early`), then the conditions."""
     if not flag.active:
         return _result(flag, False, "flag_disabled", None)
     if flag.error is not None and ctx.server:
@@ -688,95 +704,99 @@ def evaluate_compiled(
         return _result(flag, None, "needs_server", None, flag.needs_server)
     if ctx.server:
         return _evaluate_server(flag, distinct_id, person, groups, group_props, mapping, ctx)
-    server = ctx.server
+    subject = _sdk_subject(flag, distinct_id, person, groups, group_props, mapping, ctx)
+    if isinstance(subject, FlagResult):
+        return subject
+    props, bucket = subject
+    early = _sdk_early(flag, props, bucket)
+    if early is not None:
+        return early
+    return _sdk_conditions(flag, props, bucket, groups, group_props, mapping, ctx)
+
+
+def _inconclusive(flag: CompiledFlag, cause: str) -> FlagResult:
+    return _result(flag, None, "inconclusive", None, cause)
+
+
+def _sdk_subject(
+    flag: CompiledFlag,
+    distinct_id: str,
+    person: Mapping[str, Any],
+    groups: Mapping[str, str],
+    group_props: Mapping[str, Mapping[str, Any]],
+    mapping: Mapping[str, str],
+    ctx: _Context,
+) -> tuple[Mapping[str, Any], str] | FlagResult:
+    """sdk mode: the properties and the bucketing value of the flag's subject (a person, or the group the
+    flag aggregates by), or the result when the SDK cannot evaluate locally."""
     hash_key = ctx.hash_keys.get(flag.key) if flag.continuity and ctx.hash_keys else None
-    if flag.continuity and not server and hash_key is None:
-        return _result(
-            flag,
-            None,
-            "inconclusive",
-            None,
-            "experience continuity needs the hash key the server stores per person",
-        )
+    if flag.continuity and hash_key is None:
+        return _inconclusive(flag, "experience continuity needs the hash key the server stores per person")
     if flag.aggregation is not None:
         name = mapping.get(str(flag.aggregation))
         if not name:
-            if server:
-                return _result(flag, False, "no_group_type", None)
-            return _result(
-                flag,
-                None,
-                "inconclusive",
-                None,
-                f"group type index {flag.aggregation} is not in group_type_mapping",
-            )
-        bucket = groups.get(name)
-        if bucket is None:
+            return _inconclusive(flag, f"group type index {flag.aggregation} is not in group_type_mapping")
+        group_key = groups.get(name)
+        if group_key is None:
             return _result(flag, False, "no_group_type", None)
-        if name in group_props:
-            props: Mapping[str, Any] = group_props[name]
-        elif server:
-            props = {}
-        else:
-            return _result(flag, None, "inconclusive", None, f"no group properties were given for {name!r}")
-    else:
-        props = person
-        bucket = distinct_id if hash_key is None else hash_key
-        if flag.device_bucketing:
-            device = ctx.device_id or person.get("$device_id")
-            if device:
-                bucket = str(device)
-            elif not server:
-                return _result(
-                    flag, None, "inconclusive", None, "the flag buckets by $device_id, which is not set"
-                )
+        if name not in group_props:
+            return _inconclusive(flag, f"no group properties were given for {name!r}")
+        return group_props[name], group_key
+    bucket = distinct_id if hash_key is None else hash_key
+    if flag.device_bucketing:
+        device = ctx.device_id or person.get("$device_id")
+        if not device:
+            return _inconclusive(flag, "the flag buckets by $device_id, which is not set")
+        bucket = str(device)
+    return person, bucket
 
+
+def _sdk_early(flag: CompiledFlag, props: Mapping[str, Any], bucket: str) -> FlagResult | None:
+    """sdk mode: a definition the SDK cannot read, early access (`feature_enrollment`) and holdouts, which
+    come before the release conditions; None when the conditions decide."""
     if flag.error is not None and not flag.sdk_evaluates:
         # the SDK's client checks (active, continuity, group given) come first; then the definition fails
         return _result(flag, None, "error", None, flag.error)
-    # Early access (super condition) first, then holdouts, then the release conditions.
-    if server:
-        sc = flag.super_condition
-        if sc is not None and any(f.kind == "property" and f.key in props for f in sc.filters):
-            code = condition_code(sc, props, ctx)
-            matched = code == TRUE and (
-                sc.rollout is None or hash_fraction(flag.key, bucket) <= sc.rollout / 100
-            )
-            value: bool | str = _matched_value(flag, sc.variant, bucket) if matched else False
-            return _result(flag, value, "super_condition_value", 0)
-    elif flag.feature_enrollment:
+    if flag.feature_enrollment:
         if flag.aggregation is not None:
-            return _result(
-                flag,
-                None,
-                "inconclusive",
-                None,
-                "feature enrollment on a group flag is not evaluated by the official SDK locally",
+            return _inconclusive(
+                flag, "feature enrollment on a group flag is not evaluated by the official SDK locally"
             )
         enrolled = props.get(f"$feature_enrollment/{flag.key}", MISSING)
         if enrolled is MISSING:
-            return _result(
-                flag, None, "inconclusive", None, f"property '$feature_enrollment/{flag.key}' is not set"
+            return _inconclusive(flag, f"property '$feature_enrollment/{flag.key}' is not set")
+        if type(enrolled) is not Opaque:
+            return _result(flag, enrolled is True or enrolled == "true", "super_condition_value", 0)
+        answer = _sdk_enrollment(enrolled.raw)
+        if answer is None:
+            return _inconclusive(
+                flag,
+                f"property '$feature_enrollment/{flag.key}' holds a {type(enrolled.raw).__name__} value, "
+                "whose comparison with 'true' the SDK returns as the flag's value",
             )
-        return _result(flag, enrolled is True or enrolled == "true", "super_condition_value", 0)
-
+        return _result(flag, answer, "super_condition_value", 0)
     if flag.holdout is not None:
         hv, pct = flag.holdout
         if pct == 100.0 or holdout_fraction(bucket) <= pct / 100:
             return _result(flag, hv, "holdout_condition_value", None)
-    if server and flag.holdout_group is not None:
-        pct_hg, override = flag.holdout_group
-        if pct_hg is None or holdout_fraction(bucket) <= pct_hg / 100:
-            value = (
-                override
-                or (flag.variant_for(hash_fraction(flag.key, bucket, "variant")) if flag.variants else None)
-                or "holdout"
-            )
-            return _result(flag, value, "holdout_condition_value", None)
+    return None
 
+
+def _sdk_conditions(
+    flag: CompiledFlag,
+    props: Mapping[str, Any],
+    bucket: str,
+    groups: Mapping[str, str],
+    group_props: Mapping[str, Mapping[str, Any]],
+    mapping: Mapping[str, str],
+    ctx: _Context,
+) -> FlagResult:
+    """sdk mode: the release conditions in order (a condition may aggregate by its own group); the first
+    matched one inside its rollout answers, an undecidable one makes the answer inconclusive unless a later
+    one matches, an unknown cohort stops the flag."""
     best_reason, best_index = "no_condition_match", None
     open_cause: str | None = None
-    for cond in flag.server_conditions if server else flag.conditions:
+    for cond in flag.conditions:
         cprops, cbucket = props, bucket
         if cond.has_own_aggregation and cond.aggregation is not None:
             name = mapping.get(str(cond.aggregation))
@@ -785,16 +805,13 @@ def evaluate_compiled(
                     best_reason, best_index = "no_group_type", cond.index
                 continue
             cbucket = groups[name]
-            if name in group_props:
-                cprops = group_props[name]
-            elif server:
-                cprops = {}
-            else:
+            if name not in group_props:
                 open_cause = open_cause or f"no group properties were given for {name!r}"
                 continue
+            cprops = group_props[name]
         code = condition_code(cond, cprops, ctx)
         if code == SERVER_ONLY:
-            return _result(flag, None, "inconclusive", None, _explain(cond, cprops, ctx))
+            return _inconclusive(flag, _explain(cond, cprops, ctx))
         if code == INCONCLUSIVE:
             open_cause = open_cause or _explain(cond, cprops, ctx)
             continue
@@ -808,7 +825,7 @@ def evaluate_compiled(
             continue
         return _result(flag, _matched_value(flag, cond.variant, cbucket), "condition_match", cond.index)
     if open_cause is not None:
-        return _result(flag, None, "inconclusive", None, open_cause)
+        return _inconclusive(flag, open_cause)
     return _result(flag, False, best_reason, best_index)
 
 

@@ -28,8 +28,8 @@ from analytics_nb.flags._evaluate import (
     compile_flags,
 )
 from analytics_nb.flags._hashing import EncodedIds, fractions_into, hash_many, raw_hash
-from analytics_nb.flags._operators import FALSE, INCONCLUSIVE, SERVER_ONLY, TRUE
-from analytics_nb.flags._values import MISSING, BadValueError, normalize, service_text
+from analytics_nb.flags._operators import ABORT, FALSE, INCONCLUSIVE, SERVER_ONLY, TRUE
+from analytics_nb.flags._values import MISSING, BadValueError, Opaque, normalize, service_text
 from analytics_nb.tables import Family, Output, check_output, default_output, from_pandas, to_pandas
 
 #: `$initial_browser` -> `$browser`: the service fills a missing initial property from its twin
@@ -119,8 +119,10 @@ def _factorize(
     """Codes + plain distinct values for one column; bad cells go to `errors` and count as absent.
 
     A missing cell (NaN, None, pd.NA, NaT) is absent, or JSON null when `nulls`; the MISSING marker (a
-    key a dict cell lacks) is always absent. A value no operator can read (timedelta, period, interval,
-    complex, bytes, set...) is an error of its row, never of the whole frame.
+    key a dict cell lacks) is always absent. A value outside JSON (timedelta, period, interval, complex,
+    bytes, set, objects) is kept as `Opaque`, as the dict API keeps it: only the filters that read it
+    answer for it (what the SDK or the service answers, or unknown), and other flags of its row answer.
+    `errors` is still filled by the callers for a bad `distinct_id`.
     """
     n = len(series)
     dtype = series.dtype
@@ -132,14 +134,11 @@ def _factorize(
             col = _Column(codes, uniq.tolist(), True)
         else:
             uniques: list[Any] = []
-            for i, u in enumerate(uniq):
+            for u in uniq:
                 try:
                     v = normalize(u)
-                except BadValueError as exc:
-                    bad = codes == i
-                    errors[bad & (errors == _NO_ERROR)] = f"{where}: {exc}"
-                    codes[bad] = -1
-                    v = MISSING
+                except BadValueError:
+                    v = Opaque(u)
                 uniques.append(v)
             col = _Column(codes, uniques)
         if nulls:
@@ -159,17 +158,15 @@ def _factorize(
             continue
         try:
             v = normalize(raw, none_is_null=nulls or none_is_null)
-        except BadValueError as exc:
-            if not errors[i]:
-                errors[i] = f"{where}: {exc}"
-            continue
+        except BadValueError:
+            v = Opaque(raw)
         if v is MISSING:
             if not nulls:
                 continue
             v = None
         if hashable:
             try:
-                k = (type(v), v)
+                k = (Opaque, type(raw), raw) if type(v) is Opaque else (type(v), v)
                 c = index.get(k)
                 if c is None:
                     c = index[k] = len(uniques)
@@ -222,8 +219,10 @@ class FrameEvaluator:
 
     Missing cells (NaN, None, pd.NA, NaT) mean "this person lacks the property"; `nulls="null"` reads
     them as JSON null instead (present: `is_set` true, `exact "null"` matches in server mode). A `None`
-    inside a `person_properties` dict cell is always null, as in evaluate_flags. A cell no operator can
-    read (timedelta, period, interval, complex, bytes, set) makes its row's `error`, not a crash.
+    inside a `person_properties` dict cell is always null, as in evaluate_flags. A cell outside JSON
+    (timedelta, period, interval, complex, bytes, set, objects) matters only to the flags whose filters read
+    it, as in evaluate_flags: each answers what its reference answers for that value, or `<NA>` with reason
+    "inconclusive"; the row's other flags answer.
     `strict`, `property_matching_version` and `timezone` are as in compile_flags.
 
     A property the frame has no column for (and no `person_properties` / `group_properties` dict column
@@ -584,8 +583,12 @@ class FrameEvaluator:
             table = np.fromiter(
                 (match(u, server, now) for u in col.uniques), dtype=np.int8, count=len(col.uniques)
             )
-            if server:
+            table[table == ABORT] = SERVER_ONLY  # (an np.float64 cell the SDK fails on; frames read floats)
+            if server:  # an unusable value does not match; one the client cannot send stays unknown
+                opaque = [i for i, u in enumerate(col.uniques) if type(u) is Opaque]
+                keep = table[opaque]
                 table[table == INCONCLUSIVE] = FALSE
+                table[opaque] = keep
         return _lookup(table.astype(np.int8, copy=False), col.codes, m.missing(server))
 
     def _group_codes(self, group: CohortGroup, source: _Source, state: _RunState) -> np.ndarray:
@@ -938,51 +941,54 @@ class _RunState:
         if server:
             self._evaluate_server(flag, kind, reason, index, decided, settle)
             return
-        if flag.continuity and not server:
-            settle(und, _K_UNKNOWN, "inconclusive")
+        subject = self._sdk_subject(flag, decided, settle)
+        if subject is None:
             return
+        source, bucket = subject
+        if self._sdk_early(flag, source, bucket, decided, settle):
+            return
+        self._sdk_conditions(flag, source, bucket, reason, index, decided, settle)
+
+    def _sdk_subject(
+        self, flag: CompiledFlag, decided: np.ndarray, settle: Any
+    ) -> tuple[_Source, str] | None:
+        """sdk mode: the source and bucketing column of the flag's subject (a person, or the group the flag
+        aggregates by), settling the rows the SDK cannot evaluate locally; None when no row is left."""
+        ev = self.ev
+        if flag.continuity:
+            settle(~decided, _K_UNKNOWN, "inconclusive")
+            return None
         person = ev._source("person")
         if flag.aggregation is not None:
             name = ev._mapping.get(str(flag.aggregation))
             if not name:
-                settle(und, _K_FALSE if server else _K_UNKNOWN, "no_group_type" if server else "inconclusive")
-                return
+                settle(~decided, _K_UNKNOWN, "inconclusive")
+                return None
             codes, _ = ev._group_key_codes(name)
             settle(~decided & (codes < 0), _K_FALSE, "no_group_type")
-            if not server:
-                settle(~decided & ~ev._group_props_passed(name), _K_UNKNOWN, "inconclusive")
-            source, bucket = ev._source(f"group:{name}"), f"group:{name}"
-        else:
-            source, bucket = person, "person"
-            if flag.device_bucketing:
-                bucket = "device"
-                if not server:
-                    dev = person.column("$device_id")
-                    settle(~decided & (dev.codes < 0), _K_UNKNOWN, "inconclusive")
+            settle(~decided & ~ev._group_props_passed(name), _K_UNKNOWN, "inconclusive")
+            return ev._source(f"group:{name}"), f"group:{name}"
+        if flag.device_bucketing:
+            dev = person.column("$device_id")
+            settle(~decided & (dev.codes < 0), _K_UNKNOWN, "inconclusive")
+            return person, "device"
+        return person, "person"
 
+    def _sdk_early(
+        self, flag: CompiledFlag, source: _Source, bucket: str, decided: np.ndarray, settle: Any
+    ) -> bool:
+        """sdk mode: a definition the SDK cannot read, early access and holdouts, before the conditions.
+        True when they decided every row left."""
+        ev = self.ev
         if flag.error is not None and not flag.sdk_evaluates:
             # the SDK's client checks (continuity, group given) come first; then the definition fails
             settle(~decided, _K_UNKNOWN, "error")
-            return
-        # Early access, then holdouts.
-        if server and flag.super_condition is not None:
-            sc = flag.super_condition
-            mentioned = np.zeros(n, dtype=bool)
-            for f in sc.filters:
-                if f.kind == "property":
-                    mentioned |= source.column(f.key).codes >= 0
-            rows = ~decided & mentioned
-            if rows.any():
-                ok = rows & (ev._condition_codes(sc, source, self) == TRUE)
-                if sc.rollout is not None and sc.rollout < 100:
-                    ok &= ~(ev._hashes(f"{flag.key}.", "", bucket, ok) > sc.rollout / 100)
-                settle(rows & ~ok, _K_FALSE, "super_condition_value", 0)
-                self._settle_match(flag, ok, sc.variant, bucket, "super_condition_value", 0, settle)
-        elif not server and flag.feature_enrollment:
+            return True
+        if flag.feature_enrollment:
             und = ~decided
             if flag.aggregation is not None:
                 settle(und, _K_UNKNOWN, "inconclusive")
-                return
+                return True
             col = source.column(f"$feature_enrollment/{flag.key}")
             table = np.array([u is True or u == "true" for u in col.uniques], dtype=bool)
             present = col.codes >= 0
@@ -990,53 +996,51 @@ class _RunState:
             settle(und & ~present, _K_UNKNOWN, "inconclusive")
             settle(und & present & on, _K_TRUE, "super_condition_value", 0)
             settle(und & present & ~on, _K_FALSE, "super_condition_value", 0)
-            return
+            return True
         if flag.holdout is not None:
             hv, pct = flag.holdout
             rows = ~decided
             if pct < 100.0:
                 rows &= ~(ev._hashes("holdout-", "", bucket, rows) > pct / 100)
             settle(rows, _K_VARIANT, "holdout_condition_value", -1, hv)
-        if server and flag.holdout_group is not None:
-            pct_hg, override = flag.holdout_group
-            rows = ~decided
-            if pct_hg is not None and pct_hg < 100:
-                rows &= ~(ev._hashes("holdout-", "", bucket, rows) > pct_hg / 100)
-            if rows.any():
-                if override is not None:
-                    settle(rows, _K_VARIANT, "holdout_condition_value", -1, override)
-                elif flag.variants:
-                    self._settle_match(flag, rows, None, bucket, "holdout_condition_value", -1, settle)
-                else:
-                    settle(rows, _K_VARIANT, "holdout_condition_value", -1, "holdout")
+        return False
 
-        open_seen = np.zeros(n, dtype=bool)
-        for cond in flag.server_conditions if server else flag.conditions:
+    def _sdk_conditions(
+        self,
+        flag: CompiledFlag,
+        source: _Source,
+        bucket: str,
+        reason: np.ndarray,
+        index: np.ndarray,
+        decided: np.ndarray,
+        settle: Any,
+    ) -> None:
+        """sdk mode: the release conditions in order, as `_evaluate._sdk_conditions` for every row."""
+        ev = self.ev
+        kind = self.results[flag.key].kind
+        open_seen = np.zeros(ev._n, dtype=bool)
+        for cond in flag.conditions:
             und = ~decided
             if not und.any():
                 break
             csource, cbucket = source, bucket
             if cond.has_own_aggregation and cond.aggregation is not None:
                 name = ev._mapping.get(str(cond.aggregation))
+                later = (reason == _R["no_condition_match"]) | (reason == _R["out_of_rollout_bound"])
                 if not name:
-                    better = und & (reason == _R["no_condition_match"]) | und & (
-                        reason == _R["out_of_rollout_bound"]
-                    )
+                    better = und & later
                     reason[better] = _R["no_group_type"]
                     index[better] = cond.index
                     continue
                 codes, _ = ev._group_key_codes(name)
                 nokey = und & (codes < 0)
-                better = nokey & (
-                    (reason == _R["no_condition_match"]) | (reason == _R["out_of_rollout_bound"])
-                )
+                better = nokey & later
                 reason[better] = _R["no_group_type"]
                 index[better] = cond.index
                 und = und & ~nokey
-                if not server:
-                    missing_props = und & ~ev._group_props_passed(name)
-                    open_seen |= missing_props
-                    und &= ~missing_props
+                missing_props = und & ~ev._group_props_passed(name)
+                open_seen |= missing_props
+                und &= ~missing_props
                 csource, cbucket = ev._source(f"group:{name}"), f"group:{name}"
             code = ev._condition_codes(cond, csource, self)
             settle(und & (code == SERVER_ONLY), _K_UNKNOWN, "inconclusive")
@@ -1053,8 +1057,7 @@ class _RunState:
                     kind[oor & ~open_seen] = _K_FALSE
                     decided[oor] = True
             self._settle_match(flag, hit, cond.variant, cbucket, "condition_match", cond.index, settle)
-        und = ~decided
-        settle(und & open_seen, _K_UNKNOWN, "inconclusive")
+        settle(~decided & open_seen, _K_UNKNOWN, "inconclusive")
         # the rest stay False with their best reason (no_condition_match, out_of_rollout_bound, no_group_type)
 
     def _evaluate_server(
@@ -1079,11 +1082,30 @@ class _RunState:
         else:
             has_device = np.ones(n, dtype=bool)
 
+        if self._server_gate(flag, person, person_bucket, has_device, decided, settle):
+            return
+        self._server_holdout(flag, person_bucket, decided, settle)
+        self._server_conditions(flag, person, person_bucket, has_device, kind, reason, index, decided, settle)
+
+    def _server_gate(
+        self,
+        flag: CompiledFlag,
+        person: _Source,
+        person_bucket: str,
+        has_device: np.ndarray,
+        decided: np.ndarray,
+        settle: Any,
+    ) -> bool:
+        """Server mode, early access: `feature_enrollment`, else the legacy super condition when the
+        person has one of its properties. True when nothing below may run (the stored enrollment is
+        unknown)."""
+        ev = self.ev
+        n = ev._n
         if flag.feature_enrollment:
             col = person.column(f"$feature_enrollment/{flag.key}")
             if col.unknown:  # the person's stored enrollment decides, and the frame does not have it
                 settle(~decided, _K_UNKNOWN, "missing_property")
-                return
+                return True
             table = np.array([u is True or u == "true" for u in col.uniques], dtype=bool)
             present = col.codes >= 0
             on = _lookup(table, col.codes, False)
@@ -1113,6 +1135,14 @@ class _RunState:
                 settle(ok, _K_TRUE, "super_condition_value", 0)
                 settle(rows & ~ok, _K_FALSE, "super_condition_value", 0)
 
+        return False
+
+    def _server_holdout(
+        self, flag: CompiledFlag, person_bucket: str, decided: np.ndarray, settle: Any
+    ) -> None:
+        """Server mode: the holdout, bucketed like the flag (by person, device or group key)."""
+        ev = self.ev
+        n = ev._n
         if flag.holdout is not None:
             hv, pct = flag.holdout
             rows = ~decided
@@ -1131,6 +1161,22 @@ class _RunState:
                 rows &= held
             settle(rows, _K_VARIANT, "holdout_condition_value", -1, hv)
 
+    def _server_conditions(
+        self,
+        flag: CompiledFlag,
+        person: _Source,
+        person_bucket: str,
+        has_device: np.ndarray,
+        kind: np.ndarray,
+        reason: np.ndarray,
+        index: np.ndarray,
+        decided: np.ndarray,
+        settle: Any,
+    ) -> None:
+        """Server mode: the release conditions in order, each with its own aggregation, ranking the reason
+        of the rows no condition matched as the service does."""
+        ev = self.ev
+        n = ev._n
         # The best reason so far per row as one number, score * 4096 + condition index + 1: a running
         # maximum keeps the higher score, and among equal scores the later condition (as the service does).
         best = np.full(n, REASON_SCORE["no_group_type"] * 4096, dtype=np.int32)

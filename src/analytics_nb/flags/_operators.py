@@ -41,6 +41,10 @@ TRUE: Final = 1
 INCONCLUSIVE: Final = 2
 #: The official SDK stops the whole flag and asks the server (an unknown cohort): no later condition helps.
 SERVER_ONLY: Final = 3
+#: The official SDK raises an unexpected exception on this filter (sdk mode only): the whole flag asks the
+#: server when no earlier filter of the condition was undecided, else the condition is undecided there
+#: (`_match_condition_properties`' `except Exception` branch); a later False filter is never reached.
+ABORT: Final = 4
 
 EQUALITY = ("exact", "is_not")
 PRESENCE = ("is_set", "is_not_set")
@@ -129,8 +133,14 @@ class PropertyMatcher:
             if op in NUMERIC:
                 return self.sdk_fn(float(raw), now)
             if op in EQUALITY or op in TEXT or op in REGEX:
-                # `_format_json_float`: non-finite is inconclusive, else the text is repr(value)
-                return self.sdk_fn(repr(raw), now) if math.isfinite(raw) else INCONCLUSIVE
+                # `_format_json_float`: non-finite is inconclusive, else the text is repr(value); a repr
+                # with an exponent ("np.float64(1e+16)") makes its `int(exponent_text)` raise ValueError,
+                # which ends the whole flag as "ask the server" in the client (`get_feature_flag` catches
+                # it), whatever later filters and conditions hold: ABORT (found by the widened fuzz)
+                if not math.isfinite(raw):
+                    return INCONCLUSIVE
+                text = repr(raw)
+                return ABORT if "e" in text.removeprefix("np.float64") else self.sdk_fn(text, now)
         if op in NUMERIC:
             return self.sdk_fn(True, now)  # the SDK's numeric parse reads no number in a bool either
         if op in DATES:

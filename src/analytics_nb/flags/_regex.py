@@ -11,9 +11,12 @@ Rust `regex` crate, so we do the same:
   anywhere such as ``a(?i)b``; ``(?a)``, ``a{,3}`` and ``[\\b]`` are errors) and linear time, so
   ``^(a+)+$`` cannot backtrack at all. (`rurex`, used before, parses with Python's `re` rules first, and
   refused ``a(?i)b`` or accepted ``(?a)\\w`` where the service does the opposite);
-* patterns with look-around or back-references (the `fancy_regex` extensions) run on the `regex` module
-  with a time limit standing in for the step limit; running out of time counts as "no answer", which the
-  service turns into "no match" for `regex` and `not_regex` alike;
+* patterns with look-around or back-references (the `fancy_regex` extensions) run on `_backtrack`, a
+  backtracking VM that compiles them the way fancy_regex does (easy sub-patterns delegated to `paula`) and
+  counts backtracks the way fancy_regex counts them, up to the same 10,000; past it there is "no answer",
+  which the service turns into "no match" for `regex` and `not_regex` alike. The few fancy forms that VM
+  does not model (verbose mode, possessive quantifiers, conditionals) run on the `regex` module with a
+  time limit instead (`FANCY_TIMEOUT_S`), the one place a wall clock still stands in for the step count;
 * a pattern neither accepts is invalid: the service never matches it (`regex` and `not_regex` both false).
 """
 
@@ -27,8 +30,10 @@ from functools import lru_cache
 import paula  # type: ignore[import-untyped]  # the Rust regex crate, pattern text unchanged
 import regex as _mrab  # type: ignore[import-untyped]  # look-around/back-references with a timeout
 
-#: Wall-clock stand-in for fancy_regex's 10,000-step backtrack limit (about 1 ms in Rust): generous
-#: enough that a sane look-around pattern finishes, small enough that a catastrophic one is cut short.
+from analytics_nb.flags._backtrack import LimitExceeded, Unsupported, compile_program
+
+#: Wall-clock stand-in for fancy_regex's 10,000-step backtrack limit, only for the fancy forms `_backtrack`
+#: does not model: generous enough that a sane pattern finishes, small enough that a catastrophic one stops.
 FANCY_TIMEOUT_S = 0.02
 
 _FANCY_HINT = re.compile(r"\(\?<?[=!]|\\[1-9]|\\k<|\(\?>|\(\?P=")
@@ -39,7 +44,7 @@ class Pattern:
     """A compiled filter pattern: `search(text)` is True/False, or None when the bound was hit."""
 
     source: str
-    engine: str  # "rust" (linear time), "fancy" (time-bounded backtracking)
+    engine: str  # "rust" (linear time), "steps" (step-bounded VM), "fancy" (time-bounded backtracking)
     search: Callable[[str], bool | None]
 
 
@@ -92,6 +97,29 @@ def compile_pattern(pattern: str) -> Pattern | None:
         return Pattern(pattern, "rust", search_rust)
     if _FANCY_HINT.search(pattern) is None:
         return None
+    try:
+        program = compile_program(pattern)
+    except Unsupported:
+        return _timed(pattern)
+    if isinstance(program, str):  # fancy_regex's rewrite left nothing fancy: the regex crate, unbounded
+        try:
+            easy = paula.Regex(program).is_match
+        except ValueError:
+            return None
+        return Pattern(pattern, "rust", lambda text: bool(easy(text)))
+    run = program.search
+
+    def search_steps(text: str) -> bool | None:
+        try:
+            return run(text)
+        except LimitExceeded:
+            return None
+
+    return Pattern(pattern, "steps", search_steps)
+
+
+def _timed(pattern: str) -> Pattern | None:
+    """A fancy form `_backtrack` does not model, on the `regex` module with a time limit."""
     try:
         fancy = _mrab.compile(_strict_end(pattern), _mrab.VERSION0)
     except Exception:  # regex.error and friends: invalid in the fancy dialect too
@@ -146,96 +174,128 @@ _REPEAT = re.compile(r"\{([0-9]+)(?:,([0-9]*))?\}")
 def sdk_support(pattern: str) -> SdkSupport:
     """Scan a pattern the way posthog 7.91.1 decides what its Python `re` may run (facts from its
     `_RegexTranslator`, `_match_regex`, `_assert_regex_value_supported`; written independently)."""
-    word = space = end = quantified = False
-    defers = False
-    in_class: int | None = None
-    previous = ""
-    groups: list[bool] = []  # per open group: does it contain a quantifier?
-    closed_quantified = False
-    i, n = 0, len(pattern)
-    while i < n and not defers:
-        c = pattern[i]
+    scan = _SdkScan(pattern)
+    i = 0
+    while 0 <= i < scan.n and not scan.defers:
+        i = scan.step(i)
+    return SdkSupport(scan.defers, scan.word, scan.space, scan.end, scan.quantified)
+
+
+_STOP = -1
+
+
+class _SdkScan:
+    """The state of one `sdk_support` scan; `step(i)` reads the token at `i` and returns where the next
+    one starts (`_STOP` ends the scan)."""
+
+    def __init__(self, pattern: str) -> None:
+        self.p = pattern
+        self.n = len(pattern)
+        self.word = self.space = self.end = self.quantified = self.defers = False
+        self.in_class: int | None = None
+        self.previous = ""
+        self.groups: list[bool] = []  # per open group: does it contain a quantifier?
+        self.closed_quantified = False
+
+    def step(self, i: int) -> int:
+        c = self.p[i]
         if 0xD800 <= ord(c) <= 0xDFFF:
-            defers = True
-            break
-        if in_class is None:
-            end |= c == "$"
-            quantified |= c in "*+?{|"
-            if c == "(":
-                groups.append(False)
-            elif c == ")":
-                closed_quantified = groups.pop() if groups else False
-                if groups:
-                    groups[-1] |= closed_quantified
-            elif c in "*+?{":
-                if previous == ")" and closed_quantified:
-                    defers = True  # a quantified group that itself holds a quantifier: (a+)+
-                    break
-                if groups:
-                    groups[-1] = True
+            self.defers = True
+            return _STOP
+        if self.in_class is None and not self._track_groups(c):
+            return _STOP
         if c == "\\":
-            i += 1
-            if i == n:
-                break
-            e = pattern[i]
-            if e == "x":
-                digits = pattern[i + 1 : i + 3]
-                if len(digits) != 2 or any(d not in "0123456789abcdefABCDEF" for d in digits):
-                    defers = True
-                i += 3
-                previous = "literal"
-                continue
-            if (e in "bB<>" and in_class is None) or (
-                e not in _SDK_ESCAPES
-                and (
-                    not (0x20 <= ord(e) <= 0x7E and not e.isalnum())
-                    or (in_class is not None and e not in _SDK_CLASS_ESCAPES)
-                )
-            ):
-                defers = True
-            word |= e in "wW"
-            space |= e in "sS"
-            previous = "literal"
-        elif c == "[":
-            if in_class is not None:
-                defers = True
-            in_class = i
-        elif c == "]" and in_class is not None:
-            start = in_class + (2 if pattern[in_class + 1 : in_class + 2] == "^" else 1)
+            return self._escape(i)
+        if c == "[":
+            if self.in_class is not None:
+                self.defers = True
+            self.in_class = i
+        elif c == "]" and self.in_class is not None:
+            start = self.in_class + (2 if self.p[self.in_class + 1 : self.in_class + 2] == "^" else 1)
             if i == start:
-                defers = True
-            in_class = None
-            previous = "literal"
-        elif in_class is not None:
-            if pattern[i : i + 2] in ("&&", "--", "~~"):
-                defers = True
-            elif c == "-" and i + 1 < n and pattern[i + 1] != "]":
-                around = pattern[i + 1 : i + 3]
-                if around in (r"\d", r"\D", r"\s", r"\S", r"\w", r"\W") or (
-                    i >= 2 and pattern[i - 2] == "\\" and pattern[i - 1] in "dDsSwW"
-                ):
-                    defers = True
-        elif c == "(" and pattern[i + 1 : i + 2] == "?":
-            if pattern[i + 2 : i + 3] != ":":
-                defers = True
-            i += 2
-            previous = "("
+                self.defers = True
+            self.in_class = None
+            self.previous = "literal"
+        elif self.in_class is not None:
+            self._class_char(i, c)
+        elif c == "(" and self.p[i + 1 : i + 2] == "?":
+            if self.p[i + 2 : i + 3] != ":":
+                self.defers = True
+            self.previous = "("
+            return i + 3
         elif c == "{":
-            m = _REPEAT.match(pattern, i)
-            if m is None or previous in ("", "|", "(", "^", "$", "empty group", "quantifier"):
-                defers = True
-                break
-            if any(len(x) > 10 or int(x) > 0xFFFFFFFF for x in m.groups() if x):
-                defers = True
-            i = m.end() - 1
-            if pattern[i + 1 : i + 2] in ("+", "{"):
-                defers = True
-            previous = "quantifier"
+            return self._repeat(i)
         elif c in "*+?":
-            if previous in ("^", "$", "empty group") or pattern[i + 1 : i + 2] in ("+", "{"):
-                defers = True
-            previous = "quantifier"
+            if self.previous in ("^", "$", "empty group") or self.p[i + 1 : i + 2] in ("+", "{"):
+                self.defers = True
+            self.previous = "quantifier"
         else:
-            previous = "empty group" if c == ")" and previous in ("(", "empty group") else c
+            self.previous = "empty group" if c == ")" and self.previous in ("(", "empty group") else c
+        return i + 1
+
+    def _track_groups(self, c: str) -> bool:
+        """Outside a class: anchors, quantifiers and which groups hold a quantifier; False when a
+        quantified group itself holds a quantifier, such as `(a+)+` (the SDK defers it)."""
+        self.end |= c == "$"
+        self.quantified |= c in "*+?{|"
+        if c == "(":
+            self.groups.append(False)
+        elif c == ")":
+            self.closed_quantified = self.groups.pop() if self.groups else False
+            if self.groups:
+                self.groups[-1] |= self.closed_quantified
+        elif c in "*+?{":
+            if self.previous == ")" and self.closed_quantified:
+                self.defers = True
+                return False
+            if self.groups:
+                self.groups[-1] = True
+        return True
+
+    def _escape(self, i: int) -> int:
+        p = self.p
         i += 1
-    return SdkSupport(defers, word, space, end, quantified)
+        if i == self.n:
+            return _STOP
+        e = p[i]
+        self.previous = "literal"
+        if e == "x":
+            digits = p[i + 1 : i + 3]
+            if len(digits) != 2 or any(d not in "0123456789abcdefABCDEF" for d in digits):
+                self.defers = True
+            return i + 3
+        in_class = self.in_class is not None
+        if (e in "bB<>" and not in_class) or (
+            e not in _SDK_ESCAPES
+            and (
+                not (0x20 <= ord(e) <= 0x7E and not e.isalnum()) or (in_class and e not in _SDK_CLASS_ESCAPES)
+            )
+        ):
+            self.defers = True
+        self.word |= e in "wW"
+        self.space |= e in "sS"
+        return i + 1
+
+    def _class_char(self, i: int, c: str) -> None:
+        p = self.p
+        if p[i : i + 2] in ("&&", "--", "~~"):
+            self.defers = True
+        elif c == "-" and i + 1 < self.n and p[i + 1] != "]":
+            around = p[i + 1 : i + 3]
+            if around in (r"\d", r"\D", r"\s", r"\S", r"\w", r"\W") or (
+                i >= 2 and p[i - 2] == "\\" and p[i - 1] in "dDsSwW"
+            ):
+                self.defers = True
+
+    def _repeat(self, i: int) -> int:
+        m = _REPEAT.match(self.p, i)
+        if m is None or self.previous in ("", "|", "(", "^", "$", "empty group", "quantifier"):
+            self.defers = True
+            return _STOP
+        if any(len(x) > 10 or int(x) > 0xFFFFFFFF for x in m.groups() if x):
+            self.defers = True
+        i = m.end() - 1
+        if self.p[i + 1 : i + 2] in ("+", "{"):
+            self.defers = True
+        self.previous = "quantifier"
+        return i + 1

@@ -1,0 +1,758 @@
+"""A backtracking matcher for look-around and back-references, bounded by fancy_regex's step count.
+
+The flags service compiles `regex` / `not_regex` patterns with fancy_regex and
+`backtrack_limit(REGEX_BACKTRACK_LIMIT)` = 10,000 (rust/feature-flags/src/properties/property_matching.rs);
+`find` returning `Err` (the limit was hit) becomes `FlagMatchingError::InvalidRegexPattern`, which the
+condition reads as "this filter does not match" (`match_property(..).unwrap_or(false)` in
+flag_matching.rs), for `regex` and `not_regex` alike.
+
+What fancy_regex counts (fancy-regex 0.19, `src/vm.rs` `run_with`): its VM keeps a stack of backtrack
+branches (pushed by `Split`, the greedy/lazy repeat instructions and the unanchored-search preamble); every
+time a thread fails and a branch is popped to resume, the count goes up by one, and the search fails with
+`BacktrackLimitExceeded` when the count passes the limit. The program it counts over comes from
+`src/compile.rs`: sub-expressions without look-around or back-references ("easy") are handed whole to the
+`regex` crate as anchored *delegates* that never push a branch; in a "hard" context literals, `.`,
+alternations and repetitions become VM instructions; a concatenation delegates its constant-size easy
+prefix and its easy suffix; a trailing positive look-ahead at the top is first rewritten as a plain
+sub-expression (`optimize_trailing_lookahead`); a pattern starting with `\\A`/`^` runs anchored (no
+preamble, `can_compile_as_anchored`).
+
+This module follows that scheme (written from a reading of those files, not a port of their code): it
+parses the pattern into the same tree, marks hard / constant-size / minimum size the way `analyze.rs`
+does, emits the same instruction shapes and counts pops the same way. Delegates run on `paula` (the Rust
+`regex` crate) anchored at the current position. Known differences, so the count can differ from the
+service's on some patterns (the answer differs only when one side crosses the limit and the other does
+not): fancy_regex's nested-repeat optimisations (`optimize_nested_repeats`,
+`optimize_ambiguous_concat_repeats`) are not applied; a delegate sees one character of left context (enough
+for ``\\b`` and ``^``); case-insensitive literals whose case folding changes their length are taken as
+constant size. Patterns this parser does not cover (verbose mode ``(?x)``, possessive quantifiers,
+conditionals, subroutine calls) raise `Unsupported` and the caller decides.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import paula  # type: ignore[import-untyped]  # the Rust regex crate
+
+#: fancy_regex's limit as the flags service sets it (property_matching.rs `REGEX_BACKTRACK_LIMIT`).
+BACKTRACK_LIMIT = 10_000
+
+
+class Unsupported(ValueError):
+    """The pattern uses syntax this matcher does not model."""
+
+
+class LimitExceeded(Exception):
+    """The search popped more than `BACKTRACK_LIMIT` branches (fancy_regex's `BacktrackLimitExceeded`)."""
+
+
+# ------------------------------------------------------------------------------------------------ tree
+
+
+@dataclass(eq=False)
+class Node:
+    """One parsed expression. `kind`: lit (one char), any, leaf (a class / escape, one char), assert
+    (zero width), concat, alt, group (capturing, `index`), repeat, look (`look` = ahead/ahead_neg/behind/
+    behind_neg), backref (`index`), atomic, empty."""
+
+    kind: str
+    text: str = ""  # lit: the char; leaf/assert: Rust syntax; any: "s" when dotall
+    casei: bool = False
+    children: list[Node] = field(default_factory=list)
+    index: int = 0
+    lo: int = 0
+    hi: int = -1  # -1: unbounded
+    greedy: bool = True
+    look: str = ""
+    # analysis
+    hard: bool = False
+    const: bool = True
+    min_size: int = 0
+
+
+_META = set("\\.+*?()|[]{}^$#&-~")
+
+
+def _render(node: Node) -> str:
+    """The node as Rust `regex` syntax (flags baked into the leaves), for a delegate."""
+    k = node.kind
+    if k == "lit":
+        body = ("\\" + node.text) if node.text in _META else node.text
+        return f"(?i:{body})" if node.casei else body
+    if k in ("leaf", "assert"):
+        return node.text
+    if k == "any":
+        return "(?s:.)" if node.text == "s" else "(?-s:.)"
+    if k == "empty":
+        return ""
+    if k == "concat":
+        return "".join(_render(c) for c in node.children)
+    if k == "alt":
+        return "(?:" + "|".join(_render(c) for c in node.children) + ")"
+    if k == "group":
+        return "(" + _render(node.children[0]) + ")"
+    if k == "repeat":
+        hi = "" if node.hi < 0 else str(node.hi)
+        lazy = "" if node.greedy else "?"
+        return "(?:" + _render(node.children[0]) + "){" + f"{node.lo},{hi}" + "}" + lazy
+    raise Unsupported(f"cannot delegate {k}")
+
+
+# ---------------------------------------------------------------------------------------------- parser
+
+
+class _Parser:
+    def __init__(self, pattern: str) -> None:
+        self.p = pattern
+        self.i = 0
+        self.groups = 0
+        self.names: dict[str, int] = {}
+        self.backrefs: set[int] = set()
+
+    def parse(self) -> Node:
+        node = self._alt({"i": False, "m": False, "s": False, "U": False})
+        if self.i != len(self.p):
+            raise Unsupported("unbalanced parenthesis")
+        return node
+
+    def _alt(self, flags: dict[str, bool]) -> Node:
+        branches = [self._concat(flags)]
+        while self.i < len(self.p) and self.p[self.i] == "|":
+            self.i += 1
+            branches.append(self._concat(flags))
+        return branches[0] if len(branches) == 1 else Node("alt", children=branches)
+
+    def _concat(self, flags: dict[str, bool]) -> Node:
+        items: list[Node] = []
+        p = self.p
+        while self.i < len(p) and p[self.i] not in "|)":
+            atom = self._atom(flags, items)
+            if atom is None:
+                continue
+            items.append(self._quantified(atom, flags))
+        if not items:
+            return Node("empty")
+        return items[0] if len(items) == 1 else Node("concat", children=items)
+
+    def _quantified(self, atom: Node, flags: dict[str, bool]) -> Node:
+        p = self.p
+        while self.i < len(p) and p[self.i] in "*+?{":
+            c = p[self.i]
+            if c == "{":
+                end = p.find("}", self.i)
+                body = p[self.i + 1 : end] if end > 0 else ""
+                lo_s, _, hi_s = body.partition(",")
+                if end < 0 or not lo_s.strip().isdigit() or (hi_s.strip() and not hi_s.strip().isdigit()):
+                    raise Unsupported("repetition")
+                lo = int(lo_s)
+                hi = lo if "," not in body else (int(hi_s) if hi_s.strip() else -1)
+                self.i = end + 1
+            else:
+                lo, hi = {"*": (0, -1), "+": (1, -1), "?": (0, 1)}[c]
+                self.i += 1
+            lazy = self.i < len(p) and p[self.i] == "?"
+            if lazy:
+                self.i += 1
+            elif self.i < len(p) and p[self.i] == "+":
+                raise Unsupported("possessive quantifier")
+            if atom.kind in ("assert", "look", "empty"):
+                raise Unsupported("repeated assertion")
+            atom = Node("repeat", children=[atom], lo=lo, hi=hi, greedy=lazy == flags["U"])
+        return atom
+
+    def _atom(self, flags: dict[str, bool], items: list[Node]) -> Node | None:
+        c = self.p[self.i]
+        if c == "(":
+            return self._group(flags)
+        if c == "[":
+            return self._class(flags)
+        if c == "\\":
+            return self._escape(flags)
+        self.i += 1
+        if c == ".":
+            return Node("any", text="s" if flags["s"] else "")
+        if c == "^":
+            return Node("assert", text="(?m:^)" if flags["m"] else r"\A")
+        if c == "$":
+            return Node("assert", text="(?m:$)" if flags["m"] else r"\z")
+        if c in "*+?":
+            raise Unsupported("nothing to repeat")
+        if c == "{" and not items:
+            raise Unsupported("nothing to repeat")
+        return Node("lit", text=c, casei=flags["i"] and c.lower() != c.upper())
+
+    def _class(self, flags: dict[str, bool]) -> Node:
+        p, start = self.p, self.i
+        i = start + 1
+        if i < len(p) and p[i] == "^":
+            i += 1
+        if i < len(p) and p[i] == "]":
+            i += 1
+        depth = 1
+        while i < len(p):
+            c = p[i]
+            if c == "\\":
+                i += 2
+                continue
+            if c == "[" and p[i + 1 : i + 2] == ":":
+                end = p.find(":]", i + 2)
+                if end > 0:
+                    i = end + 2
+                    continue
+            if c == "[":
+                depth += 1
+                i += 1
+                if i < len(p) and p[i] == "^":
+                    i += 1
+                if i < len(p) and p[i] == "]":
+                    i += 1
+                continue
+            if c == "]":
+                depth -= 1
+                if depth == 0:
+                    break
+            i += 1
+        if depth:
+            raise Unsupported("unclosed class")
+        self.i = i + 1
+        return Node("leaf", text=self._flagged(p[start : i + 1], flags))
+
+    @staticmethod
+    def _flagged(text: str, flags: dict[str, bool]) -> str:
+        return f"(?i:{text})" if flags["i"] else text
+
+    def _escape(self, flags: dict[str, bool]) -> Node:
+        p, start = self.p, self.i
+        if start + 1 >= len(p):
+            raise Unsupported("trailing backslash")
+        e = p[start + 1]
+        if e.isdigit() and e != "0":
+            j = start + 1
+            while j < len(p) and p[j].isdigit():
+                j += 1
+            self.i = j
+            return self._backref(int(p[start + 1 : j]), flags)
+        if e == "k" and p[start + 2 : start + 3] == "<":
+            end = p.find(">", start)
+            name = p[start + 3 : end]
+            self.i = end + 1
+            if name.isdigit():
+                return self._backref(int(name), flags)
+            if name not in self.names:
+                raise Unsupported("unknown group name")
+            return self._backref(self.names[name], flags)
+        j = start + 2
+        if e in "xuUpP" and p[j : j + 1] == "{":
+            j = p.find("}", j) + 1
+            if j == 0:
+                raise Unsupported("escape")
+        elif e in "pP":
+            j += 1
+        elif e == "x":
+            j += 2
+        elif e == "u":
+            j += 4
+        elif e == "U":
+            j += 8
+        elif e == "b" and p[j : j + 1] == "{":
+            j = p.find("}", j) + 1
+        self.i = j
+        text = p[start:j]
+        if e in "bBAz<>" or (e == "b" and "{" in text):
+            return Node("assert", text=text)
+        if e in "dDsSwWpPxuU" or not e.isalnum():
+            if not e.isalnum() and not e.isspace() and e not in "dDsSwW":
+                return Node("lit", text=e, casei=flags["i"] and e.lower() != e.upper())
+            return Node("leaf", text=self._flagged(text, flags))
+        if e in "nrtfva":
+            return Node("leaf", text=text)
+        raise Unsupported(f"escape \\{e}")
+
+    def _backref(self, group: int, flags: dict[str, bool]) -> Node:
+        if group > self.groups:
+            raise Unsupported("back-reference to a later group")
+        self.backrefs.add(group)
+        return Node("backref", index=group, casei=flags["i"])
+
+    def _group(self, flags: dict[str, bool]) -> Node | None:
+        p = self.p
+        self.i += 1
+        inner_flags = dict(flags)
+        kind, look, index = "plain", "", 0
+        if p.startswith("?", self.i):
+            rest = p[self.i + 1 :]
+            for prefix, lk in (("=", "ahead"), ("!", "ahead_neg"), ("<=", "behind"), ("<!", "behind_neg")):
+                if rest.startswith(prefix):
+                    kind, look = "look", lk
+                    self.i += 1 + len(prefix)
+                    break
+            else:
+                if rest.startswith(">"):
+                    kind = "atomic"
+                    self.i += 2
+                elif rest.startswith(("P<", "<")):
+                    end = p.find(">", self.i)
+                    name = p[self.i + (3 if rest.startswith("P") else 2) : end]
+                    self.groups += 1
+                    kind, index = "group", self.groups
+                    self.names[name] = index
+                    self.i = end + 1
+                else:
+                    j = self.i + 1
+                    on = True
+                    while j < len(p) and p[j] not in ":)":
+                        f = p[j]
+                        if f == "-":
+                            on = False
+                        elif f in "imsU":
+                            inner_flags[f] = on
+                        elif f not in "uR":
+                            raise Unsupported(f"flag {f}")
+                        j += 1
+                    if j >= len(p):
+                        raise Unsupported("unclosed group")
+                    self.i = j + 1
+                    if p[j] == ")":  # (?flags): applies to the rest of the enclosing group
+                        flags.update(inner_flags)
+                        return None
+        else:
+            self.groups += 1
+            kind, index = "group", self.groups
+        child = self._alt(inner_flags)
+        if self.i >= len(p) or p[self.i] != ")":
+            raise Unsupported("unclosed group")
+        self.i += 1
+        if kind == "plain":
+            return child
+        if kind == "group":
+            return Node("group", children=[child], index=index)
+        if kind == "atomic":
+            return Node("atomic", children=[child])
+        return Node("look", children=[child], look=look)
+
+
+# -------------------------------------------------------------------------------------------- analysis
+
+
+def _analyse(node: Node, backrefs: set[int]) -> None:
+    """hard / const / min_size as fancy_regex's analyze.rs defines them."""
+    for c in node.children:
+        _analyse(c, backrefs)
+    k, ch = node.kind, node.children
+    if k in ("lit", "any", "leaf"):
+        node.hard, node.const, node.min_size = False, True, 1
+    elif k in ("assert", "empty"):
+        node.hard, node.const, node.min_size = False, True, 0
+    elif k == "concat":
+        node.hard = any(c.hard for c in ch)
+        node.const = all(c.const for c in ch)
+        node.min_size = sum(c.min_size for c in ch)
+    elif k == "alt":
+        node.hard = any(c.hard for c in ch)
+        node.min_size = min(c.min_size for c in ch)
+        node.const = all(c.const and c.min_size == ch[0].min_size for c in ch)
+    elif k == "group":
+        node.hard = ch[0].hard or node.index in backrefs
+        node.const, node.min_size = ch[0].const, ch[0].min_size
+    elif k == "repeat":
+        node.hard = ch[0].hard
+        node.const = ch[0].const and node.lo == node.hi
+        node.min_size = ch[0].min_size * node.lo
+    elif k == "look":
+        node.hard, node.const, node.min_size = True, True, 0
+    elif k == "atomic":
+        node.hard, node.const, node.min_size = True, ch[0].const, ch[0].min_size
+    elif k == "backref":
+        node.hard, node.const, node.min_size = True, False, 0
+
+
+def _is_literal(node: Node) -> bool:
+    if node.kind == "lit":
+        return not node.casei
+    return node.kind == "concat" and all(_is_literal(c) for c in node.children)
+
+
+def _literal_text(node: Node) -> str:
+    return node.text if node.kind == "lit" else "".join(_literal_text(c) for c in node.children)
+
+
+# -------------------------------------------------------------------------------------------- compiler
+
+# instructions: tuples (op, a, b); ops are small ints for speed
+LIT, ANY, ANYNL, DELEGATE, SPLIT, JMP, SAVE, RESTORE, REP_GR, REP_NG, REP_EPS_GR, REP_EPS_NG = range(12)
+GOBACK, FAIL_NEG, BACKREF, BEGIN_ATOMIC, END_ATOMIC, LOOKBEHIND, SAVE0, END, UNANCHORED = range(12, 21)
+
+
+class _Compiler:
+    def __init__(self, groups: int) -> None:
+        self.prog: list[list[Any]] = []
+        self.nslots = 2 * (groups + 1)
+
+    def newslot(self) -> int:
+        self.nslots += 1
+        return self.nslots - 1
+
+    def add(self, *insn: Any) -> int:
+        self.prog.append(list(insn))
+        return len(self.prog) - 1
+
+    def delegate(self, nodes: list[Node]) -> None:
+        if not nodes:
+            return
+        if all(_is_literal(n) for n in nodes):
+            text = "".join(_literal_text(n) for n in nodes)
+            if text:
+                self.add(LIT, text)
+            return
+        body = "".join(_render(n) for n in nodes)
+        if not body:
+            return
+        try:
+            start = paula.Regex(r"\A(?:" + body + ")")
+            after = paula.Regex(r"\A(?s:.)(?:" + body + ")")
+        except ValueError as exc:
+            raise Unsupported(f"delegate {body!r}: {exc}") from None
+        self.add(DELEGATE, start, after)
+
+    def visit(self, node: Node, hard: bool) -> None:
+        if not hard and not node.hard:
+            self.delegate([node])
+            return
+        k = node.kind
+        if k == "lit":
+            if node.casei:
+                self.delegate([node])
+            else:
+                self.add(LIT, node.text)
+        elif k == "any":
+            self.add(ANY if node.text == "s" else ANYNL)
+        elif k in ("leaf", "assert"):
+            self.delegate([node])
+        elif k == "concat":
+            self.concat(node, hard)
+        elif k == "alt":
+            self.alt(node.children, lambda c: self.visit(c, hard))
+        elif k == "group":
+            self.add(SAVE, 2 * node.index)
+            self.visit(node.children[0], hard)
+            self.add(SAVE, 2 * node.index + 1)
+        elif k == "repeat":
+            self.repeat(node, hard)
+        elif k == "look":
+            self.lookaround(node)
+        elif k == "backref":
+            self.add(BACKREF, 2 * node.index, node.casei)
+        elif k == "atomic":
+            self.add(BEGIN_ATOMIC)
+            self.visit(node.children[0], False)
+            self.add(END_ATOMIC)
+
+    def concat(self, node: Node, hard: bool) -> None:
+        ch = node.children
+        prefix = 0
+        while prefix < len(ch) and ch[prefix].const and not ch[prefix].hard:
+            prefix += 1
+        suffix = 0
+        for c in reversed(ch[prefix:]):
+            if c.hard or (hard and not c.const):
+                break
+            suffix += 1
+        begin = len(ch) - suffix
+        self.delegate(ch[:prefix])
+        for c in ch[prefix:begin]:
+            self.visit(c, True)
+        self.delegate(ch[begin:])
+
+    def alt(self, branches: list[Node], visit: Callable[[Node], None]) -> None:
+        jumps: list[int] = []
+        last_split = -1
+        for i, branch in enumerate(branches):
+            has_next = i != len(branches) - 1
+            pc = len(self.prog)
+            if has_next:
+                self.add(SPLIT, pc + 1, -1)
+            if last_split >= 0:
+                self.prog[last_split][2] = pc
+            last_split = pc
+            visit(branch)
+            if has_next:
+                jumps.append(self.add(JMP, -1))
+        for j in jumps:
+            self.prog[j][1] = len(self.prog)
+
+    def repeat(self, node: Node, hard: bool) -> None:
+        child, lo, hi, greedy = node.children[0], node.lo, node.hi, node.greedy
+        if lo == 0 and hi == 0:
+            return
+        if lo == 0 and hi == 1:
+            pc = self.add(SPLIT, -1, -1)
+            self.visit(child, hard)
+            nxt = len(self.prog)
+            self.prog[pc][1:] = [pc + 1, nxt] if greedy else [nxt, pc + 1]
+            return
+        hard = hard or node.hard
+        if hi < 0 and child.min_size == 0:
+            repeat, check = self.newslot(), self.newslot()
+            self.add(SAVE0, repeat)
+            pc = self.add(REP_EPS_GR if greedy else REP_EPS_NG, lo, -1, repeat, check)
+            self.visit(child, hard)
+            self.add(JMP, pc)
+            self.prog[pc][2] = len(self.prog)
+        elif lo == 0 and hi < 0:
+            pc = self.add(SPLIT, -1, -1)
+            self.visit(child, hard)
+            self.add(JMP, pc)
+            nxt = len(self.prog)
+            self.prog[pc][1:] = [pc + 1, nxt] if greedy else [nxt, pc + 1]
+        elif lo == 1 and hi < 0:
+            pc = len(self.prog)
+            self.visit(child, hard)
+            nxt = len(self.prog) + 1
+            self.add(SPLIT, *((pc, nxt) if greedy else (nxt, pc)))
+        else:
+            repeat = self.newslot()
+            self.add(SAVE0, repeat)
+            pc = self.add(REP_GR if greedy else REP_NG, lo, hi, -1, repeat)
+            self.visit(child, hard)
+            self.add(JMP, pc)
+            self.prog[pc][3] = len(self.prog)
+
+    def lookaround(self, node: Node) -> None:
+        inner, look = node.children[0], node.look
+        if look in ("behind", "behind_neg") and not inner.const and inner.kind == "alt":
+            if look == "behind":
+                self.alt(inner.children, lambda c: self.look_one(c, look))
+            else:
+                for c in inner.children:
+                    self.look_one(c, look)
+            return
+        self.look_one(inner, look)
+
+    def look_one(self, inner: Node, look: str) -> None:
+        if look in ("ahead", "behind"):
+            slot = self.newslot()
+            self.add(SAVE, slot)
+            self.look_inner(inner, look)
+            self.add(RESTORE, slot)
+        else:
+            pc = self.add(SPLIT, pc_next := len(self.prog) + 1, -1)
+            self.look_inner(inner, look)
+            self.add(FAIL_NEG)
+            self.prog[pc][1:] = [pc_next, len(self.prog)]
+
+    def look_inner(self, inner: Node, look: str) -> None:
+        if look.startswith("behind"):
+            if inner.const:
+                self.add(GOBACK, inner.min_size)
+                self.visit(inner, False)
+            elif not inner.hard:
+                try:
+                    behind = paula.Regex("(?:" + _render(inner) + r")\z")
+                except ValueError as exc:
+                    raise Unsupported(f"look-behind: {exc}") from None
+                self.add(LOOKBEHIND, behind)
+            else:
+                raise Unsupported("variable-length look-behind with fancy features")
+        else:
+            self.visit(inner, False)
+
+
+# ---------------------------------------------------------------------------------------------- program
+
+
+@dataclass(frozen=True)
+class Program:
+    """A compiled hard pattern: `search(text)` is True/False, or raises `LimitExceeded`."""
+
+    code: tuple[tuple[Any, ...], ...]
+    nslots: int
+    limit: int
+
+    def search(self, text: str) -> bool:
+        return _run(self.code, self.nslots, text, self.limit)
+
+
+def compile_program(pattern: str, limit: int = BACKTRACK_LIMIT) -> Program | str:
+    """The pattern's VM program or, when it has no look-around / back-reference once fancy_regex's
+    trailing look-ahead rewrite is applied, the rewritten pattern text for the `regex` crate (fancy_regex
+    hands such a pattern to it whole, unbounded). Raises `Unsupported` for syntax not modelled here."""
+    parser = _Parser(pattern)
+    tree = parser.parse()
+    # optimize_trailing_lookahead: `X(?=Y)` at the top searches like `XY`
+    if tree.kind == "concat" and tree.children[-1].kind == "look" and tree.children[-1].look == "ahead":
+        tree.children[-1] = tree.children[-1].children[0]
+    elif tree.kind == "look" and tree.look == "ahead":
+        tree = tree.children[0]
+    _analyse(tree, parser.backrefs)
+    if not tree.hard:
+        return _render(tree)
+    c = _Compiler(parser.groups)
+    first = tree.children[0] if tree.kind == "concat" else tree
+    anchored = first.kind == "assert" and first.text == r"\A"
+    if not anchored:
+        pc = len(c.prog)
+        c.add(UNANCHORED, pc + 3, pc + 1)
+        c.add(ANY)
+        c.add(JMP, pc)
+    c.visit(tree, False)
+    c.add(END)
+    return Program(tuple(tuple(i) for i in c.prog), c.nslots, limit)
+
+
+def _run(code: tuple[tuple[Any, ...], ...], nslots: int, text: str, limit: int) -> bool:
+    """The VM. A branch is (pc, ix, slots, atomic-marks); each pop after a failure is one step."""
+    n = len(text)
+    slots: list[int] = [-1] * nslots
+    marks: tuple[int, ...] = ()
+    stack: _Stack = []
+    steps = 0
+    pc = ix = 0
+    while True:
+        ok = True
+        while ok:
+            insn = code[pc]
+            op = insn[0]
+            if op == LIT:
+                s: str = insn[1]
+                if text.startswith(s, ix):
+                    ix += len(s)
+                    pc += 1
+                else:
+                    ok = False
+            elif op == DELEGATE:
+                if ix == 0:
+                    m = insn[1].find(text)
+                    end = _chars(text, 0, m.end) if m is not None else -1
+                else:
+                    sub = text[ix - 1 :]
+                    m = insn[2].find(sub)
+                    end = ix - 1 + _chars(sub, 0, m.end) if m is not None else -1
+                if end < 0:
+                    ok = False
+                else:
+                    ix = end
+                    pc += 1
+            elif op == SPLIT:
+                stack.append((insn[2], ix, slots[:], marks))
+                pc = insn[1]
+            elif op == JMP:
+                pc = insn[1]
+            elif op in (ANY, ANYNL):
+                if ix < n and (op == ANY or text[ix] != "\n"):
+                    ix += 1
+                    pc += 1
+                else:
+                    ok = False
+            elif op == SAVE:
+                slots[insn[1]] = ix
+                pc += 1
+            elif op == RESTORE:
+                ix = slots[insn[1]]
+                pc += 1
+            elif op == SAVE0:
+                slots[insn[1]] = 0
+                pc += 1
+            elif op == UNANCHORED:
+                if ix > n:
+                    return False
+                stack.append((insn[2], ix, slots[:], marks))
+                pc = insn[1]
+            elif op == END:
+                return True
+            elif op <= REP_EPS_NG:  # the four repeat instructions
+                pc = _repeat(insn, pc, ix, slots, marks, stack)
+            else:
+                state = _rare(insn, pc, ix, slots, marks, stack, text)
+                if state is None:
+                    ok = False
+                else:
+                    pc, ix, marks = state
+        if not stack:
+            return False
+        steps += 1
+        if steps > limit:
+            raise LimitExceeded
+        pc, ix, slots, marks = stack.pop()
+
+
+_Stack = list[tuple[int, int, list[int], tuple[int, ...]]]
+
+
+def _repeat(
+    insn: tuple[Any, ...], pc: int, ix: int, slots: list[int], marks: tuple[int, ...], stack: _Stack
+) -> int:
+    """fancy_regex's RepeatGr / RepeatNg (a counted repeat) and RepeatEpsilonGr / RepeatEpsilonNg (an
+    unbounded repeat of something that may match empty, stopped when an iteration consumed nothing);
+    returns the next pc."""
+    op = insn[0]
+    if op in (REP_GR, REP_NG):
+        _, lo, hi, nxt, rep = insn
+        count = slots[rep]
+        if count == hi:
+            return int(nxt)
+        slots[rep] = count + 1
+    else:
+        _, lo, nxt, rep, check = insn
+        count = slots[rep]
+        if count > 0 and slots[check] == ix:
+            return int(nxt)
+        slots[rep] = count + 1
+        if count >= lo:
+            slots[check] = ix
+    if count >= lo:
+        if op in (REP_GR, REP_EPS_GR):
+            stack.append((nxt, ix, slots[:], marks))
+        else:
+            stack.append((pc + 1, ix, slots[:], marks))
+            return int(nxt)
+    return pc + 1
+
+
+def _rare(
+    insn: tuple[Any, ...],
+    pc: int,
+    ix: int,
+    slots: list[int],
+    marks: tuple[int, ...],
+    stack: _Stack,
+    text: str,
+) -> tuple[int, int, tuple[int, ...]] | None:
+    """The instructions only look-behind, negative look-around, back-references and atomic groups use:
+    the next (pc, ix, marks), or None when the thread fails."""
+    op = insn[0]
+    if op == GOBACK:
+        back: int = insn[1]
+        return None if back > ix else (pc + 1, ix - back, marks)
+    if op == FAIL_NEG:
+        target = pc + 1
+        while stack[-1][0] != target:  # drop what the look-around pushed, uncounted
+            stack.pop()
+        stack.pop()
+        return None
+    if op == BACKREF:
+        lo_ix, hi_ix = slots[insn[1]], slots[insn[1] + 1]
+        if lo_ix < 0 or hi_ix < 0:
+            return None
+        ref = text[lo_ix:hi_ix]
+        got = text[ix : ix + len(ref)]
+        if got == ref or (insn[2] and len(got) == len(ref) and got.casefold() == ref.casefold()):
+            return pc + 1, ix + len(ref), marks
+        return None
+    if op == BEGIN_ATOMIC:
+        return pc + 1, ix, (*marks, len(stack))
+    if op == END_ATOMIC:
+        del stack[marks[-1] :]
+        return pc + 1, ix, marks[:-1]
+    if op == LOOKBEHIND:
+        return None if insn[1].find(text[:ix]) is None else (pc + 1, ix, marks)
+    raise AssertionError(op)  # pragma: no cover - every op is handled
+
+
+def _chars(text: str, start: int, byte_end: int) -> int:
+    """Characters in the first `byte_end` UTF-8 bytes of `text[start:]` (paula reports byte offsets)."""
+    if text.isascii():
+        return byte_end
+    return len(text[start:].encode("utf-8")[:byte_end].decode("utf-8"))
