@@ -32,7 +32,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from _examples import examples
+from _examples import FULL, examples
 from analytics_nb.flags import FlagResult, evaluate_flag
 
 posthog = pytest.importorskip("posthog")
@@ -642,7 +642,9 @@ def test_sdk_mode_agrees_with_official_matcher_on_hypothesis_cases() -> None:
         "in",
         "not_in",
     }
-    # 20 decided answers per operator at least; hypothesis's generation varies a little with machine load
-    # (a run under load 8 decided semver_lt 27 times), so the bar sits below the usual counts
-    assert {op: DECIDED[op] for op in sdk_operators if DECIDED[op] < 20} == {}, DECIDED
+    # 20 decided answers per operator at least in the full run; hypothesis's generation varies a little with
+    # machine load (a run under load 8 decided semver_lt 27 times), so the bar sits below the usual counts.
+    # The editing profile draws a fifth of the cases, so its bar is a fifth too.
+    least = 20 if FULL else 4
+    assert {op: DECIDED[op] for op in sdk_operators if DECIDED[op] < least} == {}, DECIDED
     assert OPERATORS_SEEN["is_date_exact"] >= 50 and DECIDED["is_date_exact"] == 0, OPERATORS_SEEN
