@@ -16,7 +16,7 @@ import asyncio
 import json
 import threading
 import warnings
-from collections.abc import Mapping
+from collections.abc import Coroutine, Mapping
 from typing import Any
 
 import numpy as np
@@ -46,7 +46,14 @@ from analytics_nb.capture._send import (
     run_blocking,
 )
 from analytics_nb.capture._values import NAIVE_POLICIES, NaivePolicy, is_missing
-from analytics_nb.client import AnyApiClient, ApiClient, progress_enabled, run_interruptible
+from analytics_nb.client import (
+    AnyApiClient,
+    ApiClient,
+    bind_arguments,
+    progress_enabled,
+    run_interruptible,
+    same_signature,
+)
 from analytics_nb.errors import (
     AuthenticationError,
     CaptureInterrupted,
@@ -482,10 +489,10 @@ def _prepare_run(
     prepared = prepare_frame(df, on_naive_timestamp=on_naive, uuids=uuids)
     resumed, notice = choose_run(client, prepared, resume)
     if notice is not None:
-        warnings.warn(notice, stacklevel=3)
+        warnings.warn(notice, stacklevel=4)
     missing = prepared.missing_timestamps()
     if missing:
-        warnings.warn(missing_timestamp_warning(missing, prepared.n - len(prepared.refused)), stacklevel=3)
+        warnings.warn(missing_timestamp_warning(missing, prepared.n - len(prepared.refused)), stacklevel=4)
     run = _Run(prepared)
     run.resumed = resumed
     return run
@@ -528,41 +535,35 @@ async def _acapture_run(
     return report
 
 
-async def acapture_frame(
-    client: AnyApiClient,
-    df: pd.DataFrame,
-    *,
-    batch_size: int | None = None,
-    max_batch_bytes: int = DEFAULT_BATCH_BYTES,
-    concurrency: int = 4,
-    gzip: bool = True,
-    historical_migration: bool | None = None,
-    progress: bool | None = None,
-    on_naive_timestamp: NaivePolicy = "local",
-    batch_attempts: int = 2,
-    uuids: UuidPolicy = "content",
-    resume: Resume = None,
-) -> pd.DataFrame:
-    """Async ``capture_frame`` (for ``AsyncClient``; see ``capture_frame`` for the arguments and report).
-
-    Cancelling it lets batches in flight settle, leaves the report on ``client.last_capture_report`` and
-    re-raises the cancellation.
-    """
-    size = _options(batch_size, max_batch_bytes, concurrency, on_naive_timestamp, batch_attempts, uuids)
-    run = _prepare_run(client, df, on_naive_timestamp, uuids, resume)
-    prepared = run.prepared
-    return await _acapture_run(
+def _begin(
+    client: AnyApiClient, df: pd.DataFrame, options: dict[str, Any]
+) -> tuple[_Run, bool, Coroutine[Any, Any, pd.DataFrame]]:
+    """What both forms of `capture_frame` do before anything is sent, in the caller's thread: check the
+    options (``capture_frame``'s keyword arguments by name), prepare the frame and its run (warnings point
+    at the caller's line), and the coroutine that sends and reports."""
+    size = _options(
+        options["batch_size"],
+        options["max_batch_bytes"],
+        options["concurrency"],
+        options["on_naive_timestamp"],
+        options["batch_attempts"],
+        options["uuids"],
+    )
+    run = _prepare_run(client, df, options["on_naive_timestamp"], options["uuids"], options["resume"])
+    historical = _historical(run.prepared, options["historical_migration"])
+    coro = _acapture_run(
         client,
         df,
         run,
-        historical=_historical(prepared, historical_migration),
+        historical=historical,
         size=size,
-        max_batch_bytes=max_batch_bytes,
-        concurrency=concurrency,
-        gzip=gzip,
-        progress=progress,
-        attempts=batch_attempts,
+        max_batch_bytes=options["max_batch_bytes"],
+        concurrency=options["concurrency"],
+        gzip=options["gzip"],
+        progress=options["progress"],
+        attempts=options["batch_attempts"],
     )
+    return run, historical, coro
 
 
 def capture_frame(
@@ -606,22 +607,19 @@ def capture_frame(
     batches in flight finish and raises ``CaptureInterrupted`` (a ``KeyboardInterrupt``) whose ``.report``
     says what was sent, failed and not attempted. With an ``AsyncClient`` use ``await acapture_frame(...)``.
     """
-    size = _options(batch_size, max_batch_bytes, concurrency, on_naive_timestamp, batch_attempts, uuids)
-    run = _prepare_run(client, df, on_naive_timestamp, uuids, resume)  # in the caller's thread
-    prepared = run.prepared
-    historical = _historical(prepared, historical_migration)
-    coro = _acapture_run(
-        client,
-        df,
-        run,
-        historical=historical,
-        size=size,
-        max_batch_bytes=max_batch_bytes,
-        concurrency=concurrency,
-        gzip=gzip,
-        progress=progress,
-        attempts=batch_attempts,
-    )
+    options = {
+        "batch_size": batch_size,
+        "max_batch_bytes": max_batch_bytes,
+        "concurrency": concurrency,
+        "gzip": gzip,
+        "historical_migration": historical_migration,
+        "progress": progress,
+        "on_naive_timestamp": on_naive_timestamp,
+        "batch_attempts": batch_attempts,
+        "uuids": uuids,
+        "resume": resume,
+    }
+    run, historical, coro = _begin(client, df, options)
     if not isinstance(client, ApiClient):
         return run_blocking(client, coro, "acapture_frame")  # raises: an AsyncClient awaits acapture_frame
     run.sync_caller = True
@@ -646,40 +644,25 @@ def capture_frame(
     )
 
 
+@same_signature(capture_frame, client="AnyApiClient")
+async def acapture_frame(*args: Any, **kwargs: Any) -> pd.DataFrame:
+    # `capture_frame` for async code and `AsyncClient` (same parameters and docstring). Cancelling it lets
+    # batches in flight settle, leaves the report on ``client.last_capture_report`` and re-raises.
+    options = bind_arguments(capture_frame, args, kwargs)
+    _, _, coro = _begin(options.pop("client"), options.pop("df"), options)
+    return await coro
+
+
 def _event_with_flags(
-    event: str,
-    distinct_id: Any,
-    properties: Mapping[str, Any] | None,
-    *,
-    flags: Any,
-    timestamp: Any,
-    uuid: Any,
-    groups: Mapping[str, Any] | None,
+    event: str, distinct_id: Any, properties: Mapping[str, Any] | None, *, flags: Any, **fields: Any
 ) -> dict[str, Any]:
+    """The event body: ``properties`` with the attribution of ``flags`` added (the event's own wins, as in
+    `attribute`); ``fields`` (timestamp, uuid, groups) go to `build_event`, which checks everything."""
     props = dict(properties or {})
     if flags is not None:
         for name, value in feature_properties(flags).items():
-            props.setdefault(name, value)  # the event's own attribution wins, as in attribute()
-    return build_event(event, distinct_id, props, timestamp=timestamp, uuid=uuid, groups=groups)
-
-
-async def acapture_event(
-    client: AnyApiClient,
-    event: str,
-    distinct_id: Any,
-    properties: Mapping[str, Any] | None = None,
-    *,
-    flags: Any = None,
-    timestamp: Any = None,
-    uuid: Any = None,
-    groups: Mapping[str, Any] | None = None,
-) -> str:
-    """Async ``capture_event``: send one event through ``/capture/`` and return its uuid."""
-    body = _event_with_flags(
-        event, distinct_id, properties, flags=flags, timestamp=timestamp, uuid=uuid, groups=groups
-    )
-    await post_event(client, body)
-    return str(body["uuid"])
+            props.setdefault(name, value)
+    return build_event(event, distinct_id, props, **fields)
 
 
 def capture_event(
@@ -702,9 +685,17 @@ def capture_event(
     body = _event_with_flags(
         event, distinct_id, properties, flags=flags, timestamp=timestamp, uuid=uuid, groups=groups
     )
+    return run_blocking(client, _post(client, body), "acapture_event")
 
-    async def send() -> str:
-        await post_event(client, body)
-        return str(body["uuid"])
 
-    return run_blocking(client, send(), "acapture_event")
+async def _post(client: AnyApiClient, body: dict[str, Any]) -> str:
+    await post_event(client, body)
+    return str(body["uuid"])
+
+
+@same_signature(capture_event, client="AnyApiClient")
+async def acapture_event(*args: Any, **kwargs: Any) -> str:
+    # `capture_event` for async code and `AsyncClient` (same parameters and docstring).
+    arguments = bind_arguments(capture_event, args, kwargs)
+    client = arguments.pop("client")
+    return await _post(client, _event_with_flags(**arguments))

@@ -37,6 +37,7 @@ from analytics_nb.client._verbs import (
     run_interruptible,
     same_signature,
     sync_method,
+    twin_matches,
     verb_form_matches,
 )
 
@@ -69,5 +70,6 @@ __all__ = [
     "run_interruptible",
     "same_signature",
     "sync_method",
+    "twin_matches",
     "verb_form_matches",
 ]

@@ -30,6 +30,7 @@ __all__ = [
     "run_interruptible",
     "same_signature",
     "sync_method",
+    "twin_matches",
     "verb_form_matches",
 ]
 
@@ -38,12 +39,22 @@ T = TypeVar("T")
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-def same_signature(source: Callable[..., Any]) -> Callable[[F], F]:
+def same_signature(source: Callable[..., Any], *, client: str | None = None) -> Callable[[F], F]:
     """Give the decorated twin (e.g. ``asimulate``, written ``(*args, **kwargs)``) ``source``'s signature
-    and docstring; the twin reads its arguments with `bind_arguments`."""
+    and docstring; the twin reads its arguments with `bind_arguments`.
+
+    ``client``, when given, is the annotation the twin's ``client`` parameter shows instead of the
+    source's (the async twins take either client: ``"AnyApiClient"``)."""
 
     def decorate(twin: F) -> F:
-        twin.__signature__ = _signature(source, returns=inspect.signature(twin).return_annotation)  # type: ignore[attr-defined]
+        sig = _signature(source, returns=inspect.signature(twin).return_annotation)
+        if client is not None:
+            sig = sig.replace(
+                parameters=[
+                    p.replace(annotation=client) if p.name == "client" else p for p in sig.parameters.values()
+                ]
+            )
+        twin.__signature__ = sig  # type: ignore[attr-defined]
         twin.__doc__ = source.__doc__
         return twin
 
@@ -129,6 +140,22 @@ def verb_form_matches(form: Callable[..., Any], verb: Callable[..., Any], *, cli
     """Whether a client method ``form`` carries ``verb``'s signature (client bound) and docstring."""
     expected = _signature(verb, client=client)
     return inspect.signature(form) == expected and form.__doc__ == verb.__doc__
+
+
+def twin_matches(twin: Callable[..., Any], verb: Callable[..., Any]) -> bool:
+    """Whether an async twin (``acapture_frame``, ...) carries ``verb``'s parameters (names, kinds,
+    defaults, order; the client's annotation may differ), return annotation and docstring, and is a
+    coroutine function."""
+
+    def shape(f: Callable[..., Any]) -> list[tuple[str, Any, Any]]:
+        return [(p.name, p.kind, p.default) for p in inspect.signature(f).parameters.values()]
+
+    return (
+        shape(twin) == shape(verb)
+        and inspect.signature(twin).return_annotation == inspect.signature(verb).return_annotation
+        and twin.__doc__ == verb.__doc__
+        and inspect.iscoroutinefunction(twin)
+    )
 
 
 # ------------------------------------------------------------------------------------------ Ctrl-C
