@@ -229,34 +229,15 @@ async def _settle(run: _Run, tasks: list[asyncio.Task[None]]) -> None:
             await asyncio.wait(pending_set, timeout=5.0)
 
 
-async def _send_prepared(
-    client: AnyApiClient,
-    run: _Run | PreparedFrame,
-    *,
-    batch_size: int,
-    max_batch_bytes: int,
-    concurrency: int,
-    gzip: bool,
-    historical: bool,
-    progress: bool | None,
-    attempts: int,
-) -> _Run:
-    """Send every row of ``run`` that is not refused; returns ``run`` (a ``PreparedFrame`` gets one)."""
+async def _send_prepared(client: AnyApiClient, run: _Run | PreparedFrame, **sending: Any) -> _Run:
+    """Send every row of ``run`` that is not refused; returns ``run`` (a ``PreparedFrame`` gets one).
+    ``sending``: `_send_batches`'s keyword arguments (batch size and bytes, concurrency, gzip, historical,
+    progress, attempts)."""
     if isinstance(run, PreparedFrame):
         run = _Run(run)
     run.started.set()
     try:
-        await _send_batches(
-            client,
-            run,
-            batch_size=batch_size,
-            max_batch_bytes=max_batch_bytes,
-            concurrency=concurrency,
-            gzip=gzip,
-            historical=historical,
-            progress=progress,
-            attempts=attempts,
-        )
+        await _send_batches(client, run, **sending)
     finally:
         run.settled.set()
     return run
@@ -499,32 +480,13 @@ def _prepare_run(
 
 
 async def _acapture_run(
-    client: AnyApiClient,
-    df: pd.DataFrame,
-    run: _Run,
-    *,
-    historical: bool,
-    size: int,
-    max_batch_bytes: int,
-    concurrency: int,
-    gzip: bool,
-    progress: bool | None,
-    attempts: int,
+    client: AnyApiClient, df: pd.DataFrame, run: _Run, *, historical: bool, **sending: Any
 ) -> pd.DataFrame:
-    """Send and report; when cancelled (the async form of Ctrl-C) the report of what was settled is left on
-    ``client.last_capture_report`` before the cancellation goes on."""
+    """Send (``sending``: `_send_batches`'s other keyword arguments) and report; when cancelled (the async
+    form of Ctrl-C) the report of what was settled is left on ``client.last_capture_report`` before the
+    cancellation goes on."""
     try:
-        await _send_prepared(
-            client,
-            run,
-            batch_size=size,
-            max_batch_bytes=max_batch_bytes,
-            concurrency=concurrency,
-            gzip=gzip,
-            historical=historical,
-            progress=progress,
-            attempts=attempts,
-        )
+        await _send_prepared(client, run, historical=historical, **sending)
     except BaseException:
         run.interrupted = True
         if not run.sync_caller:  # the sync caller reports itself (one report object, no race)
@@ -556,7 +518,7 @@ def _begin(
         df,
         run,
         historical=historical,
-        size=size,
+        batch_size=size,
         max_batch_bytes=options["max_batch_bytes"],
         concurrency=options["concurrency"],
         gzip=options["gzip"],

@@ -576,23 +576,7 @@ class Playlists(Resource):
         error explains it; nothing is changed); the sandbox's spec profile allows it. A failure after the
         first call keeps the report (those ids "failed"/"not sent") and warns.
         """
-        ids = session_id_list(session_ids, column)
-        report = await bulk_change(
-            self._core,
-            self._item_path(short_id, "recordings/bulk_add/"),
-            "add",
-            ids,
-            calls_per_minute=calls_per_minute,
-        )
-        self._remember(
-            short_id,
-            [
-                i
-                for i, s in zip(report["session_id"], report["status"], strict=True)
-                if s not in ("failed", "not sent")
-            ],
-        )
-        return report
+        return await self._bulk(short_id, session_ids, column, calls_per_minute, "add")
 
     async def remove_recordings(
         self,
@@ -605,22 +589,29 @@ class Playlists(Resource):
         """Remove many recordings from a playlist through ``recordings/bulk_delete`` (20 a call, paced as
         ``add_recordings``); per-id report with ``status`` "removed", "not in playlist", "removed or not in
         playlist", "duplicate", "failed" or "not sent". Same personal-key refusal as ``add_recordings``."""
+        return await self._bulk(short_id, session_ids, column, calls_per_minute, "remove")
+
+    async def _bulk(
+        self,
+        short_id: str,
+        session_ids: Any,
+        column: str | None,
+        calls_per_minute: float,
+        action: Literal["add", "remove"],
+    ) -> pd.DataFrame:
+        """``add_recordings`` / ``remove_recordings``: the bulk calls, then the ids the service took (not
+        "failed" or "not sent") remembered or forgotten."""
         ids = session_id_list(session_ids, column)
+        endpoint = "recordings/bulk_add/" if action == "add" else "recordings/bulk_delete/"
         report = await bulk_change(
-            self._core,
-            self._item_path(short_id, "recordings/bulk_delete/"),
-            "remove",
-            ids,
-            calls_per_minute=calls_per_minute,
+            self._core, self._item_path(short_id, endpoint), action, ids, calls_per_minute=calls_per_minute
         )
-        self._forget(
-            short_id,
-            [
-                i
-                for i, s in zip(report["session_id"], report["status"], strict=True)
-                if s not in ("failed", "not sent")
-            ],
-        )
+        done = [
+            i
+            for i, s in zip(report["session_id"], report["status"], strict=True)
+            if s not in ("failed", "not sent")
+        ]
+        (self._remember if action == "add" else self._forget)(short_id, done)
         return report
 
     def _key(self, short_id: str) -> tuple[str, str, str]:
