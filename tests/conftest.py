@@ -9,11 +9,16 @@ Hypothesis example counts (``HYPOTHESIS_PROFILE=ci``, see ``tests/_examples.py``
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
 from hypothesis import settings
 
-pytest_plugins = ["analytics_nb.sandbox.testing"]
+from _clients import client_for
+from analytics_nb import Client
+
+pytest_plugins = ["analytics_nb.sandbox.testing"]  # sandbox, empty_sandbox, cloud_sandbox
 
 settings.register_profile("ci", deadline=None)
 settings.register_profile("dev", deadline=None, max_examples=20)
@@ -41,3 +46,20 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         path = item.path
         if path.name in SLOW_FILES or "browser" in path.parts or path.suffix == ".ipynb":
             item.add_marker(pytest.mark.slow)
+
+
+@pytest.fixture
+def make_client() -> Iterator[Callable[..., Client]]:
+    """``make_client(sb, ...)``: `_clients.client_for` (a client on a sandbox or a fake server's URL with the
+    test defaults), closed when the test ends. Tests that scope a client with ``with`` call
+    ``client_for`` directly."""
+    made: list[Client] = []
+
+    def make(*args: Any, **kwargs: Any) -> Client:
+        client = client_for(*args, **kwargs)
+        made.append(client)
+        return client
+
+    yield make
+    for client in made:
+        client.close()
