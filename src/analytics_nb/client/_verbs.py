@@ -18,10 +18,7 @@ from __future__ import annotations
 import inspect
 import threading
 from collections.abc import Awaitable, Callable, Coroutine
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
-
-if TYPE_CHECKING:
-    from analytics_nb.client._client import ApiClient
+from typing import Any, Protocol, TypeVar
 
 __all__ = [
     "Settles",
@@ -161,6 +158,13 @@ def twin_matches(twin: Callable[..., Any], verb: Callable[..., Any]) -> bool:
 # ------------------------------------------------------------------------------------------ Ctrl-C
 
 
+class Runs(Protocol):
+    """What `run_interruptible` needs of a sync client: ``run(coro)`` on its loop (``ApiClient.run``). A
+    protocol, so this module needs no import of the client it serves (``_client`` imports it)."""
+
+    def run(self, coro: Coroutine[Any, Any, T]) -> T: ...
+
+
 class Settles(Protocol):
     """A run the sync caller can wait for after Ctrl-C: ``started`` once it runs, ``settled`` once done."""
 
@@ -169,7 +173,7 @@ class Settles(Protocol):
 
 
 def run_interruptible(
-    client: ApiClient,
+    client: Runs,
     coro: Coroutine[Any, Any, T],
     run: Settles,
     *,
