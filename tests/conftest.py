@@ -39,12 +39,28 @@ SLOW_FILES = frozenset(
 )
 """Whole files in the slow tier (each takes 10 s to minutes: servers, JVMs, subprocesses, fuzzing)."""
 
+SLOW_TESTS = frozenset(
+    {
+        # measured over 2 s each on 2 cores (``--durations=30`` of the quick tier, issue 24); all run in CI
+        "test_flags_frame.py::test_frame_agrees_with_scalar_engine",  # the frame vs scalar differential
+        "test_demo.py::test_exit_code_and_summary_lists_every_file",  # runs the whole demo in a subprocess
+        "test_frames_rows.py::test_any_page_gives_the_dict_frame_and_error",  # Hypothesis over HTTP pages
+    }
+)
+"""Single tests in the slow tier: ``<file name>::<test function>`` (every parameter of it)."""
+
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Mark the slow tier: the files above, the browser tests and the notebooks (nbval)."""
+    """Mark the slow tier: the files and tests above, the browser tests and the notebooks (nbval)."""
     for item in items:
         path = item.path
-        if path.name in SLOW_FILES or "browser" in path.parts or path.suffix == ".ipynb":
+        function = getattr(item, "originalname", item.name)
+        if (
+            path.name in SLOW_FILES
+            or f"{path.name}::{function}" in SLOW_TESTS
+            or "browser" in path.parts
+            or path.suffix == ".ipynb"
+        ):
             item.add_marker(pytest.mark.slow)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import functools
 import subprocess
 import sys
 from pathlib import Path
@@ -66,11 +67,17 @@ def _absolute(path: Path, node: ast.ImportFrom) -> str:
     return ".".join([*base, node.module] if node.module else base)
 
 
+@functools.cache
+def _imports(path: Path) -> tuple[ast.Import | ast.ImportFrom, ...]:
+    """Every Import/ImportFrom node of a module, wherever it is (each module parsed once per run)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    return tuple(node for node in ast.walk(tree) if isinstance(node, ast.Import | ast.ImportFrom))
+
+
 def _imported_parts(path: Path) -> set[str]:
     """The analytics_nb parts a module imports: every Import/ImportFrom node, wherever it is."""
-    tree = ast.parse(path.read_text(encoding="utf-8"))
     parts: set[str] = set()
-    for node in ast.walk(tree):
+    for node in _imports(path):
         names: list[str] = []
         if isinstance(node, ast.Import):
             names = [alias.name for alias in node.names]
@@ -134,10 +141,9 @@ def test_the_parts_form_a_dag_counting_imports_inside_functions() -> None:
 
 def _imports_from_the_root(path: Path) -> list[str]:
     """Names a module imports from the package root that are not parts (``from analytics_nb import x``)."""
-    tree = ast.parse(path.read_text(encoding="utf-8"))
     return [
         alias.name
-        for node in ast.walk(tree)
+        for node in _imports(path)
         if isinstance(node, ast.ImportFrom) and _absolute(path, node) == "analytics_nb"
         for alias in node.names
         if alias.name not in ALLOWED

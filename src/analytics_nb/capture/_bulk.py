@@ -608,8 +608,9 @@ def capture_frame(
 
 @same_signature(capture_frame, client="AnyApiClient")
 async def acapture_frame(*args: Any, **kwargs: Any) -> pd.DataFrame:
-    # `capture_frame` for async code and `AsyncClient` (same parameters and docstring). Cancelling it lets
-    # batches in flight settle, leaves the report on ``client.last_capture_report`` and re-raises.
+    """`capture_frame` for async code and `AsyncClient`: the same parameters and report (at run time this
+    docstring is `capture_frame`'s). Cancelling it lets batches in flight settle, leaves the report on
+    ``client.last_capture_report`` and re-raises."""
     options = bind_arguments(capture_frame, args, kwargs)
     _, _, coro = _begin(options.pop("client"), options.pop("df"), options)
     return await coro
@@ -657,7 +658,8 @@ async def _post(client: AnyApiClient, body: dict[str, Any]) -> str:
 
 @same_signature(capture_event, client="AnyApiClient")
 async def acapture_event(*args: Any, **kwargs: Any) -> str:
-    # `capture_event` for async code and `AsyncClient` (same parameters and docstring).
+    """`capture_event` for async code and `AsyncClient`: the same parameters (at run time this docstring
+    is `capture_event`'s)."""
     arguments = bind_arguments(capture_event, args, kwargs)
     client = arguments.pop("client")
     return await _post(client, _event_with_flags(**arguments))

@@ -374,7 +374,8 @@ async def _flag_called(
 
 @same_signature(flag_called, client="AnyApiClient")
 async def aflag_called(*args: Any, **kwargs: Any) -> bool:
-    # `flag_called` for async code and `AsyncClient` (same parameters and docstring).
+    """`flag_called` for async code and `AsyncClient`: the same parameters (at run time this docstring is
+    `flag_called`'s)."""
     a = bind_arguments(flag_called, args, kwargs)
     given = {k: a.pop(k) for k in ("payload", "flag_id", "version", "reason", "request_id")}
     return await _flag_called(given=given, **a)
@@ -504,5 +505,6 @@ async def _flag_called_frame(
 
 @same_signature(flag_called_frame, client="AnyApiClient")
 async def aflag_called_frame(*args: Any, **kwargs: Any) -> pd.DataFrame:
-    # `flag_called_frame` for async code and `AsyncClient` (same parameters and docstring).
+    """`flag_called_frame` for async code and `AsyncClient`: the same parameters (at run time this
+    docstring is `flag_called_frame`'s)."""
     return await _flag_called_frame(**bind_arguments(flag_called_frame, args, kwargs))

@@ -315,7 +315,8 @@ class ApiClient(ApiClientMethods, _Common):
 
     @same_signature(AsyncApiClient.__init__)
     def __init__(self, *args: Any, **kwargs: Any) -> None:
-        # AsyncApiClient's parameters (written once, there) and docstring; everything goes to it.
+        """The arguments of `AsyncApiClient` (its signature at run time; written once, there): the sync
+        client builds one and runs its calls on a private loop thread."""
         __tracebackhide__ = True  # IPython and pytest show the caller's line and the sentence
         # Wrapped first: a malformed key fails its check in the async client; no frame holds it as text.
         kwargs = {k: hold_key(v) if k in KEY_ARGUMENTS else v for k, v in kwargs.items()}
