@@ -17,6 +17,7 @@ from hypothesis import settings
 
 from _clients import client_for
 from analytics_nb import Client
+from analytics_nb.sandbox import Sandbox
 
 pytest_plugins = ["analytics_nb.sandbox.testing"]  # sandbox, empty_sandbox, cloud_sandbox
 
@@ -35,6 +36,7 @@ SLOW_FILES = frozenset(
         "test_simulate_spark.py",
         "test_simulate_dask.py",
         "test_client_tracebacks.py",
+        "test_demo.py",  # its module fixture runs the whole demo in a subprocess (15 s)
     }
 )
 """Whole files in the slow tier (each takes 10 s to minutes: servers, JVMs, subprocesses, fuzzing)."""
@@ -43,7 +45,9 @@ SLOW_TESTS = frozenset(
     {
         # measured over 2 s each on 2 cores (``--durations=30`` of the quick tier, issue 24); all run in CI
         "test_flags_frame.py::test_frame_agrees_with_scalar_engine",  # the frame vs scalar differential
-        "test_demo.py::test_exit_code_and_summary_lists_every_file",  # runs the whole demo in a subprocess
+        "test_sandbox_limits.py::test_a_gzip_bomb_of_tiny_events_is_refused_by_count",
+        "test_sdk_against_sandbox.py::test_remote_flags_equal_the_engine",  # posthog-python over HTTP
+        "test_sdk_against_sandbox.py::test_local_evaluation_equals_the_engine_and_the_server",
         "test_frames_rows.py::test_any_page_gives_the_dict_frame_and_error",  # Hypothesis over HTTP pages
     }
 )
@@ -62,6 +66,15 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             or path.suffix == ".ipynb"
         ):
             item.add_marker(pytest.mark.slow)
+
+
+@pytest.fixture(scope="module")
+def client(sandbox: Sandbox) -> Iterator[Client]:
+    """A ``Client`` on the module's demo sandbox: both keys, its project and organization ids, the test
+    defaults and ``max_retry_wait=1.0`` (a fault's long ``Retry-After`` fails fast). A module that needs
+    another client defines its own ``client`` fixture, which overrides this one."""
+    with client_for(sandbox, ids=True, max_retry_wait=1.0) as c:
+        yield c
 
 
 @pytest.fixture

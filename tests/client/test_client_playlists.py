@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -15,12 +14,6 @@ from _sandbox_helpers import playlist_records
 from analytics_nb import Client
 from analytics_nb.errors import MethodNotAllowedError, NotFoundError, ValidationError
 from analytics_nb.models import Playlist, Recording
-
-
-@pytest.fixture(scope="module")
-def client(sandbox: Any) -> Iterator[Client]:
-    with client_for(sandbox) as c:
-        yield c
 
 
 def _walk(sb: Any, **params: Any) -> list[dict[str, Any]]:

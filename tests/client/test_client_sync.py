@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -15,12 +14,6 @@ from _clients import client_for
 from analytics_nb import AsyncClient, Client
 from analytics_nb.client._core import RateLimiter
 from analytics_nb.models import Playlist
-
-
-@pytest.fixture(scope="module")
-def client(sandbox: Any) -> Iterator[Client]:
-    with client_for(sandbox) as c:
-        yield c
 
 
 def test_sync_client_works_inside_a_running_event_loop(sandbox: Any) -> None:

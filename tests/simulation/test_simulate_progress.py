@@ -41,12 +41,6 @@ from analytics_nb.simulation._local import ChunkedEvaluator, conform, make_evalu
 
 
 @pytest.fixture(scope="module")
-def client(sandbox: Sandbox) -> Iterator[Client]:
-    with client_for(sandbox, project_id=sandbox.project_id, max_retry_wait=1.0) as c:
-        yield c
-
-
-@pytest.fixture(scope="module")
 def definitions(client: Client) -> Any:
     return client.feature_flags.local_evaluation()
 
