@@ -17,7 +17,7 @@ import pandas as pd
 import pytest
 
 from analytics_nb import AsyncClient, Client, capture, simulation
-from analytics_nb.client import twin_matches, verb_form_matches
+from analytics_nb.client import method_doc, twin_matches, verb_form_matches
 
 ROOT = Path(__file__).resolve().parents[2] / "src" / "analytics_nb"
 
@@ -44,7 +44,9 @@ def test_each_client_method_carries_the_verbs_signature_and_full_docstring(cls: 
     assert verb_form_matches(method, verb)
     assert list(inspect.signature(method).parameters) == _bound(verb)
     # what Shift-Tab shows: the verb's whole docstring, not a two-line summary
-    assert method.__doc__ == verb.__doc__ and len(inspect.getdoc(method).splitlines()) >= 3  # type: ignore[union-attr]
+    # (less the verb's ``client:`` argument, which is the method's ``self``)
+    assert method.__doc__ == method_doc(verb.__doc__) and len(inspect.getdoc(method).splitlines()) >= 3  # type: ignore[union-attr]
+    assert "    client:" in (verb.__doc__ or "") and "    client:" not in (method.__doc__ or "")
     assert inspect.iscoroutinefunction(method) is (cls is AsyncClient)
     # ?? shows the verb's own source
     assert f"def {verb.__name__}(" in inspect.getsource(method)
@@ -53,7 +55,7 @@ def test_each_client_method_carries_the_verbs_signature_and_full_docstring(cls: 
 def test_client_capture_frame_shows_the_full_docstring() -> None:
     """The issue's example: the form the README teaches shows all of the function's docstring."""
     doc = inspect.getdoc(Client.capture_frame) or ""
-    assert doc == inspect.getdoc(capture.capture_frame)
+    assert doc == inspect.cleandoc(method_doc(capture.capture_frame.__doc__) or "")
     assert len(doc.splitlines()) >= 15 and "CaptureInterrupted" in doc and "batch_size" in doc
 
 

@@ -105,6 +105,13 @@ def flag_values(flags: Any, *, keys: Iterable[str] | None = None) -> dict[str, b
 
     Unknown values (NA) are left out; simulation extras (``<key>:payload`` ...), ``distinct_id``, ``error``
     and ``group:<type>`` entries are ignored.
+
+    Args:
+        flags: A decide result, a simulation-frame row (Series or dict) or a plain mapping.
+        keys: Only these flag keys. None: every flag.
+
+    Returns:
+        ``{flag_key: value}`` without the unknown ones.
     """
     if isinstance(flags, DecideResponse):
         items: Iterable[tuple[Any, Any]] = flags.feature_flags.items()
@@ -140,6 +147,13 @@ def feature_properties(flags: Any, *, keys: Iterable[str] | None = None) -> dict
 
     ``flags`` is a decide result, a row of a simulation frame or a ``{key: value}`` dict; like the official
     SDKs, ``$active_feature_flags`` lists the flags that are on and is left out when none is.
+
+    Args:
+        flags: A decide result, a row of a simulation frame or a ``{key: value}`` dict.
+        keys: Only these flag keys. None: every flag.
+
+    Returns:
+        ``{"$feature/<key>": value, ..., "$active_feature_flags": [...]}``.
     """
     values = flag_values(flags, keys=keys)
     props: dict[str, Any] = {f"{FEATURE_PREFIX}{k}": v for k, v in values.items()}
@@ -285,6 +299,17 @@ def attribute(events: pd.DataFrame, outcomes: Any, *, flags: Any = None) -> pd.D
     ``flags`` limits the flags used (keys or definitions). Returns a new frame (same index); the input is not
     modified. Frames with a ``properties`` dict column get the properties written into new dicts; other frames
     get ``$feature/<key>`` and ``$active_feature_flags`` columns.
+
+    Args:
+        events: The events: ``distinct_id`` plus either a ``properties`` dict column or one column per
+            property.
+        outcomes: The flag outcomes: a simulation frame or ``SimulationResult``, a ``DecideResponse``, a
+            ``{distinct_id: DecideResponse}`` dict or a ``{flag_key: value}`` dict.
+        flags: Limit the flags used to these keys or definitions; definitions also tell person flags from
+            group flags. None: every flag of ``outcomes``.
+
+    Returns:
+        A new frame with the same index and the attribution properties added.
     """
     if not isinstance(events, pd.DataFrame):
         raise TypeError(f"events must be a pandas DataFrame of events, not {type(events).__name__}")

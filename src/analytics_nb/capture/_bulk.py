@@ -568,6 +568,34 @@ def capture_frame(
     ``report.attrs["run_key"]`` names the run; it is also kept as ``client.last_capture_report``. Ctrl-C lets
     batches in flight finish and raises ``CaptureInterrupted`` (a ``KeyboardInterrupt``) whose ``.report``
     says what was sent, failed and not attempted. With an ``AsyncClient`` use ``await acapture_frame(...)``.
+
+    Args:
+        client: The sync ``Client`` that sends the events.
+        df: One row per event (columns above); the frame is not modified.
+        batch_size: Events per request. None: 1,000, fewer when ``max_batch_bytes`` is reached first.
+        max_batch_bytes: Size cap of one request body before compression (default 5 MB; the service takes 20
+            MB).
+        concurrency: Requests in flight at once.
+        gzip: Compress request bodies (less upload, a little CPU).
+        historical_migration: Send batches as a historical import. None: automatic, True when every event has
+            a timestamp at least 48 hours old.
+        progress: Show a ``tqdm`` bar. None: when there is more than one batch and tqdm is enabled.
+        on_naive_timestamp: How naive datetimes are read: ``"local"`` (the kernel's zone), ``"utc"`` or
+            ``"raise"``.
+        batch_attempts: Rounds of the client's retries for each batch before it is reported ``failed``.
+        uuids: ``"content"`` derives uuids from the run and each row (a resume never doubles); ``"random"``
+            gives fresh UUIDv7s.
+        resume: A report (or its ``run_key``) whose run to finish; False: a new run; None: resume an
+            unfinished run of this client that holds every row.
+
+    Returns:
+        The report: one row per input row (same index) with ``uuid``, ``event``, ``distinct_id``, ``status``
+            (``sent``, ``refused``, ``failed``, ``not_attempted``), ``reason`` and ``batch``; ``report.attrs``
+            holds ``run_key``, ``counts`` and ``historical_migration``.
+
+    Raises:
+        CaptureInterrupted: Ctrl-C; its ``.report`` says what was sent.
+        ValueError: ``df`` lacks ``event`` or ``distinct_id``, or a ``distinct_id`` column is float.
     """
     options = {
         "batch_size": batch_size,
@@ -644,6 +672,27 @@ def capture_event(
     ``flags`` (a decide result, a simulation-frame row or ``{key: value}``) adds ``$feature/<key>`` and
     ``$active_feature_flags`` unless ``properties`` already has them; ``groups`` becomes ``$groups``. Bad
     input raises ``EventError`` before anything is sent. With an ``AsyncClient`` use ``acapture_event``.
+
+    Args:
+        client: The sync ``Client`` that sends the event (its project API key authenticates the capture).
+        event: The event name, e.g. ``"checkout_started"``; empty names and names over 200 characters are
+            refused.
+        distinct_id: The person: text or a whole number (sent as its digits); a float is refused, since
+            ``1.0`` would be another person than ``"1"``.
+        properties: Event properties; missing values (None/NA/NaN) are dropped. None: no properties.
+        flags: Flag outcomes to attribute: a decide result, a simulation-frame row or ``{key: value}``; adds
+            ``$feature/<key>`` and ``$active_feature_flags``. None: no attribution.
+        timestamp: When the event happened (datetime, pandas Timestamp or ISO text); naive values are read in
+            the kernel's local time zone. None: the service stamps it on arrival.
+        uuid: The event's uuid, which the service keeps once (a retry is not doubled). None: a new UUIDv7.
+        groups: ``{group type: group key}``, sent as ``$groups``. None: no groups.
+
+    Returns:
+        The uuid the event was sent with.
+
+    Raises:
+        EventError: The event is malformed (nothing is sent).
+        PostHogError: The service refused the event or could not be reached after retries.
     """
     body = _event_with_flags(
         event, distinct_id, properties, flags=flags, timestamp=timestamp, uuid=uuid, groups=groups

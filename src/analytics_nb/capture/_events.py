@@ -205,6 +205,21 @@ def build_event(
     """A wire-ready event dict (``uuid`` always set, generated as UUIDv7 when absent); raises ``EventError``.
 
     Missing property values (None/NA/NaN) are dropped; ``groups`` becomes the ``$groups`` property.
+
+    Args:
+        event: The event name.
+        distinct_id: The person: text or a whole number.
+        properties: Event properties; missing values are dropped.
+        timestamp: When the event happened. None: stamped by the service on arrival.
+        uuid: The event's uuid. None: a new UUIDv7.
+        groups: ``{group type: group key}``, written as ``$groups``.
+        on_naive_timestamp: How naive datetimes are read: ``"local"``, ``"utc"`` or ``"raise"``.
+
+    Returns:
+        The event as the capture endpoints take it.
+
+    Raises:
+        EventError: A field is malformed; the message names it and the fix.
     """
     reason = _check_name(event)
     if reason:

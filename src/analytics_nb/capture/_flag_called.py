@@ -99,7 +99,14 @@ _caches_lock = threading.Lock()
 
 def flag_called_cache(client: AnyApiClient) -> FlagCalledCache:
     """The client's reported-keys cache, created on first use (kept here, keyed by the client's transport, so
-    a sync ``Client`` and the ``AsyncClient`` it wraps share one)."""
+    a sync ``Client`` and the ``AsyncClient`` it wraps share one).
+
+    Args:
+        client: A sync or async client.
+
+    Returns:
+        The client's `FlagCalledCache`.
+    """
     core = core_of(client)
     with _caches_lock:
         cache = _caches.get(core)
@@ -219,7 +226,24 @@ def flag_called_properties(
     ``$feature_flag_evaluated_at`` (ms) from the ``/flags`` answer, ``$feature_flag_has_experiment`` when the
     service reported it (``metadata.has_experiment``, or the definition's ``has_experiment``).
 
-    ``error`` becomes ``$feature_flag_error`` (the SDK's codes, e.g. ``flag_missing``)."""
+    ``error`` becomes ``$feature_flag_error`` (the SDK's codes, e.g. ``flag_missing``).
+
+    Args:
+        key: The flag key (``$feature_flag``).
+        response: The value the code saw (``$feature_flag_response`` and ``$feature/<key>``).
+        payload: The payload; JSON text is decoded. None: left out.
+        flag_id: ``$feature_flag_id``; left out when 0 or None.
+        version: ``$feature_flag_version``; left out when 0 or None.
+        reason: ``$feature_flag_reason``. None: left out.
+        request_id: ``$feature_flag_request_id``. None: left out.
+        locally_evaluated: ``locally_evaluated``.
+        error: ``$feature_flag_error``. None: left out.
+        evaluated_at: ``$feature_flag_evaluated_at`` in ms. None: left out.
+        has_experiment: ``$feature_flag_has_experiment``. None: left out.
+
+    Returns:
+        The event's properties.
+    """
     props: dict[str, Any] = {
         "$feature_flag": key,
         "$feature_flag_response": response,
@@ -320,6 +344,33 @@ def flag_called(
     A ``key`` the project has no flag for (a typo) gives an `UnknownFlagKeyWarning` naming the closest
     keys, or `UnknownFlagKeyError` before anything is sent with ``unknown_keys="raise"`` (``"ignore"``:
     no check). The check uses the definitions the client holds (read once, then kept with their ETag).
+
+    Args:
+        client: The sync ``Client`` that sends the event and remembers what it reported.
+        distinct_id: The person whose code checked the flag.
+        key: The flag key.
+        response: The value the code saw (True, False, a variant key or None), or a decide result to read the
+            value, payload, id, version, reason and request id from.
+        payload: The flag's payload as the code saw it (JSON text is decoded). None: read from ``response`` or
+            left out.
+        flag_id: The flag's id, sent as ``$feature_flag_id`` when not 0. None: read from ``response`` or left
+            out.
+        version: The flag's version, sent as ``$feature_flag_version`` when not 0. None: read from
+            ``response`` or left out.
+        reason: Why the flag had this value, sent as ``$feature_flag_reason``. None: read from ``response`` or
+            left out.
+        request_id: The ``/flags`` answer's request id. None: read from ``response`` or left out.
+        locally_evaluated: Whether the value came from local evaluation (sent as ``locally_evaluated``).
+        groups: ``{group type: group key}`` the flag was checked with, sent as ``$groups``.
+        unknown_keys: A key the project has no flag for: ``"warn"`` (send it and warn), ``"raise"`` (refuse
+            before sending) or ``"ignore"`` (no check).
+
+    Returns:
+        True when the event was sent, False when this client had already reported it.
+
+    Raises:
+        UnknownFlagKeyError: ``unknown_keys="raise"`` and the project has no flag ``key``.
+        PostHogError: The send failed (it is not remembered, so the next call tries again).
     """
     given = {
         "payload": payload,
@@ -409,6 +460,19 @@ def flag_called_frame(
     of the remote engine. ``unknown_keys``: as in `flag_called` (a frame's flag keys the project does not
     have warn, or refuse before sending with ``"raise"``). ``capture_kw`` goes to ``capture_frame``. With
     an ``AsyncClient`` use ``aflag_called_frame``.
+
+    Args:
+        client: The sync ``Client`` that sends the events.
+        outcomes: A simulation result or frame: ``distinct_id`` plus one column per flag.
+        flags: The flags to report: keys, or definitions (which add id and version). None: every flag column.
+        locally_evaluated: Sent as ``locally_evaluated``. None: True unless the result came from the remote
+            engine.
+        unknown_keys: Flag keys the project does not have: ``"warn"``, ``"raise"`` (before sending) or
+            ``"ignore"``.
+        **capture_kw: Options of `capture_frame` (``batch_size``, ``concurrency``, ...).
+
+    Returns:
+        A report with one row per (row, flag): row, distinct_id, key, response, uuid, status, reason, batch.
     """
     flow = _flag_called_frame(client, outcomes, flags, locally_evaluated, unknown_keys, capture_kw)
     return run_blocking(client, flow, "aflag_called_frame")

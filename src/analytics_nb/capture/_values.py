@@ -182,6 +182,17 @@ def json_value(value: Any, *, on_naive: NaivePolicy = "local", _depth: int = 0) 
     Raises ``ValueConversionError`` (naming the type and the fix) for what JSON cannot carry or the
     service would refuse: infinite numbers, text that is not valid Unicode (a lone surrogate), nesting
     deeper than ``MAX_NESTING``.
+
+    Args:
+        value: Any Python, numpy or pandas value.
+        on_naive: How a naive datetime is read: ``"local"``, ``"utc"`` or ``"raise"``.
+        _depth: The nesting depth reached (internal: the recursion's counter).
+
+    Returns:
+        The JSON-native value, or ``MISSING``.
+
+    Raises:
+        ValueConversionError: The value cannot be sent.
     """
     t = type(value)
     if t is str or t is bool or t is int or t is float:  # the common case first, by exact type

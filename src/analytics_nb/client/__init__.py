@@ -34,6 +34,7 @@ from analytics_nb.client._resources import (
 from analytics_nb.client._verbs import (
     async_method,
     bind_arguments,
+    method_doc,
     run_interruptible,
     same_signature,
     sync_method,
@@ -65,6 +66,7 @@ __all__ = [
     "cached_definitions",
     "decide_body",
     "loads_json",
+    "method_doc",
     "progress_bar",
     "progress_enabled",
     "run_interruptible",

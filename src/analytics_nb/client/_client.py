@@ -124,7 +124,14 @@ class _Common:
         """A client from ``POSTHOG_HOST``, ``POSTHOG_PERSONAL_API_KEY``, ``POSTHOG_PROJECT_API_KEY``,
         ``POSTHOG_SECRET_API_KEY``, ``POSTHOG_PROJECT_ID`` and ``POSTHOG_ORGANIZATION_ID`` (keyword
         ``overrides`` win;
-        host defaults to "us")."""
+        host defaults to "us").
+
+        Args:
+            **overrides: Constructor keywords that win over the environment (``host=``, ``max_retries=``...).
+
+        Returns:
+            The client.
+        """
         __tracebackhide__ = True  # IPython and pytest show the caller's line and the sentence
         overrides = {k: hold_key(v) if k in KEY_ARGUMENTS else v for k, v in overrides.items()}
         return cls(**config_from_env(**overrides))
@@ -165,7 +172,11 @@ class _Common:
 
     def on_close(self, callback: Callable[[], Any]) -> None:
         """Run ``callback`` when the client is closed (``AsyncClient``: in a worker thread), e.g. to stop a
-        sandbox it owns."""
+        sandbox it owns.
+
+        Args:
+            callback: A function of no arguments (or a coroutine function, for ``AsyncClient``).
+        """
         self._on_close.append(callback)
 
 
@@ -180,6 +191,35 @@ class AsyncApiClient(_Common):
     ``max_retries`` with jittered backoff; ``rate_limit=True`` keeps under the service's per-key limits.
     ``http_transport``: ``"auto"`` (aiohttp's connector under httpx when the ``fast`` extra is installed),
     ``"aiohttp"`` or ``"httpx"``.
+
+    Args:
+        host: ``"us"`` or ``"eu"`` for PostHog Cloud (``/api`` goes to the app host, flags and capture to the
+            ingestion host), or the base URL of a self-hosted PostHog or a sandbox, which serves both.
+        personal_api_key: A personal API key (``phx_...``) for everything under ``/api``, with the scopes of
+            what you do. None: no ``/api`` calls.
+        project_api_key: The project API key (``phc_...``, public) for ``/flags`` and capture. None: read from
+            the project with the personal key when needed.
+        secret_api_key: A Project Secret API Key (``phs_...``, ``feature_flag:read``) for flag definitions, as
+            today's PostHog wants. None: the personal key is used.
+        project_id: The project's id. ``"@current"``: the personal key's current project.
+        organization_id: The organization's id (the legacy plugin API needs it). None: read from
+            ``/api/organizations/@current/`` when needed.
+        timeout: Seconds before one request gives up (then retried).
+        max_retries: Retries of a failed request (network errors, 5xx, 408, 429), with jittered backoff.
+        rate_limit: Keep under the service's per-key rate limits on the client side.
+        max_concurrency: Requests in flight at once for listings and bulk calls.
+        progress: Progress bars on long listings; False hides them. None: shown unless ``TQDM_DISABLE`` is
+            set.
+        retry_backoff: The first retry's wait in seconds; it doubles per attempt.
+        max_retry_wait: The longest wait between retries, in seconds; a ``Retry-After`` asking more is not
+            waited for.
+        transport: An httpx transport to send through (tests, proxies). None: the default.
+        http_transport: ``"auto"`` (aiohttp under httpx with the ``fast`` extra), ``"aiohttp"`` or
+            ``"httpx"``.
+
+    Raises:
+        ValueError: A key has a character no key has, or an argument is out of range (the message names it,
+            never the key).
     """
 
     def __init__(
@@ -251,6 +291,22 @@ class AsyncApiClient(_Common):
 
         ``person_properties`` / ``groups`` / ``group_properties`` override the stored ones; ``ip`` is sent as
         ``X-Forwarded-For`` so the service derives the ``$geoip_*`` properties from it.
+
+        Args:
+            distinct_id: The person to evaluate the flags for.
+            groups: ``{group type: group key}`` for group flags. None: no groups.
+            person_properties: Person properties that override the stored ones for this call. None: the stored
+                ones.
+            group_properties: ``{group type: properties}`` overriding the stored ones. None: the stored ones.
+            ip: The person's IP address, for the ``$geoip_*`` properties. None: none sent.
+            endpoint: ``"flags"`` (today's ``/flags``) or ``"decide"`` (the legacy ``/decide``).
+            version: The API version asked for. None: 4 for ``/flags``, 3 for ``/decide``.
+
+        Returns:
+            The `DecideResponse`.
+
+        Raises:
+            ValueError: ``version`` is not a positive integer.
         """
         overrides = {
             "groups": groups,
@@ -308,6 +364,35 @@ class ApiClient(ApiClientMethods, _Common):
     Same arguments and methods as ``AsyncApiClient``; each call runs on the client's private event loop in a
     daemon thread (never ``asyncio.run``), so it is safe inside a running Jupyter kernel. Use ``with`` or
     ``close()``.
+
+    Args:
+        host: ``"us"`` or ``"eu"`` for PostHog Cloud (``/api`` goes to the app host, flags and capture to the
+            ingestion host), or the base URL of a self-hosted PostHog or a sandbox, which serves both.
+        personal_api_key: A personal API key (``phx_...``) for everything under ``/api``, with the scopes of
+            what you do. None: no ``/api`` calls.
+        project_api_key: The project API key (``phc_...``, public) for ``/flags`` and capture. None: read from
+            the project with the personal key when needed.
+        secret_api_key: A Project Secret API Key (``phs_...``, ``feature_flag:read``) for flag definitions, as
+            today's PostHog wants. None: the personal key is used.
+        project_id: The project's id. ``"@current"``: the personal key's current project.
+        organization_id: The organization's id (the legacy plugin API needs it). None: read from
+            ``/api/organizations/@current/`` when needed.
+        timeout: Seconds before one request gives up (then retried).
+        max_retries: Retries of a failed request (network errors, 5xx, 408, 429), with jittered backoff.
+        rate_limit: Keep under the service's per-key rate limits on the client side.
+        max_concurrency: Requests in flight at once for listings and bulk calls.
+        progress: Progress bars on long listings; False hides them. None: shown unless ``TQDM_DISABLE`` is
+            set.
+        retry_backoff: The first retry's wait in seconds; it doubles per attempt.
+        max_retry_wait: The longest wait between retries, in seconds; a ``Retry-After`` asking more is not
+            waited for.
+        transport: An httpx transport to send through (tests, proxies). None: the default.
+        http_transport: ``"auto"`` (aiohttp under httpx with the ``fast`` extra), ``"aiohttp"`` or
+            ``"httpx"``.
+
+    Raises:
+        ValueError: A key has a character no key has, or an argument is out of range (the message names it,
+            never the key).
     """
 
     async_class: ClassVar[type[AsyncApiClient]] = AsyncApiClient
@@ -343,7 +428,14 @@ class ApiClient(ApiClientMethods, _Common):
 
     def run(self, coro: Coroutine[Any, Any, T]) -> T:
         """Run a coroutine on this client's loop and return its result (how capture and simulation run their
-        async flow for a sync client); the package's errors come back with a short traceback."""
+        async flow for a sync client); the package's errors come back with a short traceback.
+
+        Args:
+            coro: The coroutine to run.
+
+        Returns:
+            Its result.
+        """
         return self._loop.run(coro)
 
     @property

@@ -77,11 +77,24 @@ class SyncPlaylists:
         ``date_from``/``date_to`` (last modified; datetime or text like "-7d"), ``search`` (name),
         ``session_recording_id``, ``order`` (``[-]last_modified_at|created_at|name``). Paging:
         ``page_size`` (<=500), ``offset``, ``max_items``.
+
+        Args:
+            **filters: The filters and paging keywords above (`PlaylistFilters`); none: every live playlist.
+
+        Yields:
+            `Playlist` models, in the service's order.
         """
         return self._loop.iterate(self._resource.iter(**filters))
 
     def list(self, **filters: Unpack[PlaylistFilters]) -> builtins.list[Playlist]:
-        """All playlists matching the filters (see ``iter``) as models."""
+        """All playlists matching the filters (see ``iter``) as models.
+
+        Args:
+            **filters: The filters and paging keywords of ``iter``.
+
+        Returns:
+            The playlists as `Playlist` models.
+        """
         return self._loop.run(self._resource.list(**filters))
 
     def frame(self, **filters: Unpack[PlaylistFilters]) -> pd.DataFrame:
@@ -96,11 +109,27 @@ class SyncPlaylists:
         playlist): a collection's item count (0 when the service says none), a saved filter's cached match
         count, NA when the service has not counted it (a saved filter its background job has not run on).
         It counts items, not loadable recordings: see ``recordings``.
+
+        Args:
+            **filters: The filters and paging keywords of ``iter``.
+
+        Returns:
+            One row per playlist.
         """
         return self._loop.run(self._resource.frame(**filters))
 
     def get(self, short_id: str) -> Playlist:
-        """One playlist by ``short_id`` (soft-deleted ones raise NotFoundError)."""
+        """One playlist by ``short_id`` (soft-deleted ones raise NotFoundError).
+
+        Args:
+            short_id: The playlist's short id (the one in its URL).
+
+        Returns:
+            The `Playlist`.
+
+        Raises:
+            NotFoundError: No live playlist has this short id.
+        """
         return self._loop.run(self._resource.get(short_id))
 
     def create(
@@ -119,6 +148,22 @@ class SyncPlaylists:
 
         A "filters" playlist (saved filters) needs a non-empty ``filters``; a collection must not have
         one. ``extra`` fields are sent as given.
+
+        Args:
+            type: ``"collection"`` (recordings added by hand) or ``"filters"`` (a saved search).
+            name: The playlist's name. None: the service derives one.
+            derived_name: The name the app shows when ``name`` is empty.
+            description: A description. None: none.
+            pinned: Pin it in the app's list. None: not pinned.
+            filters: The saved filters (required for ``"filters"``, refused for a collection).
+            deleted: Create it soft-deleted (rarely wanted). None: live.
+            **extra: Other wire fields, sent as given.
+
+        Returns:
+            The created `Playlist`.
+
+        Raises:
+            ValidationError: The service refused a field (the message names it).
         """
         return self._loop.run(
             self._resource.create(
@@ -161,6 +206,29 @@ class SyncPlaylists:
         An update that sets ``filters`` reads the playlist back right after writing; if its filters are no
         longer the ones written (another session wrote them meanwhile), it raises ``ConflictError`` with
         the playlist as stored now in ``.current``.
+
+        Args:
+            short_id: The playlist's short id.
+            name: The new name (None clears it). Not given: unchanged.
+            derived_name: The new derived name. Not given: unchanged.
+            description: The new description. Not given: unchanged.
+            pinned: Pin or unpin. Not given: unchanged.
+            filters: The saved filters to store. Not given: unchanged (a saved-filter playlist then needs
+                ``keep_filters``).
+            deleted: Soft-delete (True) or restore (False); see ``archive`` / ``restore``. Not given:
+                unchanged.
+            keep_filters: Read the stored filters and resend them, which the service requires for a
+                saved-filter playlist.
+            **extra: Other wire fields, sent as given.
+
+        Returns:
+            The updated `Playlist`.
+
+        Raises:
+            ValidationError: A saved-filter playlist updated without ``filters`` or ``keep_filters`` (nothing
+                changed).
+            ConflictError: Another session changed the filters meanwhile (``.current`` holds the stored
+                playlist).
         """
         return self._loop.run(
             self._resource.update(
@@ -177,23 +245,52 @@ class SyncPlaylists:
         )
 
     def archive(self, short_id: str) -> Playlist:
-        """Soft-delete a playlist (PATCH ``deleted=true``); it disappears from list/get until restored."""
+        """Soft-delete a playlist (PATCH ``deleted=true``); it disappears from list/get until restored.
+
+        Args:
+            short_id: The playlist's short id.
+
+        Returns:
+            The archived `Playlist`.
+        """
         return self._loop.run(self._resource.archive(short_id))
 
     def restore(self, short_id: str, *, filters: dict[str, Any] | None = None) -> Playlist:
         """Undo ``archive`` (PATCH ``deleted=false``); pass ``filters`` for a saved-filter playlist archived
         by another session (the service needs them and hides the playlist until it is restored).
+
+        Args:
+            short_id: The playlist's short id.
+            filters: The filters of a saved-filter playlist archived elsewhere. None: read them (possible when
+                this client archived it).
+
+        Returns:
+            The restored `Playlist`.
         """
         return self._loop.run(self._resource.restore(short_id, filters=filters))
 
     def delete(self, short_id: str) -> None:
         """Playlists cannot be hard-deleted: this asks the service and raises MethodNotAllowedError (405)
         explaining the soft delete (use ``archive``).
+
+        Args:
+            short_id: The playlist's short id.
+
+        Raises:
+            MethodNotAllowedError: Always (the service answers 405).
         """
         return self._loop.run(self._resource.delete(short_id))
 
     def recordings_page(self, short_id: str, **params: Any) -> RecordingsPage:
-        """One ``GET .../recordings/`` answer ``{results, has_next, version}``; ``params`` go to the query."""
+        """One ``GET .../recordings/`` answer ``{results, has_next, version}``; ``params`` go to the query.
+
+        Args:
+            short_id: The playlist's short id.
+            **params: Query parameters, sent as given.
+
+        Returns:
+            The `RecordingsPage`.
+        """
         return self._loop.run(self._resource.recordings_page(short_id, **params))
 
     def recordings(
@@ -209,6 +306,21 @@ class SyncPlaylists:
         fewer recordings than the playlist's items come back, a ``IncompleteRecordingsWarning`` names how
         many are missing and why (``incomplete="raise"``: ``IncompleteRecordingsError``; ``"ignore"``).
         Saved-filter playlists are paged (``params`` go to the query); synthetic ones are walked by slice.
+
+        Args:
+            short_id: The playlist's short id.
+            session_ids: Recording ids known to be in the collection (a list, or a frame with ``session_id``),
+                fetched by id so none is cut off. None: the ids this client added.
+            incomplete: What to do when some recordings could not be fetched: ``"warn"``, ``"raise"`` or
+                ``"ignore"``.
+            **params: Query parameters for saved-filter playlists.
+
+        Returns:
+            The `Recording` models.
+
+        Raises:
+            IncompleteRecordingsError: ``incomplete="raise"`` and some are missing (``.recordings`` holds the
+                rest).
         """
         return self._loop.run(
             self._resource.recordings(short_id, session_ids=session_ids, incomplete=incomplete, **params)
@@ -219,6 +331,15 @@ class SyncPlaylists:
     ) -> pd.DataFrame:
         """The playlist's recordings as a DataFrame (``analytics_nb.frames.recordings_frame``), fetched and
         checked as ``recordings`` does (a warning or error when some are missing).
+
+        Args:
+            short_id: The playlist's short id.
+            session_ids: Recording ids known to be in the collection, as for ``recordings``.
+            incomplete: ``"warn"``, ``"raise"`` or ``"ignore"`` when some could not be fetched.
+            **params: Query parameters for saved-filter playlists.
+
+        Returns:
+            One row per recording.
         """
         return self._loop.run(
             self._resource.recordings_frame(
@@ -230,12 +351,29 @@ class SyncPlaylists:
         """Add a recording to a collection playlist (idempotent); answers ``{"success": True}``.
 
         PostHog refuses personal API keys here (403, explained in the error): see ``add_recordings``.
+
+        Args:
+            short_id: The collection's short id.
+            session_recording_id: The recording's session id.
+
+        Returns:
+            The service's answer, ``{"success": True}``.
+
+        Raises:
+            PermissionDeniedError: A personal API key (PostHog refuses them here).
         """
         return self._loop.run(self._resource.add_recording(short_id, session_recording_id))
 
     def remove_recording(self, short_id: str, session_recording_id: str) -> dict[str, Any]:
         """Remove a recording from a playlist; answers ``{"success": True}`` (personal keys: see
         ``add_recordings``).
+
+        Args:
+            short_id: The playlist's short id.
+            session_recording_id: The recording's session id.
+
+        Returns:
+            The service's answer, ``{"success": True}``.
         """
         return self._loop.run(self._resource.remove_recording(short_id, session_recording_id))
 
@@ -256,6 +394,15 @@ class SyncPlaylists:
         names another). PostHog refuses personal API keys for this action on every current build (the
         error explains it; nothing is changed); the sandbox's spec profile allows it. A failure after the
         first call keeps the report (those ids "failed"/"not sent") and warns.
+
+        Args:
+            short_id: The collection's short id.
+            session_ids: The recording ids: a list or Series, or a DataFrame with a ``session_id`` column.
+            column: The frame's column holding the ids. None: ``session_id``.
+            calls_per_minute: Pace of the bulk calls (the service throttles the playlist API at 240 a minute).
+
+        Returns:
+            One report row per id.
         """
         return self._loop.run(
             self._resource.add_recordings(
@@ -274,6 +421,15 @@ class SyncPlaylists:
         """Remove many recordings from a playlist through ``recordings/bulk_delete`` (20 a call, paced as
         ``add_recordings``); per-id report with ``status`` "removed", "not in playlist", "removed or not in
         playlist", "duplicate", "failed" or "not sent". Same personal-key refusal as ``add_recordings``.
+
+        Args:
+            short_id: The playlist's short id.
+            session_ids: The recording ids: a list or Series, or a DataFrame with a ``session_id`` column.
+            column: The frame's column holding the ids. None: ``session_id``.
+            calls_per_minute: Pace of the bulk calls.
+
+        Returns:
+            One report row per id.
         """
         return self._loop.run(
             self._resource.remove_recordings(
@@ -301,7 +457,16 @@ class SyncTransformations:
     def iter(
         self, *, page_size: int = MAX_PAGE_SIZE, offset: int = 0, max_items: int | None = None
     ) -> Iterator[Transformation]:
-        """Iterate over the organization's transformations (pages fetched concurrently)."""
+        """Iterate over the organization's transformations (pages fetched concurrently).
+
+        Args:
+            page_size: Rows per page (the service's maximum is 500).
+            offset: Rows to skip first.
+            max_items: Stop after this many. None: every page.
+
+        Yields:
+            `Transformation` models.
+        """
         return self._loop.iterate(
             self._resource.iter(page_size=page_size, offset=offset, max_items=max_items)
         )
@@ -311,41 +476,102 @@ class SyncTransformations:
     ) -> builtins.list[Transformation]:
         """All transformations as models. On an instance that no longer serves the plugin API (PostHog PR
         #97440) the NotFoundError says so and points to ``client.hog_functions``.
+
+        Args:
+            page_size: Rows per page.
+            offset: Rows to skip first.
+            max_items: Stop after this many. None: every page.
+
+        Returns:
+            The `Transformation` models.
         """
         return self._loop.run(self._resource.list(page_size=page_size, offset=offset, max_items=max_items))
 
     def frame(self, *, max_items: int | None = None) -> pd.DataFrame:
-        """A DataFrame of the transformations (``analytics_nb.frames.transformations_frame``)."""
+        """A DataFrame of the transformations (``analytics_nb.frames.transformations_frame``).
+
+        Args:
+            max_items: Stop after this many. None: every page.
+
+        Returns:
+            One row per transformation.
+        """
         return self._loop.run(self._resource.frame(max_items=max_items))
 
     def get(self, id: int) -> Transformation:
-        """One transformation by id."""
+        """One transformation by id.
+
+        Args:
+            id: The transformation's (plugin's) id.
+
+        Returns:
+            The `Transformation`.
+        """
         return self._loop.run(self._resource.get(id))
 
     def create(self, **fields: Any) -> Transformation:
-        """Install a transformation (POST the writable fields given, e.g. ``plugin_type="source"``)."""
+        """Install a transformation (POST the writable fields given, e.g. ``plugin_type="source"``).
+
+        Args:
+            **fields: The writable plugin fields (``url``, ``plugin_type``, ``name``...).
+
+        Returns:
+            The installed `Transformation`.
+        """
         return self._loop.run(self._resource.create(**fields))
 
     def update(self, id: int, **fields: Any) -> Transformation:
-        """PATCH the writable fields given."""
+        """PATCH the writable fields given.
+
+        Args:
+            id: The transformation's id.
+            **fields: The writable fields to change.
+
+        Returns:
+            The updated `Transformation`.
+        """
         return self._loop.run(self._resource.update(id, **fields))
 
     def delete(self, id: int) -> None:
-        """Uninstall a transformation (204); a global one must be made local first."""
+        """Uninstall a transformation (204); a global one must be made local first.
+
+        Args:
+            id: The transformation's id.
+        """
         return self._loop.run(self._resource.delete(id))
 
     def check_for_updates(self, id: int) -> Transformation:
-        """Ask the service to look up the latest version; returns the plugin with ``latest_tag`` updated."""
+        """Ask the service to look up the latest version; returns the plugin with ``latest_tag`` updated.
+
+        Args:
+            id: The transformation's id.
+
+        Returns:
+            The `Transformation` with ``latest_tag``.
+        """
         return self._loop.run(self._resource.check_for_updates(id))
 
     def source(self, id: int) -> dict[str, str | None]:
-        """The plugin's source files as ``{filename: content}`` (e.g. ``plugin.json``, ``index.ts``)."""
+        """The plugin's source files as ``{filename: content}`` (e.g. ``plugin.json``, ``index.ts``).
+
+        Args:
+            id: The transformation's id.
+
+        Returns:
+            ``{filename: content}``.
+        """
         return self._loop.run(self._resource.source(id))
 
     def sources_frame(self, ids: Iterable[int] | None = None) -> pd.DataFrame:
         """Every source file of the given transformations (default: all) as one DataFrame, one row per file.
 
         The ``source`` calls run concurrently (bounded by ``max_concurrency``).
+
+        Args:
+            ids: The transformations' ids. None: every transformation.
+
+        Returns:
+            One row per (id, filename).
         """
         return self._loop.run(self._resource.sources_frame(ids))
 
@@ -353,15 +579,38 @@ class SyncTransformations:
         """Create or replace source files (``{filename: content}``); a ``None`` content deletes that file.
 
         Returns the full ``{filename: content}`` map after the change.
+
+        Args:
+            id: The transformation's id.
+            files: ``{filename: content}``; None content deletes the file.
+
+        Returns:
+            ``{filename: content}`` after the change.
         """
         return self._loop.run(self._resource.update_source(id, files))
 
     def upgrade(self, id: int, **fields: Any) -> Transformation:
-        """Re-install the plugin from its url (POST ``.../upgrade/``) and return it."""
+        """Re-install the plugin from its url (POST ``.../upgrade/``) and return it.
+
+        Args:
+            id: The transformation's id.
+            **fields: Fields sent with the upgrade request, as given.
+
+        Returns:
+            The upgraded `Transformation`.
+        """
         return self._loop.run(self._resource.upgrade(id, **fields))
 
     def activity(self, *, page: int | None = None, limit: int | None = None) -> ActivityPage:
-        """One page of the activity log of plugins and plugin configs (``{results, next, total_count}``)."""
+        """One page of the activity log of plugins and plugin configs (``{results, next, total_count}``).
+
+        Args:
+            page: The page number. None: the first.
+            limit: Entries per page. None: the service's default.
+
+        Returns:
+            The `ActivityPage`.
+        """
         return self._loop.run(self._resource.activity(page=page, limit=limit))
 
     def activity_records(
@@ -369,11 +618,26 @@ class SyncTransformations:
     ) -> builtins.list[dict[str, Any]]:
         """Every activity log entry as raw wire dicts, newest first (pages of ``page_size`` followed until
         ``next`` is empty or ``max_items`` entries are read; an entry seen twice is kept once).
+
+        Args:
+            page_size: Entries per page.
+            max_items: Stop after this many. None: the whole log.
+
+        Returns:
+            The entries as dicts.
         """
         return self._loop.run(self._resource.activity_records(page_size=page_size, max_items=max_items))
 
     def activity_frame(self, *, page_size: int = 100, max_items: int | None = None) -> pd.DataFrame:
-        """The whole activity log as a DataFrame (``analytics_nb.frames.activity_frame``), newest first."""
+        """The whole activity log as a DataFrame (``analytics_nb.frames.activity_frame``), newest first.
+
+        Args:
+            page_size: Entries per page.
+            max_items: Stop after this many. None: the whole log.
+
+        Returns:
+            One row per entry.
+        """
         return self._loop.run(self._resource.activity_frame(page_size=page_size, max_items=max_items))
 
     def exports_unsubscribe_configs(self) -> builtins.list[PluginConfig]:
@@ -421,6 +685,18 @@ class SyncHogFunctions:
         (True) or disabled (False) ones. ``search``: text in the name or description. ``full=True`` asks for
         every field (``inputs``, ``inputs_schema``, ``masking``, ``mappings``); the list otherwise sends the
         short shape. The service orders by ``execution_order`` (transformations), then newest first.
+
+        Args:
+            type: A function type or a list of them. None: every type.
+            enabled: Only enabled (True) or disabled (False) ones. None: both.
+            search: Text in the name or description. None: no search.
+            full: Ask for every field instead of the list's short shape.
+            page_size: Functions per page (the service's maximum is 500).
+            offset: Rows to skip first.
+            max_items: Stop after this many. None: every page.
+
+        Yields:
+            `HogFunction` models.
         """
         return self._loop.iterate(
             self._resource.iter(
@@ -445,7 +721,20 @@ class SyncHogFunctions:
         offset: int = 0,
         max_items: int | None = None,
     ) -> builtins.list[HogFunction]:
-        """All live functions matching the filters (see ``iter``), every page, as models."""
+        """All live functions matching the filters (see ``iter``), every page, as models.
+
+        Args:
+            type: A function type or a list of them. None: every type.
+            enabled: Only enabled (True) or disabled (False) ones. None: both.
+            search: Text in the name or description. None: no search.
+            full: Ask for every field.
+            page_size: Functions per page.
+            offset: Rows to skip first.
+            max_items: Stop after this many. None: every page.
+
+        Returns:
+            The `HogFunction` models.
+        """
         return self._loop.run(
             self._resource.list(
                 type=type,
@@ -469,17 +758,41 @@ class SyncHogFunctions:
     ) -> pd.DataFrame:
         """A DataFrame of the functions (``analytics_nb.frames.hog_functions_frame``): one row each,
         transformations first in ``execution_order``; ``full=True`` (the default here) brings ``inputs``.
+
+        Args:
+            type: A function type or a list of them. None: every type.
+            enabled: Only enabled (True) or disabled (False) ones. None: both.
+            search: Text in the name or description. None: no search.
+            full: Ask for every field (``inputs`` and the rest).
+            max_items: Stop after this many. None: every page.
+
+        Returns:
+            One row per function.
         """
         return self._loop.run(
             self._resource.frame(type=type, enabled=enabled, search=search, full=full, max_items=max_items)
         )
 
     def transformations(self, *, enabled: bool | None = None) -> builtins.list[HogFunction]:
-        """The project's Hog transformations in the order they run (``execution_order``, lowest first)."""
+        """The project's Hog transformations in the order they run (``execution_order``, lowest first).
+
+        Args:
+            enabled: Only enabled (True) or disabled (False) ones. None: both.
+
+        Returns:
+            The transformations, in execution order.
+        """
         return self._loop.run(self._resource.transformations(enabled=enabled))
 
     def get(self, id: str) -> HogFunction:
-        """One function by id, every field (a soft-deleted one raises NotFoundError)."""
+        """One function by id, every field (a soft-deleted one raises NotFoundError).
+
+        Args:
+            id: The function's id (a UUID).
+
+        Returns:
+            The `HogFunction`.
+        """
         return self._loop.run(self._resource.get(id))
 
     def create(
@@ -504,6 +817,27 @@ class SyncHogFunctions:
         shape (``{"percentage": {"value": 50}}``). The service fills name, description, Hog and input schema
         from the template when not given; a new transformation goes last unless ``execution_order`` is set.
         New functions are disabled unless ``enabled=True``.
+
+        Args:
+            type: The function type; ``"transformation"`` by default.
+            template_id: The template to create from. None: from ``hog``.
+            hog: Hog source. None: the template's.
+            inputs: Input values (plain or wire shape). None: none.
+            name: The name. None: the template's.
+            description: A description. None: the template's.
+            enabled: Turn it on at once. None: created disabled.
+            inputs_schema: The input schema. None: the template's.
+            filters: Which events it runs on. None: all.
+            masking: Masking settings (destinations). None: none.
+            mappings: Mappings (destinations only). None: none.
+            execution_order: Its place among the transformations. None: last.
+            icon_url: An icon. None: the template's.
+
+        Returns:
+            The created `HogFunction`.
+
+        Raises:
+            ValidationError: The service refused a field (``hog``, ``template_id``, ``inputs__<key>``...).
         """
         return self._loop.run(
             self._resource.create(
@@ -541,6 +875,22 @@ class SyncHogFunctions:
         """PATCH the fields given, and only those (``None`` clears the nullable ones). ``inputs`` as in
         ``create``; a secret input sent back as ``{"secret": True}`` keeps its stored value. The type and
         template of a function cannot change.
+
+        Args:
+            id: The function's id.
+            name: The new name. Not given: unchanged.
+            description: The new description. Not given: unchanged.
+            enabled: On or off. Not given: unchanged.
+            hog: New Hog source. Not given: unchanged.
+            inputs: New input values. Not given: unchanged.
+            inputs_schema: A new input schema. Not given: unchanged.
+            filters: New filters. Not given: unchanged.
+            masking: New masking (None clears it). Not given: unchanged.
+            mappings: New mappings (None clears them). Not given: unchanged.
+            execution_order: A new place in the order (None clears it). Not given: unchanged.
+
+        Returns:
+            The updated `HogFunction`.
         """
         return self._loop.run(
             self._resource.update(
@@ -561,27 +911,59 @@ class SyncHogFunctions:
     def delete(self, id: str) -> HogFunction:
         """Soft-delete a function (PATCH ``deleted=true``, as the app does): it stops running and leaves
         list/get until ``restore``. Returns the function as it was answered.
+
+        Args:
+            id: The function's id.
+
+        Returns:
+            The function as answered.
         """
         return self._loop.run(self._resource.delete(id))
 
     def restore(self, id: str) -> HogFunction:
-        """Undo ``delete`` (PATCH ``deleted=false``); a restored transformation is placed last."""
+        """Undo ``delete`` (PATCH ``deleted=false``); a restored transformation is placed last.
+
+        Args:
+            id: The function's id.
+
+        Returns:
+            The restored `HogFunction`.
+        """
         return self._loop.run(self._resource.restore(id))
 
     def enable(self, id: str) -> HogFunction:
         """Turn a function on (``enabled=true``); a re-enabled transformation is placed last by the service
         (20 enabled transformations at most per project).
+
+        Args:
+            id: The function's id.
+
+        Returns:
+            The `HogFunction`.
         """
         return self._loop.run(self._resource.enable(id))
 
     def disable(self, id: str) -> HogFunction:
-        """Turn a function off (``enabled=false``); it keeps its configuration and order."""
+        """Turn a function off (``enabled=false``); it keeps its configuration and order.
+
+        Args:
+            id: The function's id.
+
+        Returns:
+            The `HogFunction`.
+        """
         return self._loop.run(self._resource.disable(id))
 
     def reorder(self, ids: Sequence[str]) -> builtins.list[HogFunction]:
         """Run the transformations ``ids`` in this order: sets ``execution_order`` 1, 2, 3, ... in one request
         (``PATCH hog_functions/rearrange/``, what the app's drag-and-drop sends); returns every live
         transformation in the new order. ``ids`` must be transformations of this project, each once.
+
+        Args:
+            ids: Every transformation to order, first to run first.
+
+        Returns:
+            The live transformations in the new order.
         """
         return self._loop.run(self._resource.reorder(ids))
 
@@ -608,6 +990,14 @@ class SyncHogFunctionTemplates:
     ) -> Iterator[HogFunctionTemplate]:
         """Iterate over the templates of ``type`` (one type or a list; the service's default is
         ``destination``), every page; the service leaves deprecated templates out (``get`` finds them).
+
+        Args:
+            type: One template type or a list of them.
+            template_id: Only this template. None: all.
+            max_items: Stop after this many. None: every page.
+
+        Yields:
+            `HogFunctionTemplate` models.
         """
         return self._loop.iterate(
             self._resource.iter(type=type, template_id=template_id, max_items=max_items)
@@ -620,17 +1010,41 @@ class SyncHogFunctionTemplates:
         template_id: str | None = None,
         max_items: int | None = None,
     ) -> builtins.list[HogFunctionTemplate]:
-        """Templates of ``type`` (see ``iter``) as models."""
+        """Templates of ``type`` (see ``iter``) as models.
+
+        Args:
+            type: One template type or a list of them.
+            template_id: Only this template. None: all.
+            max_items: Stop after this many. None: every page.
+
+        Returns:
+            The `HogFunctionTemplate` models.
+        """
         return self._loop.run(self._resource.list(type=type, template_id=template_id, max_items=max_items))
 
     def frame(
         self, *, type: str | Sequence[str] = "destination", max_items: int | None = None
     ) -> pd.DataFrame:
-        """A DataFrame of the templates (``analytics_nb.frames.hog_function_templates_frame``)."""
+        """A DataFrame of the templates (``analytics_nb.frames.hog_function_templates_frame``).
+
+        Args:
+            type: One template type or a list of them.
+            max_items: Stop after this many. None: every page.
+
+        Returns:
+            One row per template.
+        """
         return self._loop.run(self._resource.frame(type=type, max_items=max_items))
 
     def get(self, template_id: str) -> HogFunctionTemplate:
-        """One template by id (``"template-geoip"``, or ``"plugin-..."`` for a migrated legacy plugin)."""
+        """One template by id (``"template-geoip"``, or ``"plugin-..."`` for a migrated legacy plugin).
+
+        Args:
+            template_id: The template's id.
+
+        Returns:
+            The `HogFunctionTemplate`.
+        """
         return self._loop.run(self._resource.get(template_id))
 
 
@@ -650,21 +1064,54 @@ class SyncFeatureFlags:
     def iter(
         self, *, page_size: int = MAX_PAGE_SIZE, max_items: int | None = None, **params: Any
     ) -> Iterator[FeatureFlag]:
-        """Iterate over the project's flag definitions as models; ``params`` go to the query string."""
+        """Iterate over the project's flag definitions as models; ``params`` go to the query string.
+
+        Args:
+            page_size: Flags per page.
+            max_items: Stop after this many. None: every page.
+            **params: Query parameters (``search``, ``active``...), sent as given.
+
+        Yields:
+            `FeatureFlag` models.
+        """
         return self._loop.iterate(self._resource.iter(page_size=page_size, max_items=max_items, **params))
 
     def list(
         self, *, page_size: int = MAX_PAGE_SIZE, max_items: int | None = None, **params: Any
     ) -> builtins.list[FeatureFlag]:
-        """All flag definitions of the project (see ``iter``)."""
+        """All flag definitions of the project (see ``iter``).
+
+        Args:
+            page_size: Flags per page.
+            max_items: Stop after this many. None: every page.
+            **params: Query parameters, sent as given.
+
+        Returns:
+            The `FeatureFlag` models.
+        """
         return self._loop.run(self._resource.list(page_size=page_size, max_items=max_items, **params))
 
     def frame(self, *, max_items: int | None = None, **params: Any) -> pd.DataFrame:
-        """A DataFrame of the flag definitions (``analytics_nb.frames.feature_flags_frame``)."""
+        """A DataFrame of the flag definitions (``analytics_nb.frames.feature_flags_frame``).
+
+        Args:
+            max_items: Stop after this many. None: every page.
+            **params: Query parameters, sent as given.
+
+        Returns:
+            One row per flag.
+        """
         return self._loop.run(self._resource.frame(max_items=max_items, **params))
 
     def get(self, id: int) -> FeatureFlag:
-        """One flag definition by numeric id."""
+        """One flag definition by numeric id.
+
+        Args:
+            id: The flag's numeric id.
+
+        Returns:
+            The `FeatureFlag`.
+        """
         return self._loop.run(self._resource.get(id))
 
     def create(
@@ -676,11 +1123,30 @@ class SyncFeatureFlags:
         active: bool | None = None,
         **extra: Any,
     ) -> FeatureFlag:
-        """Create a flag definition (``filters`` in the wire shape: groups, multivariate, payloads)."""
+        """Create a flag definition (``filters`` in the wire shape: groups, multivariate, payloads).
+
+        Args:
+            key: The flag key code checks.
+            name: A description. None: none.
+            filters: The release conditions in the wire shape. None: the service's default.
+            active: Turn it on. None: the service's default.
+            **extra: Other wire fields, sent as given.
+
+        Returns:
+            The created `FeatureFlag`.
+        """
         return self._loop.run(self._resource.create(key, name=name, filters=filters, active=active, **extra))
 
     def update(self, id: int, **fields: Any) -> FeatureFlag:
-        """PATCH the fields given (e.g. ``active=False`` or new ``filters``)."""
+        """PATCH the fields given (e.g. ``active=False`` or new ``filters``).
+
+        Args:
+            id: The flag's numeric id.
+            **fields: The fields to change.
+
+        Returns:
+            The updated `FeatureFlag`.
+        """
         return self._loop.run(self._resource.update(id, **fields))
 
     def definitions(self, *, refresh: bool = False) -> LocalEvaluationResponse:
@@ -691,6 +1157,12 @@ class SyncFeatureFlags:
         Auth: ``secret_api_key`` (``phs_``) when the client has one, else the personal key. A 404 (an
         older self-hosted PostHog without ``/flags/definitions``) falls back to
         ``/api/feature_flag/local_evaluation`` with a `LegacyEndpointWarning`.
+
+        Args:
+            refresh: Ask without the ETag (a full answer even when nothing changed).
+
+        Returns:
+            The `LocalEvaluationResponse`.
         """
         return self._loop.run(self._resource.definitions(refresh=refresh))
 
@@ -700,6 +1172,13 @@ class SyncFeatureFlags:
         """The definitions for local evaluation: `definitions` (today's ``/flags/definitions``, ETag-cached;
         the Django ``/api/feature_flag/local_evaluation`` only where that does not exist). Cohorts always
         come with them, as the service always sends them (``send_cohorts`` is kept for compatibility).
+
+        Args:
+            send_cohorts: Kept for compatibility; cohorts always come.
+            refresh: Ask without the ETag.
+
+        Returns:
+            The `LocalEvaluationResponse`.
         """
         return self._loop.run(self._resource.local_evaluation(send_cohorts=send_cohorts, refresh=refresh))
 
@@ -722,7 +1201,14 @@ class SyncProjects:
         return self._loop.run(self._resource.list())
 
     def get(self, id: int | str | None = None) -> Project:
-        """One project; default: the client's ``project_id`` (``@current`` unless configured)."""
+        """One project; default: the client's ``project_id`` (``@current`` unless configured).
+
+        Args:
+            id: The project's id. None: the client's ``project_id``.
+
+        Returns:
+            The `Project`.
+        """
         return self._loop.run(self._resource.get(id))
 
 
@@ -744,7 +1230,14 @@ class SyncOrganizations:
         return self._loop.run(self._resource.list())
 
     def get(self, id: str | None = None) -> Organization:
-        """One organization; default: the client's (configured, or ``@current``)."""
+        """One organization; default: the client's (configured, or ``@current``).
+
+        Args:
+            id: The organization's id. None: the client's.
+
+        Returns:
+            The `Organization`.
+        """
         return self._loop.run(self._resource.get(id))
 
 
@@ -771,6 +1264,22 @@ class ApiClientMethods:
 
         ``person_properties`` / ``groups`` / ``group_properties`` override the stored ones; ``ip`` is sent as
         ``X-Forwarded-For`` so the service derives the ``$geoip_*`` properties from it.
+
+        Args:
+            distinct_id: The person to evaluate the flags for.
+            groups: ``{group type: group key}`` for group flags. None: no groups.
+            person_properties: Person properties that override the stored ones for this call. None: the stored
+                ones.
+            group_properties: ``{group type: properties}`` overriding the stored ones. None: the stored ones.
+            ip: The person's IP address, for the ``$geoip_*`` properties. None: none sent.
+            endpoint: ``"flags"`` (today's ``/flags``) or ``"decide"`` (the legacy ``/decide``).
+            version: The API version asked for. None: 4 for ``/flags``, 3 for ``/decide``.
+
+        Returns:
+            The `DecideResponse`.
+
+        Raises:
+            ValueError: ``version`` is not a positive integer.
         """
         return self._loop.run(
             self._async.decide(

@@ -5,8 +5,9 @@ A verb (``simulate``, ``capture_frame``, ``capture_event``, ``flag_called``, ``f
 function with its full docstring. Its async twin (``asimulate``, ...) is declared with `same_signature`, and
 the client methods (``Client.capture_frame``, ``AsyncClient.capture_frame``, ...) are made by
 `sync_method` / `async_method`: one-line delegations whose ``__signature__`` is the verb's with the client
-argument bound to ``self`` and whose ``__doc__`` is the verb's, so Jupyter's Shift-Tab shows the whole
-docstring on every form and ``??`` shows the verb's source (``__wrapped__``).
+argument bound to ``self`` and whose ``__doc__`` is the verb's (less its ``client`` argument), so
+Jupyter's Shift-Tab shows the whole docstring on every form and ``??`` shows the verb's source
+(``__wrapped__``).
 
 `run_interruptible` is the one Ctrl-C handler of the sync forms: it runs a coroutine on the client's loop
 and, on ``KeyboardInterrupt``, waits for the cancelled run to settle before the caller builds what it
@@ -24,6 +25,7 @@ __all__ = [
     "Settles",
     "async_method",
     "bind_arguments",
+    "method_doc",
     "run_interruptible",
     "same_signature",
     "sync_method",
@@ -88,12 +90,44 @@ def _first_positional(verb: Callable[..., Any], client: str) -> bool:
     return first.name == client and first.kind is not inspect.Parameter.KEYWORD_ONLY
 
 
+def method_doc(doc: str | None, client: str = "client") -> str | None:
+    """A verb's docstring as its client method shows it: the ``Args:`` entry of ``client`` (the method's
+    ``self``) left out, so the method's ``Args:`` name exactly its parameters."""
+    if not doc:
+        return doc
+    out: list[str] = []
+    args_indent: int | None = None  # indent of the "Args:" header while inside that section
+    skip_deeper: int | None = None  # indent of the client entry being dropped (with its continuation lines)
+    for line in doc.splitlines():
+        text = line.strip()
+        indent = len(line) - len(line.lstrip())
+        if skip_deeper is not None and (not text or indent > skip_deeper):
+            if not text:
+                skip_deeper = None
+                out.append(line)
+            continue
+        skip_deeper = None
+        if text == "Args:":
+            args_indent = indent
+        elif args_indent is not None and text and indent <= args_indent:
+            args_indent = None
+        if args_indent is not None and indent > args_indent and text.startswith(f"{client}:"):
+            skip_deeper = indent
+            continue
+        out.append(line)
+    return "\n".join(out)
+
+
 def _dress(
-    method: Callable[..., Any], verb: Callable[..., Any], name: str | None, sig: inspect.Signature
+    method: Callable[..., Any],
+    verb: Callable[..., Any],
+    name: str | None,
+    sig: inspect.Signature,
+    client: str,
 ) -> None:
     method.__name__ = name or verb.__name__
     method.__qualname__ = method.__name__
-    method.__doc__ = verb.__doc__
+    method.__doc__ = method_doc(verb.__doc__, client)
     method.__module__ = verb.__module__
     method.__signature__ = sig  # type: ignore[attr-defined]
     method.__wrapped__ = verb  # type: ignore[attr-defined]
@@ -109,7 +143,7 @@ def sync_method(
     def method(self: Any, /, *args: Any, **kwargs: Any) -> R:
         return verb(self, *args, **kwargs) if positional else verb(*args, **{client: self}, **kwargs)
 
-    _dress(method, verb, name, _signature(verb, client=client))
+    _dress(method, verb, name, _signature(verb, client=client), client)
     return method
 
 
@@ -129,14 +163,14 @@ def async_method(
             return await call(self, *args, **kwargs)
         return await call(*args, **{client: self}, **kwargs)
 
-    _dress(method, verb, name, _signature(verb, client=client))
+    _dress(method, verb, name, _signature(verb, client=client), client)
     return method
 
 
 def verb_form_matches(form: Callable[..., Any], verb: Callable[..., Any], *, client: str = "client") -> bool:
     """Whether a client method ``form`` carries ``verb``'s signature (client bound) and docstring."""
     expected = _signature(verb, client=client)
-    return inspect.signature(form) == expected and form.__doc__ == verb.__doc__
+    return inspect.signature(form) == expected and form.__doc__ == method_doc(verb.__doc__, client)
 
 
 def twin_matches(twin: Callable[..., Any], verb: Callable[..., Any]) -> bool:

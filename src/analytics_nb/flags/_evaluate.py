@@ -314,6 +314,22 @@ def compile_flags(
     or the SDK cannot use). `property_matching_version` (1 or 2) defaults to the payload's, else 1;
     `timezone` is the project's (IANA name, default "UTC"): server mode reads naive dates and relative
     dates in it.
+
+    Args:
+        flags: A list of flag dicts or models, or a local-evaluation payload (any shape `read_definitions`
+            reads).
+        cohorts: ``{cohort id: cohort filters}``. None: the payload's.
+        group_type_mapping: ``{group type index: name}``. None: the payload's.
+        strict: Raise on the first bad definition instead of keeping it with an error.
+        property_matching_version: 1 (legacy) or 2 (explicit ``exact`` / ``is_not``). None: the payload's,
+            else 1.
+        timezone: The project's IANA time zone. None: ``"UTC"``.
+
+    Returns:
+        `CompiledFlags`, reusable across calls.
+
+    Raises:
+        FlagDefinitionError: ``strict=True`` and a definition is bad (naming the flag and the filter).
     """
     if timezone is not None:
         team_zone(timezone)  # validate early: a ValueError naming the fix
@@ -1058,6 +1074,26 @@ def evaluate_flag(
     `device_id` buckets flags with bucketing_identifier "device_id" (else the `$device_id` property).
     `timezone` is the project's: server mode reads naive and relative dates in it. A definition that
     cannot be evaluated gives reason "error" (`FlagResult.error` says why) unless `strict`, which raises.
+
+    Args:
+        flag: One flag definition (dict or model).
+        distinct_id: The person's distinct id (the bucketing identifier).
+        person_properties: The person's properties. None: none known.
+        groups: ``{group type: group key}`` for group flags. None: no groups.
+        group_properties: ``{group type: properties}``. None: none known.
+        group_type_mapping: ``{group type index: name}``, needed by group flags.
+        cohorts: ``{cohort id: cohort filters}`` for cohort conditions.
+        flag_values: ``{flag key: value}`` of the flags this one depends on.
+        mode: ``"server"`` (the flags service) or ``"sdk"`` (the SDK's local evaluation).
+        now: The instant relative dates are read against. None: now.
+        hash_key_overrides: ``{flag key: hash key}`` for experience continuity.
+        device_id: The device id for flags bucketed by device. None: the ``$device_id`` property.
+        property_matching_version: 1 or 2. None: 1.
+        timezone: The project's IANA time zone.
+        strict: Raise on a bad definition instead of answering reason "error".
+
+    Returns:
+        The `FlagResult`: value, payload, reason, condition index.
     """
     server = check_mode(mode)
     if isinstance(flag, CompiledFlag):
@@ -1116,7 +1152,28 @@ def evaluate_flags(
 
     One bad definition answers only its own flag with reason "error"; `strict=True` raises instead.
     `property_matching_version` and `timezone` default to the compiled set's (see compile_flags);
-    `hash_key_overrides` and `device_id` are as in evaluate_flag."""
+    `hash_key_overrides` and `device_id` are as in evaluate_flag.
+
+    Args:
+        flags: The flag definitions, or `CompiledFlags` from `compile_flags`.
+        distinct_id: The person's distinct id.
+        person_properties: The person's properties. None: none known.
+        groups: ``{group type: group key}``. None: no groups.
+        group_properties: ``{group type: properties}``. None: none known.
+        group_type_mapping: ``{group type index: name}``. None: the definitions'.
+        cohorts: ``{cohort id: cohort filters}``. None: the definitions'.
+        flag_values: Values of flags already computed (outside this set).
+        mode: ``"server"`` or ``"sdk"``.
+        now: The instant relative dates are read against. None: now.
+        hash_key_overrides: ``{flag key: hash key}`` for experience continuity.
+        device_id: The device id for flags bucketed by device.
+        property_matching_version: 1 or 2. None: the compiled set's.
+        timezone: The project's IANA time zone. None: the compiled set's.
+        strict: Raise on a bad definition instead of answering reason "error".
+
+    Returns:
+        ``{flag key: FlagResult}``.
+    """
     server = check_mode(mode)
     compiled = compile_flags(
         flags,

@@ -238,6 +238,21 @@ class FrameEvaluator:
     relation or a parquet path (read as pandas over Arrow's buffers, without copying the values). `run()`
     answers in the frame's family (Polars in, Polars out; Arrow in, Arrow out; DuckDB and parquet give
     pandas), or in `output` ("pandas", "polars", "arrow"); `self.output` is that family.
+
+    Args:
+        frame: One row per person (pandas, Polars, Arrow, DuckDB, a parquet path).
+        flags: The current flag definitions (any shape `read_definitions` reads).
+        mode: ``"server"`` or ``"sdk"``.
+        cohorts: ``{cohort id: cohort filters}``. None: the definitions'.
+        group_type_mapping: ``{group type index: name}``. None: the definitions'.
+        strict: Raise on a bad definition instead of answering reason "error".
+        property_matching_version: 1 or 2. None: the definitions', else 1.
+        timezone: The project's IANA time zone. None: the definitions', else UTC.
+        nulls: ``"absent"`` (a missing cell means the person lacks the property) or ``"null"``.
+        output: The family ``run()`` answers in. None: the frame's.
+        now: The instant relative dates are read against. None: when the evaluator is built.
+        missing_columns: A property the frame has no column for: ``"not_set"`` (absent) or ``"unknown"`` (NA
+            with a warning).
     """
 
     def __init__(
@@ -634,6 +649,15 @@ class FrameEvaluator:
         flag is a `bool` column (null where unknown), a multivariate flag a `string` column (the variant
         key, "false" where none matched) and a category column a dictionary column, without the pandas
         index.
+
+        Args:
+            flags: Edited definitions to evaluate instead. None: the ones given at construction.
+            payloads: Add ``<key>:payload`` columns.
+            reasons: Add ``<key>:reason`` and ``<key>:condition_index`` columns.
+            output: The result's family. None: the evaluator's.
+
+        Returns:
+            The result, aligned to the input's index.
         """
         family = check_output(output) or self.output
         compiled = (
@@ -1352,7 +1376,28 @@ def evaluate_frame(
     """Evaluate flags for every row of `frame` (one user per row); see FrameEvaluator for what-if re-runs,
     missing cells (`nulls`), the instant relative dates are read against (`now`), the input families and
     the other options. The result is in the frame's family
-    (Polars in, Polars out; Arrow in, Arrow out) or in `output` ("pandas", "polars", "arrow")."""
+    (Polars in, Polars out; Arrow in, Arrow out) or in `output` ("pandas", "polars", "arrow").
+
+    Args:
+        frame: One row per person: ``distinct_id`` plus property columns (pandas, Polars, Arrow, DuckDB, a
+            parquet path).
+        flags: The flag definitions (any shape `read_definitions` reads).
+        mode: ``"server"`` or ``"sdk"``.
+        cohorts: ``{cohort id: cohort filters}``. None: the definitions'.
+        group_type_mapping: ``{group type index: name}``. None: the definitions'.
+        payloads: Add ``<key>:payload`` columns.
+        reasons: Add ``<key>:reason`` and ``<key>:condition_index`` columns.
+        strict: Raise on a bad definition instead of answering reason "error".
+        property_matching_version: 1 or 2. None: the definitions', else 1.
+        timezone: The project's IANA time zone. None: the definitions', else UTC.
+        nulls: ``"absent"`` (a missing cell means the person lacks the property) or ``"null"`` (it holds
+            null).
+        output: ``"pandas"``, ``"polars"`` or ``"arrow"``. None: the frame's family.
+        now: The instant relative dates are read against. None: now.
+
+    Returns:
+        ``distinct_id`` and one column per flag (NA where the answer is unknown), in the chosen family.
+    """
     evaluator = FrameEvaluator(
         frame,
         flags,

@@ -39,6 +39,14 @@ def hash_fraction(flag_key: str, identifier: object, salt: str = "") -> float:
 
     Rollouts use ``salt=""`` and variant selection ``salt="variant"``; the value equals
     ``int(sha1(...).hexdigest()[:15], 16) / 0xFFFFFFFFFFFFFFF``.
+
+    Args:
+        flag_key: The flag key.
+        identifier: The bucketing identifier (the distinct id, a group key or a device id).
+        salt: ``""`` for rollouts, ``"variant"`` for variant selection.
+
+    Returns:
+        A float in [0, 1].
     """
     return raw_hash(f"{flag_key}.{identifier}{salt}")
 

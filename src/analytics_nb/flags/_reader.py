@@ -195,6 +195,17 @@ def read_definitions(
 
     Raises `DefinitionsError` naming the shape and the fix for anything else (a flag-key list, a frame
     without ``key`` / ``filters``, text that is neither JSON nor a file path, a flag without a key).
+
+    Args:
+        source: The definitions in any shape listed in the module doc.
+        cohorts: ``{cohort id: cohort filters}`` replacing the source's. None: the source's.
+        group_type_mapping: ``{group type index: name}`` replacing the source's. None: the source's.
+
+    Returns:
+        The `Definitions`.
+
+    Raises:
+        DefinitionsError: The shape is not one of them.
     """
     defs = _read(source)
     if cohorts is None and group_type_mapping is None:

@@ -801,7 +801,24 @@ def compile_sql(
     pretty: bool = True,
 ) -> SqlQuery:
     """Compile flag definitions to one SELECT over `table` (see `to_sql`); returns the `SqlQuery` with the
-    text and what each flag's outcome integers mean (used to read the answers back)."""
+    text and what each flag's outcome integers mean (used to read the answers back).
+
+    Args:
+        definitions: The flag definitions (any shape `read_definitions` reads).
+        dialect: The SQL dialect, as in `to_sql`.
+        mode: ``"server"`` or ``"sdk"``.
+        table: The table (or view) of persons the SELECT reads.
+        schema: ``{column: type}`` of the table. None: every property is a text column.
+        payloads: Add ``<flag>:payload`` columns.
+        now: The instant relative dates are compiled against. None: now.
+        cohorts: ``{cohort id: cohort filters}``. None: the definitions'.
+        property_matching_version: 1 or 2. None: the definitions', else 1.
+        timezone: The project's IANA time zone. None: the definitions', else UTC.
+        pretty: Format the SQL for reading (False: one compact statement).
+
+    Returns:
+        The `SqlQuery`.
+    """
     if dialect not in DIALECTS:
         raise ValueError(f"dialect must be one of {', '.join(DIALECTS)}, got {dialect!r}")
     server = check_mode(mode)
@@ -983,6 +1000,22 @@ def to_sql(
     names); without it every property is read as a text column that exists. A flag the SQL cannot
     answer exactly is `NULL` with reason ``needs_local_engine`` (named in the header comment), never a
     different answer; so is a row whose text the SQL cannot lower-case exactly.
+
+    Args:
+        definitions: The flag definitions (any shape `read_definitions` reads).
+        dialect: ``"duckdb"``, ``"clickhouse"``, ``"spark"``, ``"bigquery"``, ``"snowflake"`` or
+            ``"postgres"``.
+        mode: ``"server"`` or ``"sdk"``, as in `evaluate_frame`.
+        table: The table (or view) of persons the SELECT reads.
+        schema: ``{column: type}`` of the table. None: every property is a text column.
+        payloads: Add ``<flag>:payload`` columns.
+        now: The instant relative dates are compiled against. None: now.
+        cohorts: ``{cohort id: cohort filters}``. None: the definitions'.
+        property_matching_version: 1 or 2. None: the definitions', else 1.
+        timezone: The project's IANA time zone. None: the definitions', else UTC.
+
+    Returns:
+        The SQL text.
     """
     return compile_sql(
         definitions,

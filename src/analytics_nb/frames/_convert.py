@@ -194,18 +194,29 @@ for _cols in (
 def playlists_frame(records: Any) -> pd.DataFrame:
     """One row per playlist: identity, flags, UTC timestamps, flattened ``created_by_*`` and
     ``last_modified_by_*``, then ``filters`` and ``recordings_counts`` as Python objects, then extra fields.
+
+    Args:
+        records: Playlists (models or dicts) or a page of them.
     """
     rows = as_records(records, "playlists_frame")
     return build_frame(rows, PLAYLIST_COLUMNS, users=("created_by", "last_modified_by"), tail=PLAYLIST_TAIL)
 
 
 def recordings_frame(records: Any) -> pd.DataFrame:
-    """One row per session recording (a playlist's ``recordings`` list, or the whole page)."""
+    """One row per session recording (a playlist's ``recordings`` list, or the whole page).
+
+    Args:
+        records: Recordings (models or dicts) or a recordings page.
+    """
     return build_frame(as_records(records, "recordings_frame"), RECORDING_COLUMNS)
 
 
 def transformations_frame(records: Any) -> pd.DataFrame:
-    """One row per pipeline transformation; JSON fields (config_schema, ...) stay Python objects."""
+    """One row per pipeline transformation; JSON fields (config_schema, ...) stay Python objects.
+
+    Args:
+        records: Transformations (models or dicts) or a page of them.
+    """
     return build_frame(as_records(records, "transformations_frame"), TRANSFORMATION_COLUMNS)
 
 
@@ -214,6 +225,9 @@ def transformation_sources_frame(sources: Any) -> pd.DataFrame:
 
     ``sources`` is ``{transformation_id: {filename: content}}`` (what the ``source`` action returns, per
     id) or an iterable of ``(transformation_id, {filename: content})`` pairs. A ``None`` content is NA.
+
+    Args:
+        sources: ``{transformation id: {filename: content}}`` or ``(id, files)`` pairs.
     """
     pairs: Iterable[Any]
     if isinstance(sources, Mapping):
@@ -309,6 +323,9 @@ def _flag_row(raw: Mapping[str, Any]) -> dict[str, Any]:
 def feature_flags_frame(records: Any) -> pd.DataFrame:
     """One row per flag: key, id, active, a readable rollout summary, variant keys, dependencies and the raw
     ``filters`` / ``payloads`` as Python objects (also accepts a local-evaluation response with ``flags``).
+
+    Args:
+        records: Flags (models or dicts), a page of them or a local-evaluation response.
     """
     if isinstance(records, LocalEvaluationResponse):
         records = records.flags
@@ -323,6 +340,10 @@ def decide_frame(response: Any, *, distinct_id: str | None = None) -> pd.DataFra
     reason. Response-level facts go to ``df.attrs`` (``errors_while_computing_flags``, ``request_id``,
     ``quota_limited``).
     With ``distinct_id`` the frame starts with a ``distinct_id`` column.
+
+    Args:
+        response: A decide or flags response (dict or `DecideResponse`), any version.
+        distinct_id: The person the response is for, put in a first column. None: no such column.
     """
     if isinstance(response, DecideResponse):
         resp = response
@@ -385,6 +406,9 @@ def events_frame(events: Any) -> pd.DataFrame:
     """One row per captured event: uuid, event, distinct_id, UTC timestamp, properties (dict), then extras.
 
     Accepts event dicts, ``CaptureEvent`` models or a ``{"batch": [...]}`` body; key fields are left out.
+
+    Args:
+        events: Event dicts, ``CaptureEvent`` models or a ``{"batch": [...]}`` body.
     """
     if isinstance(events, CaptureBatch):
         events = events.batch
@@ -423,6 +447,9 @@ def activity_frame(entries: Any) -> pd.DataFrame:
     """One row per activity log entry (``client.transformations.activity()`` results, a page, or entry dicts):
     id, scope, item_id, activity, UTC created_at, ``detail_name`` and a readable ``changes`` summary, flags,
     the flattened ``user_*`` columns, then ``detail`` as a Python object and any extra fields.
+
+    Args:
+        entries: Activity log entries (models or dicts), or a page of them.
     """
     rows = as_records(entries, "activity_frame")
     out: list[dict[str, Any]] = []

@@ -179,6 +179,19 @@ def to_csv(
     default: Excel, LibreOffice and Google Sheets show them as text; ``read_csv`` restores the original),
     written unchanged with a ``FormulaCellsWarning`` (``"warn"``), or unchanged (``"keep"``, for files no
     spreadsheet opens).
+
+    Args:
+        df: The frame to write.
+        path_or_buf: A path or a file object. None: return the text.
+        formulas: ``"escape"``, ``"warn"`` or ``"keep"`` for cells a spreadsheet would run as formulas.
+        **kw: ``sep``, ``encoding`` or ``lineterminator``.
+
+    Returns:
+        The CSV text when ``path_or_buf`` is None, else None.
+
+    Raises:
+        ValueError: A cell looks like a personal API key (nothing is written).
+        TypeError: An option other than ``sep``, ``encoding`` or ``lineterminator`` was passed.
     """
     if formulas not in FORMULA_POLICIES:
         raise ValueError(
@@ -394,6 +407,13 @@ def read_csv(path_or_buf: Any, **kw: Any) -> pd.DataFrame:
     ``path_or_buf`` is a path, a file object or the CSV text itself. A CSV without the ``# analytics_nb:``
     line is read by pandas and then typed by known column names (``created_at`` -> UTC datetime, ``filters``
     -> JSON, ``id`` -> Int64, ...). Other keywords (``usecols``, ``nrows``, ...) go to ``pandas.read_csv``.
+
+    Args:
+        path_or_buf: A path, a file object or the CSV text.
+        **kw: Options of ``pandas.read_csv`` (``usecols``, ``nrows``, ...).
+
+    Returns:
+        The frame, as it was written.
     """
     text = _read_text(path_or_buf, kw.pop("encoding", "utf-8"))
     if text.startswith("\ufeff"):

@@ -96,7 +96,11 @@ def hog_functions_frame(records: Any) -> pd.DataFrame:
     ``legacy_plugin`` says whether it runs a migrated legacy plugin (template ``plugin-...``),
     ``status_state`` is the health state; ``created_by_*`` is flattened; ``inputs``, ``filters``,
     ``inputs_schema``, ``masking`` and ``mappings`` stay JSON objects (secret inputs arrive masked as
-    ``{"secret": true}``)."""
+    ``{"secret": true}``).
+
+    Args:
+        records: Hog functions (models or dicts) or a page of them.
+    """
     rows = [_function_row(r) for r in as_records(records, "hog_functions_frame")]
     ordered = [r for _, r in sorted(enumerate(rows), key=_sort_key)]
     return build_frame(ordered, HOG_FUNCTION_COLUMNS, users=("created_by",), tail=HOG_FUNCTION_TAIL)
@@ -104,7 +108,11 @@ def hog_functions_frame(records: Any) -> pd.DataFrame:
 
 def hog_function_templates_frame(records: Any) -> pd.DataFrame:
     """One row per Hog function template; ``legacy_plugin`` marks the migrated legacy plugins (ids
-    ``plugin-...``); ``inputs_schema``, ``category`` and the other structures stay JSON objects."""
+    ``plugin-...``); ``inputs_schema``, ``category`` and the other structures stay JSON objects.
+
+    Args:
+        records: Templates (models or dicts) or a page of them.
+    """
     rows = []
     for record in as_records(records, "hog_function_templates_frame"):
         row = dict(record)

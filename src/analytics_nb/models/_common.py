@@ -30,7 +30,14 @@ class WireModel(BaseModel):
     model_config = ConfigDict(extra="allow", populate_by_name=True)
 
     def to_wire(self, *, exclude_unset: bool = True) -> dict[str, Any]:
-        """Return the JSON-ready wire shape (camelCase aliases, ISO datetimes, extras kept)."""
+        """Return the JSON-ready wire shape (camelCase aliases, ISO datetimes, extras kept).
+
+        Args:
+            exclude_unset: Emit only the fields that were given or parsed.
+
+        Returns:
+            The wire dict.
+        """
         return to_wire(self, exclude_unset=exclude_unset)
 
 
@@ -39,6 +46,13 @@ def to_wire(model: BaseModel, *, exclude_unset: bool = True) -> dict[str, Any]:
 
     ``exclude_unset=True`` (the default) emits only the fields that were given or parsed, so a parsed payload
     dumps back to the same keys and a model built for a request body sends only what the caller set.
+
+    Args:
+        model: A pydantic model of this package (or any ``BaseModel``).
+        exclude_unset: Emit only the fields that were given or parsed.
+
+    Returns:
+        The wire dict.
     """
     return model.model_dump(by_alias=True, mode="json", exclude_unset=exclude_unset)
 

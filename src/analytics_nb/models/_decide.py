@@ -216,15 +216,37 @@ class DecideResponse(WireModel):
 
     def is_enabled(self, key: str) -> bool:
         """True when flag ``key`` is on (any variant counts); False when off, absent or unknown (see
-        `failures` and `get_value`, which gives None for an unknown value)."""
+        `failures` and `get_value`, which gives None for an unknown value).
+
+        Args:
+            key: The flag key.
+
+        Returns:
+            True when on.
+        """
         value = self.feature_flags.get(key, False)
         return value is not False and value is not None
 
     def get_value(self, key: str, default: bool | str | None = None) -> bool | str | None:
         """The flag's value (True, False or the variant key), None when the service failed to evaluate
-        it (see `failures`), or ``default`` when the response lacks it."""
+        it (see `failures`), or ``default`` when the response lacks it.
+
+        Args:
+            key: The flag key.
+            default: What to answer when the response lacks the flag.
+
+        Returns:
+            The value, None when it failed, or ``default``.
+        """
         return self.feature_flags.get(key, default)
 
     def get_payload(self, key: str) -> Any:
-        """The flag's payload as sent (usually JSON text), or None."""
+        """The flag's payload as sent (usually JSON text), or None.
+
+        Args:
+            key: The flag key.
+
+        Returns:
+            The payload, or None.
+        """
         return self.feature_flag_payloads.get(key)

@@ -324,7 +324,21 @@ def create_app(
     fault_seed: int = 0,
     rotate_key: bool = False,
 ) -> SandboxApp:
-    """A ready sandbox ASGI app (store opened and seeded), to run under any ASGI server."""
+    """A ready sandbox ASGI app (store opened and seeded), to run under any ASGI server.
+
+    Args:
+        db: A SQLite file. None: in memory.
+        seed: ``"demo"`` or ``"empty"``.
+        profile: ``"spec"`` or ``"cloud"``.
+        rate_limits: True/False, or ``{"playlists": per_minute, ...}``. None: the profile's.
+        geoip: Add ``$geoip_*`` properties from an ``ip``.
+        admin: Serve the fault endpoint.
+        fault_seed: The seed of the fault draws.
+        rotate_key: Replace the owner key stored in ``db``.
+
+    Returns:
+        The ASGI app.
+    """
     ctx = build_context(
         db=db,
         seed=seed,

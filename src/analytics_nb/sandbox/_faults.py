@@ -81,6 +81,23 @@ class Faults:
         `delay` seconds of latency (alone: the request then proceeds normally); `reset=True` cuts the
         connection with a TCP reset. `kind` is a tag decide reads through
         :meth:`active` (e.g. "quota_limited").
+
+        Args:
+            path: A glob of request paths (the trailing slash is optional).
+            status: The status to answer (408, 429, 500, 502, 503 or 504). None: no error status.
+            rate: The fraction of matching requests that get the fault (drawn from the seeded generator).
+            retry_after: The ``Retry-After`` of a 429, in seconds. None: 1.
+            delay: Seconds of added latency. None: none.
+            reset: Cut the connection with a TCP reset.
+            methods: Only these HTTP methods. None: all.
+            kind: A tag read by the flags endpoints (``"quota_limited"``, ``"flag_failure"``,
+                ``"cold_cache"``...). None: none.
+
+        Returns:
+            The rule's id (for ``remove``).
+
+        Raises:
+            ValueError: ``rate`` is not between 0 and 1, or ``status`` is not one of those above.
         """
         if not 0.0 <= float(rate) <= 1.0:
             raise ValueError(f"rate must be between 0 and 1, got {rate!r}")
@@ -111,7 +128,14 @@ class Faults:
             return rule.id
 
     def remove(self, fault_id: int) -> bool:
-        """Remove one rule; False when no rule has that id."""
+        """Remove one rule; False when no rule has that id.
+
+        Args:
+            fault_id: The id ``add`` returned.
+
+        Returns:
+            False when no rule has that id.
+        """
         with self._lock:
             before = len(self._rules)
             self._rules = [r for r in self._rules if r.id != fault_id]
@@ -123,7 +147,11 @@ class Faults:
             self._rules = []
 
     def reseed(self, seed: int) -> None:
-        """Restart the random sequence so a run of requests hits the same faults again."""
+        """Restart the random sequence so a run of requests hits the same faults again.
+
+        Args:
+            seed: The new seed.
+        """
         with self._lock:
             self.seed = seed
             self._random = random.Random(seed)
@@ -135,7 +163,16 @@ class Faults:
 
     def pick(self, method: str, path: str, *, with_kind: bool = False) -> builtins.list[Fault]:
         """The rules that fire for this request (each drawn with its rate). Used by the app's fault layer;
-        rules with a `kind` are only drawn when `with_kind` (by the module that understands them)."""
+        rules with a `kind` are only drawn when `with_kind` (by the module that understands them).
+
+        Args:
+            method: The request's HTTP method.
+            path: The request's path.
+            with_kind: Also draw the rules tagged with a ``kind``.
+
+        Returns:
+            The rules that fire.
+        """
         with self._lock:
             fired: builtins.list[Fault] = []
             for rule in self._rules:
@@ -146,5 +183,14 @@ class Faults:
             return fired
 
     def active(self, kind: str, method: str, path: str) -> bool:
-        """Whether a rule tagged `kind` fires for this request (decide reads its quota / failure kinds)."""
+        """Whether a rule tagged `kind` fires for this request (decide reads its quota / failure kinds).
+
+        Args:
+            kind: The tag.
+            method: The request's HTTP method.
+            path: The request's path.
+
+        Returns:
+            Whether such a rule fires.
+        """
         return any(r.kind == kind for r in self.pick(method, path, with_kind=True))

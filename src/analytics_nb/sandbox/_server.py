@@ -91,7 +91,17 @@ class Sandbox:
         scoped_teams: list[int] | None = None,
         scoped_organizations: list[str] | None = None,
     ) -> str:
-        """Issue another personal key (default scopes `["*"]`) for the owner or for `user` (id or email)."""
+        """Issue another personal key (default scopes `["*"]`) for the owner or for `user` (id or email).
+
+        Args:
+            scopes: The key's scopes, e.g. ``["session_recording_playlist:read"]``. None: ``["*"]``.
+            user: The user (id or email) the key belongs to. None: the owner.
+            scoped_teams: Project ids the key is limited to. None: every project.
+            scoped_organizations: Organization ids the key is limited to. None: every organization.
+
+        Returns:
+            The new ``phx_`` key (only its hash is stored).
+        """
         user_id = self.ctx.owner_user_id
         if isinstance(user, int):
             user_id = user
@@ -110,7 +120,15 @@ class Sandbox:
 
     def create_secret_key(self, scopes: list[str] | None = None, *, project_id: int | None = None) -> str:
         """Issue a Project Secret API Key (`phs_...`) for the sandbox's project (or `project_id`); `scopes`
-        defaults to `["feature_flag:read"]`. `/flags/definitions` accepts it."""
+        defaults to `["feature_flag:read"]`. `/flags/definitions` accepts it.
+
+        Args:
+            scopes: The key's scopes. None: ``["feature_flag:read"]``.
+            project_id: The project. None: the sandbox's.
+
+        Returns:
+            The new ``phs_`` key.
+        """
         return feature_flags.create_secret_key(
             self.ctx.store,
             self.project_id if project_id is None else project_id,
@@ -118,16 +136,34 @@ class Sandbox:
         )
 
     def set_person(self, distinct_id: str, properties: dict[str, Any]) -> None:
-        """Merge stored person properties (decide uses them unless the request overrides them)."""
+        """Merge stored person properties (decide uses them unless the request overrides them).
+
+        Args:
+            distinct_id: The person.
+            properties: Properties merged into the stored ones.
+        """
         persons.set_person(self.ctx.store, self.project_id, str(distinct_id), dict(properties))
 
     def set_group(self, type_name: str, key: str, properties: dict[str, Any]) -> None:
-        """Merge stored group properties (the group type gets the next free index when new)."""
+        """Merge stored group properties (the group type gets the next free index when new).
+
+        Args:
+            type_name: The group type, e.g. ``"company"``.
+            key: The group key.
+            properties: Properties merged into the stored ones.
+        """
         persons.set_group(self.ctx.store, self.project_id, str(type_name), str(key), dict(properties))
 
     def add_organization(self, name: str = "Second organization") -> str:
         """Create another organization (no projects, no users) and return its id; the owner's keys do not
-        belong to it, so it tests isolation (`scoped_organizations`, 404s)."""
+        belong to it, so it tests isolation (`scoped_organizations`, 404s).
+
+        Args:
+            name: The organization's name.
+
+        Returns:
+            Its id (a UUID).
+        """
         return projects.add_organization(self.ctx.store, name, profile=self.profile)
 
     def add_project(
@@ -135,13 +171,26 @@ class Sandbox:
     ) -> projects.SandboxProject:
         """Create another project (with its own `phc_` token) in the sandbox's organization, or in
         `organization_id`; returns its id, token and organization. For isolation tests: a key with
-        `scoped_teams=[sb.project_id]` must not see it."""
+        `scoped_teams=[sb.project_id]` must not see it.
+
+        Args:
+            name: The project's name.
+            organization_id: The organization. None: the sandbox's.
+
+        Returns:
+            The `SandboxProject` (id, token, organization, name).
+        """
         return projects.add_project(self.ctx.store, name, organization_id or self.organization_id)
 
     def set_property_matching_version(self, version: int, *, project_id: int | None = None) -> None:
         """Set the project's `property_matching_version` (1 legacy, 2 explicit `exact`/`is_not` matching),
         as PostHog staff do with `POST /api/feature_flags_staff_team_config/set/`: the definitions bodies
-        carry it and `/decide` / `/flags` evaluate with it. `project_id` defaults to the sandbox's project."""
+        carry it and `/decide` / `/flags` evaluate with it. `project_id` defaults to the sandbox's project.
+
+        Args:
+            version: 1 or 2.
+            project_id: The project. None: the sandbox's.
+        """
         feature_flags.set_property_matching_version(
             self.ctx.store, self.project_id if project_id is None else int(project_id), version
         )
@@ -172,6 +221,27 @@ class Sandbox:
         there, as `POST .../recordings/<id>/` would. A new uuid4 is used when `session_id` is None.
         `long_term=True` marks it persisted to long-term storage: a collection answers it even when it
         started more than a year ago (PostHog loads those by id from Postgres).
+
+        Args:
+            session_id: The recording's id. None: a new uuid4.
+            distinct_id: The person who was recorded.
+            start_time: When it started (datetime or ISO text). None: an hour ago.
+            duration: Its length in seconds.
+            active_seconds: Seconds of activity. None: two thirds of ``duration``.
+            start_url: The first page.
+            counts: Overrides of the activity counts (``click_count``, ``console_error_count``...). None:
+                scaled to the duration.
+            viewed: Whether it counts as viewed.
+            activity_score: Its activity score. None: derived.
+            person_properties: Properties merged over the stored person's. None: the stored ones.
+            playlist: A live collection's short id to add it to. None: none.
+            long_term: Mark it stored long-term (answered whatever its age).
+
+        Returns:
+            The recording's session id.
+
+        Raises:
+            ValueError: A duplicate id, an unknown playlist or a bad value (nothing is written).
         """
         return playlists.insert_recording(
             self.ctx.store,
@@ -194,7 +264,12 @@ class Sandbox:
         """Turn a behaviour of a newer (or older) service build on or off: `new_url_playlists` (the cloud
         profile's dynamic "New URL" synthetic playlists, behind a feature flag in PostHog) or
         `no_plugin_api` (plugins, plugin configs and `pipeline_*` routes answer 404, as after PostHog PR
-        #97440)."""
+        #97440).
+
+        Args:
+            name: ``"new_url_playlists"`` or ``"no_plugin_api"``.
+            on: Turn it on (True) or off.
+        """
         from ._context import SWITCHES
 
         if name not in SWITCHES:
@@ -206,12 +281,20 @@ class Sandbox:
 
     def set_flags_quota_limited(self, limited: bool = True) -> None:
         """Make `/decide` and `/flags` answer as a billing-limited project (`quotaLimited: ["feature_flags"]`,
-        no flags) until called with False."""
+        no flags) until called with False.
+
+        Args:
+            limited: True to answer as quota-limited, False to stop.
+        """
         decide.set_flags_quota_limited(self.ctx, limited)
 
     def set_flag_failures(self, keys: Iterable[str] | str = ()) -> None:
         """Make these flag keys fail to compute in `/decide` and `/flags` (`errorsWhileComputingFlags: true`,
-        `failed: true` in detailed answers); the other flags are still answered. `()` clears it."""
+        `failed: true` in detailed answers); the other flags are still answered. `()` clears it.
+
+        Args:
+            keys: The flag keys to fail (one key, or several); ``()`` clears.
+        """
         decide.set_flag_failures(self.ctx, keys)
 
     # -- read-back
@@ -288,7 +371,23 @@ def launch(
     """Start a sandbox server in a background thread and return its handle (call `stop()` when done).
 
     The owner's key is stored in the database: a restart on the same `db` file has the same key;
-    `rotate_key=True` makes a new one and revokes the old one."""
+    `rotate_key=True` makes a new one and revokes the old one.
+
+    Args:
+        seed: ``"demo"`` or ``"empty"``.
+        profile: ``"spec"`` or ``"cloud"``.
+        db: A SQLite file that keeps the data between runs. None: in memory.
+        port: The port. 0: a free one.
+        host: The bind address (keep 127.0.0.1).
+        rate_limits: True/False, or ``{"playlists": per_minute, ...}``. None: the profile's.
+        geoip: Add ``$geoip_*`` properties from an ``ip``.
+        admin: Serve the fault endpoint ``/_sandbox/faults``.
+        fault_seed: The seed of the fault draws.
+        rotate_key: Replace the owner key stored in ``db``.
+
+    Returns:
+        The `Sandbox` handle.
+    """
     app = create_app(
         db=db,
         seed=seed,
@@ -358,6 +457,23 @@ def start(
 
     `mode="process"` runs it in a child process instead (a :class:`ProcessSandbox`: no GIL sharing with the
     caller; faults through the admin endpoint; no `events()`/`requests()`/`set_person`).
+
+    Args:
+        seed: ``"demo"`` (playlists, flags, persons, Hog functions) or ``"empty"``.
+        profile: ``"spec"`` (the published API) or ``"cloud"`` (adds PostHog Cloud's refusals and rate
+            limits).
+        db: A SQLite file that keeps the data between runs. None: in memory.
+        port: The port. 0: a free one.
+        host: The bind address (keep 127.0.0.1: the sandbox is for this machine).
+        rate_limits: True/False, or ``{"playlists": per_minute, ...}``. None: the profile's.
+        geoip: Add ``$geoip_*`` properties from an ``ip`` (needs the ``geo`` extra).
+        admin: Serve the fault endpoint ``/_sandbox/faults`` (owner key only).
+        fault_seed: The seed of the fault draws (a run is repeatable).
+        mode: ``"thread"`` (in this process) or ``"process"`` (a child process).
+        rotate_key: Replace the owner key stored in ``db`` (the old one stops working).
+
+    Yields:
+        The `Sandbox` (or `ProcessSandbox`) handle.
     """
     if mode == "process":
         if isinstance(rate_limits, dict):
@@ -494,7 +610,21 @@ def launch_process(
     fault_seed: int = 0,
     rotate_key: bool = False,
 ) -> ProcessSandbox:
-    """Start `analytics-nb sandbox` in a child process (admin endpoint on) and return its handle."""
+    """Start `analytics-nb sandbox` in a child process (admin endpoint on) and return its handle.
+
+    Args:
+        seed: ``"demo"`` or ``"empty"``.
+        profile: ``"spec"`` or ``"cloud"``.
+        db: A SQLite file. None: in memory.
+        port: The port. 0: a free one.
+        host: The bind address.
+        rate_limits: True/False. None: the profile's.
+        fault_seed: The seed of the fault draws.
+        rotate_key: Replace the owner key stored in ``db``.
+
+    Returns:
+        The `ProcessSandbox` handle.
+    """
     if isinstance(rate_limits, dict):
         raise ValueError(
             "process mode takes rate_limits=None, True or False (custom rates need mode='thread')"

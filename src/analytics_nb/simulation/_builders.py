@@ -40,6 +40,15 @@ def grid(
 
     Ids are deterministic for a ``seed`` (``sim-<seed>-<cell>-<n>``), so re-running a grid hashes the same
     persons into the same buckets; change the seed to draw a fresh set of persons.
+
+    Args:
+        properties: ``{property: values}``; every combination is a cell.
+        ids_per_cell: How many distinct persons per cell (more gives smoother rollout shares).
+        seed: Picks the set of ids; the same seed gives the same persons.
+        id_prefix: The ids' prefix.
+
+    Returns:
+        A frame with ``distinct_id`` and one column per property.
     """
     if not isinstance(properties, Mapping) or not properties:
         raise SimulationInputError(
@@ -84,6 +93,17 @@ def sample_persons(
 
     ``properties`` limits the property columns kept; with ``replace=True`` repeated persons get a ``-<k>``
     suffix so every property set keeps its own id.
+
+    Args:
+        persons: The persons: one row per distinct id.
+        n: The sample size.
+        seed: The sampling seed. None: a fresh random sample every call.
+        replace: Sample with replacement (allows ``n`` above the number of persons).
+        id_column: The column holding the distinct ids (renamed ``distinct_id``).
+        properties: The property columns to keep. None: all.
+
+    Returns:
+        A frame with ``distinct_id`` and the property columns.
     """
     if not isinstance(persons, pd.DataFrame):
         raise SimulationInputError(
@@ -131,6 +151,15 @@ def random_property_sets(
 
     ``schema`` maps a property to a list of values (drawn uniformly), a ``(low, high)`` tuple (ints give
     integers in [low, high], floats a uniform float in [low, high)), or a callable ``f(rng, n) -> n values``.
+
+    Args:
+        n: How many property sets.
+        schema: ``{property: values | (low, high) | f(rng, n)}``.
+        seed: The generator's seed. None: a fresh random draw every call.
+        id_prefix: The ids' prefix.
+
+    Returns:
+        A frame with ``distinct_id`` and one column per property.
     """
     if not isinstance(n, int | np.integer) or n < 0:
         raise SimulationInputError(f"random_property_sets: n must be a non-negative integer, not {n!r}.")

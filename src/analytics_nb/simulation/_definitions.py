@@ -17,7 +17,14 @@ def load_definitions(definitions: Any) -> Definitions:
     """Read definitions in any shape `analytics_nb.flags.read_definitions` reads (the local-evaluation
     response or its JSON, a flags DataFrame, a list of dicts or models, one flag, a path to a JSON file, a
     `Definitions`) as a deep copy; raises `SimulationInputError` naming what is wrong (also for a flag key
-    given twice)."""
+    given twice).
+
+    Args:
+        definitions: The definitions in any shape `flags.read_definitions` reads.
+
+    Returns:
+        A deep copy as `Definitions`.
+    """
     try:
         defs = read_definitions(definitions).copy()
     except DefinitionsError as exc:

@@ -296,7 +296,14 @@ class DaskSimulation:
         return parts
 
     def summary(self, flags: Sequence[str] | None = None) -> pd.DataFrame:
-        """As `SimulationResult.summary`: per-partition value counts, added up on the cluster."""
+        """As `SimulationResult.summary`: per-partition value counts, added up on the cluster.
+
+        Args:
+            flags: Only these flags. None: every flag.
+
+        Returns:
+            One row per (flag, value), as pandas.
+        """
         dask, _ = _dask()
         keys = list(flags) if flags is not None else self.flag_keys
         counts = [dask.delayed(_counts_part)(p, keys) for p in self._delayed_parts(self.frame)]
@@ -312,7 +319,17 @@ class DaskSimulation:
         margins: bool = False,
     ) -> pd.DataFrame:
         """As `SimulationResult.crosstab` (``by`` a column of the inputs): counts per partition, added up on
-        the cluster; only the (property value, flag value) counts come back."""
+        the cluster; only the (property value, flag value) counts come back.
+
+        Args:
+            flag: The flag key.
+            by: A column of the inputs.
+            normalize: Shares instead of counts, as ``pandas.crosstab`` takes it.
+            margins: Add row and column totals.
+
+        Returns:
+            The table, as pandas.
+        """
         dask, _ = _dask()
         if flag not in self.flag_keys:
             raise SimulationInputError(f"flag {flag!r} is not in this result.", key=flag)
@@ -332,7 +349,14 @@ class DaskSimulation:
     def whatif(self, edited: Any) -> DaskWhatIf:
         """Re-evaluate only the flags ``edited`` changes (and what they depend on), lazily; count the moves
         on the cluster. Persist ``.frame`` first (``result.frame = result.frame.persist()``) so the base
-        results are not computed again."""
+        results are not computed again.
+
+        Args:
+            edited: The edited definitions.
+
+        Returns:
+            The lazy what-if result (``.moves``, ``.edited``).
+        """
         dask, dd = _dask()
         edited_defs = live_flags(load_definitions(edited))
         edited_defs.group_type_mapping = {
@@ -384,6 +408,18 @@ def simulate_dask(
     ``definitions`` as for `simulate` (JSON, dicts, models, a LocalEvaluationResponse, a flags DataFrame).
     A repeated distinct_id is refused as in `simulate` (`SimulationInputError`), counted on the cluster
     before the result is built (one pass over the ids); ``check_ids=False`` skips it.
+
+    Args:
+        ddf: A Dask DataFrame of property sets (``distinct_id`` plus property columns).
+        flags: Flag keys to evaluate. None: every flag of the definitions.
+        definitions: The flag definitions (required: the cluster does not call PostHog).
+        mode: ``"server"`` or ``"sdk"``.
+        payloads: Add ``<key>:payload`` columns.
+        group_type_mapping: ``{group type index: name}``. None: the definitions'.
+        check_ids: Count repeated distinct ids on the cluster first (one pass over the ids).
+
+    Returns:
+        A lazy `DaskSimulation`.
     """
     if not is_dask(ddf):
         raise SimulationInputError(

@@ -347,6 +347,12 @@ def normalise_property_sets(property_sets: Any) -> PropertySets:
 
     Raises `SimulationInputError` (a ValueError) naming the column, row and fix for: no ``distinct_id``
     column, a missing or duplicated id, a nested or unsupported cell, a malformed dict column.
+
+    Args:
+        property_sets: The property sets (any family `simulate` takes).
+
+    Returns:
+        The validated `PropertySets`.
     """
     frame = _to_frame(property_sets)
     if "distinct_id" not in frame.columns:

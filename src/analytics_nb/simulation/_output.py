@@ -111,7 +111,15 @@ def concat_frames(parts: Sequence[pd.DataFrame], *, ignore_index: bool = False) 
     """Result frames one under the other (chunks of one run), keeping their index. A ``category`` column
     stays one: pandas' concat falls back to ``object`` when the parts' categories differ (remote payloads
     seen in one chunk and not another), so the parts get the union of the categories first, in order of
-    appearance."""
+    appearance.
+
+    Args:
+        parts: The result frames, in order.
+        ignore_index: Number the rows 0..n-1 instead of keeping the parts' index.
+
+    Returns:
+        One frame.
+    """
     frames = list(parts)
     if not frames:
         return pd.DataFrame()

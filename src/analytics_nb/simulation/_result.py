@@ -103,7 +103,15 @@ class SimulationResult:
 
     def to(self, output: Output, *, inputs: bool = True) -> Any:
         """``.frame`` as "pandas", "polars" or "arrow" (flag columns as described in the README);
-        ``inputs=False`` leaves the input property columns out."""
+        ``inputs=False`` leaves the input property columns out.
+
+        Args:
+            output: ``"pandas"``, ``"polars"`` or ``"arrow"``.
+            inputs: Keep the input property columns beside the flags.
+
+        Returns:
+            The result in that family.
+        """
         return from_pandas(self.frame if inputs else self.outputs, output_choice(output) or "pandas")
 
     # -- basics ----------------------------------------------------------------------------------------------
@@ -152,7 +160,14 @@ class SimulationResult:
 
     # -- summaries -------------------------------------------------------------------------------------------
     def summary(self, flags: Sequence[str] | None = None) -> pd.DataFrame:
-        """Per flag and value: count, n (rows with a known value), share, 95% Wilson CI, unknown rows."""
+        """Per flag and value: count, n (rows with a known value), share, 95% Wilson CI, unknown rows.
+
+        Args:
+            flags: Only these flags. None: every flag.
+
+        Returns:
+            One row per (flag, value).
+        """
         keys = self._keys(flags)
         return summarize(self.frame, keys, self.variants)
 
@@ -169,7 +184,17 @@ class SimulationResult:
         return list(flags)
 
     def property_values(self, name: str) -> pd.Series:
-        """A property's values per row, from a column or from the ``person_properties`` dicts."""
+        """A property's values per row, from a column or from the ``person_properties`` dicts.
+
+        Args:
+            name: The property's name.
+
+        Returns:
+            A Series aligned with ``.frame`` (NA where a row lacks it).
+
+        Raises:
+            SimulationInputError: The property sets have no such property (the message lists those they have).
+        """
         inputs = self.inputs
         if name in inputs.columns:
             return inputs[name].rename(name)
@@ -195,19 +220,46 @@ class SimulationResult:
         normalize: bool | Literal["all", "index", "columns"] = False,
         margins: bool = False,
     ) -> pd.DataFrame:
-        """Counts (or shares, ``normalize="index"``) of ``flag``'s values per value of property ``by``."""
+        """Counts (or shares, ``normalize="index"``) of ``flag``'s values per value of property ``by``.
+
+        Args:
+            flag: The flag key.
+            by: The property to break it down by.
+            normalize: Shares instead of counts, as ``pandas.crosstab`` takes it (``"index"``: per property
+                value).
+            margins: Add row and column totals.
+
+        Returns:
+            A table of property values by flag values.
+        """
         (key,) = self._keys([flag])
         return crosstab(self.frame[key], self.property_values(by), normalize=normalize, margins=margins)
 
     def plot(self, flags: Sequence[str] | None = None, *, ax: Any = None) -> Any:
-        """Stacked bars of value shares per flag (needs matplotlib: ``pip install analytics-nb[plot]``)."""
+        """Stacked bars of value shares per flag (needs matplotlib: ``pip install analytics-nb[plot]``).
+
+        Args:
+            flags: Only these flags. None: every flag.
+            ax: A matplotlib axes to draw on. None: a new figure.
+
+        Returns:
+            The matplotlib axes.
+        """
         from analytics_nb.simulation._plot import plot_shares
 
         return plot_shares(self.summary(flags), ax=ax)
 
     def to_csv(self, path: str | Path, *, inputs: bool = True) -> Path:
         """Write ``.frame`` to CSV (through ``analytics_nb.frames.to_csv``, so ``frames.read_csv`` reads it
-        back with the same dtypes); ``inputs=False`` writes the outputs only (no input property columns)."""
+        back with the same dtypes); ``inputs=False`` writes the outputs only (no input property columns).
+
+        Args:
+            path: The file to write.
+            inputs: Write the input property columns too.
+
+        Returns:
+            The path written.
+        """
         from analytics_nb.frames import to_csv
 
         path = Path(path)

@@ -582,6 +582,39 @@ def simulate(
     NA (reason ``missing_property``) where the answer depends on it, and warns once
     (`MissingPropertyWarning`) with the flags, the properties and the row counts; ``missing_columns=
     "not_set"`` reads a missing column as "not set".
+
+    Args:
+        property_sets: One row per person: ``distinct_id`` plus one column per property (``group:<type>`` for
+            group keys), in any family listed above.
+        flags: Flag keys to evaluate (one key, or a list). None: every flag of the definitions (remote: every
+            flag the service answers).
+        engine: ``"remote"`` asks PostHog (one ``/flags`` request per row), ``"local"`` runs the flag engine
+            on definitions, ``"both"`` does both and compares them.
+        client: The client for the remote engine and for fetching definitions. None: only the local engine
+            with ``definitions=``.
+        definitions: Flag definitions for the local engine, in any shape `flags.read_definitions` reads. None:
+            fetched with ``client``.
+        mode: ``"server"`` decides as the flags service does; ``"sdk"`` as the SDKs' local evaluation (NA
+            where it would fall back to the server).
+        concurrency: ``/flags`` requests in flight. None: adaptive, up to 256.
+        progress: Show a progress bar. None: for long runs unless ``TQDM_DISABLE`` is set.
+        payloads: Add ``<key>:payload`` columns.
+        reasons: Add ``<key>:reason`` and ``<key>:condition_index`` columns.
+        evaluator: A `FrameEvaluator` built on these property sets, to reuse its cached hashes. None: built
+            here.
+        group_type_mapping: ``{index: group type}`` for the local engine. None: the definitions'.
+        estimate: Print the expected duration of a remote run over 2,000 rows.
+        warn_minutes: Warn (`LongRunWarning`) when that estimate exceeds this many minutes. None: no warning.
+        output: The family of ``result.data``: ``"pandas"``, ``"polars"`` or ``"arrow"``. None: the input's.
+        missing_columns: A property the sets have no column for: ``"unknown"`` (NA with a warning) or
+            ``"not_set"`` (absent, as for a person who lacks it).
+
+    Returns:
+        A `SimulationResult`: ``frame`` (inputs and outputs), ``summary()``, ``crosstab()``, ``agreement``
+            (both), ``partial`` after Ctrl-C.
+
+    Raises:
+        SimulationInputError: The property sets or the flag keys are not usable (before any request).
     """
     if isinstance(client, AsyncApiClient):
         raise TypeError("client= is an AsyncClient: use `await asimulate(..., client=client)` in async code.")

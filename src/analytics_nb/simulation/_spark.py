@@ -81,7 +81,19 @@ def simulate_spark(
     group_type_mapping: dict[str, str] | None = None,
 ) -> Any:
     """The local engine over a PySpark DataFrame through ``mapInPandas``: a lazy Spark DataFrame of results
-    (see the module docstring for its schema)."""
+    (see the module docstring for its schema).
+
+    Args:
+        sdf: A PySpark DataFrame of property sets.
+        flags: Flag keys to evaluate. None: every flag of the definitions.
+        definitions: The flag definitions (broadcast to the executors).
+        mode: ``"server"`` or ``"sdk"``.
+        payloads: Add ``<key>:payload`` columns.
+        group_type_mapping: ``{group type index: name}``. None: the definitions'.
+
+    Returns:
+        A lazy Spark DataFrame of results.
+    """
     if type(sdf).__module__.split(".", 1)[0] != "pyspark":
         raise SimulationInputError(f"simulate_spark needs a PySpark DataFrame, got {type(sdf).__name__}.")
     defs = live_flags(load_definitions(definitions))

@@ -256,7 +256,15 @@ class SqlSimulation:
 
     def summary(self, flags: Sequence[str] | None = None, z: float = Z95) -> pd.DataFrame:
         """flag, value, count, share and its 95% Wilson interval, per flag and value, computed in SQL
-        (unknown values are left out of the shares, as in `SimulationResult.summary`)."""
+        (unknown values are left out of the shares, as in `SimulationResult.summary`).
+
+        Args:
+            flags: Only these flags. None: every flag.
+            z: The normal quantile of the intervals (95% by default).
+
+        Returns:
+            One row per (flag, value).
+        """
         parts = []
         src = f"read_parquet({_literal(str(self.path))})"
         for key in flags or self.flags:
@@ -274,7 +282,16 @@ class SqlSimulation:
     def crosstab(self, flag: str, by: str, z: float = Z95) -> pd.DataFrame:
         """Counts of `flag`'s values within each value of the input column `by`, with the share of each
         value within its `by` group and its Wilson interval; computed in SQL over the export joined by
-        distinct_id (nothing is collected but the table)."""
+        distinct_id (nothing is collected but the table).
+
+        Args:
+            flag: The flag key.
+            by: A column of the input.
+            z: The normal quantile of the intervals (95% by default).
+
+        Returns:
+            One row per (``by`` value, flag value).
+        """
         if flag not in self.flags:
             raise KeyError(f"unknown flag {flag!r}; the flags are {self.flags}")
         src = f"read_parquet({_literal(str(self.path))})"
@@ -353,6 +370,21 @@ def simulate_sql(
     Flags and rows the SQL leaves to the local engine (`SqlSimulation.local_flags`, `.local_rows`) are
     evaluated by `flags.evaluate_frame` in batches of `batch_rows`, so every answer is the local engine's
     (mode "server" or "sdk"); relative dates are read against one instant, `now` (default: the call).
+
+    Args:
+        source: A parquet path (file or folder), a DuckDB relation, a pandas frame or an Arrow table.
+        definitions: The flag definitions (any shape `flags.read_definitions` reads).
+        mode: ``"server"`` or ``"sdk"``.
+        out: The parquet file for the answers. None: a temporary file deleted by ``close()``.
+        memory_limit: DuckDB's memory limit; beyond it DuckDB spills to disk.
+        threads: DuckDB's threads. None: DuckDB's default.
+        payloads: Add ``<flag>:payload`` columns.
+        now: The instant relative dates are read against. None: the call.
+        batch_rows: Rows per batch for what the local engine evaluates.
+        progress: Show a progress bar for the local engine's batches.
+
+    Returns:
+        The `SqlSimulation`.
     """
     import duckdb
 

@@ -19,6 +19,14 @@ def wilson_interval(count: Any, n: Any, z: float = Z95) -> tuple[Any, Any]:
     """Wilson score interval for ``count`` successes out of ``n`` (scalars or arrays); NaN where n == 0.
 
     Wilson rather than the normal approximation because shares near 0% or 100% are common in rollouts.
+
+    Args:
+        count: Successes (a scalar or an array).
+        n: Trials (a scalar or an array).
+        z: The normal quantile; the default gives a 95% interval.
+
+    Returns:
+        ``(low, high)`` shares.
     """
     k = np.asarray(count, dtype=float)
     m = np.asarray(n, dtype=float)

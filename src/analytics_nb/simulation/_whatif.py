@@ -92,7 +92,17 @@ def _check_pct(pct: Any, what: str, key: str) -> float | int:
 
 
 def with_rollout(definitions: Any, key: str, pct: float | None, condition: int = 0) -> Any:
-    """Definitions with condition set ``condition`` of flag ``key`` at ``pct`` percent (None = all)."""
+    """Definitions with condition set ``condition`` of flag ``key`` at ``pct`` percent (None = all).
+
+    Args:
+        definitions: The definitions to edit (not modified: a copy is returned).
+        key: The flag key.
+        pct: The new rollout percentage, 0 to 100; None means everyone who matches.
+        condition: The 0-based index of the condition set to change.
+
+    Returns:
+        A copy of the definitions with the new rollout.
+    """
     defs = load_definitions(definitions)
     flag = _flag(defs, key)
     _check_index(flag, condition)
@@ -105,6 +115,14 @@ def with_variant_weights(definitions: Any, key: str, weights: Mapping[str, float
     """Definitions with flag ``key``'s variant percentages set from ``weights`` (must sum to 100).
 
     Variants not named get 0; a new name adds a variant.
+
+    Args:
+        definitions: The definitions to edit (not modified: a copy is returned).
+        key: The multivariate flag's key.
+        weights: ``{variant key: percentage}``, summing to 100.
+
+    Returns:
+        A copy of the definitions with the new weights.
     """
     defs = load_definitions(definitions)
     flag = _flag(defs, key)
@@ -183,6 +201,18 @@ def with_condition(
 
     ``properties`` is a shorthand dict ``{"country": "US"}`` (exact matches on person properties, a list value
     means "any of") or a list of property filter dicts.
+
+    Args:
+        definitions: The definitions to edit (not modified: a copy is returned).
+        key: The flag key.
+        properties: The condition's filters: a shorthand dict or a list of property filter dicts. None:
+            everyone.
+        rollout_percentage: The condition's rollout, 0 to 100. None: 100.
+        variant: A variant override for the condition. None: the flag's weights.
+        index: Where to insert the condition set. None: appended.
+
+    Returns:
+        A copy of the definitions with the condition set added.
     """
     defs = load_definitions(definitions)
     flag = _flag(defs, key)
@@ -201,7 +231,16 @@ def with_condition(
 
 
 def without_condition(definitions: Any, key: str, condition: int) -> Any:
-    """Definitions with condition set ``condition`` (0-based) removed from flag ``key``."""
+    """Definitions with condition set ``condition`` (0-based) removed from flag ``key``.
+
+    Args:
+        definitions: The definitions to edit (not modified: a copy is returned).
+        key: The flag key.
+        condition: The 0-based index of the condition set to remove.
+
+    Returns:
+        A copy of the definitions without that condition set.
+    """
     defs = load_definitions(definitions)
     flag = _flag(defs, key)
     _check_index(flag, condition)
@@ -342,6 +381,16 @@ class WhatIf:
     family of the result's ``base_data`` / ``edited_data`` (default: the property sets' family).
     ``missing_columns`` is as in `simulate`: a property the sets have no column for is unknown (answers that
     depend on it are NA, with one `MissingPropertyWarning`) unless ``"not_set"``.
+
+    Args:
+        property_sets: One row per person (any family `simulate` takes), or a `FrameEvaluator` already built
+            on them.
+        definitions: The current flag definitions, in any shape `flags.read_definitions` reads.
+        flags: The flags to compare. None: every flag.
+        mode: ``"server"`` (the flags service) or ``"sdk"`` (the SDKs' local evaluation).
+        group_type_mapping: ``{index: group type}`` added to the definitions'.
+        output: The family of ``base_data`` / ``edited_data``. None: the property sets' family.
+        missing_columns: ``"unknown"`` (NA with a warning) or ``"not_set"`` for properties the sets lack.
     """
 
     def __init__(
@@ -399,6 +448,13 @@ class WhatIf:
 
         Only the flags whose definition changed, and the flags that depend on them, are re-evaluated (with
         their dependencies); the other columns are the current results.
+
+        Args:
+            edited: The edited definitions (e.g. from `with_rollout`, `with_variant_weights`), any shape
+                `flags.read_definitions` reads.
+
+        Returns:
+            A `WhatIfResult`: ``moves`` (flag, from, to, count) and ``changes`` (one line per moved row).
         """
         start = time.perf_counter()
         edited_defs = live_flags(load_definitions(edited))
@@ -471,6 +527,19 @@ def whatif(
     """Who moves from which value to which when ``base_definitions`` become ``edited_definitions``.
 
     For repeated edits over the same rows build a `WhatIf` once and call ``.run(edited)``.
+
+    Args:
+        property_sets_or_evaluator: Property sets, or a `FrameEvaluator` built on them.
+        base_definitions: The current definitions.
+        edited_definitions: The edited definitions.
+        flags: The flags to compare. None: every flag.
+        mode: ``"server"`` or ``"sdk"``.
+        group_type_mapping: ``{index: group type}`` added to the definitions'.
+        output: The family of the result's data. None: the input's.
+        missing_columns: ``"unknown"`` or ``"not_set"`` for properties the sets lack.
+
+    Returns:
+        A `WhatIfResult`.
     """
     session = WhatIf(
         property_sets_or_evaluator,

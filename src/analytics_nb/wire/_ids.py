@@ -12,7 +12,15 @@ _VARIANT = 0x8000000000000000
 
 
 def uuid7(ms: int | None = None, rand: bytes | None = None) -> str:
-    """A UUIDv7 string; ``ms`` (Unix milliseconds) and ``rand`` (10 bytes) default to now and random."""
+    """A UUIDv7 string; ``ms`` (Unix milliseconds) and ``rand`` (10 bytes) default to now and random.
+
+    Args:
+        ms: Unix time in milliseconds. None: now.
+        rand: 10 bytes of randomness. None: from ``os.urandom``.
+
+    Returns:
+        The UUIDv7 text.
+    """
     if ms is None:
         ms = time.time_ns() // 1_000_000
     if rand is None:

@@ -95,24 +95,57 @@ class FeatureFlags(Resource):
     async def iter(
         self, *, page_size: int = MAX_PAGE_SIZE, max_items: int | None = None, **params: Any
     ) -> AsyncIterator[FeatureFlag]:
-        """Iterate over the project's flag definitions as models; ``params`` go to the query string."""
+        """Iterate over the project's flag definitions as models; ``params`` go to the query string.
+
+        Args:
+            page_size: Flags per page.
+            max_items: Stop after this many. None: every page.
+            **params: Query parameters (``search``, ``active``...), sent as given.
+
+        Yields:
+            `FeatureFlag` models.
+        """
         async for flag in iterate_models(self._pages(page_size, max_items, **params), FeatureFlag):
             yield flag
 
     async def list(
         self, *, page_size: int = MAX_PAGE_SIZE, max_items: int | None = None, **params: Any
     ) -> builtins.list[FeatureFlag]:
-        """All flag definitions of the project (see ``iter``)."""
+        """All flag definitions of the project (see ``iter``).
+
+        Args:
+            page_size: Flags per page.
+            max_items: Stop after this many. None: every page.
+            **params: Query parameters, sent as given.
+
+        Returns:
+            The `FeatureFlag` models.
+        """
         return await collect_models(self._pages(page_size, max_items, **params), FeatureFlag)
 
     async def frame(self, *, max_items: int | None = None, **params: Any) -> pd.DataFrame:
-        """A DataFrame of the flag definitions (``analytics_nb.frames.feature_flags_frame``)."""
+        """A DataFrame of the flag definitions (``analytics_nb.frames.feature_flags_frame``).
+
+        Args:
+            max_items: Stop after this many. None: every page.
+            **params: Query parameters, sent as given.
+
+        Returns:
+            One row per flag.
+        """
         from analytics_nb.frames import feature_flags_frame
 
         return await collect_frame(self._pages(max_items=max_items, **params), feature_flags_frame)
 
     async def get(self, id: int) -> FeatureFlag:
-        """One flag definition by numeric id."""
+        """One flag definition by numeric id.
+
+        Args:
+            id: The flag's numeric id.
+
+        Returns:
+            The `FeatureFlag`.
+        """
         return parse_model(FeatureFlag, await self._core.get_json(self._path(f"{check_id('id', id)}/")))
 
     async def create(
@@ -124,7 +157,18 @@ class FeatureFlags(Resource):
         active: bool | None = None,
         **extra: Any,
     ) -> FeatureFlag:
-        """Create a flag definition (``filters`` in the wire shape: groups, multivariate, payloads)."""
+        """Create a flag definition (``filters`` in the wire shape: groups, multivariate, payloads).
+
+        Args:
+            key: The flag key code checks.
+            name: A description. None: none.
+            filters: The release conditions in the wire shape. None: the service's default.
+            active: Turn it on. None: the service's default.
+            **extra: Other wire fields, sent as given.
+
+        Returns:
+            The created `FeatureFlag`.
+        """
         body: dict[str, Any] = {"key": require_text("key", key)}
         for field, value in (("name", name), ("filters", filters), ("active", active)):
             if value is not None:
@@ -133,7 +177,15 @@ class FeatureFlags(Resource):
         return parse_model(FeatureFlag, await self._core.send_json("POST", self._path(), body))
 
     async def update(self, id: int, **fields: Any) -> FeatureFlag:
-        """PATCH the fields given (e.g. ``active=False`` or new ``filters``)."""
+        """PATCH the fields given (e.g. ``active=False`` or new ``filters``).
+
+        Args:
+            id: The flag's numeric id.
+            **fields: The fields to change.
+
+        Returns:
+            The updated `FeatureFlag`.
+        """
         if not fields:
             raise ValueError("update() needs at least one field to change, e.g. active=False.")
         path = self._path(f"{check_id('id', id)}/")
@@ -147,6 +199,12 @@ class FeatureFlags(Resource):
         Auth: ``secret_api_key`` (``phs_``) when the client has one, else the personal key. A 404 (an
         older self-hosted PostHog without ``/flags/definitions``) falls back to
         ``/api/feature_flag/local_evaluation`` with a `LegacyEndpointWarning`.
+
+        Args:
+            refresh: Ask without the ETag (a full answer even when nothing changed).
+
+        Returns:
+            The `LocalEvaluationResponse`.
         """
         from analytics_nb.errors import NotFoundError
 
@@ -204,6 +262,14 @@ class FeatureFlags(Resource):
     ) -> LocalEvaluationResponse:
         """The definitions for local evaluation: `definitions` (today's ``/flags/definitions``, ETag-cached;
         the Django ``/api/feature_flag/local_evaluation`` only where that does not exist). Cohorts always
-        come with them, as the service always sends them (``send_cohorts`` is kept for compatibility)."""
+        come with them, as the service always sends them (``send_cohorts`` is kept for compatibility).
+
+        Args:
+            send_cohorts: Kept for compatibility; cohorts always come.
+            refresh: Ask without the ETag.
+
+        Returns:
+            The `LocalEvaluationResponse`.
+        """
         del send_cohorts
         return await self.definitions(refresh=refresh)

@@ -123,6 +123,18 @@ class HogFunctions(Resource):
         (True) or disabled (False) ones. ``search``: text in the name or description. ``full=True`` asks for
         every field (``inputs``, ``inputs_schema``, ``masking``, ``mappings``); the list otherwise sends the
         short shape. The service orders by ``execution_order`` (transformations), then newest first.
+
+        Args:
+            type: A function type or a list of them. None: every type.
+            enabled: Only enabled (True) or disabled (False) ones. None: both.
+            search: Text in the name or description. None: no search.
+            full: Ask for every field instead of the list's short shape.
+            page_size: Functions per page (the service's maximum is 500).
+            offset: Rows to skip first.
+            max_items: Stop after this many. None: every page.
+
+        Yields:
+            `HogFunction` models.
         """
         pages = self._pages(
             type, enabled, search, full, page_size=page_size, offset=offset, max_items=max_items
@@ -141,7 +153,20 @@ class HogFunctions(Resource):
         offset: int = 0,
         max_items: int | None = None,
     ) -> builtins.list[HogFunction]:
-        """All live functions matching the filters (see ``iter``), every page, as models."""
+        """All live functions matching the filters (see ``iter``), every page, as models.
+
+        Args:
+            type: A function type or a list of them. None: every type.
+            enabled: Only enabled (True) or disabled (False) ones. None: both.
+            search: Text in the name or description. None: no search.
+            full: Ask for every field.
+            page_size: Functions per page.
+            offset: Rows to skip first.
+            max_items: Stop after this many. None: every page.
+
+        Returns:
+            The `HogFunction` models.
+        """
         pages = self._pages(
             type, enabled, search, full, page_size=page_size, offset=offset, max_items=max_items
         )
@@ -157,19 +182,44 @@ class HogFunctions(Resource):
         max_items: int | None = None,
     ) -> pd.DataFrame:
         """A DataFrame of the functions (``analytics_nb.frames.hog_functions_frame``): one row each,
-        transformations first in ``execution_order``; ``full=True`` (the default here) brings ``inputs``."""
+        transformations first in ``execution_order``; ``full=True`` (the default here) brings ``inputs``.
+
+        Args:
+            type: A function type or a list of them. None: every type.
+            enabled: Only enabled (True) or disabled (False) ones. None: both.
+            search: Text in the name or description. None: no search.
+            full: Ask for every field (``inputs`` and the rest).
+            max_items: Stop after this many. None: every page.
+
+        Returns:
+            One row per function.
+        """
         from analytics_nb.frames import hog_functions_frame
 
         pages = self._pages(type, enabled, search, full, max_items=max_items)
         return await collect_frame(pages, hog_functions_frame)
 
     async def transformations(self, *, enabled: bool | None = None) -> builtins.list[HogFunction]:
-        """The project's Hog transformations in the order they run (``execution_order``, lowest first)."""
+        """The project's Hog transformations in the order they run (``execution_order``, lowest first).
+
+        Args:
+            enabled: Only enabled (True) or disabled (False) ones. None: both.
+
+        Returns:
+            The transformations, in execution order.
+        """
         found = await self.list(type="transformation", enabled=enabled, full=True)
         return sorted(found, key=_order_key)
 
     async def get(self, id: str) -> HogFunction:
-        """One function by id, every field (a soft-deleted one raises NotFoundError)."""
+        """One function by id, every field (a soft-deleted one raises NotFoundError).
+
+        Args:
+            id: The function's id (a UUID).
+
+        Returns:
+            The `HogFunction`.
+        """
         explain = {
             404: f"No live Hog function {id!r} in this project: the id is wrong, or it was soft-deleted "
             "(client.hog_functions.restore(id) brings it back)."
@@ -198,6 +248,27 @@ class HogFunctions(Resource):
         shape (``{"percentage": {"value": 50}}``). The service fills name, description, Hog and input schema
         from the template when not given; a new transformation goes last unless ``execution_order`` is set.
         New functions are disabled unless ``enabled=True``.
+
+        Args:
+            type: The function type; ``"transformation"`` by default.
+            template_id: The template to create from. None: from ``hog``.
+            hog: Hog source. None: the template's.
+            inputs: Input values (plain or wire shape). None: none.
+            name: The name. None: the template's.
+            description: A description. None: the template's.
+            enabled: Turn it on at once. None: created disabled.
+            inputs_schema: The input schema. None: the template's.
+            filters: Which events it runs on. None: all.
+            masking: Masking settings (destinations). None: none.
+            mappings: Mappings (destinations only). None: none.
+            execution_order: Its place among the transformations. None: last.
+            icon_url: An icon. None: the template's.
+
+        Returns:
+            The created `HogFunction`.
+
+        Raises:
+            ValidationError: The service refused a field (``hog``, ``template_id``, ``inputs__<key>``...).
         """
         check_choice("type", type, HOG_FUNCTION_TYPES)
         if template_id is None and hog is None:
@@ -241,7 +312,24 @@ class HogFunctions(Resource):
     ) -> HogFunction:
         """PATCH the fields given, and only those (``None`` clears the nullable ones). ``inputs`` as in
         ``create``; a secret input sent back as ``{"secret": True}`` keeps its stored value. The type and
-        template of a function cannot change."""
+        template of a function cannot change.
+
+        Args:
+            id: The function's id.
+            name: The new name. Not given: unchanged.
+            description: The new description. Not given: unchanged.
+            enabled: On or off. Not given: unchanged.
+            hog: New Hog source. Not given: unchanged.
+            inputs: New input values. Not given: unchanged.
+            inputs_schema: A new input schema. Not given: unchanged.
+            filters: New filters. Not given: unchanged.
+            masking: New masking (None clears it). Not given: unchanged.
+            mappings: New mappings (None clears them). Not given: unchanged.
+            execution_order: A new place in the order (None clears it). Not given: unchanged.
+
+        Returns:
+            The updated `HogFunction`.
+        """
         given: dict[str, Any] = {
             key: value
             for key, value in (
@@ -268,30 +356,65 @@ class HogFunctions(Resource):
 
     async def delete(self, id: str) -> HogFunction:
         """Soft-delete a function (PATCH ``deleted=true``, as the app does): it stops running and leaves
-        list/get until ``restore``. Returns the function as it was answered."""
+        list/get until ``restore``. Returns the function as it was answered.
+
+        Args:
+            id: The function's id.
+
+        Returns:
+            The function as answered.
+        """
         return HogFunction.model_validate(
             await self._core.send_json("PATCH", self._item(id), {"deleted": True})
         )
 
     async def restore(self, id: str) -> HogFunction:
-        """Undo ``delete`` (PATCH ``deleted=false``); a restored transformation is placed last."""
+        """Undo ``delete`` (PATCH ``deleted=false``); a restored transformation is placed last.
+
+        Args:
+            id: The function's id.
+
+        Returns:
+            The restored `HogFunction`.
+        """
         return HogFunction.model_validate(
             await self._core.send_json("PATCH", self._item(id), {"deleted": False})
         )
 
     async def enable(self, id: str) -> HogFunction:
         """Turn a function on (``enabled=true``); a re-enabled transformation is placed last by the service
-        (20 enabled transformations at most per project)."""
+        (20 enabled transformations at most per project).
+
+        Args:
+            id: The function's id.
+
+        Returns:
+            The `HogFunction`.
+        """
         return await self.update(id, enabled=True)
 
     async def disable(self, id: str) -> HogFunction:
-        """Turn a function off (``enabled=false``); it keeps its configuration and order."""
+        """Turn a function off (``enabled=false``); it keeps its configuration and order.
+
+        Args:
+            id: The function's id.
+
+        Returns:
+            The `HogFunction`.
+        """
         return await self.update(id, enabled=False)
 
     async def reorder(self, ids: Sequence[str]) -> builtins.list[HogFunction]:
         """Run the transformations ``ids`` in this order: sets ``execution_order`` 1, 2, 3, ... in one request
         (``PATCH hog_functions/rearrange/``, what the app's drag-and-drop sends); returns every live
-        transformation in the new order. ``ids`` must be transformations of this project, each once."""
+        transformation in the new order. ``ids`` must be transformations of this project, each once.
+
+        Args:
+            ids: Every transformation to order, first to run first.
+
+        Returns:
+            The live transformations in the new order.
+        """
         if isinstance(ids, str):
             raise ValueError("reorder() takes a list of function ids in the order they should run.")
         clean = [require_text("id", i) for i in ids]
@@ -333,7 +456,16 @@ class HogFunctionTemplates(Resource):
         max_items: int | None = None,
     ) -> AsyncIterator[HogFunctionTemplate]:
         """Iterate over the templates of ``type`` (one type or a list; the service's default is
-        ``destination``), every page; the service leaves deprecated templates out (``get`` finds them)."""
+        ``destination``), every page; the service leaves deprecated templates out (``get`` finds them).
+
+        Args:
+            type: One template type or a list of them.
+            template_id: Only this template. None: all.
+            max_items: Stop after this many. None: every page.
+
+        Yields:
+            `HogFunctionTemplate` models.
+        """
         async for template in iterate_models(self._pages(type, template_id, max_items), HogFunctionTemplate):
             yield template
 
@@ -344,18 +476,42 @@ class HogFunctionTemplates(Resource):
         template_id: str | None = None,
         max_items: int | None = None,
     ) -> builtins.list[HogFunctionTemplate]:
-        """Templates of ``type`` (see ``iter``) as models."""
+        """Templates of ``type`` (see ``iter``) as models.
+
+        Args:
+            type: One template type or a list of them.
+            template_id: Only this template. None: all.
+            max_items: Stop after this many. None: every page.
+
+        Returns:
+            The `HogFunctionTemplate` models.
+        """
         return await collect_models(self._pages(type, template_id, max_items), HogFunctionTemplate)
 
     async def frame(
         self, *, type: str | Sequence[str] = "destination", max_items: int | None = None
     ) -> pd.DataFrame:
-        """A DataFrame of the templates (``analytics_nb.frames.hog_function_templates_frame``)."""
+        """A DataFrame of the templates (``analytics_nb.frames.hog_function_templates_frame``).
+
+        Args:
+            type: One template type or a list of them.
+            max_items: Stop after this many. None: every page.
+
+        Returns:
+            One row per template.
+        """
         from analytics_nb.frames import hog_function_templates_frame
 
         return await collect_frame(self._pages(type, None, max_items), hog_function_templates_frame)
 
     async def get(self, template_id: str) -> HogFunctionTemplate:
-        """One template by id (``"template-geoip"``, or ``"plugin-..."`` for a migrated legacy plugin)."""
+        """One template by id (``"template-geoip"``, or ``"plugin-..."`` for a migrated legacy plugin).
+
+        Args:
+            template_id: The template's id.
+
+        Returns:
+            The `HogFunctionTemplate`.
+        """
         path = self._path(f"{require_text('template_id', template_id)}/")
         return HogFunctionTemplate.model_validate(await self._core.get_json(path))

@@ -272,12 +272,25 @@ class Playlists(Resource):
         ``date_from``/``date_to`` (last modified; datetime or text like "-7d"), ``search`` (name),
         ``session_recording_id``, ``order`` (``[-]last_modified_at|created_at|name``). Paging:
         ``page_size`` (<=500), ``offset``, ``max_items``.
+
+        Args:
+            **filters: The filters and paging keywords above (`PlaylistFilters`); none: every live playlist.
+
+        Yields:
+            `Playlist` models, in the service's order.
         """
         async for playlist in iterate_models(await self._pages(**filters), Playlist):
             yield playlist
 
     async def list(self, **filters: Unpack[PlaylistFilters]) -> builtins.list[Playlist]:
-        """All playlists matching the filters (see ``iter``) as models."""
+        """All playlists matching the filters (see ``iter``) as models.
+
+        Args:
+            **filters: The filters and paging keywords of ``iter``.
+
+        Returns:
+            The playlists as `Playlist` models.
+        """
         return await collect_models(await self._pages(**filters), Playlist)
 
     async def frame(self, **filters: Unpack[PlaylistFilters]) -> pd.DataFrame:
@@ -292,6 +305,12 @@ class Playlists(Resource):
         playlist): a collection's item count (0 when the service says none), a saved filter's cached match
         count, NA when the service has not counted it (a saved filter its background job has not run on).
         It counts items, not loadable recordings: see ``recordings``.
+
+        Args:
+            **filters: The filters and paging keywords of ``iter``.
+
+        Returns:
+            One row per playlist.
         """
         from analytics_nb.frames import PLAYLIST_ROWS
 
@@ -299,7 +318,17 @@ class Playlists(Resource):
         return with_recordings_count(await collect_frame(pages, PLAYLIST_ROWS.frame))
 
     async def get(self, short_id: str) -> Playlist:
-        """One playlist by ``short_id`` (soft-deleted ones raise NotFoundError)."""
+        """One playlist by ``short_id`` (soft-deleted ones raise NotFoundError).
+
+        Args:
+            short_id: The playlist's short id (the one in its URL).
+
+        Returns:
+            The `Playlist`.
+
+        Raises:
+            NotFoundError: No live playlist has this short id.
+        """
         return parse_model(Playlist, await self._core.get_json(self._item_path(short_id)))
 
     async def create(
@@ -318,6 +347,22 @@ class Playlists(Resource):
 
         A "filters" playlist (saved filters) needs a non-empty ``filters``; a collection must not have
         one. ``extra`` fields are sent as given.
+
+        Args:
+            type: ``"collection"`` (recordings added by hand) or ``"filters"`` (a saved search).
+            name: The playlist's name. None: the service derives one.
+            derived_name: The name the app shows when ``name`` is empty.
+            description: A description. None: none.
+            pinned: Pin it in the app's list. None: not pinned.
+            filters: The saved filters (required for ``"filters"``, refused for a collection).
+            deleted: Create it soft-deleted (rarely wanted). None: live.
+            **extra: Other wire fields, sent as given.
+
+        Returns:
+            The created `Playlist`.
+
+        Raises:
+            ValidationError: The service refused a field (the message names it).
         """
         body: dict[str, Any] = {"type": check_choice("type", type, TYPES)}
         for key, value in (
@@ -361,6 +406,29 @@ class Playlists(Resource):
         An update that sets ``filters`` reads the playlist back right after writing; if its filters are no
         longer the ones written (another session wrote them meanwhile), it raises ``ConflictError`` with
         the playlist as stored now in ``.current``.
+
+        Args:
+            short_id: The playlist's short id.
+            name: The new name (None clears it). Not given: unchanged.
+            derived_name: The new derived name. Not given: unchanged.
+            description: The new description. Not given: unchanged.
+            pinned: Pin or unpin. Not given: unchanged.
+            filters: The saved filters to store. Not given: unchanged (a saved-filter playlist then needs
+                ``keep_filters``).
+            deleted: Soft-delete (True) or restore (False); see ``archive`` / ``restore``. Not given:
+                unchanged.
+            keep_filters: Read the stored filters and resend them, which the service requires for a
+                saved-filter playlist.
+            **extra: Other wire fields, sent as given.
+
+        Returns:
+            The updated `Playlist`.
+
+        Raises:
+            ValidationError: A saved-filter playlist updated without ``filters`` or ``keep_filters`` (nothing
+                changed).
+            ConflictError: Another session changed the filters meanwhile (``.current`` holds the stored
+                playlist).
         """
         if "type" in extra:
             raise ValueError(
@@ -456,23 +524,54 @@ class Playlists(Resource):
         )
 
     async def archive(self, short_id: str) -> Playlist:
-        """Soft-delete a playlist (PATCH ``deleted=true``); it disappears from list/get until restored."""
+        """Soft-delete a playlist (PATCH ``deleted=true``); it disappears from list/get until restored.
+
+        Args:
+            short_id: The playlist's short id.
+
+        Returns:
+            The archived `Playlist`.
+        """
         return await self.update(short_id, deleted=True, keep_filters=True)
 
     async def restore(self, short_id: str, *, filters: dict[str, Any] | None = None) -> Playlist:
         """Undo ``archive`` (PATCH ``deleted=false``); pass ``filters`` for a saved-filter playlist archived
-        by another session (the service needs them and hides the playlist until it is restored)."""
+        by another session (the service needs them and hides the playlist until it is restored).
+
+        Args:
+            short_id: The playlist's short id.
+            filters: The filters of a saved-filter playlist archived elsewhere. None: read them (possible when
+                this client archived it).
+
+        Returns:
+            The restored `Playlist`.
+        """
         if filters is not None:
             return await self.update(short_id, deleted=False, filters=filters)
         return await self.update(short_id, deleted=False, keep_filters=True)
 
     async def delete(self, short_id: str) -> None:
         """Playlists cannot be hard-deleted: this asks the service and raises MethodNotAllowedError (405)
-        explaining the soft delete (use ``archive``)."""
+        explaining the soft delete (use ``archive``).
+
+        Args:
+            short_id: The playlist's short id.
+
+        Raises:
+            MethodNotAllowedError: Always (the service answers 405).
+        """
         await self._core.request("DELETE", self._item_path(short_id), explain={405: SOFT_DELETE})
 
     async def recordings_page(self, short_id: str, **params: Any) -> RecordingsPage:
-        """One ``GET .../recordings/`` answer ``{results, has_next, version}``; ``params`` go to the query."""
+        """One ``GET .../recordings/`` answer ``{results, has_next, version}``; ``params`` go to the query.
+
+        Args:
+            short_id: The playlist's short id.
+            **params: Query parameters, sent as given.
+
+        Returns:
+            The `RecordingsPage`.
+        """
         body = await self._core.get_json(self._item_path(short_id, "recordings/"), params=params or None)
         return parse_model(RecordingsPage, body)
 
@@ -518,6 +617,21 @@ class Playlists(Resource):
         fewer recordings than the playlist's items come back, a ``IncompleteRecordingsWarning`` names how
         many are missing and why (``incomplete="raise"``: ``IncompleteRecordingsError``; ``"ignore"``).
         Saved-filter playlists are paged (``params`` go to the query); synthetic ones are walked by slice.
+
+        Args:
+            short_id: The playlist's short id.
+            session_ids: Recording ids known to be in the collection (a list, or a frame with ``session_id``),
+                fetched by id so none is cut off. None: the ids this client added.
+            incomplete: What to do when some recordings could not be fetched: ``"warn"``, ``"raise"`` or
+                ``"ignore"``.
+            **params: Query parameters for saved-filter playlists.
+
+        Returns:
+            The `Recording` models.
+
+        Raises:
+            IncompleteRecordingsError: ``incomplete="raise"`` and some are missing (``.recordings`` holds the
+                rest).
         """
         records = await self._recording_records(short_id, session_ids, incomplete, params)
         return [parse_model(Recording, r) for r in records]
@@ -531,7 +645,17 @@ class Playlists(Resource):
         **params: Any,
     ) -> pd.DataFrame:
         """The playlist's recordings as a DataFrame (``analytics_nb.frames.recordings_frame``), fetched and
-        checked as ``recordings`` does (a warning or error when some are missing)."""
+        checked as ``recordings`` does (a warning or error when some are missing).
+
+        Args:
+            short_id: The playlist's short id.
+            session_ids: Recording ids known to be in the collection, as for ``recordings``.
+            incomplete: ``"warn"``, ``"raise"`` or ``"ignore"`` when some could not be fetched.
+            **params: Query parameters for saved-filter playlists.
+
+        Returns:
+            One row per recording.
+        """
         from analytics_nb.frames import recordings_frame
 
         return recordings_frame(await self._recording_records(short_id, session_ids, incomplete, params))
@@ -540,6 +664,16 @@ class Playlists(Resource):
         """Add a recording to a collection playlist (idempotent); answers ``{"success": True}``.
 
         PostHog refuses personal API keys here (403, explained in the error): see ``add_recordings``.
+
+        Args:
+            short_id: The collection's short id.
+            session_recording_id: The recording's session id.
+
+        Returns:
+            The service's answer, ``{"success": True}``.
+
+        Raises:
+            PermissionDeniedError: A personal API key (PostHog refuses them here).
         """
         session_recording_id = require_text("session_recording_id", session_recording_id)
         path = self._item_path(short_id, f"recordings/{session_recording_id}/")
@@ -551,7 +685,15 @@ class Playlists(Resource):
 
     async def remove_recording(self, short_id: str, session_recording_id: str) -> dict[str, Any]:
         """Remove a recording from a playlist; answers ``{"success": True}`` (personal keys: see
-        ``add_recordings``)."""
+        ``add_recordings``).
+
+        Args:
+            short_id: The playlist's short id.
+            session_recording_id: The recording's session id.
+
+        Returns:
+            The service's answer, ``{"success": True}``.
+        """
         session_recording_id = require_text("session_recording_id", session_recording_id)
         path = self._item_path(short_id, f"recordings/{session_recording_id}/")
         body = await self._core.send_json("DELETE", path, None, explain={403: NO_PERSONAL_KEYS})
@@ -575,6 +717,15 @@ class Playlists(Resource):
         names another). PostHog refuses personal API keys for this action on every current build (the
         error explains it; nothing is changed); the sandbox's spec profile allows it. A failure after the
         first call keeps the report (those ids "failed"/"not sent") and warns.
+
+        Args:
+            short_id: The collection's short id.
+            session_ids: The recording ids: a list or Series, or a DataFrame with a ``session_id`` column.
+            column: The frame's column holding the ids. None: ``session_id``.
+            calls_per_minute: Pace of the bulk calls (the service throttles the playlist API at 240 a minute).
+
+        Returns:
+            One report row per id.
         """
         return await self._bulk(short_id, session_ids, column, calls_per_minute, "add")
 
@@ -588,7 +739,17 @@ class Playlists(Resource):
     ) -> pd.DataFrame:
         """Remove many recordings from a playlist through ``recordings/bulk_delete`` (20 a call, paced as
         ``add_recordings``); per-id report with ``status`` "removed", "not in playlist", "removed or not in
-        playlist", "duplicate", "failed" or "not sent". Same personal-key refusal as ``add_recordings``."""
+        playlist", "duplicate", "failed" or "not sent". Same personal-key refusal as ``add_recordings``.
+
+        Args:
+            short_id: The playlist's short id.
+            session_ids: The recording ids: a list or Series, or a DataFrame with a ``session_id`` column.
+            column: The frame's column holding the ids. None: ``session_id``.
+            calls_per_minute: Pace of the bulk calls.
+
+        Returns:
+            One report row per id.
+        """
         return await self._bulk(short_id, session_ids, column, calls_per_minute, "remove")
 
     async def _bulk(

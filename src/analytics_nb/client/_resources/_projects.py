@@ -22,7 +22,14 @@ class Projects(Resource):
         return [parse_model(Project, r) for r in await collect(self._core, "/api/projects/", desc="projects")]
 
     async def get(self, id: int | str | None = None) -> Project:
-        """One project; default: the client's ``project_id`` (``@current`` unless configured)."""
+        """One project; default: the client's ``project_id`` (``@current`` unless configured).
+
+        Args:
+            id: The project's id. None: the client's ``project_id``.
+
+        Returns:
+            The `Project`.
+        """
         ident = self._core.config.project_id if id is None else str(id)
         body: Any = await self._core.get_json(f"/api/projects/{quote(ident, safe='@')}/")
         return parse_model(Project, body)
@@ -37,7 +44,14 @@ class Organizations(Resource):
         return [parse_model(Organization, r) for r in records]
 
     async def get(self, id: str | None = None) -> Organization:
-        """One organization; default: the client's (configured, or ``@current``)."""
+        """One organization; default: the client's (configured, or ``@current``).
+
+        Args:
+            id: The organization's id. None: the client's.
+
+        Returns:
+            The `Organization`.
+        """
         ident = id or self._core.config.organization_id or "@current"
         body: Any = await self._core.get_json(f"/api/organizations/{quote(ident, safe='@')}/")
         return parse_model(Organization, body)

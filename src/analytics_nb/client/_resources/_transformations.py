@@ -134,7 +134,16 @@ class Transformations(Resource):
     async def iter(
         self, *, page_size: int = MAX_PAGE_SIZE, offset: int = 0, max_items: int | None = None
     ) -> AsyncIterator[Transformation]:
-        """Iterate over the organization's transformations (pages fetched concurrently)."""
+        """Iterate over the organization's transformations (pages fetched concurrently).
+
+        Args:
+            page_size: Rows per page (the service's maximum is 500).
+            offset: Rows to skip first.
+            max_items: Stop after this many. None: every page.
+
+        Yields:
+            `Transformation` models.
+        """
         async for transformation in iterate_models(
             await self._pages(page_size, offset, max_items), Transformation
         ):
@@ -144,13 +153,29 @@ class Transformations(Resource):
         self, *, page_size: int = MAX_PAGE_SIZE, offset: int = 0, max_items: int | None = None
     ) -> builtins.list[Transformation]:
         """All transformations as models. On an instance that no longer serves the plugin API (PostHog PR
-        #97440) the NotFoundError says so and points to ``client.hog_functions``."""
+        #97440) the NotFoundError says so and points to ``client.hog_functions``.
+
+        Args:
+            page_size: Rows per page.
+            offset: Rows to skip first.
+            max_items: Stop after this many. None: every page.
+
+        Returns:
+            The `Transformation` models.
+        """
         pages = await self._pages(page_size, offset, max_items)
         found: builtins.list[Transformation] = await self._call(collect_models, pages, Transformation)
         return found
 
     async def frame(self, *, max_items: int | None = None) -> pd.DataFrame:
-        """A DataFrame of the transformations (``analytics_nb.frames.transformations_frame``)."""
+        """A DataFrame of the transformations (``analytics_nb.frames.transformations_frame``).
+
+        Args:
+            max_items: Stop after this many. None: every page.
+
+        Returns:
+            One row per transformation.
+        """
         from analytics_nb.frames import transformations_frame
 
         frame: pd.DataFrame = await self._call(
@@ -159,34 +184,74 @@ class Transformations(Resource):
         return frame
 
     async def get(self, id: int) -> Transformation:
-        """One transformation by id."""
+        """One transformation by id.
+
+        Args:
+            id: The transformation's (plugin's) id.
+
+        Returns:
+            The `Transformation`.
+        """
         return _transformation(await self._call(self._core.get_json, await self._item(id)))
 
     async def create(self, **fields: Any) -> Transformation:
-        """Install a transformation (POST the writable fields given, e.g. ``plugin_type="source"``)."""
+        """Install a transformation (POST the writable fields given, e.g. ``plugin_type="source"``).
+
+        Args:
+            **fields: The writable plugin fields (``url``, ``plugin_type``, ``name``...).
+
+        Returns:
+            The installed `Transformation`.
+        """
         return _transformation(
             await self._call(self._core.send_json, "POST", await self._path(), _body(fields))
         )
 
     async def update(self, id: int, **fields: Any) -> Transformation:
-        """PATCH the writable fields given."""
+        """PATCH the writable fields given.
+
+        Args:
+            id: The transformation's id.
+            **fields: The writable fields to change.
+
+        Returns:
+            The updated `Transformation`.
+        """
         return _transformation(
             await self._call(self._core.send_json, "PATCH", await self._item(id), _body(fields))
         )
 
     async def delete(self, id: int) -> None:
-        """Uninstall a transformation (204); a global one must be made local first."""
+        """Uninstall a transformation (204); a global one must be made local first.
+
+        Args:
+            id: The transformation's id.
+        """
         await self._call(self._core.request, "DELETE", await self._item(id))
 
     async def check_for_updates(self, id: int) -> Transformation:
-        """Ask the service to look up the latest version; returns the plugin with ``latest_tag`` updated."""
+        """Ask the service to look up the latest version; returns the plugin with ``latest_tag`` updated.
+
+        Args:
+            id: The transformation's id.
+
+        Returns:
+            The `Transformation` with ``latest_tag``.
+        """
         body = await self._call(
             self._core.get_json, await self._item(id, "check_for_updates/"), explain={403: CUSTOM_ACTION_403}
         )
         return _transformation(body)
 
     async def source(self, id: int) -> dict[str, str | None]:
-        """The plugin's source files as ``{filename: content}`` (e.g. ``plugin.json``, ``index.ts``)."""
+        """The plugin's source files as ``{filename: content}`` (e.g. ``plugin.json``, ``index.ts``).
+
+        Args:
+            id: The transformation's id.
+
+        Returns:
+            ``{filename: content}``.
+        """
         body = await self._call(
             self._core.get_json, await self._item(id, "source/"), explain={403: CUSTOM_ACTION_403}
         )
@@ -196,6 +261,12 @@ class Transformations(Resource):
         """Every source file of the given transformations (default: all) as one DataFrame, one row per file.
 
         The ``source`` calls run concurrently (bounded by ``max_concurrency``).
+
+        Args:
+            ids: The transformations' ids. None: every transformation.
+
+        Returns:
+            One row per (id, filename).
         """
         from analytics_nb.frames import transformation_sources_frame
 
@@ -214,6 +285,13 @@ class Transformations(Resource):
         """Create or replace source files (``{filename: content}``); a ``None`` content deletes that file.
 
         Returns the full ``{filename: content}`` map after the change.
+
+        Args:
+            id: The transformation's id.
+            files: ``{filename: content}``; None content deletes the file.
+
+        Returns:
+            ``{filename: content}`` after the change.
         """
         if not isinstance(files, Mapping) or not files:
             raise ValueError("files must be a non-empty mapping {filename: content or None}.")
@@ -232,7 +310,15 @@ class Transformations(Resource):
         return dict(body or {})
 
     async def upgrade(self, id: int, **fields: Any) -> Transformation:
-        """Re-install the plugin from its url (POST ``.../upgrade/``) and return it."""
+        """Re-install the plugin from its url (POST ``.../upgrade/``) and return it.
+
+        Args:
+            id: The transformation's id.
+            **fields: Fields sent with the upgrade request, as given.
+
+        Returns:
+            The upgraded `Transformation`.
+        """
         body = _body(fields) if fields else {}
         result = await self._call(
             self._core.send_json,
@@ -244,7 +330,15 @@ class Transformations(Resource):
         return _transformation(result)
 
     async def activity(self, *, page: int | None = None, limit: int | None = None) -> ActivityPage:
-        """One page of the activity log of plugins and plugin configs (``{results, next, total_count}``)."""
+        """One page of the activity log of plugins and plugin configs (``{results, next, total_count}``).
+
+        Args:
+            page: The page number. None: the first.
+            limit: Entries per page. None: the service's default.
+
+        Returns:
+            The `ActivityPage`.
+        """
         params = {"page": page, "limit": limit}
         body = await self._call(
             self._core.get_json,
@@ -258,7 +352,15 @@ class Transformations(Resource):
         self, *, page_size: int = 100, max_items: int | None = None
     ) -> builtins.list[dict[str, Any]]:
         """Every activity log entry as raw wire dicts, newest first (pages of ``page_size`` followed until
-        ``next`` is empty or ``max_items`` entries are read; an entry seen twice is kept once)."""
+        ``next`` is empty or ``max_items`` entries are read; an entry seen twice is kept once).
+
+        Args:
+            page_size: Entries per page.
+            max_items: Stop after this many. None: the whole log.
+
+        Returns:
+            The entries as dicts.
+        """
         if isinstance(page_size, bool) or not isinstance(page_size, int) or page_size < 1:
             raise ValueError(f"page_size must be a positive whole number, got {page_size!r}.")
         if max_items is not None and (
@@ -294,7 +396,15 @@ class Transformations(Resource):
         return entries if max_items is None else entries[:max_items]
 
     async def activity_frame(self, *, page_size: int = 100, max_items: int | None = None) -> pd.DataFrame:
-        """The whole activity log as a DataFrame (``analytics_nb.frames.activity_frame``), newest first."""
+        """The whole activity log as a DataFrame (``analytics_nb.frames.activity_frame``), newest first.
+
+        Args:
+            page_size: Entries per page.
+            max_items: Stop after this many. None: the whole log.
+
+        Returns:
+            One row per entry.
+        """
         from analytics_nb.frames import activity_frame
 
         return activity_frame(await self.activity_records(page_size=page_size, max_items=max_items))

@@ -42,6 +42,15 @@ class PlaylistEditor(Panel):
 
     ``.frame`` is the current page as a DataFrame, ``.selected`` the selected ``Playlist`` (or None; assign
     a playlist or a short id to select it), ``.recordings`` the selected playlist's recordings as a DataFrame.
+
+    Args:
+        client: A sync ``Client`` with a personal key that may read (and, to edit, write) playlists.
+        page_size: Playlists per page of the table.
+        load: Load the first page now; False leaves the table empty until ``refresh()``.
+
+    Raises:
+        TypeError: ``client`` is not a sync ``Client`` (an ``AsyncClient`` is named with the fix).
+        ValueError: ``page_size`` is below 1.
     """
 
     title = "Playlists"
@@ -206,7 +215,16 @@ class PlaylistEditor(Panel):
             self.refresh()
 
     def search(self, text: str | None = None, *, type: str | None = None, pinned: bool | None = None) -> bool:
-        """Set the search text (and optionally the type and pinned filters), then reload; True on success."""
+        """Set the search text (and optionally the type and pinned filters), then reload; True on success.
+
+        Args:
+            text: Text in the playlist names. None: keep the current search text.
+            type: ``"collection"`` or ``"filters"``. None: keep the current type filter.
+            pinned: Only pinned playlists (True). None: keep the current box.
+
+        Returns:
+            True when the list was reloaded; False when it failed (``.error`` says why).
+        """
         self._filter_bar.set(text, type=type, pinned=pinned)
         self._table_view.page = 0
         return self.refresh()
@@ -240,7 +258,11 @@ class PlaylistEditor(Panel):
         return True
 
     def go_to_page(self, page: int) -> None:
-        """Show page ``page`` (0-based, clamped to the available pages)."""
+        """Show page ``page`` (0-based, clamped to the available pages).
+
+        Args:
+            page: The page number, 0-based.
+        """
         self._table_view.go_to_page(page)
 
     def next_page(self) -> None:
@@ -258,7 +280,14 @@ class PlaylistEditor(Panel):
 
     # ---- selection and the form -----------------------------------------------------------------
     def select(self, short_id: str | None) -> Playlist | None:
-        """Select the listed playlist ``short_id`` (None clears): fill the form and load its recordings."""
+        """Select the listed playlist ``short_id`` (None clears): fill the form and load its recordings.
+
+        Args:
+            short_id: A listed playlist's short id; None clears the selection.
+
+        Returns:
+            The selected `Playlist`, or None.
+        """
         if short_id is None:
             self._keep_draft()
             self._show_form(None)
@@ -300,7 +329,12 @@ class PlaylistEditor(Panel):
             self._recordings_view.clear()
 
     def edit(self, **fields: Any) -> None:
-        """Fill form fields from code: ``name``, ``description``, ``pinned``, ``filters`` (dict or JSON)."""
+        """Fill form fields from code: ``name``, ``description``, ``pinned``, ``filters`` (dict or JSON).
+
+        Args:
+            **fields: ``name``, ``description``, ``pinned`` or ``filters`` (a dict or JSON text); shown in the
+                form, sent on ``save()``.
+        """
         self._form.edit(**fields)
 
     def changes(self) -> dict[str, Any]:
@@ -362,6 +396,15 @@ class PlaylistEditor(Panel):
         """Create a playlist (``type`` "collection" or "filters", which needs filters), then select it.
 
         Arguments left out are taken from the "New playlist" form. Returns the new Playlist or None on error.
+
+        Args:
+            name: The name. None: the form's.
+            type: ``"collection"`` or ``"filters"``. None: the form's.
+            filters: The saved filters (dict or JSON) of a ``"filters"`` playlist. None: the form's.
+            description: A description. None: the form's.
+
+        Returns:
+            The new `Playlist`, or None on error.
         """
         try:
             fields = self._create_form.fields(name, type, filters=filters, description=description)
@@ -397,7 +440,14 @@ class PlaylistEditor(Panel):
         return short_id or (selected.short_id if selected is not None else None)
 
     def archive(self, short_id: str | None = None) -> bool:
-        """Archive (soft delete) ``short_id`` or the selected playlist; True on success. Restore undoes it."""
+        """Archive (soft delete) ``short_id`` or the selected playlist; True on success. Restore undoes it.
+
+        Args:
+            short_id: The playlist to archive. None: the selected one.
+
+        Returns:
+            True on success.
+        """
         target = self._target(short_id)
         if target is None:
             self._status.error(FormError("Select a playlist to archive first."))
@@ -424,6 +474,12 @@ class PlaylistEditor(Panel):
 
         Playlists can only be archived; this method exists so that trying to delete gives the explanation
         instead of an AttributeError. Returns False when refused (always, on PostHog).
+
+        Args:
+            short_id: The playlist. None: the selected one.
+
+        Returns:
+            False when refused (always, on PostHog).
         """
         target = self._target(short_id)
         if target is None:
@@ -437,7 +493,14 @@ class PlaylistEditor(Panel):
         return ok
 
     def restore(self, short_id: str | None = None) -> Playlist | None:
-        """Restore an archived playlist (default: the Restore field, else the last one archived here)."""
+        """Restore an archived playlist (default: the Restore field, else the last one archived here).
+
+        Args:
+            short_id: The playlist to restore. None: the Restore field, else the last one archived here.
+
+        Returns:
+            The restored `Playlist`, or None on error.
+        """
         typed = str(self._restore_view.short_id.value).strip()
         target = short_id or typed or (self.archived[-1] if self.archived else "")
         if not target:
@@ -475,7 +538,14 @@ class PlaylistEditor(Panel):
         return self.recordings
 
     def add_recording(self, session_recording_id: str | None = None) -> bool:
-        """Add a session recording (default: the Recording field) to the selected playlist; True if done."""
+        """Add a session recording (default: the Recording field) to the selected playlist; True if done.
+
+        Args:
+            session_recording_id: The recording's session id. None: the Recording field.
+
+        Returns:
+            True when added.
+        """
         selected = self.selected
         if selected is None or selected.short_id is None:
             self._status.error(FormError("Select a playlist first, then add a recording to it."))
@@ -496,7 +566,14 @@ class PlaylistEditor(Panel):
         return True
 
     def remove_recording(self, session_recording_id: str | None = None) -> bool:
-        """Remove a recording (default: the one picked under "In playlist") from the selected playlist."""
+        """Remove a recording (default: the one picked under "In playlist") from the selected playlist.
+
+        Args:
+            session_recording_id: The recording's session id. None: the one picked under "In playlist".
+
+        Returns:
+            True when removed.
+        """
         selected = self.selected
         if selected is None or selected.short_id is None:
             self._status.error(FormError("Select a playlist first."))

@@ -50,6 +50,16 @@ class FlagSimulator(Panel):
     flag definitions (local engine only). ``.result`` is the last run's DataFrame, ``.simulation`` the full
     ``SimulationResult``, ``.moves`` the what-if moves of the last local run with edits. Assigning
     ``.property_sets``, ``.flags``, ``.engine`` or ``.definitions`` from code updates the panel's controls.
+
+    Args:
+        source: A sync ``Client`` (every engine) or flag definitions in any shape `flags.read_definitions`
+            reads (local engine only).
+        property_sets: The property sets to start with. None: type or build them in the panel.
+        max_rows: Rows of the results shown in the panel (the full result stays in ``.result``).
+        max_sets: The most property sets the panel accepts (100,000), so a run stays interactive.
+
+    Raises:
+        TypeError: ``source`` is an ``AsyncClient``.
     """
 
     title = "Flag simulator"
@@ -177,7 +187,11 @@ class FlagSimulator(Panel):
         self.pick(*(keys or []))
 
     def pick(self, *keys: str) -> None:
-        """Pick the flags to simulate (none: all flags)."""
+        """Pick the flags to simulate (none: all flags).
+
+        Args:
+            *keys: Flag keys; none picks every flag.
+        """
         self._flag_picker.pick(*keys)
 
     def _picked(self) -> None:
@@ -223,11 +237,22 @@ class FlagSimulator(Panel):
 
     # ---- what-if --------------------------------------------------------------------------------
     def set_rollout(self, key: str, pct: float, condition: int = 0) -> None:
-        """Set the what-if rollout (0-100) of condition set ``condition`` of the picked flag ``key``."""
+        """Set the what-if rollout (0-100) of condition set ``condition`` of the picked flag ``key``.
+
+        Args:
+            key: A picked flag's key.
+            pct: The rollout percentage, 0 to 100.
+            condition: The 0-based condition set.
+        """
         self._whatif_view.set_rollout(key, pct, condition)
 
     def set_weights(self, key: str, weights: dict[str, int]) -> None:
-        """Set the what-if variant weights of the picked multivariate flag ``key`` (adding up to 100)."""
+        """Set the what-if variant weights of the picked multivariate flag ``key`` (adding up to 100).
+
+        Args:
+            key: A picked multivariate flag's key.
+            weights: ``{variant key: percentage}``, adding up to 100.
+        """
         self._whatif_view.set_weights(key, weights)
 
     def reset_whatif(self) -> None:
@@ -262,6 +287,13 @@ class FlagSimulator(Panel):
         A frame of more than ``max_sets`` rows (default ``MAX_PROPERTY_SETS``, 100,000) is refused with a
         FormError naming the fix; ``sample=n`` uses a random sample of ``n`` rows instead (seed 0, input
         order kept), and the status line says so. The text box shows at most ``TEXT_ROWS`` rows.
+
+        Args:
+            frame: The property sets.
+            sample: Use a random sample of this many rows (for a frame over ``max_sets``). None: every row.
+
+        Raises:
+            FormError: The frame is too large or malformed (the message names the fix).
         """
         if sample is not None:
             if not isinstance(frame, pd.DataFrame):
@@ -295,7 +327,15 @@ class FlagSimulator(Panel):
         return self._sets_view.current()
 
     def build_grid(self, values: dict[str, list[Any]] | None = None, ids_per_cell: int | None = None) -> bool:
-        """Fill the property sets with ``simulate.grid(values, ids_per_cell=...)`` (default: the Grid box)."""
+        """Fill the property sets with ``simulate.grid(values, ids_per_cell=...)`` (default: the Grid box).
+
+        Args:
+            values: ``{property: values}``. None: the Grid box.
+            ids_per_cell: Distinct persons per cell. None: the ids/cell box.
+
+        Returns:
+            True on success.
+        """
         try:
             spec = self._sets_view.grid_spec() if values is None else values
             per_cell = int(self._sets_view.ids_per_cell.value) if ids_per_cell is None else ids_per_cell
@@ -451,6 +491,13 @@ class FlagSimulator(Panel):
         The CSV is ``SimulationResult.to_csv``'s: the input property columns beside the flags unless
         ``inputs=False`` (default: the "with inputs" box, ``export_inputs``). True on success; on failure
         the status line says why (``.error``).
+
+        Args:
+            path: Also write the CSV on the server here. None: the Server path box (empty: no file).
+            inputs: Include the input property columns. None: the "with inputs" box.
+
+        Returns:
+            True on success.
         """
         if self.simulation is None or self.result is None:
             self._status.error(FormError("Run a simulation first; there is nothing to export yet."))

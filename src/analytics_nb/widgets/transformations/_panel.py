@@ -37,6 +37,13 @@ class TransformationsBrowser(HogTransformationsActions, Panel):
     ``.frame`` is every transformation as a DataFrame, ``.selected`` the picked ``Transformation`` (or None;
     assign one or an id to select it), ``.sources`` its files as ``{filename: content}`` and
     ``.sources_frame`` the same as a DataFrame.
+
+    Args:
+        client: A sync ``Client`` with a personal key that may read Hog functions (and plugins, where served).
+        load: Load the lists now; False leaves them empty until ``refresh()``.
+
+    Raises:
+        TypeError: ``client`` is not a sync ``Client``.
     """
 
     title = "Transformations"
@@ -137,7 +144,14 @@ class TransformationsBrowser(HogTransformationsActions, Panel):
 
     # ---- selection and source -------------------------------------------------------------------
     def select(self, id: int) -> Transformation | None:
-        """Select transformation ``id`` and load its source files; returns it, or None on error."""
+        """Select transformation ``id`` and load its source files; returns it, or None on error.
+
+        Args:
+            id: The transformation's id.
+
+        Returns:
+            The `Transformation`, or None on error.
+        """
         match = self._list_view.find(id)
         if match is None:
             self._status.error(FormError(f"No listed transformation has id {id!r}; refresh the list."))
@@ -158,7 +172,11 @@ class TransformationsBrowser(HogTransformationsActions, Panel):
         return match
 
     def open_file(self, filename: str) -> None:
-        """Show source file ``filename`` of the selected transformation in the editor."""
+        """Show source file ``filename`` of the selected transformation in the editor.
+
+        Args:
+            filename: A source file of the selected transformation.
+        """
         self._source_view.open(filename)
 
     def save_file(self) -> bool:
