@@ -8,7 +8,7 @@ from importlib import import_module as _import_module
 from typing import TYPE_CHECKING as _TYPE_CHECKING
 from typing import Any as _Any
 
-__version__ = "0.1.0"
+from analytics_nb._version import __version__
 
 # Public names, imported on first use so that `import analytics_nb` stays cheap.
 _LAZY: dict[str, str] = {

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pandas as pd
@@ -129,14 +128,6 @@ def test_feature_properties_from_a_simulation_row() -> None:
 def stored_events(sb: Any) -> pd.DataFrame:
     """The sandbox's captured events."""
     return sb.events()
-
-
-@pytest.fixture(scope="module")
-def client(sandbox: Any) -> Iterator[Client]:
-    with Client(
-        sandbox.url, project_api_key=sandbox.project_api_key, personal_api_key=sandbox.personal_api_key
-    ) as c:
-        yield c
 
 
 def test_capture_event_with_decide_flags_lands_with_attribution(sandbox: Any, client: Client) -> None:

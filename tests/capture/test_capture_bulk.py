@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from _clients import client_for
 from analytics_nb import AsyncClient, Client
 from analytics_nb.capture import acapture_frame, capture_frame
 
@@ -16,11 +17,6 @@ from analytics_nb.capture import acapture_frame, capture_frame
 def stored_events(sb: Any) -> pd.DataFrame:
     """The sandbox's captured events."""
     return sb.events()
-
-
-def make_client(sb: Any, **kw: Any) -> Client:
-    kw.setdefault("retry_backoff", 0.05)
-    return Client(sb.url, project_api_key=sb.project_api_key, **kw)
 
 
 def events(n: int, *, start: str | None = None) -> pd.DataFrame:
@@ -46,7 +42,7 @@ def test_bad_rows_are_reported_and_good_rows_land(empty_sandbox: Any) -> None:
     df["blob"] = None
     df.loc["r3", "blob"] = "x" * (2 * 1024 * 1024 + 1)
     df["nested"] = [{"a": [np.int64(1), None]}] + [None] * 9
-    with make_client(empty_sandbox) as client:
+    with client_for(empty_sandbox, keys="project") as client:
         report = capture_frame(client, df, progress=False)
     assert list(report.index) == list(df.index)
     assert list(report.columns) == ["uuid", "event", "distinct_id", "status", "reason", "batch"]
@@ -68,7 +64,7 @@ def test_bad_rows_are_reported_and_good_rows_land(empty_sandbox: Any) -> None:
 
 def test_given_uuids_are_kept_and_resending_does_not_double(empty_sandbox: Any) -> None:
     df = events(50)
-    with make_client(empty_sandbox) as client:
+    with client_for(empty_sandbox, keys="project") as client:
         first = capture_frame(client, df, progress=False, batch_size=7)
         again = capture_frame(client, df.assign(uuid=first["uuid"]), progress=False, batch_size=20)
     assert (first["status"] == "sent").all() and (again["status"] == "sent").all()
@@ -79,7 +75,7 @@ def test_given_uuids_are_kept_and_resending_does_not_double(empty_sandbox: Any) 
 
 
 def test_historical_migration_is_automatic_for_old_events(empty_sandbox: Any) -> None:
-    with make_client(empty_sandbox) as client:
+    with client_for(empty_sandbox, keys="project") as client:
         old = capture_frame(client, events(5, start="2023-01-01"), progress=False)
         new = capture_frame(client, events(5), progress=False)
         # the same rows again would carry the same (content) uuids and be de-duplicated: fresh ones here
@@ -99,7 +95,7 @@ def test_naive_timestamps_assumed_utc_or_refused(empty_sandbox: Any) -> None:
             "timestamp": pd.to_datetime(["2024-05-01 12:00", "2024-05-01 13:00"]),
         }
     )
-    with make_client(empty_sandbox) as client:
+    with client_for(empty_sandbox, keys="project") as client:
         refused = capture_frame(client, df, progress=False, on_naive_timestamp="raise")
         assumed = capture_frame(client, df, progress=False)
     assert (refused["status"] == "refused").all() and refused["reason"].str.contains("time zone").all()
@@ -114,7 +110,7 @@ def test_naive_timestamps_assumed_utc_or_refused(empty_sandbox: Any) -> None:
 
 def test_batch_failing_for_good_is_reported_not_dropped(empty_sandbox: Any) -> None:
     empty_sandbox.faults.add(path="/batch*", status=500, rate=1.0)
-    with make_client(empty_sandbox, max_retries=1) as client:
+    with client_for(empty_sandbox, max_retries=1, keys="project") as client:
         report = capture_frame(client, events(30), progress=False, batch_size=10, batch_attempts=2)
     assert (report["status"] == "failed").all()
     assert report["reason"].str.contains("500").all()
@@ -152,7 +148,7 @@ def test_100k_events_under_faults_arrive_exactly_once(empty_sandbox: Any) -> Non
     sb.faults.add(path="/batch*", delay=2.5, rate=0.02)  # longer than the client's timeout: a retry races it
     n = 100_000
     df = events(n)
-    with make_client(sb, timeout=2.0, max_retries=6) as client:
+    with client_for(sb, timeout=2.0, max_retries=6, keys="project") as client:
         report = capture_frame(client, df, progress=False, batch_size=2000, concurrency=4)
     assert report["status"].value_counts().to_dict() == {"sent": n}
     assert report["uuid"].is_unique
@@ -166,7 +162,7 @@ def test_100k_events_under_faults_arrive_exactly_once(empty_sandbox: Any) -> Non
 
 
 def test_empty_frame_sends_nothing(empty_sandbox: Any) -> None:
-    with make_client(empty_sandbox) as client:
+    with client_for(empty_sandbox, keys="project") as client:
         report = capture_frame(client, events(0), progress=False)
     assert len(report) == 0 and list(report.columns) == [
         "uuid",
@@ -184,7 +180,7 @@ def test_progress_bar_counts_every_event(
     empty_sandbox: Any, monkeypatch: pytest.MonkeyPatch, capsys: Any
 ) -> None:
     monkeypatch.delenv("TQDM_DISABLE", raising=False)
-    with make_client(empty_sandbox) as client:
+    with client_for(empty_sandbox, keys="project") as client:
         report = capture_frame(client, events(30), batch_size=10, progress=True)
     assert (report["status"] == "sent").all()
     err = capsys.readouterr().err
@@ -197,7 +193,7 @@ def test_a_batch_the_service_refuses_is_split_to_find_the_bad_event(empty_sandbo
 
     prepared = prepare_frame(events(9))
     prepared.names[3] = ""  # slips past the local checks: the service itself answers 400 for this batch
-    with make_client(empty_sandbox) as client:
+    with client_for(empty_sandbox, keys="project") as client:
         run = client.run(
             _send_prepared(
                 client,
@@ -228,7 +224,7 @@ def test_attributed_frame_round_trips_through_capture(empty_sandbox: Any) -> Non
         }
     )
     df = attribute(events(4), outcomes)
-    with make_client(empty_sandbox) as client:
+    with client_for(empty_sandbox, keys="project") as client:
         report = capture_frame(client, df, progress=False)
     stored = stored_events(empty_sandbox).set_index("uuid")["properties"]
     props = [stored[u] for u in report["uuid"]]

@@ -10,17 +10,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from _clients import client_for
 from _examples import examples
-from analytics_nb import Client
 from analytics_nb.capture import _events, capture_frame
 from analytics_nb.capture._events import MAX_EVENT_BYTES, prepare_frame
 from analytics_nb.capture._values import content_uuids
 
 pytest.importorskip("orjson")
-
-
-def make_client(sb: Any) -> Client:
-    return Client(sb.url, project_api_key=sb.project_api_key, retry_backoff=0.05)
 
 
 ODD = {
@@ -43,7 +39,7 @@ def test_a_batch_orjson_cannot_encode_is_encoded_by_json() -> None:
 def test_odd_values_are_stored_as_given(empty_sandbox: Any) -> None:
     df = pd.DataFrame({"event": ["e", "e"], "distinct_id": ["a", "b"], **ODD})
     df["big"] = pd.Series(ODD["big"], dtype=object)
-    with make_client(empty_sandbox) as client:
+    with client_for(empty_sandbox, keys="project") as client:
         report = capture_frame(client, df, progress=False)
     assert report["status"].tolist() == ["sent", "sent"], report["reason"].tolist()
     stored = empty_sandbox.events().set_index("uuid").loc[report["uuid"], "properties"].tolist()
@@ -64,7 +60,7 @@ def test_an_event_over_the_limit_only_as_json_spells_its_floats_is_refused_here(
     prepared = prepare_frame(df)
     assert _events._ORJSON_DUMPS is not None
     assert len(prepared.encode_many([0])) <= MAX_EVENT_BYTES < len(prepared.encode(0))
-    with make_client(empty_sandbox) as client:
+    with client_for(empty_sandbox, keys="project") as client:
         report = capture_frame(client, df, progress=False)
     assert report["status"].tolist() == ["refused", "sent"]
     assert (

@@ -8,6 +8,7 @@ from typing import Any
 import pandas as pd
 import pytest
 
+from _clients import client_for
 from analytics_nb import AsyncClient, Client
 from analytics_nb.capture import aflag_called, flag_called, flag_called_cache, flag_called_frame
 from analytics_nb.models import DecideResponse
@@ -23,12 +24,8 @@ def flag_events(sb: Any) -> pd.DataFrame:
     return ev[ev["event"] == "$feature_flag_called"].reset_index(drop=True)
 
 
-def make_client(sb: Any) -> Client:
-    return Client(sb.url, project_api_key=sb.project_api_key, retry_backoff=0.05)
-
-
 def test_properties_match_the_official_sdk(empty_sandbox: Any) -> None:
-    with make_client(empty_sandbox) as client:
+    with client_for(empty_sandbox, keys="project") as client:
         sent = flag_called(
             client,
             "u1",
@@ -58,7 +55,7 @@ def test_properties_match_the_official_sdk(empty_sandbox: Any) -> None:
 
 
 def test_dedup_per_distinct_id_key_response_groups(empty_sandbox: Any) -> None:
-    with make_client(empty_sandbox) as client:
+    with client_for(empty_sandbox, keys="project") as client:
         assert flag_called(client, "u1", "beta", True) is True
         assert flag_called(client, "u1", "beta", True) is False  # same again: not sent
         assert flag_called(client, "u1", "beta", False) is True  # different response
@@ -67,13 +64,13 @@ def test_dedup_per_distinct_id_key_response_groups(empty_sandbox: Any) -> None:
         assert flag_called(client, "u1", "beta", True, groups={"company": "acme"}) is False
         assert flag_called(client, "u1", "beta", "1") is True  # a variant "1" is not True
         assert len(flag_called_cache(client)) == 5
-        with make_client(empty_sandbox) as other:  # dedup is per client
+        with client_for(empty_sandbox, keys="project") as other:  # dedup is per client
             assert flag_called(other, "u1", "beta", True) is True
     assert len(flag_events(empty_sandbox)) == 6
 
 
 def test_lru_bound_is_respected(empty_sandbox: Any) -> None:
-    with make_client(empty_sandbox) as client:
+    with client_for(empty_sandbox, keys="project") as client:
         flag_called_cache(client).maxsize = 3
         for i in range(5):
             assert flag_called(client, f"u{i}", "beta", True) is True
@@ -85,7 +82,7 @@ def test_lru_bound_is_respected(empty_sandbox: Any) -> None:
 
 def test_failed_send_is_not_remembered(empty_sandbox: Any) -> None:
     empty_sandbox.faults.add(path="/capture*", status=500, rate=1.0)
-    with make_client(empty_sandbox) as client:
+    with client_for(empty_sandbox, keys="project") as client:
         with pytest.raises(Exception, match="500"):
             flag_called(client, "u1", "beta", True)
         empty_sandbox.faults.clear()
@@ -162,7 +159,7 @@ def test_flag_called_frame_sends_each_outcome_once(empty_sandbox: Any) -> None:
         }
     )
     defs = [{"key": "beta", "id": 1, "version": 2}, {"key": "checkout", "id": 5, "version": 1}]
-    with make_client(empty_sandbox) as client:
+    with client_for(empty_sandbox, keys="project") as client:
         report = flag_called_frame(client, sim, defs, progress=False)
         again = flag_called_frame(client, sim, ["beta"], progress=False)
     assert list(report.columns) == [
@@ -206,7 +203,7 @@ def test_flag_called_frame_from_a_remote_simulation(sandbox: Any) -> None:
 
 
 def test_missing_flag_is_reported_as_null(empty_sandbox: Any) -> None:
-    with make_client(empty_sandbox) as client:
+    with client_for(empty_sandbox, keys="project") as client:
         assert flag_called(client, "u1", "no-such-flag", None) is True
         assert flag_called(client, "u1", "no-such-flag", None) is False
     (props,) = flag_events(empty_sandbox)["properties"].tolist()
@@ -239,7 +236,7 @@ def test_flag_called_frame_from_category_payload_and_reason_columns(empty_sandbo
     sim = evaluate_frame(people, flags, payloads=True, reasons=True)
     assert sim["checkout:payload"].dtype == "category" and sim["checkout:reason"].dtype == "category"
     assert sim["checkout"].eq("control").any() and sim["checkout"].eq("test").any()
-    with make_client(empty_sandbox) as client:
+    with client_for(empty_sandbox, keys="project") as client:
         report = flag_called_frame(client, sim, flags, progress=False)
     assert (report["status"] == "sent").all()
     got = flag_events(empty_sandbox).set_index("uuid")
@@ -263,7 +260,7 @@ def test_frame_checks_are_stamped_and_raise_no_missing_timestamp_warning(empty_s
 
     outcomes = pd.DataFrame({"distinct_id": ["a", "b"], "beta": pd.array([True, False], dtype="boolean")})
     before = dt.datetime.now(dt.UTC)
-    with make_client(empty_sandbox) as client, warnings.catch_warnings():
+    with client_for(empty_sandbox, keys="project") as client, warnings.catch_warnings():
         warnings.simplefilter("error", MissingTimestampWarning)
         report = flag_called_frame(client, outcomes, ["beta"])
     assert report["status"].tolist() == ["sent", "sent"]

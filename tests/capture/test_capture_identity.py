@@ -14,12 +14,8 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from analytics_nb import Client
+from _clients import client_for
 from analytics_nb.capture import MissingTimestampWarning, ResumedRunWarning, capture_frame
-
-
-def _client(sb: Any) -> Client:
-    return Client(sb.url, project_api_key=sb.project_api_key, progress=False, retry_backoff=0.05)
 
 
 def _click(second: str = "2026-11-20T10:00:00Z") -> pd.DataFrame:
@@ -29,7 +25,7 @@ def _click(second: str = "2026-11-20T10:00:00Z") -> pd.DataFrame:
 
 
 def test_the_same_click_twice_in_one_second_as_two_frames_is_two_events(empty_sandbox: Any) -> None:
-    with _client(empty_sandbox) as client:
+    with client_for(empty_sandbox, keys="project") as client:
         first = capture_frame(client, _click())
         with pytest.warns(ResumedRunWarning, match="again as new events"):
             second = capture_frame(client, _click())  # a second click, a separate call
@@ -41,7 +37,7 @@ def test_the_same_click_twice_in_one_second_as_two_frames_is_two_events(empty_sa
 
 def test_a_frame_without_timestamps_sent_again_is_new_events_and_warns(empty_sandbox: Any) -> None:
     df = pd.DataFrame({"event": ["signup", "login"], "distinct_id": ["ada", "grace"]})
-    with _client(empty_sandbox) as client:
+    with client_for(empty_sandbox, keys="project") as client:
         with pytest.warns(MissingTimestampWarning, match="2 of 2 events have no timestamp") as caught:
             first = capture_frame(client, df)
         assert [w.message.count for w in caught if isinstance(w.message, MissingTimestampWarning)] == [2]
@@ -62,7 +58,7 @@ def test_two_chunks_whose_index_restarts_at_zero_are_all_stored(empty_sandbox: A
         }
     )  # rows i and i+100 are alike: one event each, twice
     first, second = frame.iloc[:100].reset_index(drop=True), frame.iloc[100:].reset_index(drop=True)
-    with _client(empty_sandbox) as client, warnings.catch_warnings():
+    with client_for(empty_sandbox, keys="project") as client, warnings.catch_warnings():
         warnings.simplefilter("ignore", ResumedRunWarning)
         a = capture_frame(client, first)
         b = capture_frame(client, second)
@@ -72,7 +68,7 @@ def test_two_chunks_whose_index_restarts_at_zero_are_all_stored(empty_sandbox: A
 
 def test_a_resume_with_the_report_or_its_key_never_doubles(empty_sandbox: Any) -> None:
     df = pd.concat([_click(), _click("2026-11-20T10:00:01Z")], ignore_index=True)
-    with _client(empty_sandbox) as client:
+    with client_for(empty_sandbox, keys="project") as client:
         first = capture_frame(client, df)
         key = first.attrs["run_key"]
         again = capture_frame(client, df, resume=first)
@@ -91,9 +87,11 @@ def test_a_resume_with_the_report_or_its_key_never_doubles(empty_sandbox: Any) -
 
 def test_a_resume_from_another_client_reuses_the_run(empty_sandbox: Any) -> None:
     df = _click()
-    with _client(empty_sandbox) as client:
+    with client_for(empty_sandbox, keys="project") as client:
         first = capture_frame(client, df)
-    with _client(empty_sandbox) as other:  # e.g. after a kernel restart: only the key is left
+    with client_for(
+        empty_sandbox, keys="project"
+    ) as other:  # e.g. after a kernel restart: only the key is left
         again = other.capture_frame(df, resume=first.attrs["run_key"])
     assert again["uuid"].tolist() == first["uuid"].tolist()
     assert len(empty_sandbox.events()) == 1
@@ -108,7 +106,7 @@ def test_an_unfinished_run_is_resumed_by_the_same_call_with_a_warning(empty_sand
             "timestamp": pd.Timestamp("2026-11-20T10:00:00Z") + pd.to_timedelta(range(30), "s"),
         }
     )
-    with _client(sb) as client:
+    with client_for(sb, keys="project") as client:
         fault = sb.faults.add(path="/batch*", status=503)
         try:
             failed = capture_frame(client, df, batch_size=10, batch_attempts=1)

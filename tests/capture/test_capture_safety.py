@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analytics_nb import Client
+from _clients import client_for
 from analytics_nb.capture import ResumedRunWarning, capture_frame
 
 
@@ -34,14 +34,10 @@ def _events(n: int) -> pd.DataFrame:
     )
 
 
-def _client(sb: Any) -> Client:
-    return Client(sb.url, project_api_key=sb.project_api_key, progress=False, retry_backoff=0.05)
-
-
 def test_the_same_frame_resumed_never_doubles(empty_sandbox: Any) -> None:
     df = _events(60)
     df.loc[1001:1002, ["event", "distinct_id", "timestamp"]] = ["view", "user-0", df.loc[1000, "timestamp"]]
-    with _client(empty_sandbox) as client:
+    with client_for(empty_sandbox, keys="project") as client:
         first = capture_frame(client, df, batch_size=25)
         # a re-send of the same run (issue 27 #1: separate calls are separate events; a resume is not)
         again = capture_frame(client, df, batch_size=7, resume=first)
@@ -59,7 +55,7 @@ def test_the_same_frame_resumed_never_doubles(empty_sandbox: Any) -> None:
 
 def test_random_uuids_opt_out(empty_sandbox: Any) -> None:
     df = _events(10)
-    with _client(empty_sandbox) as client:
+    with client_for(empty_sandbox, keys="project") as client:
         a = capture_frame(client, df, uuids="random")
         b = capture_frame(client, df, uuids="random")
         with pytest.raises(ValueError, match="uuids="):
@@ -75,7 +71,7 @@ def test_ctrl_c_reports_what_was_sent_and_a_rerun_completes_without_doubles(empt
     df = _events(2000)
     fault = sb.faults.add(path="/batch*", delay=0.4)
     timer = threading.Timer(1.0, lambda: os.kill(os.getpid(), signal.SIGINT))
-    with _client(sb) as client:
+    with client_for(sb, keys="project") as client:
         timer.start()
         with pytest.raises(CaptureInterrupted) as info:
             capture_frame(client, df, batch_size=100, concurrency=2)

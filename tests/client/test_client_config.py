@@ -149,3 +149,24 @@ def test_cloud_hosts_given_as_https_urls_get_their_region() -> None:
     assert resolve_hosts("https://app.posthog.com/") == resolve_hosts("us")
     assert resolve_hosts("https://eu.posthog.com:443") == resolve_hosts("eu")
     assert resolve_hosts("http://localhost:8000/") == ("http://localhost:8000", "http://localhost:8000")
+
+
+def test_the_sync_client_takes_the_async_clients_parameters_written_once() -> None:
+    """Issue 24: the constructor's parameter list is written once (``AsyncApiClient.__init__``); the sync
+    client shows the same signature and passes everything on, so a new option cannot be missed on one."""
+    import ast
+    from pathlib import Path
+
+    from analytics_nb.client import ApiClient, AsyncApiClient
+
+    assert inspect.signature(ApiClient) == inspect.signature(AsyncApiClient)
+    assert inspect.signature(Client) == inspect.signature(AsyncClient)
+    source = Path(inspect.getfile(ApiClient)).read_text(encoding="utf-8")
+    inits = [
+        len(node.args.kwonlyargs)
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.FunctionDef) and node.name == "__init__"
+    ]
+    assert sorted(inits) == [0, 14]
+    with pytest.raises(TypeError, match="max_retry"):
+        Client("http://127.0.0.1:9", max_retry=3)

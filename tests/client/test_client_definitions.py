@@ -12,24 +12,12 @@ from collections.abc import Iterator
 
 import pytest
 
+from _clients import client_for
 from analytics_nb import Client
 from analytics_nb.client import LegacyEndpointWarning, cached_definitions
 from analytics_nb.errors import AuthenticationError, ServerError
 from analytics_nb.sandbox import Sandbox
 from analytics_nb.simulation import simulate
-
-
-def _client(sb: Sandbox, **keys: str) -> Client:
-    return Client(
-        sb.url,
-        project_api_key=sb.project_api_key,
-        project_id=sb.project_id,
-        progress=False,
-        retry_backoff=0.01,
-        max_retry_wait=0.5,
-        max_retries=2,
-        **keys,
-    )
 
 
 @pytest.fixture(scope="module")
@@ -39,7 +27,14 @@ def secret(sandbox: Sandbox) -> str:
 
 @pytest.fixture
 def client(sandbox: Sandbox, secret: str) -> Iterator[Client]:
-    with _client(sandbox, secret_api_key=secret) as c:
+    with client_for(
+        sandbox,
+        secret_api_key=secret,
+        keys="project",
+        project_id=sandbox.project_id,
+        max_retry_wait=0.5,
+        max_retries=2,
+    ) as c:
         yield c
 
 
@@ -70,7 +65,14 @@ def test_refresh_asks_without_the_etag(sandbox: Sandbox, client: Client) -> None
 
 
 def test_a_personal_key_still_works(sandbox: Sandbox) -> None:
-    with _client(sandbox, personal_api_key=sandbox.personal_api_key) as c:
+    with client_for(
+        sandbox,
+        personal_api_key=sandbox.personal_api_key,
+        keys="project",
+        project_id=sandbox.project_id,
+        max_retry_wait=0.5,
+        max_retries=2,
+    ) as c:
         assert c.feature_flags.definitions().flags
 
 
@@ -85,7 +87,17 @@ def test_cold_cache_is_retried_then_explained(sandbox: Sandbox, secret: str) -> 
     fault = sandbox.faults.add(path="/flags/definitions*", kind="cold_cache")
     sandbox.clear_requests()
     try:
-        with _client(sandbox, secret_api_key=secret) as c, pytest.raises(ServerError) as info:
+        with (
+            client_for(
+                sandbox,
+                secret_api_key=secret,
+                keys="project",
+                project_id=sandbox.project_id,
+                max_retry_wait=0.5,
+                max_retries=2,
+            ) as c,
+            pytest.raises(ServerError) as info,
+        ):
             c.feature_flags.definitions()
     finally:
         sandbox.faults.remove(fault)
@@ -98,7 +110,14 @@ def test_cold_cache_is_retried_then_explained(sandbox: Sandbox, secret: str) -> 
 def test_cold_cache_that_warms_up_is_answered(sandbox: Sandbox, secret: str) -> None:
     fault = sandbox.faults.add(path="/flags/definitions*", kind="cold_cache", rate=0.5)
     try:
-        with _client(sandbox, secret_api_key=secret) as c:
+        with client_for(
+            sandbox,
+            secret_api_key=secret,
+            keys="project",
+            project_id=sandbox.project_id,
+            max_retry_wait=0.5,
+            max_retries=2,
+        ) as c:
             c._core.config  # noqa: B018 - the client is live
             answers = 0
             for _ in range(4):
@@ -114,7 +133,17 @@ def test_cold_cache_that_warms_up_is_answered(sandbox: Sandbox, secret: str) -> 
 
 def test_wrong_secret_key_names_the_key_type_and_scope(sandbox: Sandbox) -> None:
     bad = "phs_" + "x" * 40
-    with _client(sandbox, secret_api_key=bad) as c, pytest.raises(AuthenticationError) as info:
+    with (
+        client_for(
+            sandbox,
+            secret_api_key=bad,
+            keys="project",
+            project_id=sandbox.project_id,
+            max_retry_wait=0.5,
+            max_retries=2,
+        ) as c,
+        pytest.raises(AuthenticationError) as info,
+    ):
         c.feature_flags.definitions()
     text = str(info.value)
     assert (
@@ -125,7 +154,17 @@ def test_wrong_secret_key_names_the_key_type_and_scope(sandbox: Sandbox) -> None
 
 def test_personal_key_without_scope_names_the_scope(sandbox: Sandbox) -> None:
     key = sandbox.create_personal_key(["insight:read"])
-    with _client(sandbox, personal_api_key=key) as c, pytest.raises(AuthenticationError) as info:
+    with (
+        client_for(
+            sandbox,
+            personal_api_key=key,
+            keys="project",
+            project_id=sandbox.project_id,
+            max_retry_wait=0.5,
+            max_retries=2,
+        ) as c,
+        pytest.raises(AuthenticationError) as info,
+    ):
         c.feature_flags.definitions()
     assert "personal API key (phx_)" in str(info.value) and "feature_flag:read" in str(info.value)
     assert key not in str(info.value)
@@ -181,4 +220,11 @@ def test_key_pattern_covers_phs() -> None:
 
 def test_a_project_key_given_as_secret_key_is_refused(sandbox: Sandbox) -> None:
     with pytest.raises(ValueError, match="secret_api_key looks like a project API key"):
-        _client(sandbox, secret_api_key=sandbox.project_api_key)
+        client_for(
+            sandbox,
+            secret_api_key=sandbox.project_api_key,
+            keys="project",
+            project_id=sandbox.project_id,
+            max_retry_wait=0.5,
+            max_retries=2,
+        )

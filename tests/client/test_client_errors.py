@@ -12,6 +12,7 @@ from typing import Any
 import pandas as pd
 import pytest
 
+from _clients import client_for
 from analytics_nb import Client
 from analytics_nb.errors import (
     AuthenticationError,
@@ -26,17 +27,6 @@ from analytics_nb.errors import (
 )
 
 PLAYLISTS = "/api/projects/*/session_recording_playlists*"
-
-
-def _client(sb: Any, key: str | None = None, **kw: Any) -> Client:
-    options: dict[str, Any] = {"progress": False, "retry_backoff": 0.01}
-    options.update(kw)
-    return Client(
-        sb.url,
-        personal_api_key=key or sb.personal_api_key,
-        project_api_key=sb.project_api_key,
-        **options,
-    )
 
 
 @pytest.fixture
@@ -65,7 +55,7 @@ def _free_port() -> int:
 
 def test_missing_write_scope_is_a_typed_403_naming_the_scope(sb: Any) -> None:
     key = sb.create_personal_key(scopes=["session_recording_playlist:read"])
-    with _client(sb, key) as client:
+    with client_for(sb, key) as client:
         assert isinstance(client.playlists.list(), list)  # read works
         with pytest.raises(PermissionDeniedError) as info:
             client.playlists.create("collection", "nope")
@@ -78,13 +68,13 @@ def test_missing_write_scope_is_a_typed_403_naming_the_scope(sb: Any) -> None:
 
 def test_write_scope_also_reads_and_missing_plugin_scope_is_named(sb: Any) -> None:
     key = sb.create_personal_key(scopes=["session_recording_playlist:write"])
-    with _client(sb, key) as client:
+    with client_for(sb, key) as client:
         assert client.playlists.create("collection", "ok").name == "ok"
         with pytest.raises(PermissionDeniedError) as resolving:
             client.transformations.list()  # the organization id cannot be looked up with this key
     assert "organization_id=" in str(resolving.value)
     with (
-        _client(sb, key, organization_id=sb.organization_id) as client,
+        client_for(sb, key, organization_id=sb.organization_id) as client,
         pytest.raises(PermissionDeniedError) as info,
     ):
         client.transformations.list()
@@ -93,27 +83,27 @@ def test_write_scope_also_reads_and_missing_plugin_scope_is_named(sb: Any) -> No
 
 def test_bad_key_is_an_authentication_error_without_the_key(sb: Any) -> None:
     bad = "phx_" + "Z" * 40
-    with _client(sb, bad) as client, pytest.raises(AuthenticationError) as info:
+    with client_for(sb, bad) as client, pytest.raises(AuthenticationError) as info:
         client.playlists.list()
     assert info.value.status == 401
     assert bad not in _all_text(info.value) and "ZZZZZZ" not in _all_text(info.value)
 
 
 def test_not_found(sb: Any) -> None:
-    with _client(sb) as client, pytest.raises(NotFoundError) as info:
+    with client_for(sb) as client, pytest.raises(NotFoundError) as info:
         client.playlists.get("nOtThErE")
     assert info.value.status == 404 and info.value.type == "invalid_request"
 
 
 def test_every_playlist_exactly_once_despite_503s_and_resets(sb: Any) -> None:
-    with _client(sb) as client:
+    with client_for(sb) as client:
         for i in range(150):
             client.playlists.create("collection", f"playlist {i:03d}")
         clean = [p.id for p in client.playlists.list(page_size=6)]
     assert len(clean) == 150
     sb.faults.add(path=PLAYLISTS, status=503, rate=0.2, methods=["GET"])
     sb.faults.add(path=PLAYLISTS, reset=True, rate=0.2, methods=["GET"])
-    with _client(sb, max_retries=10, max_concurrency=6) as client:
+    with client_for(sb, max_retries=10, max_concurrency=6) as client:
         faulty = [p.id for p in client.playlists.list(page_size=6)]
         retries = client._core.retries_done
     assert faulty == clean
@@ -124,7 +114,7 @@ def test_every_playlist_exactly_once_despite_503s_and_resets(sb: Any) -> None:
 
 def test_retries_are_capped_and_then_raise_a_server_error(sb: Any) -> None:
     sb.faults.add(path=PLAYLISTS, status=503, rate=1.0)
-    with _client(sb, max_retries=2) as client, pytest.raises(ServerError) as info:
+    with client_for(sb, max_retries=2) as client, pytest.raises(ServerError) as info:
         client.playlists.list()
     assert info.value.status == 503
     log = sb.requests()
@@ -133,7 +123,7 @@ def test_retries_are_capped_and_then_raise_a_server_error(sb: Any) -> None:
 
 def test_post_is_not_retried_on_503(sb: Any) -> None:
     sb.faults.add(path=PLAYLISTS, status=503, rate=1.0, methods=["POST"])
-    with _client(sb, max_retries=3) as client, pytest.raises(ServerError):
+    with client_for(sb, max_retries=3) as client, pytest.raises(ServerError):
         client.playlists.create("collection", "once")
     log = sb.requests()
     assert int((log["method"] == "POST").sum()) == 1
@@ -141,7 +131,7 @@ def test_post_is_not_retried_on_503(sb: Any) -> None:
 
 def test_reset_without_retries_is_a_network_error_without_secrets(sb: Any) -> None:
     sb.faults.add(path=PLAYLISTS, reset=True, rate=1.0)
-    with _client(sb, max_retries=0) as client, pytest.raises(NetworkError) as info:
+    with client_for(sb, max_retries=0) as client, pytest.raises(NetworkError) as info:
         client.playlists.list()
     text = _all_text(info.value)
     assert sb.personal_api_key not in text and sb.project_api_key not in text
@@ -164,7 +154,7 @@ def test_connection_refused_is_a_network_error() -> None:
 
 def test_429_retry_after_is_honoured(sb: Any) -> None:
     sb.faults.add(path=PLAYLISTS, status=429, rate=0.5, retry_after=1, methods=["GET"])
-    with _client(sb, max_retries=8) as client:
+    with client_for(sb, max_retries=8) as client:
         for _ in range(4):
             client.playlists.list()
     log = sb.requests()
@@ -178,7 +168,7 @@ def test_429_retry_after_is_honoured(sb: Any) -> None:
 
 def test_429_without_retries_carries_retry_after(sb: Any) -> None:
     sb.faults.add(path=PLAYLISTS, status=429, rate=1.0, retry_after=7)
-    with _client(sb, max_retries=0) as client, pytest.raises(RateLimitedError) as info:
+    with client_for(sb, max_retries=0) as client, pytest.raises(RateLimitedError) as info:
         client.playlists.list()
     assert info.value.retry_after == 7.0 and info.value.status == 429
     assert "7" in str(info.value)
@@ -187,7 +177,7 @@ def test_429_without_retries_carries_retry_after(sb: Any) -> None:
 def test_logs_never_hold_keys(sb: Any, caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.DEBUG)
     sb.faults.add(path=PLAYLISTS, status=503, rate=0.5, methods=["GET"])
-    with _client(sb, max_retries=6) as client:
+    with client_for(sb, max_retries=6) as client:
         client.playlists.list()
         client.decide("user-1")
         client.feature_flags.local_evaluation()  # sends the project key as ?token=
@@ -245,20 +235,20 @@ def test_decide_errors_from_the_ingestion_service(sb: Any) -> None:
         client.decide("someone")
     assert info.value.status == 401
     assert "n" * 20 not in _all_text(info.value)
-    with _client(sb) as client, pytest.raises(ValueError, match="distinct_id"):
+    with client_for(sb) as client, pytest.raises(ValueError, match="distinct_id"):
         client.decide("")
 
 
 def test_slow_answers_time_out_as_network_errors(sb: Any) -> None:
     sb.faults.add(path=PLAYLISTS, delay=1.5, rate=1.0)
-    with _client(sb, max_retries=0, timeout=0.3) as client, pytest.raises(NetworkError) as info:
+    with client_for(sb, max_retries=0, timeout=0.3) as client, pytest.raises(NetworkError) as info:
         client.playlists.list()
     assert "Timeout" in str(info.value)
 
 
 def test_408_is_transient_for_idempotent_requests(sb: Any) -> None:
     sb.faults.add(path=PLAYLISTS, status=408, rate=1.0, methods=["GET"])
-    with _client(sb, max_retries=2) as client, pytest.raises(PostHogError) as info:
+    with client_for(sb, max_retries=2) as client, pytest.raises(PostHogError) as info:
         client.playlists.list()
     assert info.value.status == 408 and "timed out waiting for the request" in str(info.value)
     log = sb.requests()
@@ -266,7 +256,7 @@ def test_408_is_transient_for_idempotent_requests(sb: Any) -> None:
     sb.faults.clear()
     sb.clear_requests()
     sb.faults.add(path=PLAYLISTS, status=408, rate=1.0, methods=["POST"])
-    with _client(sb, max_retries=3) as client, pytest.raises(PostHogError):
+    with client_for(sb, max_retries=3) as client, pytest.raises(PostHogError):
         client.playlists.create("collection", "once")
     assert int((sb.requests()["method"] == "POST").sum()) == 1  # a POST may have been acted on
 
@@ -274,7 +264,7 @@ def test_408_is_transient_for_idempotent_requests(sb: Any) -> None:
 def test_500_is_not_retried(sb: Any) -> None:
     """The issue names 502/503/504 as transient; a 500 is often a deterministic failure, so it is raised."""
     sb.faults.add(path=PLAYLISTS, status=500, rate=1.0, methods=["GET"])
-    with _client(sb, max_retries=3) as client, pytest.raises(ServerError) as info:
+    with client_for(sb, max_retries=3) as client, pytest.raises(ServerError) as info:
         client.playlists.list()
     assert info.value.status == 500
     assert int((sb.requests()["status"] == 500).sum()) == 1

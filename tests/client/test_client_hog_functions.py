@@ -11,6 +11,7 @@ from typing import Any
 import pandas as pd
 import pytest
 
+from _clients import client_for
 from _sandbox_helpers import api, error
 from analytics_nb import Client
 from analytics_nb.errors import NotFoundError, PermissionDeniedError, ValidationError
@@ -55,19 +56,15 @@ def templates_path(sb: Sandbox, suffix: str = "") -> str:
     return f"/api/projects/{sb.project_id}/hog_function_templates/{suffix}"
 
 
-def _client(sb: Sandbox, key: str | None = None) -> Client:
-    return Client(sb.url, personal_api_key=key or sb.personal_api_key, progress=False, retry_backoff=0.01)
-
-
 @pytest.fixture
 def client(empty_sandbox: Sandbox) -> Iterator[Client]:
-    with _client(empty_sandbox) as c:
+    with client_for(empty_sandbox, keys="personal") as c:
         yield c
 
 
 @pytest.fixture(scope="module")
 def demo(sandbox: Sandbox) -> Iterator[Client]:
-    with _client(sandbox) as c:
+    with client_for(sandbox, keys="personal") as c:
         yield c
 
 
@@ -366,7 +363,7 @@ def test_client_secret_input_kept_when_sent_back_masked(client: Client) -> None:
 
 def test_client_scopes(empty_sandbox: Sandbox) -> None:
     key = empty_sandbox.create_personal_key(scopes=["hog_function:read"])
-    with _client(empty_sandbox, key) as c:
+    with client_for(empty_sandbox, key, keys="personal") as c:
         assert c.hog_functions.list() == []
         with pytest.raises(PermissionDeniedError) as err:
             c.hog_functions.create(hog="return event")

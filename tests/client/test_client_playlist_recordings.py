@@ -12,8 +12,8 @@ from typing import Any
 import pandas as pd
 import pytest
 
+from _clients import client_for
 from _sandbox_helpers import api, playlists_path
-from analytics_nb import Client
 from analytics_nb.errors import (
     IncompleteRecordingsError,
     IncompleteRecordingsWarning,
@@ -23,20 +23,10 @@ from analytics_nb.errors import (
 from analytics_nb.sandbox import start
 
 
-def _client(sb: Any) -> Client:
-    return Client(
-        sb.url,
-        personal_api_key=sb.personal_api_key,
-        project_api_key=sb.project_api_key,
-        progress=False,
-        retry_backoff=0.01,
-    )
-
-
 @pytest.fixture(scope="module")
 def big(sandbox: Any) -> dict[str, Any]:
     """A collection of 120 ingested recordings (added straight into the sandbox's store)."""
-    with _client(sandbox) as c:
+    with client_for(sandbox) as c:
         created = c.playlists.create("collection", "Big collection")
     start_at = datetime.now(UTC) - timedelta(days=2)
     ids = [
@@ -60,7 +50,7 @@ def test_service_caps_a_collection_answer_and_ignores_offset(sandbox: Any, big: 
 
 def test_recordings_never_silently_fewer_without_known_ids(sandbox: Any, big: dict[str, Any]) -> None:
     """Regression: the old loop re-requested with `offset`, got the same 50 and returned them silently."""
-    with _client(sandbox) as fresh, warnings.catch_warnings(record=True) as caught:
+    with client_for(sandbox) as fresh, warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         records = fresh.playlists.recordings(big["short_id"])
     assert len(records) == 50
@@ -70,13 +60,13 @@ def test_recordings_never_silently_fewer_without_known_ids(sandbox: Any, big: di
     assert (
         "70 missing" in str(found[0]) and "capped at 50" in str(found[0]) and "session_ids" in str(found[0])
     )
-    with _client(sandbox) as fresh, pytest.raises(IncompleteRecordingsError) as raised:
+    with client_for(sandbox) as fresh, pytest.raises(IncompleteRecordingsError) as raised:
         fresh.playlists.recordings_frame(big["short_id"], incomplete="raise")
     assert raised.value.missing == 70 and len(raised.value.recordings) == 50
 
 
 def test_recordings_with_known_ids_returns_all(sandbox: Any, big: dict[str, Any]) -> None:
-    with _client(sandbox) as fresh, warnings.catch_warnings():
+    with client_for(sandbox) as fresh, warnings.catch_warnings():
         warnings.simplefilter("error")
         frame = fresh.playlists.recordings_frame(
             big["short_id"], session_ids=pd.DataFrame({"session_id": big["ids"]})
@@ -86,7 +76,7 @@ def test_recordings_with_known_ids_returns_all(sandbox: Any, big: dict[str, Any]
 
 def test_ids_added_by_this_client_are_fetched_past_the_cap(sandbox: Any) -> None:
     ids = [sandbox.add_recording(start_time=datetime.now(UTC) - timedelta(hours=i + 1)) for i in range(65)]
-    with _client(sandbox) as c, warnings.catch_warnings():
+    with client_for(sandbox) as c, warnings.catch_warnings():
         warnings.simplefilter("error")
         created = c.playlists.create("collection", "Added in bulk")
         report = c.playlists.add_recordings(created.short_id, ids, calls_per_minute=6000)
@@ -99,14 +89,14 @@ def test_ids_added_by_this_client_are_fetched_past_the_cap(sandbox: Any) -> None
 def test_window_and_long_term_storage(sandbox: Any) -> None:
     """`date_from="-1y"` drops older ClickHouse rows; `list_recordings_from_query` loads long-term-stored
     ones by id first, whatever their age."""
-    with _client(sandbox) as c:
+    with client_for(sandbox) as c:
         created = c.playlists.create("collection", "Old ones")
     old = datetime.now(UTC) - timedelta(days=400)
     kept = sandbox.add_recording(start_time=old, long_term=True, playlist=created.short_id)
     sandbox.add_recording(start_time=old, playlist=created.short_id)
     recent = sandbox.add_recording(playlist=created.short_id)
     with (
-        _client(sandbox) as c,
+        client_for(sandbox) as c,
         pytest.warns(IncompleteRecordingsWarning, match="1 missing.*more than a year"),
     ):
         records = c.playlists.recordings(created.short_id)
@@ -116,7 +106,7 @@ def test_window_and_long_term_storage(sandbox: Any) -> None:
 def test_an_item_without_a_recording_is_reported_missing(sandbox: Any) -> None:
     """test_session_recording_playlist.py, test_get_pinned_recordings_for_playlist: an item whose recording
     was never ingested is simply absent from the answer; the client says so."""
-    with _client(sandbox) as c:
+    with client_for(sandbox) as c:
         created = c.playlists.create("collection", "One missing")
         real = sandbox.add_recording(playlist=created.short_id)
         c.playlists.add_recording(created.short_id, "session-missing")
@@ -129,7 +119,7 @@ def test_an_item_without_a_recording_is_reported_missing(sandbox: Any) -> None:
 def test_bulk_report_statuses_and_validation(sandbox: Any) -> None:
     """test_session_recording_playlist.py, test_bulk_add_partial_success / test_bulk_add_remove_playlist_items
     (counts) and test_bulk_add_validation_errors (at most 20; non-empty array)."""
-    with _client(sandbox) as c:
+    with client_for(sandbox) as c:
         created = c.playlists.create("collection", "Bulk")
         c.playlists.add_recording(created.short_id, "existing_session")
         report = c.playlists.add_recordings(created.short_id, ["existing_session", "new_1", "new_2", "new_1"])
@@ -170,7 +160,7 @@ def cloud() -> Iterator[Any]:
 
 
 def test_personal_key_refusal_is_explained_and_changes_nothing(cloud: Any) -> None:
-    with _client(cloud) as c:
+    with client_for(cloud) as c:
         target = next(p for p in c.playlists.list(type="collection") if not p.is_synthetic)
         with pytest.raises(PermissionDeniedError, match="scope lists") as raised:
             c.playlists.add_recordings(target.short_id, [f"s{i}" for i in range(30)], calls_per_minute=6000)
@@ -187,7 +177,7 @@ def test_saved_filter_recordings_send_the_stored_filters_and_page_all() -> None:
     `duration` (as `having_predicates`, as the app does) and pages with `offset`: 70 recordings of the
     last week longer than 60 s, not the 50 of the last 3 days the defaults give (the old client)."""
     now = datetime.now(UTC)
-    with start(seed="empty", profile="cloud") as sb, _client(sb) as c:
+    with start(seed="empty", profile="cloud") as sb, client_for(sb) as c:
         long_ones = [
             sb.add_recording(start_time=now - timedelta(days=i % 7, minutes=i), duration=90)
             for i in range(70)
@@ -215,7 +205,7 @@ def test_saved_filter_parts_the_client_cannot_send_are_named() -> None:
         "type": "AND",
         "values": [{"type": "AND", "values": [{"type": "event", "key": "$browser", "value": ["Chrome"]}]}],
     }
-    with start(seed="empty", profile="cloud") as sb, _client(sb) as c:
+    with start(seed="empty", profile="cloud") as sb, client_for(sb) as c:
         sb.add_recording()
         quiet = c.playlists.create(
             "filters", "Quiet", filters={"date_from": "-7d", "filter_group": empty_group}

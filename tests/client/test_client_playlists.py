@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -10,22 +9,11 @@ import httpx
 import pandas as pd
 import pytest
 
+from _clients import client_for
 from _sandbox_helpers import playlist_records
 from analytics_nb import Client
 from analytics_nb.errors import MethodNotAllowedError, NotFoundError, ValidationError
 from analytics_nb.models import Playlist, Recording
-
-
-def _client(sb: Any, **kw: Any) -> Client:
-    options: dict[str, Any] = {"progress": False, "retry_backoff": 0.01}
-    options.update(kw)
-    return Client(sb.url, personal_api_key=sb.personal_api_key, project_api_key=sb.project_api_key, **options)
-
-
-@pytest.fixture(scope="module")
-def client(sandbox: Any) -> Iterator[Client]:
-    with _client(sandbox) as c:
-        yield c
 
 
 def _walk(sb: Any, **params: Any) -> list[dict[str, Any]]:
@@ -52,7 +40,7 @@ def test_list_returns_every_playlist_once_as_models(client: Client, sandbox: Any
 
 
 def test_small_pages_fetched_concurrently_lose_and_repeat_nothing(sandbox: Any) -> None:
-    with _client(sandbox, max_concurrency=3) as small:
+    with client_for(sandbox, max_concurrency=3) as small:
         ids = [p.short_id for p in small.playlists.iter(page_size=7)]
     assert len(ids) == len(set(ids))
     assert ids == [r["short_id"] for r in _walk(sandbox)]
@@ -159,7 +147,7 @@ def test_archive_hides_and_restore_brings_back(client: Client) -> None:
 
 
 def test_restore_of_a_saved_filter_playlist_archived_elsewhere_explains_filters(sandbox: Any) -> None:
-    with _client(sandbox) as first, _client(sandbox) as second:
+    with client_for(sandbox) as first, client_for(sandbox) as second:
         created = first.playlists.create("filters", "Archived elsewhere", filters={"date_from": "-2d"})
         first.playlists.archive(created.short_id)
         with pytest.raises(ValidationError) as info:

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from _clients import client_for
 from analytics_nb import Client
 from analytics_nb.errors import NotFoundError, PermissionDeniedError, ValidationError
 from analytics_nb.models import (
@@ -21,16 +22,10 @@ from analytics_nb.models import (
 )
 
 
-def _client(sb: Any, **kw: Any) -> Client:
-    options: dict[str, Any] = {"progress": False, "retry_backoff": 0.01}
-    options.update(kw)
-    return Client(sb.url, personal_api_key=sb.personal_api_key, **options)
-
-
 @pytest.fixture(scope="module")
 def client(sandbox: Any) -> Iterator[Client]:
     # No organization id and no project key given: both are resolved from the service.
-    with _client(sandbox) as c:
+    with client_for(sandbox, keys="personal") as c:
         yield c
 
 
@@ -86,7 +81,7 @@ def test_transformation_field_validation_happens_before_sending(client: Client) 
 
 
 def test_repository_install_check_for_updates_and_upgrade(empty_sandbox: Any) -> None:
-    with _client(empty_sandbox) as client:
+    with client_for(empty_sandbox, keys="personal") as client:
         repository = client.transformations.repository()
         assert repository and all("url" in entry for entry in repository)
         entry = repository[0]
@@ -187,7 +182,7 @@ def test_decide_groups_and_group_property_overrides(client: Client) -> None:
 
 
 def test_cloud_refuses_personal_keys_on_recordings_with_an_explanation(cloud_sandbox: Any) -> None:
-    with _client(cloud_sandbox) as client:
+    with client_for(cloud_sandbox, keys="personal") as client:
         target = client.playlists.create("collection", "cloud")
         with pytest.raises(PermissionDeniedError) as info:
             client.playlists.add_recording(target.short_id, "some-session")
@@ -198,7 +193,7 @@ def test_cloud_refuses_personal_keys_on_recordings_with_an_explanation(cloud_san
 
 
 def test_cloud_profile_synthetic_playlists_and_plugin_action_refusals(cloud_sandbox: Any) -> None:
-    with _client(cloud_sandbox) as client:
+    with client_for(cloud_sandbox, keys="personal") as client:
         everything = client.playlists.list(page_size=7)
         synthetic = [p for p in everything if p.is_synthetic]
         assert synthetic and all(p.id is not None and p.id < 0 for p in synthetic)

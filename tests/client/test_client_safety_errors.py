@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
+from _clients import client_for
 from _local_http import json_answer, local_server
-from analytics_nb import Client
 from analytics_nb.errors import PostHogError, RedirectError, ResponseFormatError
 
 KEY = "phx_errorsSECRET1234567890abcd"
@@ -22,10 +22,6 @@ PLAYLIST = (
     '{"id": 1, "short_id": "abc12345", "name": "from target", "type": "collection", "filters": {},'
     ' "deleted": false, "pinned": false, "description": ""}'
 )
-
-
-def _client(url: str) -> Client:
-    return Client(url, personal_api_key=KEY, project_api_key=PKEY, project_id=1, max_retries=0)
 
 
 @pytest.mark.parametrize(
@@ -40,7 +36,7 @@ def _client(url: str) -> Client:
 def test_decide_on_a_non_flags_answer_is_a_typed_error(answer: Any, fragment: str) -> None:
     with (
         local_server({"/decide/": answer, "/flags/": answer}) as server,
-        _client(server.url) as client,
+        client_for(server.url, KEY, project_api_key=PKEY, project_id=1, max_retries=0) as client,
         pytest.raises(PostHogError) as info,
     ):
         client.decide("user-1")
@@ -62,7 +58,7 @@ def test_decide_on_a_non_flags_answer_is_a_typed_error(answer: Any, fragment: st
 def test_get_on_an_empty_null_or_foreign_body_is_a_typed_error(answer: Any, fragment: str) -> None:
     with (
         local_server({ITEM: answer}) as server,
-        _client(server.url) as client,
+        client_for(server.url, KEY, project_api_key=PKEY, project_id=1, max_retries=0) as client,
         pytest.raises(ResponseFormatError) as info,
     ):
         client.playlists.get("abc12345")
@@ -74,7 +70,7 @@ def test_302_to_another_host_is_not_followed_and_the_key_stays_home() -> None:
         answer = (302, {"Location": other.url + ITEM}, b"")
         with (
             local_server({ITEM: answer}) as server,
-            _client(server.url) as client,
+            client_for(server.url, KEY, project_api_key=PKEY, project_id=1, max_retries=0) as client,
             pytest.raises(RedirectError) as info,
         ):
             client.playlists.get("abc12345")
@@ -92,7 +88,7 @@ def test_301_with_a_json_body_is_never_used_as_data() -> None:
     )
     with (
         local_server({ITEM: moved}) as server,
-        _client(server.url) as client,
+        client_for(server.url, KEY, project_api_key=PKEY, project_id=1, max_retries=0) as client,
         pytest.raises(RedirectError) as info,
     ):
         client.playlists.get("abc12345")
@@ -108,7 +104,10 @@ def test_same_host_redirect_is_followed_for_get_with_the_target_data() -> None:
         ),
         "/moved/": json_answer(PLAYLIST),
     }
-    with local_server(routes) as server, _client(server.url) as client:
+    with (
+        local_server(routes) as server,
+        client_for(server.url, KEY, project_api_key=PKEY, project_id=1, max_retries=0) as client,
+    ):
         playlist = client.playlists.get("abc12345")
     assert playlist.name == "from target"
     assert [r[1] for r in server.requests] == [ITEM, "/moved/"]
@@ -119,7 +118,7 @@ def test_redirected_write_is_refused_not_replayed_as_get() -> None:
     path = "/api/projects/1/session_recording_playlists/"
     with (
         local_server({path: (302, {"Location": "/elsewhere/"}, b"")}) as server,
-        _client(server.url) as client,
+        client_for(server.url, KEY, project_api_key=PKEY, project_id=1, max_retries=0) as client,
         pytest.raises(RedirectError) as info,
     ):
         client.playlists.create("collection", "x")
@@ -130,7 +129,7 @@ def test_redirected_write_is_refused_not_replayed_as_get() -> None:
 def test_endless_same_host_redirects_stop() -> None:
     with (
         local_server({ITEM: (302, {"Location": ITEM}, b"")}) as server,
-        _client(server.url) as client,
+        client_for(server.url, KEY, project_api_key=PKEY, project_id=1, max_retries=0) as client,
         pytest.raises(RedirectError, match="more than 5 times"),
     ):
         client.playlists.get("abc12345")

@@ -15,6 +15,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
+from _clients import client_for
 from _local_http import Answer, local_server
 from _sandbox_helpers import playlist_records
 from analytics_nb import Client
@@ -24,10 +25,6 @@ KEY = "phx_listingsSECRET1234567890ab"
 LIST = "/api/projects/1/session_recording_playlists/"
 ORG = "0190aaaa-bbbb-7ccc-8ddd-eeeeeeeeeeee"
 ACTIVITY = f"/api/organizations/{ORG}/pipeline_transformations/activity/"
-
-
-def _client(url: str, **kw: Any) -> Client:
-    return Client(url, personal_api_key=KEY, project_id=1, organization_id=ORG, max_retries=0, **kw)
 
 
 def _rows(*ids: int) -> list[dict[str, Any]]:
@@ -69,7 +66,7 @@ def test_listing_that_keeps_changing_warns_with_counts() -> None:
 
     with (
         local_server({LIST: shifting}) as server,
-        _client(server.url) as client,
+        client_for(server.url, KEY, project_id=1, organization_id=ORG, max_retries=0) as client,
         pytest.warns(IncompleteListingWarning) as record,
     ):
         rows = playlist_records(client)
@@ -87,7 +84,7 @@ def test_repeating_next_without_count_stops() -> None:
 
     with (
         local_server({LIST: same}) as server,
-        _client(server.url) as client,
+        client_for(server.url, KEY, project_id=1, organization_id=ORG, max_retries=0) as client,
         pytest.raises(PaginationError, match="same next-page link twice"),
     ):
         client.playlists.list(page_size=2)
@@ -102,7 +99,7 @@ def test_non_advancing_next_stops() -> None:
 
     with (
         local_server({LIST: backwards}) as server,
-        _client(server.url) as client,
+        client_for(server.url, KEY, project_id=1, organization_id=ORG, max_retries=0) as client,
         pytest.raises(PaginationError, match="does not advance"),
     ):
         client.playlists.list(page_size=2)
@@ -115,7 +112,7 @@ def test_next_after_count_that_repeats_stops() -> None:
 
     with (
         local_server({LIST: past_count}) as server,
-        _client(server.url) as client,
+        client_for(server.url, KEY, project_id=1, organization_id=ORG, max_retries=0) as client,
         pytest.raises(PaginationError),
     ):
         client.playlists.list(page_size=2)
@@ -130,7 +127,7 @@ def test_activity_records_on_repeating_pages_stop() -> None:
 
     with (
         local_server({ACTIVITY: repeating}) as server,
-        _client(server.url) as client,
+        client_for(server.url, KEY, project_id=1, organization_id=ORG, max_retries=0) as client,
         pytest.raises(PaginationError, match="repeated records"),
     ):
         client.transformations.activity_records(page_size=1)
@@ -160,7 +157,7 @@ def test_every_malformed_page_is_a_response_format_error(what: str) -> None:
     records came back with non-objects in them, silently."""
     with (
         local_server({LIST: _raw(MALFORMED_PAGES[what])}) as server,
-        _client(server.url, progress=False) as c,
+        client_for(server.url, KEY, progress=False, project_id=1, organization_id=ORG, max_retries=0) as c,
     ):
         for form in (c.playlists.frame, c.playlists.list, lambda: list(c.playlists.iter())):
             with pytest.raises(ResponseFormatError) as info:
@@ -195,7 +192,7 @@ def test_endless_next_past_the_count_stops_with_a_warning(monkeypatch: pytest.Mo
     state = {"calls": 0}
     with (
         local_server({LIST: _endless(state, count=6)}) as server,
-        _client(server.url) as client,
+        client_for(server.url, KEY, project_id=1, organization_id=ORG, max_retries=0) as client,
         pytest.warns(IncompleteListingWarning) as record,
     ):
         playlists = client.playlists.list(page_size=2)
@@ -211,7 +208,7 @@ def test_endless_next_without_a_count_stops_at_the_page_cap(monkeypatch: pytest.
     state = {"calls": 0}
     with (
         local_server({LIST: _endless(state, count=None)}) as server,
-        _client(server.url) as client,
+        client_for(server.url, KEY, project_id=1, organization_id=ORG, max_retries=0) as client,
         pytest.warns(IncompleteListingWarning, match="gives no count") as record,
     ):
         frame = client.playlists.frame(page_size=2)
@@ -223,7 +220,7 @@ def test_a_bounded_listing_of_an_endless_server_needs_no_cap() -> None:
     state = {"calls": 0}
     with (
         local_server({LIST: _endless(state, count=None)}) as server,
-        _client(server.url) as client,
+        client_for(server.url, KEY, project_id=1, organization_id=ORG, max_retries=0) as client,
         warnings.catch_warnings(),
     ):
         warnings.simplefilter("error", IncompleteListingWarning)

@@ -10,25 +10,14 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from analytics_nb import Client
+from _clients import client_for
 from analytics_nb.capture import flag_called
 from analytics_nb.errors import NotFoundError
 from analytics_nb.simulation import SimulationInputError, simulate
 
 
-def _client(sb: Any, **kw: Any) -> Client:
-    return Client(
-        sb.url,
-        personal_api_key=sb.personal_api_key,
-        project_api_key=sb.project_api_key,
-        max_retries=0,
-        progress=False,
-        **kw,
-    )
-
-
 def test_404_for_a_missing_project_talks_about_the_project(sandbox: Any) -> None:
-    with _client(sandbox, project_id=999) as client:
+    with client_for(sandbox, project_id=999, max_retries=0) as client:
         for call in (client.playlists.list, lambda: client.playlists.get("abc"), client.feature_flags.list):
             with pytest.raises(NotFoundError) as info:
                 call()
@@ -38,7 +27,7 @@ def test_404_for_a_missing_project_talks_about_the_project(sandbox: Any) -> None
 
 
 def test_404_for_an_item_names_the_item(sandbox: Any) -> None:
-    with _client(sandbox) as client:
+    with client_for(sandbox, max_retries=0) as client:
         with pytest.raises(NotFoundError, match=r"short_id.*restore"):
             client.playlists.get("nOtThErE")
         with pytest.raises(NotFoundError) as info:
@@ -48,7 +37,7 @@ def test_404_for_an_item_names_the_item(sandbox: Any) -> None:
 
 def test_a_dict_of_lists_is_read_as_columns(sandbox: Any) -> None:
     columns = {"distinct_id": ["u1", "u2", "u3"], "country": ["US", "DE", "FR"]}
-    with _client(sandbox) as client:
+    with client_for(sandbox, max_retries=0) as client:
         result = simulate(columns, engine="local", client=client)
         frame = getattr(result, "frame", result)
         assert len(frame) == 3
@@ -73,7 +62,7 @@ def test_flag_called_for_a_missing_key_matches_the_sdk(sandbox: Any) -> None:
         sdk.flush()
     finally:
         sdk.shutdown()
-    with _client(sandbox) as client:
+    with client_for(sandbox, max_retries=0) as client:
         decide = client.decide("our-user")
         assert flag_called(client, "our-user", "no-such-flag", decide) is True
     deadline = time.monotonic() + 5

@@ -6,33 +6,21 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
+from _clients import client_for
 from analytics_nb import AsyncClient, Client
 from analytics_nb.client._core import RateLimiter
 from analytics_nb.models import Playlist
-
-
-def _client(sb: Any, **kw: Any) -> Client:
-    return Client(
-        sb.url, personal_api_key=sb.personal_api_key, project_api_key=sb.project_api_key, progress=False, **kw
-    )
-
-
-@pytest.fixture(scope="module")
-def client(sandbox: Any) -> Iterator[Client]:
-    with _client(sandbox) as c:
-        yield c
 
 
 def test_sync_client_works_inside_a_running_event_loop(sandbox: Any) -> None:
     async def cell() -> tuple[int, bool, int]:
         # A notebook cell: a loop is running in this thread, and the sync client must still work.
         running = asyncio.get_running_loop().is_running()
-        with _client(sandbox) as c:
+        with client_for(sandbox) as c:
             n = len(c.playlists.list())
             flags = c.decide("user-7").feature_flags
         return n, running, len(flags)
@@ -115,7 +103,7 @@ def test_rate_limiter_keeps_each_bucket_under_its_window() -> None:
 
 
 def test_client_side_rate_limit_is_applied_to_playlists(sandbox: Any) -> None:
-    with _client(sandbox, rate_limit=True) as c:
+    with client_for(sandbox, rate_limit=True) as c:
         assert c._core.limiter is not None
         c.playlists.list(page_size=50)
         c.transformations.list()
@@ -143,7 +131,7 @@ def test_progress_bar_shows_on_multi_page_listing(
 def test_capture_and_simulate_delegates_reach_their_modules(empty_sandbox: Any) -> None:
     import pandas as pd
 
-    with _client(empty_sandbox) as c:
+    with client_for(empty_sandbox) as c:
         c.capture("client delegate event", "user-1", {"plan": "pro"})
         c.flag_called("user-1", "some-flag", True)
         events = empty_sandbox.events()
@@ -194,7 +182,7 @@ def test_capture_forwards_groups_and_flag_called_frame_delegates(empty_sandbox: 
             "error": pd.Series([pd.NA, pd.NA], dtype=object),
         }
     )
-    with _client(empty_sandbox) as c:
+    with client_for(empty_sandbox) as c:
         uuid = c.capture("grouped event", "user-1", {"plan": "pro"}, groups={"company": "acme"})
         report = c.flag_called_frame(sim, ["beta"], progress=False)
     events = empty_sandbox.events().set_index("uuid")

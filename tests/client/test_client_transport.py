@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from _clients import client_for
 from analytics_nb import Client
 from analytics_nb.client._transport import aiohttp_available, resolve
 from analytics_nb.errors import NetworkError
@@ -23,23 +24,11 @@ def no_fast(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     yield
 
 
-def _client(sb: Any, transport: str, **kw: Any) -> Client:
-    return Client(
-        sb.url,
-        personal_api_key=sb.personal_api_key,
-        project_api_key=sb.project_api_key,
-        project_id=sb.project_id,
-        progress=False,
-        http_transport=transport,
-        **kw,
-    )
-
-
 @needs_fast
 def test_auto_uses_aiohttp_when_installed(sandbox: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     for var in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"):
         monkeypatch.delenv(var, raising=False)
-    with _client(sandbox, "auto") as client:
+    with client_for(sandbox, http_transport="auto", project_id=sandbox.project_id) as client:
         assert client.core.transport_name == "aiohttp"
         assert client.decide("someone").feature_flags  # really over aiohttp
         assert type(client.core._client()._transport).__name__ == "AiohttpTransport"
@@ -47,7 +36,7 @@ def test_auto_uses_aiohttp_when_installed(sandbox: Any, monkeypatch: pytest.Monk
 
 def test_auto_falls_back_to_httpx_without_the_extra(sandbox: Any, no_fast: None) -> None:
     assert not aiohttp_available()
-    with _client(sandbox, "auto") as client:
+    with client_for(sandbox, http_transport="auto", project_id=sandbox.project_id) as client:
         assert client.core.transport_name == "httpx"
         assert client.decide("someone").feature_flags
         assert client.playlists.list() is not None
@@ -70,7 +59,10 @@ def test_unknown_transport_is_refused_naming_the_choices() -> None:
 
 @pytest.mark.parametrize("transport", ["httpx", pytest.param("aiohttp", marks=needs_fast)])
 def test_both_transports_give_the_same_answers(sandbox: Any, transport: str) -> None:
-    with _client(sandbox, transport) as client, _client(sandbox, "httpx") as reference:
+    with (
+        client_for(sandbox, http_transport=transport, project_id=sandbox.project_id) as client,
+        client_for(sandbox, http_transport="httpx", project_id=sandbox.project_id) as reference,
+    ):
         ours, theirs = client.decide("user-00001").model_dump(), reference.decide("user-00001").model_dump()
         volatile = {"evaluated_at", "request_id"}
         assert {k: v for k, v in ours.items() if k not in volatile} == {
@@ -104,7 +96,12 @@ def test_connection_cut_after_a_post_is_not_sent_twice(empty_sandbox: Any, trans
     disconnect reaches httpx as a ConnectTimeout, which must not count as 'refused')."""
     sb = empty_sandbox
     sb.faults.add(path="/api/projects/*/session_recording_playlists/", reset=True, methods=["POST"])
-    with _client(sb, transport, max_retries=3, retry_backoff=0.01) as client, pytest.raises(NetworkError):
+    with (
+        client_for(
+            sb, http_transport=transport, max_retries=3, retry_backoff=0.01, project_id=sb.project_id
+        ) as client,
+        pytest.raises(NetworkError),
+    ):
         client.playlists.create("collection", "cut")
     log = sb.requests()
     posts = log[(log["method"] == "POST") & log["path"].str.contains("session_recording_playlists")]

@@ -8,7 +8,6 @@ Columns: boolean flags ``boolean``; multivariate flags ``object`` (variant key /
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -18,7 +17,6 @@ import pytest
 from analytics_nb import Client
 from analytics_nb import frames as F
 from analytics_nb.flags import REASON_CODES, REASON_DTYPE, FrameEvaluator, evaluate_frame
-from analytics_nb.sandbox import Sandbox
 from analytics_nb.simulation import concat_frames, simulate
 from analytics_nb.simulation._local import ChunkedEvaluator
 from analytics_nb.tables import from_pandas
@@ -189,18 +187,6 @@ def test_concat_frames_unions_categories_pandas_would_drop() -> None:
     got = concat_frames([a, b], ignore_index=True)
     assert got["p"].dtype == "category" and got["p"].cat.categories.tolist() == ["x", "y"]
     assert got["p"].tolist()[0] == "x" and pd.isna(got["p"].iloc[1]) and got["p"].tolist()[2:] == ["y", "x"]
-
-
-@pytest.fixture(scope="module")
-def client(sandbox: Sandbox) -> Iterator[Client]:
-    with Client(
-        sandbox.url,
-        personal_api_key=sandbox.personal_api_key,
-        project_api_key=sandbox.project_api_key,
-        project_id=sandbox.project_id,
-        progress=False,
-    ) as c:
-        yield c
 
 
 def test_remote_and_local_columns_share_dtypes_and_compare(client: Client) -> None:

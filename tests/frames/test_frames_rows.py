@@ -19,6 +19,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from _clients import client_for
 from _examples import examples
 from _local_http import Answer, local_server
 from _sandbox_helpers import playlist_records
@@ -260,10 +261,6 @@ def test_paging_reads_keys_of_rows() -> None:
     assert _distinct_new_ids([rows[0], _record(3)], "id", set()) is None  # mixed kinds
 
 
-def _client(url: str, **kw: Any) -> Client:
-    return Client(url, personal_api_key=KEY, project_id=1, max_retries=0, progress=False, **kw)
-
-
 def test_frame_over_http_reads_repeats_once_and_keeps_unknown_fields() -> None:
     """Offset paging repeats a row when rows move meanwhile: the frame holds it once; a page with an unknown
     field is read as dicts and its field becomes a column, while the other pages are rows."""
@@ -279,7 +276,10 @@ def test_frame_over_http_reads_repeats_once_and_keeps_unknown_fields() -> None:
         body = json.dumps({"count": 5, "next": nxt, "previous": None, "results": pages.get(offset, [])})
         return 200, {"Content-Type": "application/json"}, body.encode()
 
-    with local_server({LIST: listing}) as server, _client(server.url) as client:
+    with (
+        local_server({LIST: listing}) as server,
+        client_for(server.url, KEY, project_id=1, max_retries=0) as client,
+    ):
         frame = client.playlists.frame(page_size=2)
         records = playlist_records(client, page_size=2)
     assert frame["id"].tolist() == [1, 2, 3, 4, 5]

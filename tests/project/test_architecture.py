@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import functools
 import subprocess
 import sys
 from pathlib import Path
@@ -19,13 +20,14 @@ PACKAGE = Path(analytics_nb.__file__).parent
 ALLOWED: dict[str, set[str]] = {
     "wire": set(),
     "_palette": set(),  # the shared value colours of plots and panels (widgets branch)
+    "_version": set(),  # __version__, read by the client's User-Agent without importing the package root
     "errors": {"wire"},
     "models": {"wire"},
     "tables": set(),  # family detection and pandas <-> Polars / Arrow / DuckDB / parquet (issue 16)
     "flags": {"wire", "models", "errors", "tables"},
     "sandbox": {"wire", "models", "flags"},
     "frames": {"wire", "models", "errors"},
-    "client": {"wire", "models", "errors", "frames"},
+    "client": {"wire", "models", "errors", "frames", "_version"},
     "capture": {"wire", "models", "errors", "flags", "frames", "client"},
     "simulation": {"wire", "models", "errors", "tables", "flags", "frames", "client", "_palette"},
     "embedded": {"client", "sandbox"},
@@ -65,11 +67,17 @@ def _absolute(path: Path, node: ast.ImportFrom) -> str:
     return ".".join([*base, node.module] if node.module else base)
 
 
+@functools.cache
+def _imports(path: Path) -> tuple[ast.Import | ast.ImportFrom, ...]:
+    """Every Import/ImportFrom node of a module, wherever it is (each module parsed once per run)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    return tuple(node for node in ast.walk(tree) if isinstance(node, ast.Import | ast.ImportFrom))
+
+
 def _imported_parts(path: Path) -> set[str]:
     """The analytics_nb parts a module imports: every Import/ImportFrom node, wherever it is."""
-    tree = ast.parse(path.read_text(encoding="utf-8"))
     parts: set[str] = set()
-    for node in ast.walk(tree):
+    for node in _imports(path):
         names: list[str] = []
         if isinstance(node, ast.Import):
             names = [alias.name for alias in node.names]
@@ -129,6 +137,30 @@ def test_the_parts_form_a_dag_counting_imports_inside_functions() -> None:
     for part in sorted(graph):
         if part not in state:
             visit(part)
+
+
+def _imports_from_the_root(path: Path) -> list[str]:
+    """Names a module imports from the package root that are not parts (``from analytics_nb import x``)."""
+    return [
+        alias.name
+        for node in _imports(path)
+        if isinstance(node, ast.ImportFrom) and _absolute(path, node) == "analytics_nb"
+        for alias in node.names
+        if alias.name not in ALLOWED
+    ]
+
+
+def test_no_part_imports_a_name_from_the_package_root() -> None:
+    """The root facade imports every part under TYPE_CHECKING, so ``from analytics_nb import __version__``
+    in a part is a hidden cycle through all of them (mypy then could not type ``capture``'s async twins
+    from ``session``: "Cannot determine type"). Parts import the module that holds the name."""
+    offenders = {
+        str(path.relative_to(PACKAGE)): names
+        for part in ALLOWED
+        for path in _modules(part)
+        if (names := _imports_from_the_root(path))
+    }
+    assert offenders == {}
 
 
 def test_the_walk_counts_imports_inside_functions_and_type_checking(tmp_path: Path) -> None:

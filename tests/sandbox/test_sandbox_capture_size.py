@@ -18,7 +18,7 @@ import httpx
 import pandas as pd
 import pytest
 
-from analytics_nb import Client
+from _clients import client_for
 from analytics_nb.capture import _bulk, capture_frame
 from analytics_nb.sandbox._resources.capture import BATCH_LIMIT, EVENT_LIMIT
 
@@ -109,10 +109,6 @@ def test_event_names_over_200_characters_are_refused(empty_sandbox: Any) -> None
     )
 
 
-def _client(sb: Any) -> Client:
-    return Client(sb.url, project_api_key=sb.project_api_key, progress=False, retry_backoff=0.05)
-
-
 def test_the_client_refuses_over_size_events_and_long_names_with_the_reason(empty_sandbox: Any) -> None:
     df = pd.DataFrame(
         {
@@ -122,7 +118,7 @@ def test_the_client_refuses_over_size_events_and_long_names_with_the_reason(empt
             "blob": [None, None, "x" * (EVENT_LIMIT - 100), '"' * (EVENT_LIMIT // 2)],
         }
     )
-    with _client(empty_sandbox) as client:
+    with client_for(empty_sandbox, keys="project") as client:
         report = capture_frame(client, df)
     assert report["status"].tolist() == ["sent", "refused", "refused", "refused"]
     assert "200" in report["reason"].iloc[1]
@@ -146,7 +142,7 @@ def test_events_stored_before_an_event_too_big_are_reported_sent(
             "blob": [None, None, None, "x" * (EVENT_LIMIT + 10), None, None],
         }
     )
-    with _client(empty_sandbox) as client:
+    with client_for(empty_sandbox, keys="project") as client:
         report = capture_frame(client, df)
     assert report["status"].tolist() == ["sent"] * 3 + ["refused"] + ["sent"] * 2
     assert "maximum event size exceeded" in report["reason"].iloc[3]

@@ -19,7 +19,7 @@ import httpx
 import pandas as pd
 import pytest
 
-from analytics_nb import Client
+from _clients import client_for
 from analytics_nb.sandbox import Sandbox, start
 from analytics_nb.sandbox._resources.feature_flags import create_flag
 from analytics_nb.simulation import simulate
@@ -70,16 +70,6 @@ def _flags(sb: Sandbox) -> dict[str, Any]:
     r = httpx.post(f"{sb.url}/flags/?v=2", json={"token": sb.project_api_key, "distinct_id": "ada"})
     assert r.status_code == 200, r.text
     return {k: v["enabled"] for k, v in r.json()["flags"].items()}
-
-
-def _client(sb: Sandbox) -> Client:
-    return Client(
-        sb.url,
-        personal_api_key=sb.personal_api_key,
-        project_api_key=sb.project_api_key,
-        max_retries=0,
-        progress=False,
-    )
 
 
 def _expected(version: int) -> dict[str, bool]:
@@ -162,7 +152,7 @@ def test_decide_flags_simulation_and_the_sdk_agree_per_the_setting(sb: Sandbox, 
     assert {k: _flags(sb)[k] for k in want} == want
 
     people = pd.DataFrame({"distinct_id": ["ada"], "beta_opt_in": ["declined"]})
-    with _client(sb) as client:
+    with client_for(sb, max_retries=0) as client:
         local = client.feature_flags.local_evaluation()
         assert local.property_matching_version == version
         for kw in ({}, {"definitions": local}, {"definitions": local.model_dump(mode="json")}):

@@ -26,7 +26,7 @@ def _v0_capture(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("POSTHOG_CAPTURE_MODE", raising=False)
 
 
-def _client(sb: Sandbox, *, local: bool) -> Any:
+def _sdk_client(sb: Sandbox, *, local: bool) -> Any:
     return posthog.Posthog(
         sb.project_api_key,
         host=sb.url,
@@ -47,14 +47,14 @@ def definitions(sandbox: Sandbox) -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def remote(sandbox: Sandbox) -> Iterator[Any]:
-    client = _client(sandbox, local=False)
+    client = _sdk_client(sandbox, local=False)
     yield client
     client.shutdown()
 
 
 @pytest.fixture(scope="module")
 def local(sandbox: Sandbox) -> Iterator[Any]:
-    client = _client(sandbox, local=True)
+    client = _sdk_client(sandbox, local=True)
     client.load_feature_flags()
     yield client
     client.shutdown()
@@ -87,7 +87,7 @@ def _engine(definitions: dict[str, Any], distinct_id: str, mode: str, **kw: Any)
 
 
 def test_capture_through_batch(sandbox: Sandbox) -> None:
-    client = _client(sandbox, local=False)
+    client = _sdk_client(sandbox, local=False)
     try:
         for i in range(25):
             client.capture("sdk_event", distinct_id=f"sdk-{i}", properties={"n": i, "$set": {"via": "sdk"}})
@@ -188,7 +188,7 @@ def test_local_evaluation_equals_the_engine_and_the_server(
 
 
 def test_flag_called_events_arrive(sandbox: Sandbox) -> None:
-    client = _client(sandbox, local=False)
+    client = _sdk_client(sandbox, local=False)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", DeprecationWarning)

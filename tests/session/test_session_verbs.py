@@ -17,7 +17,7 @@ import pandas as pd
 import pytest
 
 from analytics_nb import AsyncClient, Client, capture, simulation
-from analytics_nb.client import method_doc, verb_form_matches
+from analytics_nb.client import method_doc, twin_matches, verb_form_matches
 
 ROOT = Path(__file__).resolve().parents[2] / "src" / "analytics_nb"
 
@@ -68,6 +68,40 @@ def test_asimulate_is_simulate_s_signature_and_docstring() -> None:
     assert inspect.iscoroutinefunction(simulation.asimulate)
 
 
+@pytest.mark.parametrize("name", list(VERBS))
+def test_each_async_twin_carries_the_verbs_signature_and_full_docstring(name: str) -> None:
+    """Every public form of every verb: ``acapture_event``, ``acapture_frame``, ``aflag_called``,
+    ``aflag_called_frame`` and ``asimulate`` show the verb's parameters and whole docstring (they used to
+    repeat the parameter list and carry a one-line docstring of their own)."""
+    verb, twin = VERBS[name]
+    assert twin_matches(twin, verb)
+    assert twin.__name__ == f"a{verb.__name__}"
+    assert len(inspect.getdoc(twin).splitlines()) >= 3  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("name", [n for n in VERBS if n != "simulate"])
+def test_the_capture_twins_say_they_take_either_client(name: str) -> None:
+    verb, twin = VERBS[name]
+    assert inspect.signature(verb).parameters["client"].annotation == "ApiClient"
+    assert inspect.signature(twin).parameters["client"].annotation == "AnyApiClient"
+
+
+def test_every_public_async_twin_is_checked() -> None:
+    """A new ``a``-prefixed verb in ``capture`` or ``simulation`` must join ``VERBS`` (and so the checks)."""
+    checked = {twin.__name__ for _, twin in VERBS.values()}
+    for module in (capture, simulation):
+        public = set(module.__all__)
+        twins = {n for n in public if n.startswith("a") and n[1:] in public}
+        assert twins <= checked, twins - checked
+
+
+def test_a_twin_refuses_a_wrong_keyword_like_its_verb() -> None:
+    with pytest.raises(TypeError, match="unexpected keyword argument 'batchsize'"):
+        asyncio.run(capture.acapture_frame(None, pd.DataFrame(), batchsize=10))
+    with pytest.raises(TypeError, match="missing a required argument: 'response'"):
+        asyncio.run(capture.aflag_called(None, "u1", "flag"))
+
+
 def test_asimulate_binds_its_arguments_like_simulate() -> None:
     sets = pd.DataFrame({"distinct_id": ["a", "b"]})
     flags = [{"key": "f", "filters": {"groups": [{"properties": [], "rollout_percentage": 100}]}}]
@@ -78,14 +112,25 @@ def test_asimulate_binds_its_arguments_like_simulate() -> None:
 
 
 def test_no_verb_parameter_list_is_written_twice() -> None:
-    """A scan of the session and simulation sources: the verbs' parameter lists appear once, in the verb."""
+    """A scan of the session, simulation and capture sources: each verb's parameter list appears once, in
+    the verb; its async twin is written ``(*args, **kwargs)`` and takes the verb's signature."""
+    names = {verb.__name__ for verb, _ in VERBS.values()} | {twin.__name__ for _, twin in VERBS.values()}
     written: dict[str, list[str]] = {}
-    for path in [*(ROOT / "session").glob("*.py"), *(ROOT / "simulation").glob("*.py")]:
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name in {
-                *VERBS,
-                "asimulate",
-            }:
-                names = [a.arg for a in [*node.args.args, *node.args.kwonlyargs]]
-                written.setdefault(node.name, []).append(f"{path.name}:{len(names)}")
-    assert written == {"simulate": ["_simulate.py:16"], "asimulate": ["_simulate.py:0"]}
+    for part in ("session", "simulation", "capture"):
+        for path in (ROOT / part).glob("*.py"):
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name in {*VERBS, *names}:
+                    args = [a.arg for a in [*node.args.args, *node.args.kwonlyargs]]
+                    written.setdefault(node.name, []).append(f"{path.name}:{len(args)}")
+    assert written == {
+        "simulate": ["_simulate.py:16"],
+        "asimulate": ["_simulate.py:0"],
+        "capture_event": ["_bulk.py:8"],
+        "acapture_event": ["_bulk.py:0"],
+        "capture_frame": ["_bulk.py:12"],
+        "acapture_frame": ["_bulk.py:0"],
+        "flag_called": ["_flag_called.py:12"],
+        "aflag_called": ["_flag_called.py:0"],
+        "flag_called_frame": ["_flag_called.py:5"],
+        "aflag_called_frame": ["_flag_called.py:0"],
+    }

@@ -10,7 +10,6 @@ restores the old reading on request.
 from __future__ import annotations
 
 import warnings
-from collections.abc import Iterator
 from typing import Any
 
 import pandas as pd
@@ -20,7 +19,6 @@ from analytics_nb import Client
 from analytics_nb.capture import attribute
 from analytics_nb.capture._attribution import UnknownOutcomeWarning
 from analytics_nb.flags import FrameEvaluator, evaluate_flags, evaluate_frame
-from analytics_nb.sandbox.testing import Sandbox
 from analytics_nb.simulation import MissingPropertyWarning, SimulationInputError, WhatIf, simulate
 
 
@@ -260,18 +258,6 @@ def test_whatif_answers_na_for_the_absent_column() -> None:
         warnings.simplefilter("error", MissingPropertyWarning)
         quiet = WhatIf(people, FLAGS, missing_columns="not_set")
     assert quiet.base["plan-first"].notna().all()
-
-
-@pytest.fixture(scope="module")
-def client(sandbox: Sandbox) -> Iterator[Client]:
-    with Client(
-        sandbox.url,
-        personal_api_key=sandbox.personal_api_key,
-        project_api_key=sandbox.project_api_key,
-        project_id=sandbox.project_id,
-        progress=False,
-    ) as c:
-        yield c
 
 
 def test_local_answers_never_contradict_the_service_on_stored_properties(client: Client) -> None:

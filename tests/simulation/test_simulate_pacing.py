@@ -13,7 +13,7 @@ from collections.abc import Iterator
 import pandas as pd
 import pytest
 
-from analytics_nb import Client
+from _clients import client_for
 from analytics_nb.client._transport import aiohttp_available
 from analytics_nb.sandbox import Sandbox
 from analytics_nb.simulation import simulate
@@ -41,18 +41,6 @@ def sb(sandbox: Sandbox) -> Iterator[Sandbox]:
     sandbox.faults.clear()
 
 
-def _client(sb: Sandbox, transport: str, **kw: object) -> Client:
-    return Client(
-        sb.url,
-        personal_api_key=sb.personal_api_key,
-        project_api_key=sb.project_api_key,
-        project_id=sb.project_id,
-        progress=False,
-        http_transport=transport,
-        **kw,  # type: ignore[arg-type]
-    )
-
-
 def _decides(sb: Sandbox) -> pd.DataFrame:
     log = sb.requests()
     return log[log["path"].isin(["/decide/", "/flags/"])]
@@ -61,7 +49,7 @@ def _decides(sb: Sandbox) -> pd.DataFrame:
 @pytest.mark.parametrize("transport", TRANSPORTS)
 def test_pool_holds_the_requested_concurrency(sb: Sandbox, transport: str) -> None:
     df = _rows(64)
-    with _client(sb, transport) as client:
+    with client_for(sb, http_transport=transport, project_id=sb.project_id) as client:
         simulate(df.head(2), ["beta-feature"], client=client)  # definitions and project key fetched
         sb.faults.add(path="/flags/", delay=1.0)
         started = time.perf_counter()
@@ -77,7 +65,7 @@ def test_pool_holds_the_requested_concurrency(sb: Sandbox, transport: str) -> No
 @pytest.mark.parametrize("transport", TRANSPORTS)
 def test_429_with_retry_after_slows_the_run_and_fails_no_row(sb: Sandbox, transport: str) -> None:
     df = _rows(30)
-    with _client(sb, transport, max_retries=0) as client:
+    with client_for(sb, http_transport=transport, max_retries=0, project_id=sb.project_id) as client:
         simulate(df.head(1), ["beta-feature"], client=client)
         before = len(_decides(sb))
         sb.faults.add(path="/flags/", status=429, rate=0.15, retry_after=1)

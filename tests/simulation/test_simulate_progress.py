@@ -23,6 +23,7 @@ from typing import Any
 import pandas as pd
 import pytest
 
+from _clients import client_for
 from analytics_nb import AsyncClient, Client
 from analytics_nb.sandbox import Sandbox
 from analytics_nb.simulation import (
@@ -37,25 +38,6 @@ from analytics_nb.simulation import (
 from analytics_nb.simulation._definitions import live_flags, load_definitions
 from analytics_nb.simulation._inputs import normalise_property_sets
 from analytics_nb.simulation._local import ChunkedEvaluator, conform, make_evaluator
-
-
-def _client(sb: Sandbox, **kw: Any) -> Client:
-    return Client(
-        sb.url,
-        personal_api_key=sb.personal_api_key,
-        project_api_key=sb.project_api_key,
-        project_id=sb.project_id,
-        progress=False,
-        retry_backoff=0.01,
-        max_retry_wait=1.0,
-        **kw,
-    )
-
-
-@pytest.fixture(scope="module")
-def client(sandbox: Sandbox) -> Iterator[Client]:
-    with _client(sandbox) as c:
-        yield c
 
 
 @pytest.fixture(scope="module")
@@ -308,7 +290,7 @@ def test_ctrl_c_during_a_remote_run_returns_the_rows_done(
     fault = sandbox.faults.add(path="/flags/", status=None, rate=1.0, delay=0.02)
     timer = _CtrlCAfter(sandbox, 300)  # after the estimate (measured on the first 200 rows)
     try:
-        with _client(sandbox) as c:
+        with client_for(sandbox, project_id=sandbox.project_id, max_retry_wait=1.0) as c:
             timer.start()
             with _returns_after_ctrl_c(), pytest.warns(LongRunWarning, match="Ctrl-C stops it"):
                 result = c.simulate(df, ["beta-feature", "new-checkout"], warn_minutes=0.1)
@@ -334,7 +316,7 @@ def test_ctrl_c_during_a_both_run_returns_the_rows_done_with_their_comparison(sa
     fault = sandbox.faults.add(path="/flags/", status=None, rate=1.0, delay=0.02)
     timer = _CtrlCAfter(sandbox, 100)
     try:
-        with _client(sandbox) as c:
+        with client_for(sandbox, project_id=sandbox.project_id, max_retry_wait=1.0) as c:
             timer.start()
             with _returns_after_ctrl_c():
                 result = simulate(df, engine="both", client=c, estimate=False)
@@ -355,7 +337,7 @@ def test_ctrl_c_before_any_row_is_answered_still_raises(sandbox: Sandbox) -> Non
     fault = sandbox.faults.add(path="/flags/", status=None, rate=1.0, delay=3.0)
     timer = threading.Timer(1.0, lambda: os.kill(os.getpid(), signal.SIGINT))  # within the first 3 s
     try:
-        with _client(sandbox) as c:
+        with client_for(sandbox, project_id=sandbox.project_id, max_retry_wait=1.0) as c:
             timer.start()
             with pytest.raises(KeyboardInterrupt):
                 c.simulate(_sets(40), "beta-feature", concurrency=2)
@@ -394,5 +376,5 @@ def test_a_cancelled_async_run_returns_the_rows_done(sandbox: Sandbox) -> None:
         if fault is not None:
             sandbox.faults.remove(fault)
     assert len(after) == 5
-    with _client(sandbox) as c:
+    with client_for(sandbox, project_id=sandbox.project_id, max_retry_wait=1.0) as c:
         _check_partial(result, df, lambda rows: c.simulate(rows, "beta-feature", estimate=False))

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 
 import pandas as pd
 import pytest
@@ -12,20 +11,6 @@ from analytics_nb import AsyncClient, Client
 from analytics_nb.sandbox import Sandbox
 from analytics_nb.simulation import FailedFlagsWarning, SimulationInputError, asimulate, grid, simulate
 from analytics_nb.simulation._output import flag_columns
-
-
-@pytest.fixture(scope="module")
-def client(sandbox: Sandbox) -> Iterator[Client]:
-    with Client(
-        sandbox.url,
-        personal_api_key=sandbox.personal_api_key,
-        project_api_key=sandbox.project_api_key,
-        project_id=sandbox.project_id,
-        progress=False,
-        retry_backoff=0.01,
-        max_retry_wait=1.0,
-    ) as c:
-        yield c
 
 
 @pytest.fixture(scope="module")

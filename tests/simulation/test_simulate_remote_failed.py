@@ -20,20 +20,6 @@ from analytics_nb.sandbox import Sandbox
 from analytics_nb.simulation import FailedFlagsWarning, grid, simulate
 
 
-@pytest.fixture(scope="module")
-def client(sandbox: Sandbox) -> Iterator[Client]:
-    with Client(
-        sandbox.url,
-        personal_api_key=sandbox.personal_api_key,
-        project_api_key=sandbox.project_api_key,
-        project_id=sandbox.project_id,
-        progress=False,
-        retry_backoff=0.01,
-        max_retry_wait=1.0,
-    ) as c:
-        yield c
-
-
 @pytest.fixture
 def failing(sandbox: Sandbox) -> Iterator[Sandbox]:
     sandbox.set_flag_failures(["new-checkout"])

@@ -9,20 +9,9 @@ from typing import Any
 
 import pytest
 
-from analytics_nb import Client
+from _clients import client_for
 from analytics_nb.sandbox import Sandbox
 from analytics_nb.widgets import TransformationsBrowser
-
-
-def _client(sb: Sandbox, key: str | None = None) -> Client:
-    return Client(
-        sb.url,
-        personal_api_key=key or sb.personal_api_key,
-        organization_id=sb.organization_id,
-        max_retries=0,
-        timeout=10.0,
-        progress=False,
-    )
 
 
 @pytest.fixture
@@ -35,7 +24,7 @@ def fresh() -> Iterator[Sandbox]:
 
 def _server_order(sb: Sandbox) -> list[tuple[str, int, bool]]:
     """The transformations as the sandbox stores them (asked over HTTP with the owner's key)."""
-    with _client(sb) as c:
+    with client_for(sb, keys="personal", organization_id=sb.organization_id, max_retries=0) as c:
         return [
             (f.name or "", f.execution_order or 0, bool(f.enabled)) for f in c.hog_functions.transformations()
         ]
@@ -48,7 +37,7 @@ def _walk(widget: Any) -> Iterator[Any]:
 
 
 def test_hog_first_in_order_then_legacy_with_the_served_line(fresh: Sandbox) -> None:
-    with _client(fresh) as c:
+    with client_for(fresh, keys="personal", organization_id=fresh.organization_id, max_retries=0) as c:
         browser = TransformationsBrowser(c)
         names = [f.name for f in browser.hog_transformations]
         assert names == ["GeoIP", "Drop internal traffic", "Plan tier", "PostHog Anonymization"]
@@ -71,7 +60,7 @@ def test_hog_first_in_order_then_legacy_with_the_served_line(fresh: Sandbox) -> 
 
 
 def test_reorder_enable_disable_and_create_from_the_buttons(fresh: Sandbox) -> None:
-    with _client(fresh) as c:
+    with client_for(fresh, keys="personal", organization_id=fresh.organization_id, max_retries=0) as c:
         browser = TransformationsBrowser(c)
         plan = next(f for f in browser.hog_transformations if f.name == "Plan tier")
         browser._hog_view.picker.value = plan.id  # what a click in the picker does
@@ -99,7 +88,7 @@ def test_reorder_enable_disable_and_create_from_the_buttons(fresh: Sandbox) -> N
 
 
 def test_reorder_from_code_and_first_cannot_move_up(fresh: Sandbox) -> None:
-    with _client(fresh) as c:
+    with client_for(fresh, keys="personal", organization_id=fresh.organization_id, max_retries=0) as c:
         browser = TransformationsBrowser(c)
         ids = [f.id for f in browser.hog_transformations]
         assert browser.reorder(list(reversed(ids)))
@@ -113,7 +102,7 @@ def test_reorder_from_code_and_first_cannot_move_up(fresh: Sandbox) -> None:
 
 
 def test_nothing_picked_is_a_form_error(fresh: Sandbox) -> None:
-    with _client(fresh) as c:
+    with client_for(fresh, keys="personal", organization_id=fresh.organization_id, max_retries=0) as c:
         browser = TransformationsBrowser(c)
         assert browser.move_selected(1) is False and "Pick a Hog transformation" in browser.status_text
         assert browser.toggle_selected() is None
@@ -123,14 +112,14 @@ def test_nothing_picked_is_a_form_error(fresh: Sandbox) -> None:
 
 def test_key_without_hog_scope_lists_legacy_and_says_so(fresh: Sandbox) -> None:
     key = fresh.create_personal_key(scopes=["plugin:read", "organization:read", "project:read"])
-    with _client(fresh, key) as c:
+    with client_for(fresh, key, keys="personal", organization_id=fresh.organization_id, max_retries=0) as c:
         browser = TransformationsBrowser(c)
         assert browser.hog_transformations == [] and len(browser.transformations) > 0
         assert "serves legacy plugins only" in browser.served and "HTTP 403" in browser.served
 
 
 def test_hog_controls_fit_the_cell(fresh: Sandbox) -> None:
-    with _client(fresh) as c:
+    with client_for(fresh, keys="personal", organization_id=fresh.organization_id, max_retries=0) as c:
         browser = TransformationsBrowser(c)
         for widget in _walk(browser._hog_view.root):
             layout = getattr(widget, "layout", None)

@@ -15,6 +15,7 @@ import ipywidgets as w
 import pandas as pd
 import pytest
 
+from _clients import client_for
 from analytics_nb import Client, errors
 from analytics_nb._palette import FALSE_COLOUR, TRUE_COLOUR, value_colours
 from analytics_nb.frames import read_csv
@@ -47,21 +48,9 @@ DEFINITIONS: list[dict[str, Any]] = [
 SETS = pd.DataFrame({"distinct_id": [f"id-{i}" for i in range(300)], "country": ["US", "DE", "FR"] * 100})
 
 
-def _client(sb: Any, **kw: Any) -> Client:
-    return Client(
-        sb.url,
-        personal_api_key=sb.personal_api_key,
-        project_api_key=sb.project_api_key,
-        project_id=kw.pop("project_id", sb.project_id),
-        organization_id=sb.organization_id,
-        max_retries=0,
-        timeout=10.0,
-    )
-
-
 @pytest.fixture
 def client(empty_sandbox: Any) -> Iterator[Client]:
-    c = _client(empty_sandbox)
+    c = client_for(empty_sandbox, ids=True, max_retries=0)
     yield c
     c.close()
 
@@ -128,7 +117,7 @@ def test_editor_fits_the_cell_with_the_archive_confirmation_shown(empty_sandbox:
 
 
 def test_transformations_browser_fits_the_cell(sandbox: Any) -> None:
-    with _client(sandbox) as c:
+    with client_for(sandbox, ids=True, max_retries=0) as c:
         browser = TransformationsBrowser(c)
         browser.select(browser.transformations[0].id)
         _assert_fits(browser)
@@ -203,7 +192,7 @@ def test_simulator_state_set_from_code_shows_in_the_controls() -> None:
 
 
 def test_transformation_selected_from_code_loads_its_source(sandbox: Any) -> None:
-    with _client(sandbox) as c:
+    with client_for(sandbox, ids=True, max_retries=0) as c:
         browser = TransformationsBrowser(c)
         target = browser.transformations[-1]
         browser.selected = target.id
@@ -272,7 +261,7 @@ def test_export_csv_offers_a_download_link_with_the_data_and_writes_no_file(
 def test_closed_client_is_reported_with_the_fix_and_a_new_client_revives_the_panel(
     empty_sandbox: Any,
 ) -> None:
-    old = _client(empty_sandbox)
+    old = client_for(empty_sandbox, ids=True, max_retries=0)
     old.playlists.create("collection", "kept")
     editor = PlaylistEditor(old)
     old.close()  # what a notebook's last cell used to do
@@ -283,14 +272,14 @@ def test_closed_client_is_reported_with_the_fix_and_a_new_client_revives_the_pan
         "client is closed" in editor.status_text and "panel.client = Client.from_env()" in editor.status_text
     )
     assert len(editor.playlists) == 1 and not editor._filter_bar.refresh.disabled
-    with _client(empty_sandbox) as fresh:
+    with client_for(empty_sandbox, ids=True, max_retries=0) as fresh:
         editor.client = fresh
         assert editor.last_error is None and "1 playlist found" in editor.status_text
         assert editor.refresh()
 
 
 def test_closed_client_on_the_simulator_local_still_runs(empty_sandbox: Any) -> None:
-    c = _client(empty_sandbox)
+    c = client_for(empty_sandbox, ids=True, max_retries=0)
     sim = FlagSimulator(c, property_sets=SETS.head(3))
     sim.definitions = DEFINITIONS
     c.close()
@@ -314,7 +303,7 @@ def test_panels_refuse_objects_that_only_look_like_a_client() -> None:
 
 
 def test_a_missing_project_is_named_not_soft_deleted_playlists(empty_sandbox: Any) -> None:
-    with _client(empty_sandbox, project_id=987654) as wrong:
+    with client_for(empty_sandbox, project_id=987654, ids=True, max_retries=0) as wrong:
         editor = PlaylistEditor(wrong)
     assert isinstance(editor.last_error, errors.NotFoundError)
     assert "Project 987654 was not found" in editor.status_text and "project_id" in editor.status_text

@@ -9,26 +9,16 @@ from typing import Any
 import pandas as pd
 import pytest
 
+from _clients import client_for
 from analytics_nb import Client
 from analytics_nb.widgets import PlaylistEditor
 
 WRITE_SCOPE = "session_recording_playlist:write"
 
 
-def _client(sb: Any, key: str | None = None) -> Client:
-    return Client(
-        sb.url,
-        personal_api_key=key or sb.personal_api_key,
-        project_api_key=sb.project_api_key,
-        project_id=sb.project_id,
-        max_retries=0,
-        timeout=10.0,
-    )
-
-
 @pytest.fixture
 def client(empty_sandbox: Any) -> Iterator[Client]:
-    c = _client(empty_sandbox)
+    c = client_for(empty_sandbox, project_id=empty_sandbox.project_id, max_retries=0)
     yield c
     c.close()
 
@@ -358,7 +348,7 @@ def test_add_and_remove_recordings(empty_sandbox: Any, client: Client, seeded: d
 
 def test_missing_scope_names_the_scope_and_keeps_edits(empty_sandbox: Any, seeded: dict[str, Any]) -> None:
     key = empty_sandbox.create_personal_key(scopes=["session_recording_playlist:read"])
-    with _client(empty_sandbox, key) as reader:
+    with client_for(empty_sandbox, key, project_id=empty_sandbox.project_id, max_retries=0) as reader:
         editor = PlaylistEditor(reader, page_size=20)
         assert len(editor.playlists) == 13  # reading works
         editor.select(seeded["alpha 0"].short_id)
@@ -407,7 +397,7 @@ def test_network_fault_is_explained_edits_kept_and_retry_succeeds(
 
 
 def test_stopped_server_on_refresh_keeps_the_list(empty_sandbox: Any, seeded: dict[str, Any]) -> None:
-    client = _client(empty_sandbox)
+    client = client_for(empty_sandbox, project_id=empty_sandbox.project_id, max_retries=0)
     editor = PlaylistEditor(client, page_size=20)
     before = list(editor.frame["short_id"])
     empty_sandbox.stop()
@@ -423,7 +413,7 @@ def test_stopped_server_on_refresh_keeps_the_list(empty_sandbox: Any, seeded: di
 def test_cloud_refuses_personal_keys_on_recordings_and_synthetic_playlists_are_read_only(
     cloud_sandbox: Any,
 ) -> None:
-    with _client(cloud_sandbox) as cloud:
+    with client_for(cloud_sandbox, project_id=cloud_sandbox.project_id, max_retries=0) as cloud:
         editor = PlaylistEditor(cloud, page_size=50)
         synthetic = [p for p in editor.playlists if p.is_synthetic]
         assert synthetic, "the cloud profile lists synthetic playlists"

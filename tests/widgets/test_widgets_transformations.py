@@ -8,23 +8,14 @@ from typing import Any
 
 import pytest
 
+from _clients import client_for
 from analytics_nb import Client
 from analytics_nb.widgets import TransformationsBrowser
 
 
-def _client(sb: Any, key: str | None = None) -> Client:
-    return Client(
-        sb.url,
-        personal_api_key=key or sb.personal_api_key,
-        organization_id=sb.organization_id,
-        max_retries=0,
-        timeout=10.0,
-    )
-
-
 @pytest.fixture(scope="module")
 def client(sandbox: Any) -> Iterator[Client]:
-    c = _client(sandbox)
+    c = client_for(sandbox, keys="personal", organization_id=sandbox.organization_id, max_retries=0)
     yield c
     c.close()
 
@@ -71,7 +62,9 @@ def test_save_sends_only_the_edited_file(sandbox: Any, client: Client) -> None:
 
 def test_missing_write_scope_keeps_the_edit(sandbox: Any) -> None:
     key = sandbox.create_personal_key(scopes=["plugin:read"])
-    with _client(sandbox, key) as reader:
+    with client_for(
+        sandbox, key, keys="personal", organization_id=sandbox.organization_id, max_retries=0
+    ) as reader:
         browser = TransformationsBrowser(reader)
         browser.select(browser.transformations[0].id)
         assert browser.last_error is None, browser.status_text  # reading the source needs plugin:read only

@@ -16,7 +16,7 @@ import asyncio
 import json
 import threading
 import warnings
-from collections.abc import Mapping
+from collections.abc import Coroutine, Mapping
 from typing import Any
 
 import numpy as np
@@ -46,7 +46,14 @@ from analytics_nb.capture._send import (
     run_blocking,
 )
 from analytics_nb.capture._values import NAIVE_POLICIES, NaivePolicy, is_missing
-from analytics_nb.client import AnyApiClient, ApiClient, progress_enabled, run_interruptible
+from analytics_nb.client import (
+    AnyApiClient,
+    ApiClient,
+    bind_arguments,
+    progress_enabled,
+    run_interruptible,
+    same_signature,
+)
 from analytics_nb.errors import (
     AuthenticationError,
     CaptureInterrupted,
@@ -222,34 +229,15 @@ async def _settle(run: _Run, tasks: list[asyncio.Task[None]]) -> None:
             await asyncio.wait(pending_set, timeout=5.0)
 
 
-async def _send_prepared(
-    client: AnyApiClient,
-    run: _Run | PreparedFrame,
-    *,
-    batch_size: int,
-    max_batch_bytes: int,
-    concurrency: int,
-    gzip: bool,
-    historical: bool,
-    progress: bool | None,
-    attempts: int,
-) -> _Run:
-    """Send every row of ``run`` that is not refused; returns ``run`` (a ``PreparedFrame`` gets one)."""
+async def _send_prepared(client: AnyApiClient, run: _Run | PreparedFrame, **sending: Any) -> _Run:
+    """Send every row of ``run`` that is not refused; returns ``run`` (a ``PreparedFrame`` gets one).
+    ``sending``: `_send_batches`'s keyword arguments (batch size and bytes, concurrency, gzip, historical,
+    progress, attempts)."""
     if isinstance(run, PreparedFrame):
         run = _Run(run)
     run.started.set()
     try:
-        await _send_batches(
-            client,
-            run,
-            batch_size=batch_size,
-            max_batch_bytes=max_batch_bytes,
-            concurrency=concurrency,
-            gzip=gzip,
-            historical=historical,
-            progress=progress,
-            attempts=attempts,
-        )
+        await _send_batches(client, run, **sending)
     finally:
         run.settled.set()
     return run
@@ -482,42 +470,23 @@ def _prepare_run(
     prepared = prepare_frame(df, on_naive_timestamp=on_naive, uuids=uuids)
     resumed, notice = choose_run(client, prepared, resume)
     if notice is not None:
-        warnings.warn(notice, stacklevel=3)
+        warnings.warn(notice, stacklevel=4)
     missing = prepared.missing_timestamps()
     if missing:
-        warnings.warn(missing_timestamp_warning(missing, prepared.n - len(prepared.refused)), stacklevel=3)
+        warnings.warn(missing_timestamp_warning(missing, prepared.n - len(prepared.refused)), stacklevel=4)
     run = _Run(prepared)
     run.resumed = resumed
     return run
 
 
 async def _acapture_run(
-    client: AnyApiClient,
-    df: pd.DataFrame,
-    run: _Run,
-    *,
-    historical: bool,
-    size: int,
-    max_batch_bytes: int,
-    concurrency: int,
-    gzip: bool,
-    progress: bool | None,
-    attempts: int,
+    client: AnyApiClient, df: pd.DataFrame, run: _Run, *, historical: bool, **sending: Any
 ) -> pd.DataFrame:
-    """Send and report; when cancelled (the async form of Ctrl-C) the report of what was settled is left on
-    ``client.last_capture_report`` before the cancellation goes on."""
+    """Send (``sending``: `_send_batches`'s other keyword arguments) and report; when cancelled (the async
+    form of Ctrl-C) the report of what was settled is left on ``client.last_capture_report`` before the
+    cancellation goes on."""
     try:
-        await _send_prepared(
-            client,
-            run,
-            batch_size=size,
-            max_batch_bytes=max_batch_bytes,
-            concurrency=concurrency,
-            gzip=gzip,
-            historical=historical,
-            progress=progress,
-            attempts=attempts,
-        )
+        await _send_prepared(client, run, historical=historical, **sending)
     except BaseException:
         run.interrupted = True
         if not run.sync_caller:  # the sync caller reports itself (one report object, no race)
@@ -528,59 +497,35 @@ async def _acapture_run(
     return report
 
 
-async def acapture_frame(
-    client: AnyApiClient,
-    df: pd.DataFrame,
-    *,
-    batch_size: int | None = None,
-    max_batch_bytes: int = DEFAULT_BATCH_BYTES,
-    concurrency: int = 4,
-    gzip: bool = True,
-    historical_migration: bool | None = None,
-    progress: bool | None = None,
-    on_naive_timestamp: NaivePolicy = "local",
-    batch_attempts: int = 2,
-    uuids: UuidPolicy = "content",
-    resume: Resume = None,
-) -> pd.DataFrame:
-    """Async ``capture_frame`` (for ``AsyncClient``; see ``capture_frame`` for the arguments and report).
-
-    Cancelling it lets batches in flight settle, leaves the report on ``client.last_capture_report`` and
-    re-raises the cancellation.
-
-    Args:
-        client: The ``AsyncClient`` that sends the events.
-        df: One row per event.
-        batch_size: Events per request. None: 1,000, fewer when ``max_batch_bytes`` is reached first.
-        max_batch_bytes: Size cap of one request body before compression.
-        concurrency: Requests in flight at once.
-        gzip: Compress request bodies.
-        historical_migration: Send batches as a historical import. None: automatic.
-        progress: Show a ``tqdm`` bar. None: when there is more than one batch.
-        on_naive_timestamp: ``"local"``, ``"utc"`` or ``"raise"`` for naive datetimes.
-        batch_attempts: Rounds of the client's retries for each batch.
-        uuids: ``"content"`` (derived, resumable) or ``"random"``.
-        resume: A report or run key to finish; False: a new run; None: resume an unfinished run holding every
-            row.
-
-    Returns:
-        The report, as `capture_frame` returns it.
-    """
-    size = _options(batch_size, max_batch_bytes, concurrency, on_naive_timestamp, batch_attempts, uuids)
-    run = _prepare_run(client, df, on_naive_timestamp, uuids, resume)
-    prepared = run.prepared
-    return await _acapture_run(
+def _begin(
+    client: AnyApiClient, df: pd.DataFrame, options: dict[str, Any]
+) -> tuple[_Run, bool, Coroutine[Any, Any, pd.DataFrame]]:
+    """What both forms of `capture_frame` do before anything is sent, in the caller's thread: check the
+    options (``capture_frame``'s keyword arguments by name), prepare the frame and its run (warnings point
+    at the caller's line), and the coroutine that sends and reports."""
+    size = _options(
+        options["batch_size"],
+        options["max_batch_bytes"],
+        options["concurrency"],
+        options["on_naive_timestamp"],
+        options["batch_attempts"],
+        options["uuids"],
+    )
+    run = _prepare_run(client, df, options["on_naive_timestamp"], options["uuids"], options["resume"])
+    historical = _historical(run.prepared, options["historical_migration"])
+    coro = _acapture_run(
         client,
         df,
         run,
-        historical=_historical(prepared, historical_migration),
-        size=size,
-        max_batch_bytes=max_batch_bytes,
-        concurrency=concurrency,
-        gzip=gzip,
-        progress=progress,
-        attempts=batch_attempts,
+        historical=historical,
+        batch_size=size,
+        max_batch_bytes=options["max_batch_bytes"],
+        concurrency=options["concurrency"],
+        gzip=options["gzip"],
+        progress=options["progress"],
+        attempts=options["batch_attempts"],
     )
+    return run, historical, coro
 
 
 def capture_frame(
@@ -652,22 +597,19 @@ def capture_frame(
         CaptureInterrupted: Ctrl-C; its ``.report`` says what was sent.
         ValueError: ``df`` lacks ``event`` or ``distinct_id``, or a ``distinct_id`` column is float.
     """
-    size = _options(batch_size, max_batch_bytes, concurrency, on_naive_timestamp, batch_attempts, uuids)
-    run = _prepare_run(client, df, on_naive_timestamp, uuids, resume)  # in the caller's thread
-    prepared = run.prepared
-    historical = _historical(prepared, historical_migration)
-    coro = _acapture_run(
-        client,
-        df,
-        run,
-        historical=historical,
-        size=size,
-        max_batch_bytes=max_batch_bytes,
-        concurrency=concurrency,
-        gzip=gzip,
-        progress=progress,
-        attempts=batch_attempts,
-    )
+    options = {
+        "batch_size": batch_size,
+        "max_batch_bytes": max_batch_bytes,
+        "concurrency": concurrency,
+        "gzip": gzip,
+        "historical_migration": historical_migration,
+        "progress": progress,
+        "on_naive_timestamp": on_naive_timestamp,
+        "batch_attempts": batch_attempts,
+        "uuids": uuids,
+        "resume": resume,
+    }
+    run, historical, coro = _begin(client, df, options)
     if not isinstance(client, ApiClient):
         return run_blocking(client, coro, "acapture_frame")  # raises: an AsyncClient awaits acapture_frame
     run.sync_caller = True
@@ -692,54 +634,26 @@ def capture_frame(
     )
 
 
+@same_signature(capture_frame, client="AnyApiClient")
+async def acapture_frame(*args: Any, **kwargs: Any) -> pd.DataFrame:
+    """`capture_frame` for async code and `AsyncClient`: the same parameters and report (at run time this
+    docstring is `capture_frame`'s). Cancelling it lets batches in flight settle, leaves the report on
+    ``client.last_capture_report`` and re-raises."""
+    options = bind_arguments(capture_frame, args, kwargs)
+    _, _, coro = _begin(options.pop("client"), options.pop("df"), options)
+    return await coro
+
+
 def _event_with_flags(
-    event: str,
-    distinct_id: Any,
-    properties: Mapping[str, Any] | None,
-    *,
-    flags: Any,
-    timestamp: Any,
-    uuid: Any,
-    groups: Mapping[str, Any] | None,
+    event: str, distinct_id: Any, properties: Mapping[str, Any] | None, *, flags: Any, **fields: Any
 ) -> dict[str, Any]:
+    """The event body: ``properties`` with the attribution of ``flags`` added (the event's own wins, as in
+    `attribute`); ``fields`` (timestamp, uuid, groups) go to `build_event`, which checks everything."""
     props = dict(properties or {})
     if flags is not None:
         for name, value in feature_properties(flags).items():
-            props.setdefault(name, value)  # the event's own attribution wins, as in attribute()
-    return build_event(event, distinct_id, props, timestamp=timestamp, uuid=uuid, groups=groups)
-
-
-async def acapture_event(
-    client: AnyApiClient,
-    event: str,
-    distinct_id: Any,
-    properties: Mapping[str, Any] | None = None,
-    *,
-    flags: Any = None,
-    timestamp: Any = None,
-    uuid: Any = None,
-    groups: Mapping[str, Any] | None = None,
-) -> str:
-    """Async ``capture_event``: send one event through ``/capture/`` and return its uuid.
-
-    Args:
-        client: The ``AsyncClient`` (or async data-access client) that sends the event.
-        event: The event name.
-        distinct_id: The person: text or a whole number.
-        properties: Event properties; missing values are dropped.
-        flags: Flag outcomes to attribute (a decide result, a simulation-frame row or ``{key: value}``).
-        timestamp: When the event happened. None: stamped by the service on arrival.
-        uuid: The event's uuid. None: a new UUIDv7.
-        groups: ``{group type: group key}``, sent as ``$groups``.
-
-    Returns:
-        The uuid the event was sent with.
-    """
-    body = _event_with_flags(
-        event, distinct_id, properties, flags=flags, timestamp=timestamp, uuid=uuid, groups=groups
-    )
-    await post_event(client, body)
-    return str(body["uuid"])
+            props.setdefault(name, value)
+    return build_event(event, distinct_id, props, **fields)
 
 
 def capture_event(
@@ -783,9 +697,18 @@ def capture_event(
     body = _event_with_flags(
         event, distinct_id, properties, flags=flags, timestamp=timestamp, uuid=uuid, groups=groups
     )
+    return run_blocking(client, _post(client, body), "acapture_event")
 
-    async def send() -> str:
-        await post_event(client, body)
-        return str(body["uuid"])
 
-    return run_blocking(client, send(), "acapture_event")
+async def _post(client: AnyApiClient, body: dict[str, Any]) -> str:
+    await post_event(client, body)
+    return str(body["uuid"])
+
+
+@same_signature(capture_event, client="AnyApiClient")
+async def acapture_event(*args: Any, **kwargs: Any) -> str:
+    """`capture_event` for async code and `AsyncClient`: the same parameters (at run time this docstring
+    is `capture_event`'s)."""
+    arguments = bind_arguments(capture_event, args, kwargs)
+    client = arguments.pop("client")
+    return await _post(client, _event_with_flags(**arguments))

@@ -24,7 +24,15 @@ from analytics_nb.capture._bulk import acapture_frame
 from analytics_nb.capture._events import build_event
 from analytics_nb.capture._send import core_of, post_event, run_blocking
 from analytics_nb.capture._values import is_missing
-from analytics_nb.client import AnyApiClient, ApiClient, Core, FeatureFlags, cached_definitions
+from analytics_nb.client import (
+    AnyApiClient,
+    ApiClient,
+    Core,
+    FeatureFlags,
+    bind_arguments,
+    cached_definitions,
+    same_signature,
+)
 from analytics_nb.models import DecideResponse
 
 __all__ = [
@@ -312,66 +320,6 @@ def _from_decide(decide: Any, key: str, kw: dict[str, Any]) -> Any:
     return decide.get_value(key)
 
 
-async def aflag_called(
-    client: AnyApiClient,
-    distinct_id: Any,
-    key: str,
-    response: Any,
-    *,
-    payload: Any = None,
-    flag_id: int | None = None,
-    version: int | None = None,
-    reason: str | None = None,
-    request_id: str | None = None,
-    locally_evaluated: bool = False,
-    groups: Mapping[str, Any] | None = None,
-    unknown_keys: UnknownKeys = "warn",
-) -> bool:
-    """Async ``flag_called``: True when the event was sent, False when this client had already reported it.
-
-    Args:
-        client: The ``AsyncClient`` that sends the event.
-        distinct_id: The person whose code checked the flag.
-        key: The flag key.
-        response: The value the code saw, or a decide result.
-        payload: The flag's payload. None: read from ``response`` or left out.
-        flag_id: The flag's id. None: read from ``response`` or left out.
-        version: The flag's version. None: read from ``response`` or left out.
-        reason: Why the flag had this value. None: read from ``response`` or left out.
-        request_id: The ``/flags`` answer's request id. None: read from ``response`` or left out.
-        locally_evaluated: Whether the value came from local evaluation.
-        groups: ``{group type: group key}`` the flag was checked with.
-        unknown_keys: ``"warn"``, ``"raise"`` or ``"ignore"`` for a key the project has no flag for.
-
-    Returns:
-        True when sent, False when this client had already reported it.
-    """
-    await check_flag_keys(client, [key], unknown_keys)
-    kw: dict[str, Any] = {
-        k: v for k, v in (("flag_id", flag_id), ("version", version), ("reason", reason)) if v is not None
-    }
-    kw["payload"] = payload
-    kw["request_id"] = request_id
-    kw["error"] = None
-    if isinstance(response, DecideResponse):
-        response = _from_decide(response, key, kw)
-    response = _plain(response)
-    props = flag_called_properties(key, response, locally_evaluated=locally_evaluated, **kw)
-    event = build_event(EVENT, distinct_id, props, groups=groups)  # validates before the key is reserved
-    if response is None:  # a missing flag is reported as null, as the SDKs do (build_event drops None)
-        event["properties"].update({"$feature_flag_response": None, f"$feature/{key}": None})
-    cache = flag_called_cache(client)
-    dedup = _dedup_key(distinct_id, key, response, groups)
-    if not cache.reserve(dedup):
-        return False
-    try:
-        await post_event(client, event)
-    except BaseException:
-        cache.release(dedup)
-        raise
-    return True
-
-
 def flag_called(
     client: ApiClient,
     distinct_id: Any,
@@ -424,24 +372,64 @@ def flag_called(
         UnknownFlagKeyError: ``unknown_keys="raise"`` and the project has no flag ``key``.
         PostHogError: The send failed (it is not remembered, so the next call tries again).
     """
+    given = {
+        "payload": payload,
+        "flag_id": flag_id,
+        "version": version,
+        "reason": reason,
+        "request_id": request_id,
+    }
     return run_blocking(
         client,
-        aflag_called(
-            client,
-            distinct_id,
-            key,
-            response,
-            payload=payload,
-            flag_id=flag_id,
-            version=version,
-            reason=reason,
-            request_id=request_id,
-            locally_evaluated=locally_evaluated,
-            groups=groups,
-            unknown_keys=unknown_keys,
-        ),
+        _flag_called(client, distinct_id, key, response, given, locally_evaluated, groups, unknown_keys),
         "aflag_called",
     )
+
+
+#: Metadata a decide result may fill when the caller did not give it (None given = not given).
+_OPTIONAL_METADATA = frozenset({"flag_id", "version", "reason"})
+
+
+async def _flag_called(
+    client: AnyApiClient,
+    distinct_id: Any,
+    key: str,
+    response: Any,
+    given: dict[str, Any],
+    locally_evaluated: bool,
+    groups: Mapping[str, Any] | None,
+    unknown_keys: UnknownKeys,
+) -> bool:
+    """`flag_called`'s flow; ``given`` holds the payload and metadata the caller passed."""
+    await check_flag_keys(client, [key], unknown_keys)
+    kw: dict[str, Any] = {k: v for k, v in given.items() if v is not None or k not in _OPTIONAL_METADATA}
+    kw["error"] = None
+    if isinstance(response, DecideResponse):
+        response = _from_decide(response, key, kw)
+    response = _plain(response)
+    props = flag_called_properties(key, response, locally_evaluated=locally_evaluated, **kw)
+    event = build_event(EVENT, distinct_id, props, groups=groups)  # validates before the key is reserved
+    if response is None:  # a missing flag is reported as null, as the SDKs do (build_event drops None)
+        event["properties"].update({"$feature_flag_response": None, f"$feature/{key}": None})
+    cache = flag_called_cache(client)
+    dedup = _dedup_key(distinct_id, key, response, groups)
+    if not cache.reserve(dedup):
+        return False
+    try:
+        await post_event(client, event)
+    except BaseException:
+        cache.release(dedup)
+        raise
+    return True
+
+
+@same_signature(flag_called, client="AnyApiClient")
+async def aflag_called(*args: Any, **kwargs: Any) -> bool:
+    """`flag_called` for async code and `AsyncClient`: the same parameters (at run time this docstring is
+    `flag_called`'s)."""
+    a = bind_arguments(flag_called, args, kwargs)
+    given = {k: a.pop(k) for k in ("payload", "flag_id", "version", "reason", "request_id")}
+    return await _flag_called(given=given, **a)
 
 
 def _definitions(flags: Any) -> dict[str, tuple[int | None, int | None, bool | None]]:
@@ -454,8 +442,8 @@ def _definitions(flags: Any) -> dict[str, tuple[int | None, int | None, bool | N
     return out
 
 
-async def aflag_called_frame(
-    client: AnyApiClient,
+def flag_called_frame(
+    client: ApiClient,
     outcomes: Any,
     flags: Any = None,
     *,
@@ -463,19 +451,42 @@ async def aflag_called_frame(
     unknown_keys: UnknownKeys = "warn",
     **capture_kw: Any,
 ) -> pd.DataFrame:
-    """Async ``flag_called_frame``.
+    """Send ``$feature_flag_called`` for every (row, flag) of a simulation frame in one bulk call, with dedup.
+
+    ``flags`` picks the flags (keys or definitions; definitions add ``$feature_flag_id``/``_version``);
+    ``<key>:payload`` and ``<key>:reason`` columns fill the payload and reason; ``group:<type>`` columns fill
+    ``$groups``. Returns a report: row, distinct_id, key, response, uuid, status
+    (sent/refused/failed/skipped), reason, batch. ``locally_evaluated`` defaults to True except for results
+    of the remote engine. ``unknown_keys``: as in `flag_called` (a frame's flag keys the project does not
+    have warn, or refuse before sending with ``"raise"``). ``capture_kw`` goes to ``capture_frame``. With
+    an ``AsyncClient`` use ``aflag_called_frame``.
 
     Args:
-        client: The ``AsyncClient`` that sends the events.
-        outcomes: A simulation result or frame.
-        flags: The flags to report (keys or definitions). None: every flag column.
-        locally_evaluated: None: True unless the result came from the remote engine.
-        unknown_keys: ``"warn"``, ``"raise"`` or ``"ignore"`` for flag keys the project does not have.
-        **capture_kw: Options of `acapture_frame`.
+        client: The sync ``Client`` that sends the events.
+        outcomes: A simulation result or frame: ``distinct_id`` plus one column per flag.
+        flags: The flags to report: keys, or definitions (which add id and version). None: every flag column.
+        locally_evaluated: Sent as ``locally_evaluated``. None: True unless the result came from the remote
+            engine.
+        unknown_keys: Flag keys the project does not have: ``"warn"``, ``"raise"`` (before sending) or
+            ``"ignore"``.
+        **capture_kw: Options of `capture_frame` (``batch_size``, ``concurrency``, ...).
 
     Returns:
-        The report, as `flag_called_frame` returns it.
+        A report with one row per (row, flag): row, distinct_id, key, response, uuid, status, reason, batch.
     """
+    flow = _flag_called_frame(client, outcomes, flags, locally_evaluated, unknown_keys, capture_kw)
+    return run_blocking(client, flow, "aflag_called_frame")
+
+
+async def _flag_called_frame(
+    client: AnyApiClient,
+    outcomes: Any,
+    flags: Any,
+    locally_evaluated: bool | None,
+    unknown_keys: UnknownKeys,
+    capture_kw: dict[str, Any],
+) -> pd.DataFrame:
+    """`flag_called_frame`'s flow."""
     if locally_evaluated is None:
         locally_evaluated = getattr(outcomes, "engine", "local") == "local"
     frame = outcome_frame(outcomes)
@@ -556,47 +567,8 @@ async def aflag_called_frame(
     return out
 
 
-def flag_called_frame(
-    client: ApiClient,
-    outcomes: Any,
-    flags: Any = None,
-    *,
-    locally_evaluated: bool | None = None,
-    unknown_keys: UnknownKeys = "warn",
-    **capture_kw: Any,
-) -> pd.DataFrame:
-    """Send ``$feature_flag_called`` for every (row, flag) of a simulation frame in one bulk call, with dedup.
-
-    ``flags`` picks the flags (keys or definitions; definitions add ``$feature_flag_id``/``_version``);
-    ``<key>:payload`` and ``<key>:reason`` columns fill the payload and reason; ``group:<type>`` columns fill
-    ``$groups``. Returns a report: row, distinct_id, key, response, uuid, status
-    (sent/refused/failed/skipped), reason, batch. ``locally_evaluated`` defaults to True except for results
-    of the remote engine. ``unknown_keys``: as in `flag_called` (a frame's flag keys the project does not
-    have warn, or refuse before sending with ``"raise"``). ``capture_kw`` goes to ``capture_frame``. With
-    an ``AsyncClient`` use ``aflag_called_frame``.
-
-    Args:
-        client: The sync ``Client`` that sends the events.
-        outcomes: A simulation result or frame: ``distinct_id`` plus one column per flag.
-        flags: The flags to report: keys, or definitions (which add id and version). None: every flag column.
-        locally_evaluated: Sent as ``locally_evaluated``. None: True unless the result came from the remote
-            engine.
-        unknown_keys: Flag keys the project does not have: ``"warn"``, ``"raise"`` (before sending) or
-            ``"ignore"``.
-        **capture_kw: Options of `capture_frame` (``batch_size``, ``concurrency``, ...).
-
-    Returns:
-        A report with one row per (row, flag): row, distinct_id, key, response, uuid, status, reason, batch.
-    """
-    return run_blocking(
-        client,
-        aflag_called_frame(
-            client,
-            outcomes,
-            flags,
-            locally_evaluated=locally_evaluated,
-            unknown_keys=unknown_keys,
-            **capture_kw,
-        ),
-        "aflag_called_frame",
-    )
+@same_signature(flag_called_frame, client="AnyApiClient")
+async def aflag_called_frame(*args: Any, **kwargs: Any) -> pd.DataFrame:
+    """`flag_called_frame` for async code and `AsyncClient`: the same parameters (at run time this
+    docstring is `flag_called_frame`'s)."""
+    return await _flag_called_frame(**bind_arguments(flag_called_frame, args, kwargs))

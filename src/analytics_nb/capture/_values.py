@@ -195,6 +195,25 @@ def json_value(value: Any, *, on_naive: NaivePolicy = "local", _depth: int = 0) 
         ValueConversionError: The value cannot be sent.
     """
     t = type(value)
+    if t is str or t is bool or t is int or t is float:  # the common case first, by exact type
+        return _builtin(value, t)
+    if value is None or value is pd.NA or value is pd.NaT:
+        return MISSING
+    if isinstance(value, np.bool_ | bool):
+        return bool(value)
+    if isinstance(value, np.integer | int):
+        return _builtin(int(value), int)
+    if isinstance(value, np.floating | float):
+        return _builtin(float(value), float)
+    if isinstance(value, str):
+        return _builtin(str(value), str)
+    if isinstance(value, Mapping | list | tuple | set | frozenset | np.ndarray | pd.Series | pd.Index):
+        return _container(value, on_naive, _depth)
+    return _other(value, on_naive, _depth)
+
+
+def _builtin(value: Any, t: type) -> Any:
+    """A ``str``, ``bool``, ``int`` or ``float`` (exactly ``t``) as JSON carries it, or the reason not."""
     if t is str:
         if value.isascii() or not has_lone_surrogate(value):
             return value
@@ -212,61 +231,50 @@ def json_value(value: Any, *, on_naive: NaivePolicy = "local", _depth: int = 0) 
             f"the integer has {len(str(abs(value)))} digits, beyond what the service can store as a number "
             "(it overflows to infinity); send it as text (str(value))"
         )
-    if t is float:
-        if math.isfinite(value):
-            return value
-        if math.isnan(value):
-            return MISSING
-        raise ValueConversionError(
-            f"{value} is infinite and JSON has no infinity; replace it (e.g. with None or a large number)"
-        )
-    if value is None or value is pd.NA or value is pd.NaT:
+    if math.isfinite(value):
+        return value
+    if math.isnan(value):
         return MISSING
-    if isinstance(value, np.bool_ | bool):
-        return bool(value)
-    if isinstance(value, np.integer | int):
-        return json_value(int(value), _depth=_depth)
-    if isinstance(value, np.floating | float):
-        return json_value(float(value), on_naive=on_naive)
-    if isinstance(value, str):
-        return json_value(str(value), on_naive=on_naive, _depth=_depth)
+    raise ValueConversionError(
+        f"{value} is infinite and JSON has no infinity; replace it (e.g. with None or a large number)"
+    )
+
+
+def _container(value: Any, on_naive: NaivePolicy, depth: int) -> Any:
+    """A mapping (keys as text) or a sequence, one level deeper, refused past ``MAX_NESTING``."""
+    if depth >= MAX_NESTING:
+        raise _too_deep()
     if isinstance(value, Mapping):
-        if _depth >= MAX_NESTING:
-            raise _too_deep()
         out: dict[str, Any] = {}
         for k, v in value.items():
-            key = json_value(str(k), _depth=_depth)  # keys are text too: no lone surrogates
-            out[key] = _nested(v, on_naive, _depth + 1)
+            key = json_value(str(k), _depth=depth)  # keys are text too: no lone surrogates
+            out[key] = _nested(v, on_naive, depth + 1)
         return out
-    if isinstance(value, list | tuple | set | frozenset | np.ndarray | pd.Series | pd.Index):
-        if _depth >= MAX_NESTING:
-            raise _too_deep()
-        return [_nested(v, on_naive, _depth + 1) for v in value]
+    return [_nested(v, on_naive, depth + 1) for v in value]
+
+
+def _other(value: Any, on_naive: NaivePolicy, depth: int) -> Any:
+    """Date-times, dates, times, durations, decimals, UUIDs, enums, pydantic models and other numpy
+    scalars as JSON; bytes and anything else are refused with the fix."""
+    if isinstance(value, dt.datetime | np.datetime64 | dt.timedelta | np.timedelta64) and is_missing(value):
+        return MISSING
     if isinstance(value, dt.datetime | np.datetime64):
-        if is_missing(value):
-            return MISSING
         return iso_timestamp(value, on_naive=on_naive)
-    if isinstance(value, dt.date):
-        return value.isoformat()
-    if isinstance(value, dt.time):
+    if isinstance(value, dt.date | dt.time):
         return value.isoformat()
     if isinstance(value, dt.timedelta | np.timedelta64):
-        if is_missing(value):
-            return MISSING
         return pd.Timedelta(value).total_seconds()
     if isinstance(value, decimal.Decimal):
-        if value.is_nan():
-            return MISSING
-        return json_value(float(value), on_naive=on_naive)
+        return MISSING if value.is_nan() else json_value(float(value), on_naive=on_naive)
     if isinstance(value, uuid_mod.UUID):
         return str(value)
     if isinstance(value, enum.Enum):
-        return json_value(value.value, on_naive=on_naive, _depth=_depth)
+        return json_value(value.value, on_naive=on_naive, _depth=depth)
     if isinstance(value, bytes | bytearray | memoryview):
         raise ValueConversionError("bytes are not JSON; decode them to text first (value.decode('utf-8'))")
     dump = getattr(value, "model_dump", None)
     if callable(dump):  # pydantic models
-        return json_value(dump(mode="json"), on_naive=on_naive, _depth=_depth)
+        return json_value(dump(mode="json"), on_naive=on_naive, _depth=depth)
     if isinstance(value, np.generic):
         return json_value(value.item(), on_naive=on_naive)
     raise ValueConversionError(

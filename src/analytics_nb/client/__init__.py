@@ -38,6 +38,7 @@ from analytics_nb.client._verbs import (
     run_interruptible,
     same_signature,
     sync_method,
+    twin_matches,
     verb_form_matches,
 )
 
@@ -71,5 +72,6 @@ __all__ = [
     "run_interruptible",
     "same_signature",
     "sync_method",
+    "twin_matches",
     "verb_form_matches",
 ]

@@ -48,6 +48,7 @@ from analytics_nb.client._sync_api import (
     SyncProjects,
     SyncTransformations,
 )
+from analytics_nb.client._verbs import same_signature
 from analytics_nb.models import DecideResponse
 
 if TYPE_CHECKING:
@@ -307,16 +308,12 @@ class AsyncApiClient(_Common):
         Raises:
             ValueError: ``version`` is not a positive integer.
         """
-        return await _decide(
-            self._core,
-            distinct_id,
-            groups=groups,
-            person_properties=person_properties,
-            group_properties=group_properties,
-            ip=ip,
-            endpoint=endpoint,
-            version=version,
-        )
+        overrides = {
+            "groups": groups,
+            "person_properties": person_properties,
+            "group_properties": group_properties,
+        }
+        return await _decide(self._core, distinct_id, overrides, ip=ip, endpoint=endpoint, version=version)
 
     async def organization_id(self) -> str:
         """The organization id the client uses (given, or resolved once from the service)."""
@@ -401,46 +398,15 @@ class ApiClient(ApiClientMethods, _Common):
     async_class: ClassVar[type[AsyncApiClient]] = AsyncApiClient
     """The async client this class wraps (``analytics_nb.Client`` wraps ``analytics_nb.AsyncClient``)."""
 
-    def __init__(
-        self,
-        host: str = "us",
-        *,
-        personal_api_key: str | None = None,
-        project_api_key: str | None = None,
-        secret_api_key: str | None = None,
-        project_id: int | str = "@current",
-        organization_id: str | None = None,
-        timeout: float = 30.0,
-        max_retries: int = 4,
-        rate_limit: bool = False,
-        max_concurrency: int = 8,
-        progress: bool | None = None,
-        retry_backoff: float = 0.5,
-        max_retry_wait: float = 60.0,
-        transport: httpx.AsyncBaseTransport | None = None,
-        http_transport: str = "auto",
-    ) -> None:
+    @same_signature(AsyncApiClient.__init__)
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        """The arguments of `AsyncApiClient` (its signature at run time; written once, there): the sync
+        client builds one and runs its calls on a private loop thread."""
         __tracebackhide__ = True  # IPython and pytest show the caller's line and the sentence
-        personal_api_key, project_api_key = hold_key(personal_api_key), hold_key(project_api_key)
-        secret_api_key = hold_key(secret_api_key)
+        # Wrapped first: a malformed key fails its check in the async client; no frame holds it as text.
+        kwargs = {k: hold_key(v) if k in KEY_ARGUMENTS else v for k, v in kwargs.items()}
         try:
-            self._async = self.async_class(
-                host,
-                personal_api_key=personal_api_key,
-                project_api_key=project_api_key,
-                secret_api_key=secret_api_key,
-                project_id=project_id,
-                organization_id=organization_id,
-                timeout=timeout,
-                max_retries=max_retries,
-                rate_limit=rate_limit,
-                max_concurrency=max_concurrency,
-                progress=progress,
-                retry_backoff=retry_backoff,
-                max_retry_wait=max_retry_wait,
-                transport=transport,
-                http_transport=http_transport,
-            )
+            self._async = self.async_class(*args, **kwargs)
         except ValueError as exc:
             raise _bad_input(exc) from None
         self._config = self._async._config

@@ -18,7 +18,7 @@ from urllib.parse import quote, urljoin, urlsplit
 import httpx
 import pydantic
 
-from analytics_nb import __version__
+from analytics_nb._version import __version__
 from analytics_nb.client._config import ClientConfig, SecretKey, live_secrets
 from analytics_nb.client._pacing import AdaptiveLimit
 from analytics_nb.client._transport import make_transport, refused, resolve, transport_errors

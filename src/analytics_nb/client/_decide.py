@@ -59,32 +59,36 @@ def decide_body(
     return body
 
 
+#: The overrides a decide request may carry (each left out when None).
+DECIDE_OVERRIDES = ("groups", "person_properties", "group_properties")
+
+
 async def decide(
     core: Core,
     distinct_id: str,
+    overrides: Mapping[str, Any],
     *,
-    groups: Mapping[str, Any] | None = None,
-    person_properties: Mapping[str, Any] | None = None,
-    group_properties: Mapping[str, Mapping[str, Any]] | None = None,
-    ip: str | None = None,
-    endpoint: Literal["decide", "flags"] = "flags",
-    version: int | None = None,
+    ip: str | None,
+    endpoint: Literal["decide", "flags"],
+    version: int | None,
 ) -> DecideResponse:
-    """Evaluate every flag for one user on the service; ``ip`` is sent as ``X-Forwarded-For`` (GeoIP).
-
-    A flag the service could not evaluate is None in the answer (``DecideResponse.failures`` says why),
-    never False."""
+    """`AsyncApiClient.decide` (its parameters and docstring are there): check the arguments, send the
+    request, read the answer. ``overrides`` holds ``groups``, ``person_properties`` and
+    ``group_properties`` by name (None: not sent)."""
     distinct_id = check_distinct_id(distinct_id)  # a float id (1.0) is refused with the fix
     if endpoint not in DEFAULT_VERSIONS:
         raise ValueError(f"endpoint={endpoint!r} is not allowed; use 'decide' or 'flags'.")
     if version is not None and (isinstance(version, bool) or not isinstance(version, int) or version < 1):
         raise ValueError(f"version={version!r} must be a positive integer (decide: 1-4, flags: 1-2).")
+    groups, person_properties, group_properties = (
+        _mapping(name, overrides.get(name)) for name in DECIDE_OVERRIDES
+    )
     body = decide_body(
         await core.project_api_key(),
         str(distinct_id),
-        groups=_mapping("groups", groups),
-        person_properties=_mapping("person_properties", person_properties),
-        group_properties=_mapping("group_properties", group_properties),
+        groups=groups,
+        person_properties=person_properties,
+        group_properties=group_properties,
     )
     headers: dict[str, str] = {}
     if ip is not None:

@@ -19,10 +19,7 @@ from __future__ import annotations
 import inspect
 import threading
 from collections.abc import Awaitable, Callable, Coroutine
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
-
-if TYPE_CHECKING:
-    from analytics_nb.client._client import ApiClient
+from typing import Any, Protocol, TypeVar
 
 __all__ = [
     "Settles",
@@ -32,6 +29,7 @@ __all__ = [
     "run_interruptible",
     "same_signature",
     "sync_method",
+    "twin_matches",
     "verb_form_matches",
 ]
 
@@ -40,12 +38,22 @@ T = TypeVar("T")
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-def same_signature(source: Callable[..., Any]) -> Callable[[F], F]:
+def same_signature(source: Callable[..., Any], *, client: str | None = None) -> Callable[[F], F]:
     """Give the decorated twin (e.g. ``asimulate``, written ``(*args, **kwargs)``) ``source``'s signature
-    and docstring; the twin reads its arguments with `bind_arguments`."""
+    and docstring; the twin reads its arguments with `bind_arguments`.
+
+    ``client``, when given, is the annotation the twin's ``client`` parameter shows instead of the
+    source's (the async twins take either client: ``"AnyApiClient"``)."""
 
     def decorate(twin: F) -> F:
-        twin.__signature__ = _signature(source, returns=inspect.signature(twin).return_annotation)  # type: ignore[attr-defined]
+        sig = _signature(source, returns=inspect.signature(twin).return_annotation)
+        if client is not None:
+            sig = sig.replace(
+                parameters=[
+                    p.replace(annotation=client) if p.name == "client" else p for p in sig.parameters.values()
+                ]
+            )
+        twin.__signature__ = sig  # type: ignore[attr-defined]
         twin.__doc__ = source.__doc__
         return twin
 
@@ -165,7 +173,30 @@ def verb_form_matches(form: Callable[..., Any], verb: Callable[..., Any], *, cli
     return inspect.signature(form) == expected and form.__doc__ == method_doc(verb.__doc__, client)
 
 
+def twin_matches(twin: Callable[..., Any], verb: Callable[..., Any]) -> bool:
+    """Whether an async twin (``acapture_frame``, ...) carries ``verb``'s parameters (names, kinds,
+    defaults, order; the client's annotation may differ), return annotation and docstring, and is a
+    coroutine function."""
+
+    def shape(f: Callable[..., Any]) -> list[tuple[str, Any, Any]]:
+        return [(p.name, p.kind, p.default) for p in inspect.signature(f).parameters.values()]
+
+    return (
+        shape(twin) == shape(verb)
+        and inspect.signature(twin).return_annotation == inspect.signature(verb).return_annotation
+        and twin.__doc__ == verb.__doc__
+        and inspect.iscoroutinefunction(twin)
+    )
+
+
 # ------------------------------------------------------------------------------------------ Ctrl-C
+
+
+class Runs(Protocol):
+    """What `run_interruptible` needs of a sync client: ``run(coro)`` on its loop (``ApiClient.run``). A
+    protocol, so this module needs no import of the client it serves (``_client`` imports it)."""
+
+    def run(self, coro: Coroutine[Any, Any, T]) -> T: ...
 
 
 class Settles(Protocol):
@@ -176,7 +207,7 @@ class Settles(Protocol):
 
 
 def run_interruptible(
-    client: ApiClient,
+    client: Runs,
     coro: Coroutine[Any, Any, T],
     run: Settles,
     *,

@@ -732,23 +732,7 @@ class Playlists(Resource):
         Returns:
             One report row per id.
         """
-        ids = session_id_list(session_ids, column)
-        report = await bulk_change(
-            self._core,
-            self._item_path(short_id, "recordings/bulk_add/"),
-            "add",
-            ids,
-            calls_per_minute=calls_per_minute,
-        )
-        self._remember(
-            short_id,
-            [
-                i
-                for i, s in zip(report["session_id"], report["status"], strict=True)
-                if s not in ("failed", "not sent")
-            ],
-        )
-        return report
+        return await self._bulk(short_id, session_ids, column, calls_per_minute, "add")
 
     async def remove_recordings(
         self,
@@ -771,22 +755,29 @@ class Playlists(Resource):
         Returns:
             One report row per id.
         """
+        return await self._bulk(short_id, session_ids, column, calls_per_minute, "remove")
+
+    async def _bulk(
+        self,
+        short_id: str,
+        session_ids: Any,
+        column: str | None,
+        calls_per_minute: float,
+        action: Literal["add", "remove"],
+    ) -> pd.DataFrame:
+        """``add_recordings`` / ``remove_recordings``: the bulk calls, then the ids the service took (not
+        "failed" or "not sent") remembered or forgotten."""
         ids = session_id_list(session_ids, column)
+        endpoint = "recordings/bulk_add/" if action == "add" else "recordings/bulk_delete/"
         report = await bulk_change(
-            self._core,
-            self._item_path(short_id, "recordings/bulk_delete/"),
-            "remove",
-            ids,
-            calls_per_minute=calls_per_minute,
+            self._core, self._item_path(short_id, endpoint), action, ids, calls_per_minute=calls_per_minute
         )
-        self._forget(
-            short_id,
-            [
-                i
-                for i, s in zip(report["session_id"], report["status"], strict=True)
-                if s not in ("failed", "not sent")
-            ],
-        )
+        done = [
+            i
+            for i, s in zip(report["session_id"], report["status"], strict=True)
+            if s not in ("failed", "not sent")
+        ]
+        (self._remember if action == "add" else self._forget)(short_id, done)
         return report
 
     def _key(self, short_id: str) -> tuple[str, str, str]:

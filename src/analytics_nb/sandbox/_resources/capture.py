@@ -468,6 +468,78 @@ def _updates_people(name: str, props: dict[str, Any], extra: dict[str, Any]) -> 
     return any(key in props or key in extra for key in _PERSON_UPDATES)
 
 
+class _Refusal(Exception):
+    """A request `capture` answers with an error before storing anything: ``status`` and the text body."""
+
+    def __init__(self, status: int, body: str) -> None:
+        super().__init__(body)
+        self.status = status
+        self.body = body
+
+
+def _unpack(payload: Any, sent_at_ms: str | None) -> tuple[list[Any], Any, bool, str | None]:
+    """The events of a decoded request (one event, a list, or ``{batch: [...]}``), the batch's token, its
+    ``historical_migration`` flag and its ``sent_at`` (or the ``_`` query hint); raises `_Refusal`."""
+    historical = False
+    sent_at: str | None = None
+    batch_token: Any = None
+    if isinstance(payload, dict) and "batch" in payload:
+        events = payload.get("batch")
+        if not isinstance(events, list):
+            raise _Refusal(400, "failed to parse request: batch must be a list of events")
+        batch_token = _token_of({k: v for k, v in payload.items() if k != "properties"})
+        historical = bool(payload.get("historical_migration") is True)
+        if isinstance(payload.get("sent_at"), str) and payload["sent_at"]:
+            try:
+                sent_at = _iso(_parse_time(payload["sent_at"], "sent_at"))
+            except BodyError as exc:
+                raise _Refusal(400, f"failed to parse request: {exc.message}") from None
+    elif isinstance(payload, dict):
+        events = [payload]
+    elif isinstance(payload, list):
+        events = payload
+    else:
+        raise _Refusal(400, "failed to parse request: expected an event, a list of events or {batch: [...]}")
+    if not events:
+        raise _Refusal(400, "request holds no event")
+    if len(events) > MAX_EVENTS:
+        raise _Refusal(
+            413,
+            f"request holds {len(events)} events; the sandbox accepts at most {MAX_EVENTS} per request: "
+            "send smaller batches",
+        )
+    if sent_at is None and sent_at_ms and sent_at_ms.isdigit():
+        try:
+            sent_at = _iso(datetime.fromtimestamp(int(sent_at_ms) / 1000, UTC))
+        except (OverflowError, ValueError, OSError):
+            sent_at = None  # an unusable `_` hint is ignored, as the real service ignores it
+    return events, batch_token, historical, sent_at
+
+
+def _project_of(store: Store, events: list[Any], batch_token: Any) -> tuple[str, int]:
+    """The request's project token (the batch's, or the one every event carries) and its project id;
+    raises `_Refusal` (401) for a missing, inconsistent, malformed or unknown token."""
+    token = batch_token
+    if token is None:
+        tokens = [_token_of(e) if isinstance(e, dict) else None for e in events]
+        present = [t for t in tokens if t is not None]
+        if present and any(t != present[0] for t in present):
+            raise _Refusal(401, "batch submitted with inconsistent api_key values")
+        token = present[0] if present else None
+    if token is None:
+        raise _Refusal(401, "event submitted without an api_key")
+    problem = _token_problem(token)
+    if problem:
+        raise _Refusal(401, problem)
+    row = store.query_one("SELECT id FROM projects WHERE api_token=?", (token,))
+    if row is None:
+        raise _Refusal(
+            401,
+            "API key is not valid: no project uses this project API key (the sandbox enforces known tokens)",
+        )
+    return token, int(row[0])
+
+
 def capture(
     store: Store,
     payload: Any,
@@ -483,57 +555,11 @@ def capture(
     checked): a body too small to hold an event over `EVENT_LIMIT` (see `SIZE_GROWTH`) skips measuring each
     event, and columns are encoded by orjson when it is installed. Without it every event is measured and
     encoded by `json`."""
-    historical = False
-    sent_at: str | None = None
-    batch_token: Any = None
-    if isinstance(payload, dict) and "batch" in payload:
-        events = payload.get("batch")
-        if not isinstance(events, list):
-            return 400, "failed to parse request: batch must be a list of events"
-        batch_token = _token_of({k: v for k, v in payload.items() if k != "properties"})
-        historical = bool(payload.get("historical_migration") is True)
-        if isinstance(payload.get("sent_at"), str) and payload["sent_at"]:
-            try:
-                sent_at = _iso(_parse_time(payload["sent_at"], "sent_at"))
-            except BodyError as exc:
-                return 400, f"failed to parse request: {exc.message}"
-    elif isinstance(payload, dict):
-        events = [payload]
-    elif isinstance(payload, list):
-        events = payload
-    else:
-        return 400, "failed to parse request: expected an event, a list of events or {batch: [...]}"
-    if not events:
-        return 400, "request holds no event"
-    if len(events) > MAX_EVENTS:
-        return 413, (
-            f"request holds {len(events)} events; the sandbox accepts at most {MAX_EVENTS} per request: "
-            "send smaller batches"
-        )
-    if sent_at is None and sent_at_ms and sent_at_ms.isdigit():
-        try:
-            sent_at = _iso(datetime.fromtimestamp(int(sent_at_ms) / 1000, UTC))
-        except (OverflowError, ValueError, OSError):
-            sent_at = None  # an unusable `_` hint is ignored, as the real service ignores it
-    token = batch_token
-    if token is None:
-        tokens = [_token_of(e) if isinstance(e, dict) else None for e in events]
-        present = [t for t in tokens if t is not None]
-        if present and any(t != present[0] for t in present):
-            return 401, "batch submitted with inconsistent api_key values"
-        token = present[0] if present else None
-    if token is None:
-        return 401, "event submitted without an api_key"
-    problem = _token_problem(token)
-    if problem:
-        return 401, problem
-    row = store.query_one("SELECT id FROM projects WHERE api_token=?", (token,))
-    if row is None:
-        return (
-            401,
-            "API key is not valid: no project uses this project API key (the sandbox enforces known tokens)",
-        )
-    project_id = int(row[0])
+    try:
+        events, batch_token, historical, sent_at = _unpack(payload, sent_at_ms)
+        token, project_id = _project_of(store, events, batch_token)
+    except _Refusal as refusal:
+        return refusal.status, refusal.body
     now = datetime.now(UTC)
     received_at = _iso(now)
     checked = json_bytes is not None

@@ -402,17 +402,9 @@ def decide(
     return {**_config_keys(), **body} if with_config else body
 
 
-def _answer(
-    ctx: SandboxContext,
-    payload: Any,
-    *,
-    endpoint: str = "flags",
-    version: int | None = 2,
-    config: bool = False,
-    ip: str | None = None,
-    kinds: Iterable[str] = (),
-) -> tuple[dict[str, Any], bool]:
-    """The answer to one decoded body (see `decide`) and whether the config keys go with it."""
+def _identity(ctx: SandboxContext, payload: Any) -> tuple[int, str]:
+    """The project (from the body's token) and the distinct id a decoded body asks about; raises `_Reject`
+    (401 for a missing or unknown token, 400 for a missing id)."""
     if not isinstance(payload, dict):
         raise _decode_failure("invalid JSON")
     token = payload.get("token")
@@ -439,7 +431,12 @@ def _answer(
     else:
         distinct_id = json.dumps(raw_id, separators=(",", ":"))
     distinct_id = distinct_id[:_MAX_DISTINCT_ID]
+    return project_id, distinct_id
 
+
+def _overrides(payload: Any) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+    """The body's ``person_properties``, ``groups`` and ``group_properties`` (empty when absent); raises
+    `_Reject` when one is not a JSON object of the right shape."""
     overrides = payload.get("person_properties")
     if overrides is None:
         overrides = {}
@@ -457,6 +454,22 @@ def _answer(
         isinstance(v, dict) for v in group_overrides.values()
     ):
         raise _decode_failure("group_properties must be a JSON object of group type -> properties object")
+    return overrides, raw_groups, group_overrides
+
+
+def _answer(
+    ctx: SandboxContext,
+    payload: Any,
+    *,
+    endpoint: str = "flags",
+    version: int | None = 2,
+    config: bool = False,
+    ip: str | None = None,
+    kinds: Iterable[str] = (),
+) -> tuple[dict[str, Any], bool]:
+    """The answer to one decoded body (see `decide`) and whether the config keys go with it."""
+    project_id, distinct_id = _identity(ctx, payload)
+    overrides, raw_groups, group_overrides = _overrides(payload)
 
     controls = ctx.decide
     kinds = set(kinds)

@@ -729,6 +729,16 @@ def _unbalanced(source: str) -> bool:
     return bool(stack)
 
 
+def _check_mappings(mappings: Any, type_: str) -> Any:
+    """``mappings`` as sent (None clears them): a list of objects, on destinations only."""
+    if mappings is not None:
+        if not isinstance(mappings, list) or not all(isinstance(m, dict) for m in mappings):
+            raise _field_error("mappings", 'Expected a list of items but got type "dict".', "not_a_list")
+        if type_ not in ("site_destination", "destination"):
+            raise _field_error("mappings", "Mappings are only allowed for destinations.")
+    return mappings
+
+
 def _resolve(
     data: HogFunctionWrite, sent: set[str], row: sqlite3.Row | None, project_id: int, store: Store
 ) -> dict[str, Any]:
@@ -789,13 +799,9 @@ def _resolve(
     if "masking" in sent:
         values["masking"] = _check_masking(data.masking)
     if "mappings" in sent:
-        mappings = (data.mappings or None) if creating else data.mappings  # a create: falsy is none
-        if mappings is not None:
-            if not isinstance(mappings, list) or not all(isinstance(m, dict) for m in mappings):
-                raise _field_error("mappings", 'Expected a list of items but got type "dict".', "not_a_list")
-            if type_ not in ("site_destination", "destination"):
-                raise _field_error("mappings", "Mappings are only allowed for destinations.")
-        values["mappings"] = mappings
+        # a create reads a falsy value as none (to_internal_value, as the conformance run found)
+        mappings = (data.mappings or None) if creating else data.mappings
+        values["mappings"] = _check_mappings(mappings, type_)
     if "execution_order" in sent:
         values["execution_order"] = _check_execution_order(data.execution_order)
     if creating:
