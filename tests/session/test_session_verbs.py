@@ -86,4 +86,4 @@ def test_no_verb_parameter_list_is_written_twice() -> None:
             }:
                 names = [a.arg for a in [*node.args.args, *node.args.kwonlyargs]]
                 written.setdefault(node.name, []).append(f"{path.name}:{len(names)}")
-    assert written == {"simulate": ["_simulate.py:16"], "asimulate": ["_simulate.py:0"]}
+    assert written == {"simulate": ["_simulate.py:18"], "asimulate": ["_simulate.py:0"]}
