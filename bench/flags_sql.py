@@ -221,16 +221,52 @@ def run_other(engine: str, export: str, out: str, queue: Any) -> None:
     queue.put((time.perf_counter() - start, _peak_gb(), 0, {}))
 
 
+def _hwm_gb(pid: int) -> float | None:
+    """Peak RSS so far (VmHWM) of process `pid`, read from /proc/<pid>/status; None once it has gone."""
+    try:
+        text = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return None
+    for line in text.splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024 / 1024
+    return None
+
+
 def in_process(target: Any, *args: Any) -> tuple[float, float, int, dict[tuple[str, str], int]]:
-    """Run `target` in a fresh (spawned) process; its time, peak RSS (VmHWM), rows answered locally and
-    summary counts."""
+    """Run `target` in a fresh (spawned) process; its time, peak RSS (VmHWM, read from the child's
+    /proc/<pid>/status by this process every few seconds and by the child at its end), rows answered
+    locally and summary counts. A line with the peak so far is printed every `PROGRESS_SECONDS`."""
+    import queue as queues
+
     ctx = mp.get_context("spawn")
     queue = ctx.Queue()
     proc = ctx.Process(target=target, args=(*args, queue))
+    started = time.perf_counter()
     proc.start()
-    result = queue.get()
+    assert proc.pid is not None
+    peak, last = 0.0, started
+    while True:
+        try:
+            result = queue.get(timeout=5)
+            break
+        except queues.Empty:
+            peak = max(peak, _hwm_gb(proc.pid) or 0.0)
+            if not proc.is_alive():
+                raise RuntimeError(f"{target.__name__} died (exit code {proc.exitcode})") from None
+            if time.perf_counter() - last > PROGRESS_SECONDS:
+                last = time.perf_counter()
+                print(
+                    f"   ... {target.__name__}: {last - started:,.0f} s, peak RSS so far {peak:.2f} GB "
+                    f"[load {_load().split(' ', 3)[:3]}]",
+                    flush=True,
+                )
     proc.join()
-    return result  # type: ignore[no-any-return]
+    secs, child_peak, local, counts = result
+    return secs, max(peak, child_peak), local, counts
+
+
+PROGRESS_SECONDS = 120
 
 
 def mismatches(reference: str, other: str) -> int:
