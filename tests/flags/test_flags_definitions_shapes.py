@@ -143,6 +143,9 @@ ENTRY_POINTS: dict[str, Callable[[Any], pd.DataFrame]] = {
         ]
     ),
     "simulate": lambda d: simulate(PROPS, engine="local", definitions=d, payloads=False).frame,
+    "simulate engine=sql": lambda d: (
+        simulate(PROPS, engine="sql", definitions=d, payloads=False, progress=False).frame
+    ),
     "WhatIf": lambda d: WhatIf(PROPS, d).base,
     "WhatIf.run": lambda d: WhatIf(PROPS, FLAGS).run(d).edited,
 }

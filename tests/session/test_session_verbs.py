@@ -123,7 +123,7 @@ def test_no_verb_parameter_list_is_written_twice() -> None:
                     args = [a.arg for a in [*node.args.args, *node.args.kwonlyargs]]
                     written.setdefault(node.name, []).append(f"{path.name}:{len(args)}")
     assert written == {
-        "simulate": ["_simulate.py:16"],
+        "simulate": ["_simulate.py:18"],
         "asimulate": ["_simulate.py:0"],
         "capture_event": ["_bulk.py:8"],
         "acapture_event": ["_bulk.py:0"],

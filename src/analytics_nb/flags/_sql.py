@@ -107,6 +107,7 @@ class SqlQuery:
     mode: str
     flags: list[SqlFlag]
     table: str
+    carry: list[str] = field(default_factory=list)
 
     @property
     def local_flags(self) -> dict[str, str]:
@@ -218,6 +219,9 @@ class _Compiler:
         #: (flag key) -> the SQL column name of its outcome integer
         self.outcome_col: dict[str, str] = {}
         self.version = compiled.property_matching_version
+        #: a property the table has no column for is unknown (the local engine answers: NA where the
+        #: answer depends on it) rather than "not set"
+        self.unknown_absent = False
 
     # -------------------------------------------------------------- small builders
 
@@ -363,6 +367,8 @@ class _Compiler:
         if key in ("person_properties", "group_properties", "ip", "error") or key.startswith("group:"):
             return None
         kind = self._kind(key)
+        if kind is False and self.unknown_absent:
+            raise NeedsLocal(f"reads {key!r}, which the table has no column for (missing_columns='unknown')")
         if kind is False:
             return None
         if self.server and key in _INITIAL_SOURCE:
@@ -799,9 +805,16 @@ def compile_sql(
     property_matching_version: int | None = None,
     timezone: str | None = None,
     pretty: bool = True,
+    missing_columns: str = "not_set",
+    carry: Sequence[str] = (),
 ) -> SqlQuery:
     """Compile flag definitions to one SELECT over `table` (see `to_sql`); returns the `SqlQuery` with the
     text and what each flag's outcome integers mean (used to read the answers back).
+
+    `missing_columns="unknown"` (with a `schema`) leaves a flag that reads a property the table has no
+    column for to the local engine (which answers NA where the answer depends on it, as `simulate` does);
+    the default "not_set" reads it as not set. `carry` names input columns the SELECT passes through
+    after `distinct_id` (a row key, say).
 
     Args:
         definitions: The flag definitions (any shape `read_definitions` reads).
@@ -815,10 +828,15 @@ def compile_sql(
         property_matching_version: 1 or 2. None: the definitions', else 1.
         timezone: The project's IANA time zone. None: the definitions', else UTC.
         pretty: Format the SQL for reading (False: one compact statement).
+        missing_columns: A property the table has no column for (with a `schema`): ``"not_set"`` reads it
+            as not set; ``"unknown"`` leaves the flag to the local engine.
+        carry: Input columns the SELECT passes through after ``distinct_id`` (a row key, say).
 
     Returns:
         The `SqlQuery`.
     """
+    if missing_columns not in ("not_set", "unknown"):
+        raise ValueError(f"missing_columns must be 'not_set' or 'unknown', got {missing_columns!r}")
     if dialect not in DIALECTS:
         raise ValueError(f"dialect must be one of {', '.join(DIALECTS)}, got {dialect!r}")
     server = check_mode(mode)
@@ -847,6 +865,10 @@ def compile_sql(
             f"flag key {sorted(clash)[0]!r} would collide with an output column; rename the flag"
         )
     c = _Compiler(compiled, dialect, server, kinds, _now(now, server, compiled.timezone), table)
+    c.unknown_absent = missing_columns == "unknown" and kinds is not None
+    absent = [name for name in carry if kinds is not None and name not in kinds]
+    if absent:
+        raise ValueError(f"carry={list(carry)!r}: the table has no column {absent[0]!r}")
     for key in ("person_properties", "group_properties"):
         if kinds is not None and key in kinds:
             raise ValueError(
@@ -889,12 +911,14 @@ def compile_sql(
             prev = name
 
     sql_flags = [c.flags[f.key] for f in compiled.flags]
-    final = exp.select(*_final_columns(c, sql_flags, payloads)).from_(prev)
+    selected: list[Any] = _final_columns(c, sql_flags, payloads)
+    selected[1:1] = [c.col(name) for name in carry]
+    final = exp.select(*selected).from_(prev)
     for name, select in ctes:
         final = final.with_(name, as_=select)
     text = final.sql(dialect=dialect, pretty=pretty, identify=False)
     header = _header(c, sql_flags)
-    return SqlQuery(header + text, dialect, mode, sql_flags, table)
+    return SqlQuery(header + text, dialect, mode, sql_flags, table, list(carry))
 
 
 def _typed_null(c: _Compiler, type_name: str) -> Any:

@@ -1,7 +1,8 @@
 """Flag simulation across property sets: remote decide, the local flag engine, both compared, and what-if.
 
-``simulate(property_sets, flags=None, engine="remote" | "local" | "both", client=..., definitions=...)``
-returns a `SimulationResult`; `WhatIf` / `whatif` show who moves when definitions are edited; `grid`,
+``simulate(property_sets, flags=None, engine="remote" | "local" | "both" | "sql", client=..., ...)``
+returns a `SimulationResult` (with ``engine="sql"`` a `SqlSimulationResult`: DuckDB over the rows where they
+lie, out of core); `WhatIf` / `whatif` show who moves when definitions are edited; `grid`,
 `sample_persons` and `random_property_sets` build property sets. Property sets may be pandas, Polars, Arrow,
 DuckDB or a parquet path; `simulate_dask` runs the local engine over a Dask DataFrame on a cluster.
 
@@ -24,6 +25,7 @@ from analytics_nb.simulation._result import SimulationResult
 from analytics_nb.simulation._simulate import Engine, asimulate, simulate
 from analytics_nb.simulation._spark import simulate_spark
 from analytics_nb.simulation._sql import SqlSimulation, simulate_sql
+from analytics_nb.simulation._sql_engine import SqlSimulationResult
 from analytics_nb.simulation._summary import wilson_interval
 from analytics_nb.simulation._whatif import (
     WhatIf,
@@ -50,6 +52,7 @@ __all__ = [
     "SimulationInputError",
     "SimulationResult",
     "SqlSimulation",
+    "SqlSimulationResult",
     "WhatIf",
     "WhatIfResult",
     "asimulate",

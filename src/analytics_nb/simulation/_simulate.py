@@ -32,6 +32,7 @@ import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 import pandas as pd
@@ -75,6 +76,7 @@ from analytics_nb.simulation._remote import (
     with_estimate,
 )
 from analytics_nb.simulation._result import SimulationResult
+from analytics_nb.simulation._sql_engine import asql, check_sql_options, simulate_in_sql
 from analytics_nb.tables import Family, Output, default_output
 
 if TYPE_CHECKING:
@@ -82,7 +84,7 @@ if TYPE_CHECKING:
 
 __all__ = ["Engine", "SimulationOptions", "asimulate", "check_options", "simulate"]
 
-Engine = Literal["remote", "local", "both"]
+Engine = Literal["remote", "local", "both", "sql"]
 Mode = Literal["server", "sdk"]
 
 
@@ -133,7 +135,7 @@ def check_options(
 ) -> SimulationOptions:
     """Every option of `simulate` checked in one place; raises `SimulationInputError` naming the fix."""
     if engine not in ("remote", "local", "both"):
-        raise SimulationInputError(f"engine={engine!r}: use 'remote', 'local' or 'both'.")
+        raise SimulationInputError(f"engine={engine!r}: use 'remote', 'local', 'both' or 'sql'.")
     if mode not in ("server", "sdk"):
         raise SimulationInputError(
             f"mode={mode!r}: use 'server' (what /decide does) or 'sdk' (the official SDK's local evaluation)."
@@ -557,9 +559,12 @@ def simulate(
     warn_minutes: float | None = WARN_MINUTES,
     output: Output | None = None,
     missing_columns: MissingColumns = "unknown",
+    out: str | Path | None = None,
+    memory_limit: str | None = None,
 ) -> SimulationResult:
     """Evaluate flags for every property set: ``engine="remote"`` (one decide per row, concurrent),
-    ``"local"`` (the flag engine over definitions) or ``"both"`` (and compare them).
+    ``"local"`` (the flag engine over definitions), ``"both"`` (and compare them) or ``"sql"`` (the flags
+    compiled to SQL and run by the embedded DuckDB, out of core).
 
     Input is checked before any request is sent; ``concurrency`` defaults to adaptive: the number of
     ``/flags`` requests in flight follows the measured throughput, latency and 429s (up to 256); an integer
@@ -583,13 +588,21 @@ def simulate(
     (`MissingPropertyWarning`) with the flags, the properties and the row counts; ``missing_columns=
     "not_set"`` reads a missing column as "not set".
 
+    ``engine="sql"`` reads the property sets where they lie (a parquet file or folder, a DuckDB relation, or
+    a table in memory) with DuckDB's memory bounded by ``memory_limit`` (default "1GB"; it spills to disk
+    beyond it) and writes the answers to parquet (``out=``, else a temporary file). The result has the
+    local engine's frame and answers (collected only when ``.frame`` is read); ``summary()``,
+    ``crosstab()`` and ``len()`` are computed in SQL. Flags SQL cannot answer exactly (regex, semver,
+    cohorts, ...) are answered by the local engine: ``result.local_flags`` names them and why.
+
     Args:
         property_sets: One row per person: ``distinct_id`` plus one column per property (``group:<type>`` for
             group keys), in any family listed above.
         flags: Flag keys to evaluate (one key, or a list). None: every flag of the definitions (remote: every
             flag the service answers).
         engine: ``"remote"`` asks PostHog (one ``/flags`` request per row), ``"local"`` runs the flag engine
-            on definitions, ``"both"`` does both and compares them.
+            on definitions, ``"both"`` does both and compares them, ``"sql"`` runs the flags as SQL on the
+            embedded DuckDB.
         client: The client for the remote engine and for fetching definitions. None: only the local engine
             with ``definitions=``.
         definitions: Flag definitions for the local engine, in any shape `flags.read_definitions` reads. None:
@@ -608,6 +621,8 @@ def simulate(
         output: The family of ``result.data``: ``"pandas"``, ``"polars"`` or ``"arrow"``. None: the input's.
         missing_columns: A property the sets have no column for: ``"unknown"`` (NA with a warning) or
             ``"not_set"`` (absent, as for a person who lacks it).
+        out: ``engine="sql"``: the parquet file for the answers. None: a temporary file.
+        memory_limit: ``engine="sql"``: DuckDB's memory limit (it spills to disk beyond it). None: "1GB".
 
     Returns:
         A `SimulationResult`: ``frame`` (inputs and outputs), ``summary()``, ``crosstab()``, ``agreement``
@@ -616,6 +631,24 @@ def simulate(
     Raises:
         SimulationInputError: The property sets or the flag keys are not usable (before any request).
     """
+    check_sql_options(engine, out, memory_limit)
+    if engine == "sql":  # DuckDB over the source where it lies (simulation/_sql_engine.py)
+        return simulate_in_sql(
+            property_sets,
+            flags,
+            client=client,
+            definitions=definitions,
+            mode=mode,
+            progress=progress,
+            payloads=payloads,
+            reasons=reasons,
+            group_type_mapping=group_type_mapping,
+            output=output,
+            missing_columns=missing_columns,
+            out=out,
+            memory_limit=memory_limit,
+            evaluator=evaluator,
+        )
     if isinstance(client, AsyncApiClient):
         raise TypeError("client= is an AsyncClient: use `await asimulate(..., client=client)` in async code.")
     if client is not None and not isinstance(client, ApiClient):
@@ -656,6 +689,9 @@ async def asimulate(*args: Any, **kwargs: Any) -> SimulationResult:
     # the caller's event loop. Cancelled during a remote or both run (``task.cancel()``, Ctrl-C in Jupyter),
     # it returns the rows answered so far as a partial result (``result.partial``); with none it re-raises.
     arguments = bind_arguments(simulate, args, kwargs)
+    if arguments["engine"] == "sql":  # DuckDB works in a thread; an async client only fetches definitions
+        return await asql(arguments)
+    check_sql_options(arguments["engine"], arguments.pop("out"), arguments.pop("memory_limit"))
     client = arguments.pop("client")
     property_sets, definitions, output = (
         arguments.pop(k) for k in ("property_sets", "definitions", "output")

@@ -15,13 +15,14 @@ import importlib
 import os
 import shutil
 import tempfile
+import weakref
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from analytics_nb.flags import evaluate_frame
+from analytics_nb.flags import FrameEvaluator
 from analytics_nb.flags._evaluate import Mode
 from analytics_nb.flags._sql import NEEDS_LOCAL, SqlQuery, compile_sql
 from analytics_nb.simulation._summary import Z95
@@ -29,6 +30,9 @@ from analytics_nb.simulation._summary import Z95
 __all__ = ["SqlSimulation", "arrow_schema", "run_sql", "simulate_sql"]
 
 _TABLE = "persons"
+ROW_KEYS = ("_anb_file", "_anb_row")
+"""The columns `simulate_sql` adds to every input row (file name for a folder of parquet files, row number
+within it) and carries to the answers, so they can be read back in input order."""
 
 
 def arrow_schema(table: Any) -> dict[str, str]:
@@ -160,14 +164,19 @@ def _local_answers(
     now: dt.datetime,
     payloads: bool,
     target: Any,
+    missing_columns: str = "not_set",
 ) -> Any:
     """The local engine's answers for `batch`, in the SQL answers' shape (Arrow, cast to `target`)."""
     import pyarrow as pa
 
-    got = evaluate_frame(
-        batch, definitions, mode=mode, reasons=True, payloads=payloads, now=now, output="pandas"
-    )
+    engine_input = batch.drop(columns=[c for c in ROW_KEYS if c in batch.columns])
+    got = FrameEvaluator(
+        engine_input, definitions, mode=mode, now=now, output="pandas", missing_columns=missing_columns
+    ).run(reasons=True, payloads=payloads)
     data: dict[str, Any] = {"distinct_id": batch["distinct_id"].to_numpy(dtype=object)}
+    for name in ROW_KEYS:
+        if name in batch.columns:
+            data[name] = batch[name].astype(object).tolist()
     for sf in query.flags:
         values = got[sf.key].astype(object).tolist()
         if sf.multivariate:
@@ -199,6 +208,11 @@ def _local_answers(
     return pa.Table.from_arrays(arrays, schema=target)
 
 
+def _row_key(query: SqlQuery) -> list[str]:
+    """The columns that name a row of the answers (the carried row keys, else distinct_id)."""
+    return [_quote(k) for k in query.carry] or ["distinct_id"]
+
+
 def _local_condition(query: SqlQuery) -> str:
     """The rows of the SQL answers that the local engine must answer ('TRUE' for all of them)."""
     if query.local_flags:
@@ -226,6 +240,7 @@ class SqlSimulation:
         self.query = query
         self.local_rows = local_rows
         self._workdir = workdir
+        self._finalizer = weakref.finalize(self, _cleanup, con, workdir)
 
     @property
     def flags(self) -> list[str]:
@@ -298,7 +313,7 @@ class SqlSimulation:
         inner = (
             f"SELECT CAST(p.{_quote(by)} AS VARCHAR) AS by_value, "
             f"CAST(a.{_quote(flag)} AS VARCHAR) AS value, "
-            f"count(*) AS count FROM {src} a JOIN {_TABLE} p USING (distinct_id) "
+            f"count(*) AS count FROM {src} a JOIN {_TABLE} p USING ({', '.join(_row_key(self.query))}) "
             f"WHERE a.{_quote(flag)} IS NOT NULL GROUP BY ALL"
         )
         table: pd.DataFrame = self.con.sql(_wilson(inner, "by_value", z) + " ORDER BY by_value, value").df()
@@ -306,15 +321,19 @@ class SqlSimulation:
 
     def close(self) -> None:
         """Close the connection and delete the working files (the answers too unless `out` was given)."""
-        self.con.close()
-        if self._workdir:
-            shutil.rmtree(self._workdir, ignore_errors=True)
+        self._finalizer()
 
     def __repr__(self) -> str:
         return (
             f"SqlSimulation({len(self.flags)} flags, {str(self.path)!r}, local flags: "
             f"{sorted(self.local_flags)}, rows answered locally: {self.local_rows:,})"
         )
+
+
+def _cleanup(con: Any, workdir: str | None) -> None:
+    con.close()
+    if workdir:
+        shutil.rmtree(workdir, ignore_errors=True)
 
 
 def _wilson(counts_sql: str, group: str, z: float) -> str:
@@ -331,22 +350,58 @@ def _wilson(counts_sql: str, group: str, z: float) -> str:
     )
 
 
-def _source_sql(source: Any, con: Any) -> str:
-    """Register `source` with the connection; the SQL that reads it."""
+def _source_sql(source: Any, con: Any, batch_rows: int) -> tuple[str, list[str]]:
+    """Register `source` with the connection; the SQL that reads it with its row keys, and their names.
+
+    A parquet file is read where it lies (its row number is the key; a folder's files add their name);
+    a DuckDB relation is streamed in Arrow batches into a table of the working database (on disk, so
+    its size is not bounded by memory); a pandas frame or Arrow table is registered as it is."""
+    import pyarrow as pa
+
     if isinstance(source, (str, Path)):
         path = Path(source)
         if not path.exists():
             raise FileNotFoundError(f"no parquet file or folder at {str(path)!r}")
-        pattern = str(path / "**" / "*.parquet") if path.is_dir() else str(path)
-        return f"SELECT * FROM read_parquet({_literal(pattern)})"
+        if path.is_dir():
+            pattern = _literal(str(path / "**" / "*.parquet"))
+            return (
+                f"SELECT * EXCLUDE (filename, file_row_number), filename AS _anb_file, "
+                f"file_row_number AS _anb_row FROM read_parquet({pattern}, filename = true, "
+                "file_row_number = true)",
+                ["_anb_file", "_anb_row"],
+            )
+        return (
+            f"SELECT * EXCLUDE (file_row_number), file_row_number AS _anb_row "
+            f"FROM read_parquet({_literal(str(path))}, file_row_number = true)",
+            ["_anb_row"],
+        )
     if type(source).__module__.startswith("duckdb"):
-        con.register("_anb_source", source.to_arrow_table() if hasattr(source, "to_arrow_table") else source)
-        return "SELECT * FROM _anb_source"
+        reader = source.to_arrow_reader(batch_rows) if hasattr(source, "to_arrow_reader") else source
+        con.register("_anb_stream", _numbered(reader))
+        con.execute("CREATE TABLE _anb_source AS SELECT * FROM _anb_stream")
+        con.unregister("_anb_stream")
+        return "SELECT * FROM _anb_source", ["_anb_row"]
+    table = source if isinstance(source, pa.Table) else pa.Table.from_pandas(source, preserve_index=False)
+    con.register("_anb_source", table.append_column("_anb_row", pa.array(range(len(table)), pa.int64())))
+    return "SELECT * FROM _anb_source", ["_anb_row"]
+
+
+def _numbered(reader: Any) -> Any:
+    """An Arrow batch reader with a row number column `_anb_row` added."""
     import pyarrow as pa
 
-    table = source if isinstance(source, pa.Table) else pa.Table.from_pandas(source, preserve_index=False)
-    con.register("_anb_source", table)
-    return "SELECT * FROM _anb_source"
+    schema = reader.schema.append(pa.field("_anb_row", pa.int64()))
+
+    def batches() -> Any:
+        start = 0
+        for batch in reader:
+            n = batch.num_rows
+            yield pa.RecordBatch.from_arrays(
+                [*batch.columns, pa.array(range(start, start + n), pa.int64())], schema=schema
+            )
+            start += n
+
+    return pa.RecordBatchReader.from_batches(schema, batches())
 
 
 def simulate_sql(
@@ -361,6 +416,7 @@ def simulate_sql(
     now: dt.datetime | None = None,
     batch_rows: int = 200_000,
     progress: bool = True,
+    missing_columns: str = "not_set",
 ) -> SqlSimulation:
     """Evaluate flags for every row of `source` through DuckDB: a parquet path (file or folder), a DuckDB
     relation, a pandas frame or Arrow table. Memory is bounded by `memory_limit` (DuckDB's setting; it
@@ -370,6 +426,11 @@ def simulate_sql(
     Flags and rows the SQL leaves to the local engine (`SqlSimulation.local_flags`, `.local_rows`) are
     evaluated by `flags.evaluate_frame` in batches of `batch_rows`, so every answer is the local engine's
     (mode "server" or "sdk"); relative dates are read against one instant, `now` (default: the call).
+    With `missing_columns="unknown"` (what `simulate(engine="sql")` uses) a flag reading a property the
+    source has no column for is answered by the local engine: NA where the answer depends on it.
+
+    The working files (DuckDB's database and spill folder, the answers unless `out` is given) live in a
+    temporary folder removed by `close()` (or when the `SqlSimulation` is garbage-collected).
 
     Args:
         source: A parquet path (file or folder), a DuckDB relation, a pandas frame or an Arrow table.
@@ -382,6 +443,8 @@ def simulate_sql(
         now: The instant relative dates are read against. None: the call.
         batch_rows: Rows per batch for what the local engine evaluates.
         progress: Show a progress bar for the local engine's batches.
+        missing_columns: A property the source has no column for: ``"not_set"`` (read as not set) or
+            ``"unknown"`` (the local engine answers: NA where the answer depends on it).
 
     Returns:
         The `SqlSimulation`.
@@ -391,7 +454,8 @@ def simulate_sql(
     now = now or dt.datetime.now(dt.UTC)
     workdir = tempfile.mkdtemp(prefix="anb-sql-")
     con = duckdb.connect(
-        config={"memory_limit": memory_limit, "temp_directory": os.path.join(workdir, "spill")}
+        os.path.join(workdir, "work.duckdb"),
+        config={"memory_limit": memory_limit, "temp_directory": os.path.join(workdir, "spill")},
     )
     try:
         if threads is not None:
@@ -400,10 +464,19 @@ def simulate_sql(
         # DuckDB's own progress bar for the query (shown for queries running over two seconds)
         bar = progress and not os.environ.get("TQDM_DISABLE")
         con.execute(f"SET enable_progress_bar = {'true' if bar else 'false'}")
-        con.execute(f"CREATE VIEW {_TABLE} AS {_source_sql(source, con)}")
+        source_sql, keys = _source_sql(source, con, batch_rows)
+        con.execute(f"CREATE VIEW {_TABLE} AS {source_sql}")
         schema = {row[0]: row[1] for row in con.execute(f"DESCRIBE {_TABLE}").fetchall()}
         query = compile_sql(
-            definitions, dialect="duckdb", mode=mode, table=_TABLE, schema=schema, payloads=payloads, now=now
+            definitions,
+            dialect="duckdb",
+            mode=mode,
+            table=_TABLE,
+            schema=schema,
+            payloads=payloads,
+            now=now,
+            missing_columns=missing_columns,
+            carry=keys,
         )
         sql_path = os.path.join(workdir, "sql.parquet")
         con.execute(f"COPY ({query.sql}) TO {_literal(sql_path)} (FORMAT parquet)")
@@ -413,7 +486,15 @@ def simulate_sql(
         final = f"SELECT * FROM {sql_src}"
         if local != "FALSE":
             local_rows = _answer_locally(
-                con, query, definitions, mode, now, payloads, batch_rows, local, sql_src, workdir, progress
+                con,
+                query,
+                definitions,
+                (mode, now, payloads, missing_columns),
+                batch_rows,
+                local,
+                sql_src,
+                workdir,
+                progress,
             )
             if local_rows:
                 local_path = os.path.join(workdir, "local.parquet")
@@ -437,9 +518,7 @@ def _answer_locally(
     con: Any,
     query: SqlQuery,
     definitions: Any,
-    mode: Mode,
-    now: dt.datetime,
-    payloads: bool,
+    how: tuple[Mode, dt.datetime, bool, str],
     batch_rows: int,
     local: str,
     sql_src: str,
@@ -450,13 +529,14 @@ def _answer_locally(
     write their answers to local.parquet; the number of rows answered."""
     import pyarrow.parquet as pq
 
+    mode, now, payloads, missing_columns = how
     target = pq.read_schema(os.path.join(workdir, "sql.parquet"))
     if local == "TRUE":
         rows_sql = f"SELECT * FROM {_TABLE}"
     else:
         rows_sql = (
-            f"SELECT p.* FROM {_TABLE} p SEMI JOIN (SELECT distinct_id FROM {sql_src} WHERE {local}) l "
-            "USING (distinct_id)"
+            f"SELECT p.* FROM {_TABLE} p SEMI JOIN (SELECT {', '.join(_row_key(query))} FROM {sql_src} "
+            f"WHERE {local}) l USING ({', '.join(_row_key(query))})"
         )
     total = int(con.execute(f"SELECT count(*) FROM ({rows_sql})").fetchall()[0][0])
     if total == 0:
@@ -471,7 +551,9 @@ def _answer_locally(
     try:
         for batch in reader:
             frame = batch.to_pandas(types_mapper=pd.ArrowDtype)
-            writer.write_table(_local_answers(frame, query, mode, definitions, now, payloads, target))
+            writer.write_table(
+                _local_answers(frame, query, mode, definitions, now, payloads, target, missing_columns)
+            )
             if bar is not None:
                 bar.update(len(frame))
     finally:

@@ -1,0 +1,511 @@
+"""``simulate(..., engine="sql")``: the flags compiled to SQL (`flags.compile_sql`) and run by the embedded
+DuckDB over the property sets where they lie (a parquet export, a DuckDB relation or file, or a table in
+memory), with memory bounded by ``memory_limit`` and the answers written to parquet (``out=``).
+
+The result (`SqlSimulationResult`) is a `SimulationResult` whose frame has the local engine's shape and
+answers; it is collected only when ``.frame`` (or ``.data``, ``.to_csv``, ...) is read. ``summary()``,
+``crosstab()``, ``len()`` and ``errors`` are computed in SQL over the answers without collecting rows, so a
+100M-row export can be summarised on a laptop. Flags (and rows) the SQL cannot answer exactly are answered
+by the local engine (``result.local_flags`` says which and why), so every answer is the engine's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import datetime as dt
+import functools
+import html
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+import pandas as pd
+
+from analytics_nb.client import ApiClient, AsyncApiClient, FeatureFlags
+from analytics_nb.simulation._definitions import Definitions, flag_references, live_flags, load_definitions
+from analytics_nb.simulation._errors import SimulationInputError
+from analytics_nb.simulation._inputs import (
+    check_flag_keys,
+    normalise_property_sets,
+    output_choice,
+    read_table,
+)
+from analytics_nb.simulation._local import check_missing_columns, warn_missing_properties
+from analytics_nb.simulation._output import build_frame, select_flags
+from analytics_nb.simulation._result import SimulationResult, with_inputs
+from analytics_nb.simulation._sql import ROW_KEYS, SqlSimulation, _literal, _quote, simulate_sql
+from analytics_nb.simulation._summary import ValueCounts, format_share, summary_from_counts
+from analytics_nb.tables import Output, default_output
+
+__all__ = ["DEFAULT_MEMORY_LIMIT", "SqlSimulationResult", "asql", "check_sql_options", "simulate_in_sql"]
+
+DEFAULT_MEMORY_LIMIT = "1GB"
+"""DuckDB's ``memory_limit`` for ``engine="sql"`` unless ``memory_limit=`` says otherwise (it spills to disk
+beyond it)."""
+
+
+def check_sql_options(engine: Any, out: Any, memory_limit: Any) -> None:
+    """``out=`` and ``memory_limit=`` belong to ``engine="sql"``; refused with any other engine."""
+    if engine != "sql" and (out is not None or memory_limit is not None):
+        raise SimulationInputError(
+            f"out= and memory_limit= are options of engine='sql' (DuckDB); engine={engine!r} keeps its "
+            "result in memory: use engine='sql', or result.to_csv(path) / result.to('arrow')."
+        )
+    if memory_limit is not None and not isinstance(memory_limit, str):
+        raise SimulationInputError(
+            f"memory_limit={memory_limit!r}: give DuckDB's setting as text, e.g. '1GB' or '512MB'."
+        )
+
+
+def _source(property_sets: Any) -> tuple[Any, Any, str]:
+    """What DuckDB reads, the property sets as pandas when they are in memory (None when DuckDB reads
+    them where they lie), and the input family."""
+    if isinstance(property_sets, (str, Path)):
+        path = Path(property_sets)
+        if not path.exists():
+            raise SimulationInputError(f"no parquet file or folder at {str(path)!r}; check the path.")
+        return path, None, "parquet"
+    if type(property_sets).__module__.startswith("duckdb"):
+        return property_sets, None, "duckdb"
+    raw, family = read_table(property_sets)
+    sets = normalise_property_sets(raw)
+    dicts = [c for c in ("person_properties", "group_properties") if c in sets.frame.columns]
+    if dicts:
+        raise SimulationInputError(
+            f"engine='sql' reads one column per property; the property sets have a {dicts[0]!r} column of "
+            "dicts: spread it into columns (pd.json_normalize) or use engine='local'."
+        )
+    frame = sets.engine_frame()
+    try:
+        import pyarrow as pa
+
+        table = pa.Table.from_pandas(frame, preserve_index=False)
+    except (TypeError, ValueError) as exc:  # pyarrow's ArrowTypeError / ArrowInvalid are both
+        raise SimulationInputError(
+            f"engine='sql' needs one type per column ({exc}); cast the column or use engine='local'."
+        ) from None
+    return table, sets.frame, family
+
+
+def _definitions(definitions: Any, client: ApiClient | None, group_type_mapping: Any) -> Definitions:
+    """The given definitions, else the client's project's (fetched), with ``group_type_mapping`` merged."""
+    if definitions is None:
+        if client is None:
+            raise SimulationInputError(
+                "engine='sql' needs flag definitions: pass definitions= (JSON, dicts, models, "
+                "LocalEvaluationResponse or a flags DataFrame) or client= to fetch them."
+            )
+        definitions = client.feature_flags.local_evaluation()
+    defs = live_flags(load_definitions(definitions))
+    if group_type_mapping:
+        if not isinstance(group_type_mapping, dict):
+            raise SimulationInputError(
+                "group_type_mapping must be a dict of group type index -> name, e.g. {'0': 'company'}."
+            )
+        mapping = {str(k): str(v) for k, v in group_type_mapping.items()}
+        defs = dataclasses.replace(defs, group_type_mapping={**defs.group_type_mapping, **mapping})
+    return defs
+
+
+def simulate_in_sql(
+    property_sets: Any,
+    flags: Sequence[str] | str | None,
+    *,
+    client: Any,
+    definitions: Any,
+    mode: Any,
+    progress: bool | None,
+    payloads: bool,
+    reasons: bool,
+    group_type_mapping: Any,
+    output: Output | None,
+    missing_columns: Any,
+    out: str | Path | None,
+    memory_limit: str | None,
+    evaluator: Any = None,
+    now: dt.datetime | None = None,
+) -> SqlSimulationResult:
+    """`simulate` with ``engine="sql"`` (its arguments, checked the same way)."""
+    started = time.perf_counter()
+    if isinstance(client, AsyncApiClient):
+        raise TypeError("client= is an AsyncClient: use `await asimulate(..., client=client)` in async code.")
+    if client is not None and not isinstance(client, ApiClient):
+        raise TypeError(f"client= must be an analytics_nb Client, got {type(client).__name__}.")
+    if mode not in ("server", "sdk"):
+        raise SimulationInputError(
+            f"mode={mode!r}: use 'server' (what /decide does) or 'sdk' (the official SDK's local evaluation)."
+        )
+    if evaluator is not None:
+        raise SimulationInputError("evaluator= belongs to engine='local'; engine='sql' compiles the flags.")
+    check_sql_options("sql", out, memory_limit)
+    missing = check_missing_columns(missing_columns)
+    chosen = output_choice(output)
+    source, inputs, family = _source(property_sets)
+    defs = _definitions(definitions, client, group_type_mapping)
+    keys = check_flag_keys(flags, defs.keys) or defs.keys
+    if progress is None:
+        progress = client.core.config.progress if client is not None else True
+    try:
+        sim = simulate_sql(
+            source,
+            defs,
+            mode=mode,
+            out=out,
+            memory_limit=memory_limit or DEFAULT_MEMORY_LIMIT,
+            payloads=payloads,
+            progress=bool(progress),
+            missing_columns=missing,
+            now=now,
+        )
+    except ValueError as exc:  # the compiler's input errors (a dict column, a float distinct_id)
+        raise SimulationInputError(str(exc)) from None
+    result = SqlSimulationResult(
+        sim,
+        keys=keys,
+        definitions=defs,
+        mode=mode,
+        payloads=payloads,
+        reasons=reasons,
+        inputs=inputs,
+        output=chosen or default_output(family),  # type: ignore[arg-type]
+        elapsed=time.perf_counter() - started,
+    )
+    if missing == "unknown":
+        result.warn_missing()
+    return result
+
+
+async def asql(arguments: dict[str, Any]) -> SqlSimulationResult:
+    """``asimulate(..., engine="sql")``: an `AsyncClient` fetches the definitions on the caller's loop;
+    DuckDB runs in a worker thread, so the loop stays free."""
+    arguments = dict(arguments)
+    client = arguments.pop("client")
+    for name in ("engine", "concurrency", "estimate", "warn_minutes"):
+        arguments.pop(name, None)
+    if isinstance(client, AsyncApiClient):
+        if arguments["definitions"] is None:
+            arguments["definitions"] = await FeatureFlags(client.core).local_evaluation()
+        if arguments["progress"] is None:
+            arguments["progress"] = client.core.config.progress
+        client = None
+    return await asyncio.to_thread(functools.partial(simulate_in_sql, client=client, **arguments))
+
+
+def _value(v: Any, multivariate: bool) -> Any:
+    """A SQL answer as the local engine's value: bool for on/off flags; the variant, True or False."""
+    if v is None or (not isinstance(v, str | bool) and pd.isna(v)):
+        return None
+    if multivariate:
+        return True if v == "true" else False if v == "false" else str(v)
+    return bool(v)
+
+
+class SqlSimulationResult(SimulationResult):
+    """What ``simulate(..., engine="sql")`` returns: a `SimulationResult` over DuckDB's answers.
+
+    ``.frame`` has the local engine's columns, dtypes and answers (collected from the parquet answers
+    the first time it is read, in input order); ``summary()``, ``crosstab()``, ``len()``, ``errors`` and
+    the notebook view are computed in SQL without collecting rows. ``.path`` is the parquet file of the
+    answers (``out=``, else a temporary file removed by ``close()``), ``.relation`` the answers as a DuckDB
+    relation, ``.sql`` the query, ``.local_flags`` the flags the local engine answered (with why) and
+    ``.local_rows`` the rows it answered for the others.
+    """
+
+    def __init__(
+        self,
+        sim: SqlSimulation,
+        *,
+        keys: Sequence[str],
+        definitions: Definitions,
+        mode: str,
+        payloads: bool,
+        reasons: bool,
+        inputs: pd.DataFrame | None,
+        output: Output,
+        elapsed: float,
+    ) -> None:
+        self.sim = sim
+        self.engine = "sql"
+        self.mode = mode
+        self.variants = definitions.variants()
+        self.local = self.remote = self.agreement = self.differences = None
+        self.elapsed = elapsed
+        self.partial = False
+        self.total = None
+        self.remaining = None
+        self.output = output
+        self._flag_keys = list(keys)
+        self._defs = definitions
+        self._payloads = payloads
+        self._reasons = reasons
+        self._given_inputs = inputs
+        self._frame: pd.DataFrame | None = None
+        self._outputs: pd.DataFrame | None = None
+        self._inputs: pd.DataFrame | None = None
+
+    # -- lazily collected frames -------------------------------------------------------------------------
+    @property
+    def frame(self) -> pd.DataFrame:
+        """The answers with the input columns, as the local engine gives them (collects every row)."""
+        if self._frame is None:
+            self._frame = with_inputs(self.outputs, self.inputs)
+        return self._frame
+
+    @frame.setter
+    def frame(self, value: pd.DataFrame) -> None:
+        self._frame = value
+
+    @property
+    def outputs(self) -> pd.DataFrame:
+        """The answers without the input columns (collects every row)."""
+        if self._outputs is None:
+            self._outputs = self._collect()
+        return self._outputs
+
+    @outputs.setter
+    def outputs(self, value: pd.DataFrame) -> None:
+        self._outputs = value
+
+    @property
+    def inputs(self) -> pd.DataFrame:
+        """The property sets (read from the source, in input order, when DuckDB read them there)."""
+        if self._inputs is None:
+            if self._given_inputs is not None:
+                self._inputs = self._given_inputs
+            else:
+                frame = self.sim.con.sql(
+                    f"SELECT * EXCLUDE ({self._row_keys}) FROM persons ORDER BY {self._row_keys}"
+                ).df()
+                self._inputs = frame
+        return self._inputs
+
+    @inputs.setter
+    def inputs(self, value: pd.DataFrame) -> None:
+        self._inputs = value
+
+    @property
+    def _row_keys(self) -> str:
+        return ", ".join(_quote(k) for k in self.sim.query.carry)
+
+    def _index(self, positions: Any) -> pd.Index:
+        """The result index of rows at input `positions` (the input frame's labels when it was given)."""
+        if self._given_inputs is not None:
+            index: pd.Index = self._given_inputs.index[list(positions)]
+            return index
+        numbered: pd.Index = pd.Index(list(positions))
+        return numbered
+
+    def _collect(self, where: str = "TRUE", limit: int | None = None) -> pd.DataFrame:
+        """Answers (those matching `where`) in the local engine's shape, in input order."""
+        if "_anb_file" in self.sim.query.carry:  # a folder of files: number the rows in file-name order
+            order = f"row_number() OVER (ORDER BY {self._row_keys}) - 1"
+            numbered = f"SELECT *, {order} AS _anb_pos FROM {self._answers}"
+            sql = f"SELECT * FROM ({numbered}) WHERE {where} ORDER BY _anb_pos"
+            position = "_anb_pos"
+        else:
+            sql = f"SELECT * FROM {self._answers} WHERE {where} ORDER BY _anb_row"
+            position = "_anb_row"
+        raw = self.sim.con.sql(sql + (f" LIMIT {int(limit)}" if limit is not None else "")).df()
+        positions = raw[position].tolist()
+        index = self._index(positions)
+        multivariate = set(self.variants)
+        keys = self.sim.flags
+
+        def texts(suffix: str) -> dict[str, list[Any]]:
+            return {k: [None if pd.isna(v) else str(v) for v in raw[k + suffix].tolist()] for k in keys}
+
+        frame = build_frame(
+            index,
+            raw["distinct_id"].tolist(),
+            keys,
+            {k: [_value(v, k in multivariate) for v in raw[k].tolist()] for k in keys},
+            multivariate=multivariate,
+            payloads=texts(":payload") if self._payloads else None,
+            payload_texts=self._defs.payload_texts(),
+            reasons=texts(":reason"),
+            condition_index={
+                k: [None if pd.isna(v) else int(v) for v in raw[k + ":condition_index"].tolist()]
+                for k in keys
+            },
+            errors=[None if pd.isna(v) else str(v) for v in raw["error"].tolist()],
+        )
+        return select_flags(frame, self._flag_keys, payloads=self._payloads, reasons=self._reasons)
+
+    @property
+    def _answers(self) -> str:
+        return f"read_parquet({_literal(str(self.sim.path))})"
+
+    # -- what SQL answers without collecting rows --------------------------------------------------------
+    @property
+    def flags(self) -> list[str]:
+        """The flag keys in the result, in column order."""
+        return list(self._flag_keys)
+
+    @property
+    def path(self) -> Path:
+        """The parquet file holding the answers (``out=``, else a temporary file)."""
+        return self.sim.path
+
+    @property
+    def relation(self) -> Any:
+        """The answers as a DuckDB relation (the SQL engine's columns: text values for multivariate flags)."""
+        return self.sim.relation
+
+    @property
+    def sql(self) -> str:
+        """The query DuckDB ran (`flags.to_sql` for this source's columns)."""
+        return self.sim.query.sql
+
+    @property
+    def local_flags(self) -> dict[str, str]:
+        """{flag key: why the local engine answered it rather than SQL}."""
+        return self.sim.local_flags
+
+    @property
+    def local_rows(self) -> int:
+        """How many rows the local engine answered (for the flags SQL answers on the other rows)."""
+        return self.sim.local_rows
+
+    def __len__(self) -> int:
+        return len(self.sim)
+
+    @property
+    def rows_done(self) -> int:
+        """The rows evaluated (all of them)."""
+        return len(self.sim)
+
+    @property
+    def errors(self) -> pd.DataFrame:
+        """The rows with an error (distinct_id and error text), selected in SQL."""
+        return self._collect("error IS NOT NULL")[["distinct_id", "error"]]
+
+    def _error_count(self) -> int:
+        sql = f"SELECT count(*) FROM {self._answers} WHERE error IS NOT NULL"
+        return int(self.sim.con.execute(sql).fetchall()[0][0])
+
+    def head(self, n: int = 10) -> pd.DataFrame:
+        """The first `n` rows of the outputs (only they are collected)."""
+        return self._collect(limit=n)
+
+    def _counts(self, keys: Sequence[str]) -> dict[str, tuple[ValueCounts, int]]:
+        """Per flag, its value counts and unknown rows, counted in SQL."""
+        parts = [
+            f"SELECT {_literal(k)} AS flag, CAST({_quote(k)} AS VARCHAR) AS value, count(*) AS n "
+            f"FROM {self._answers} GROUP BY ALL"
+            for k in keys
+        ]
+        counted: dict[str, tuple[ValueCounts, int]] = {k: ({}, 0) for k in keys}
+        if not parts:
+            return counted
+        for flag, value, n in self.sim.con.execute(" UNION ALL ".join(parts)).fetchall():
+            counts, unknown = counted[flag]
+            if value is None:
+                counted[flag] = (counts, unknown + int(n))
+                continue
+            v = _value(value == "true" if flag not in self.variants else value, flag in self.variants)
+            counts[("b", v) if isinstance(v, bool) else ("s", v)] = int(n)
+        return counted
+
+    def summary(self, flags: Sequence[str] | None = None) -> pd.DataFrame:
+        """Per flag and value: count, n (rows with a known value), share, 95% Wilson CI, unknown rows; the
+        counts are computed in SQL (no row is collected), the intervals from them as ``engine="local"``
+        computes them."""
+        keys = self._keys_of(flags)
+        return summary_from_counts(self._counts(keys), keys, self.variants)
+
+    def _keys_of(self, flags: Sequence[str] | str | None) -> list[str]:
+        return self._keys(flags)
+
+    def crosstab(
+        self,
+        flag: str,
+        by: str,
+        *,
+        normalize: bool | Literal["all", "index", "columns"] = False,
+        margins: bool = False,
+    ) -> pd.DataFrame:
+        """Counts (or shares, ``normalize="index"``) of ``flag``'s values per value of property ``by``,
+        counted in SQL over the answers joined to the property sets (only the table is collected)."""
+        (key,) = self._keys_of([flag])
+        columns = [row[0] for row in self.sim.con.execute("DESCRIBE persons").fetchall()]
+        if by not in columns or by in ROW_KEYS:
+            shown = ", ".join(repr(c) for c in columns if c not in ("distinct_id", *ROW_KEYS))
+            raise SimulationInputError(
+                f"no property {by!r} in the property sets; crosstab by one of {shown}.", column=by
+            )
+        keys = self._row_keys
+        counts = self.sim.con.sql(
+            f"SELECT p.{_quote(by)} AS by_value, a.{_quote(key)} AS value, count(*) AS n "
+            f"FROM {self._answers} a JOIN persons p USING ({keys}) GROUP BY ALL"
+        ).df()
+        multivariate = key in self.variants
+        values = [_value(v, multivariate) for v in counts["value"].tolist()]
+        flag_values = pd.Series(["(unknown)" if v is None else v for v in values], dtype=object, name=key)
+        by_values = counts["by_value"].astype(object)
+        by_values = by_values.where(by_values.notna(), "(missing)").rename(by)
+        table = pd.crosstab(
+            by_values, flag_values, values=counts["n"], aggfunc="sum", normalize=normalize, margins=margins
+        ).fillna(0)
+        return table if normalize is not False else table.astype("int64")
+
+    def warn_missing(self) -> None:
+        """Warn (`MissingPropertyWarning`) as the local engine does when answers are NA because the
+        property sets lack a column a flag reads (``missing_columns="unknown"``); counted in SQL."""
+        keys = [
+            k for k in self._flag_keys if k in self.local_flags and "no column for" in self.local_flags[k]
+        ]
+        if not keys:
+            return
+        parts = [
+            f"SELECT {_literal(k)}, count(*) FROM {self._answers} WHERE {_quote(k + ':reason')} = "
+            "'missing_property'"
+            for k in keys
+        ]
+        columns = {row[0] for row in self.sim.con.execute("DESCRIBE persons").fetchall()}
+        report = {}
+        for key, count in self.sim.con.execute(" UNION ALL ".join(parts)).fetchall():
+            if count:
+                absent = sorted(flag_references(self._defs, key)["person"] - columns)
+                report[key] = (tuple(f"the person's stored `{p}`" for p in absent), int(count))
+        warn_missing_properties(report, len(self))
+
+    def close(self) -> None:
+        """Close DuckDB and remove the working files (the answers too unless ``out=`` was given)."""
+        self.sim.close()
+
+    def __enter__(self) -> SqlSimulationResult:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        local = f", local_flags={sorted(self.local_flags)}" if self.local_flags else ""
+        return (
+            f"SimulationResult(engine='sql', rows={len(self)}, flags={len(self._flag_keys)}, "
+            f"errors={self._error_count()}{local})\n  answers: {str(self.path)!r}"
+        )
+
+    def _repr_html_(self) -> str:
+        head = html.escape(repr(self).splitlines()[0])
+        summary = self.summary()
+        rows = "".join(
+            f"<tr><td>{html.escape(str(f))}</td><td>{html.escape(str(v))}</td><td>{c}</td>"
+            f"<td>{html.escape(format_share(float(s), float(lo), float(hi)))}</td></tr>"
+            for f, v, c, s, lo, hi in zip(
+                summary["flag"],
+                summary["value"],
+                summary["count"],
+                summary["share"],
+                summary["ci_low"],
+                summary["ci_high"],
+                strict=True,
+            )
+        )
+        return (
+            f"<div><p><b>{head}</b></p><table><thead><tr><th>flag</th><th>value</th><th>count</th>"
+            f"<th>share [95% CI]</th></tr></thead><tbody>{rows}</tbody></table>"
+            f"{self.head(10).to_html(max_cols=20)}</div>"
+        )
