@@ -4,12 +4,14 @@ other requests up for more than a fraction of a second."""
 
 from __future__ import annotations
 
+import gc
 import gzip
 import json
 import select
 import socket
 import threading
 import time
+from typing import Any
 from urllib.parse import urlparse
 
 import httpx
@@ -105,6 +107,24 @@ def test_a_large_batch_does_not_hold_other_requests_up(sb: Sandbox) -> None:
         done.set()
 
     decide = {"api_key": sb.project_api_key, "distinct_id": "user-00001"}
+    # The sandbox shares this process: late in the whole suite a full collection over every earlier test's
+    # objects held the GIL for ~1 s (0.96 s here, 0.004 s for every other decide; the test alone passes).
+    # Objects made before the window are frozen so that pause is not charged to the sandbox.
+    gc.collect()
+    gc.freeze()
+    try:
+        waits = _decide_waits_during(sb, decide=decide, send=send, done=done)
+    finally:
+        gc.unfreeze()
+    assert result == [200]
+    assert len(waits) >= 3  # decide kept being answered while the batch was stored
+    assert max(waits) < 0.75, f"slowest decide during the batch: {max(waits):.2f}s"
+
+
+def _decide_waits_during(
+    sb: Sandbox, *, decide: dict[str, str], send: Any, done: threading.Event
+) -> list[float]:
+    """How long each decide took while `send` stored the batch in another thread."""
     with httpx.Client(base_url=sb.url, timeout=30) as http:
         http.post("/flags/?v=2", json=decide)  # warm
         sender = threading.Thread(target=send)
@@ -115,6 +135,4 @@ def test_a_large_batch_does_not_hold_other_requests_up(sb: Sandbox) -> None:
             assert http.post("/flags/?v=2", json=decide).status_code == 200
             waits.append(time.monotonic() - started)
         sender.join()
-    assert result == [200]
-    assert len(waits) >= 3  # decide kept being answered while the batch was stored
-    assert max(waits) < 0.75, f"slowest decide during the batch: {max(waits):.2f}s"
+    return waits
