@@ -20,8 +20,13 @@ if TYPE_CHECKING:
 
     from analytics_nb.client._client import AsyncApiClient
     from analytics_nb.client._loop import LoopThread
-    from analytics_nb.client._resources._feature_flags import FeatureFlags
-    from analytics_nb.client._resources._hog_functions import HogFunctions, HogFunctionTemplates
+    from analytics_nb.client._resources._feature_flags import FeatureFlagFilters, FeatureFlags
+    from analytics_nb.client._resources._hog_functions import (
+        HogFunctionFilters,
+        HogFunctions,
+        HogFunctionTemplateFilters,
+        HogFunctionTemplates,
+    )
     from analytics_nb.client._resources._playlists import PlaylistFilters, Playlists
     from analytics_nb.client._resources._projects import Organizations, Projects
     from analytics_nb.client._resources._recordings import Incomplete
@@ -675,111 +680,50 @@ class SyncHogFunctions:
     def __repr__(self) -> str:
         return f"<sync {self._resource!r}>"
 
-    def iter(
-        self,
-        *,
-        type: str | Sequence[str] | None = None,
-        enabled: bool | None = None,
-        search: str | None = None,
-        full: bool = False,
-        page_size: int = MAX_PAGE_SIZE,
-        offset: int = 0,
-        max_items: int | None = None,
-    ) -> Iterator[HogFunction]:
-        """Iterate over the live (not soft-deleted) functions, every page.
+    def iter(self, **filters: Unpack[HogFunctionFilters]) -> Iterator[HogFunction]:
+        """Iterate over the live (not soft-deleted) functions matching the filters, every page.
 
-        ``type``: one of ``transformation``, ``destination``, ``site_destination``, ``internal_destination``,
-        ``source_webhook``, ``site_app``, or a list of them (None: every type). ``enabled``: only enabled
-        (True) or disabled (False) ones. ``search``: text in the name or description. ``full=True`` asks for
-        every field (``inputs``, ``inputs_schema``, ``masking``, ``mappings``); the list otherwise sends the
-        short shape. The service orders by ``execution_order`` (transformations), then newest first.
+        Filters (`HogFunctionFilters`): ``type``: one of ``transformation``, ``destination``,
+        ``site_destination``, ``internal_destination``, ``source_webhook``, ``site_app``, or a list of them
+        (omitted: every type). ``enabled``: only enabled (True) or disabled (False) ones. ``search``: text in
+        the name or description. ``full=True`` asks for every field (``inputs``, ``inputs_schema``,
+        ``masking``, ``mappings``); the list otherwise sends the short shape (``frame`` defaults to True).
+        Paging: ``page_size`` (<=500), ``offset``, ``max_items``. An unknown keyword (``enabeld=True``) is a
+        ValueError before any request. The service orders by ``execution_order`` (transformations), then
+        newest first.
 
         Args:
-            type: A function type or a list of them. None: every type.
-            enabled: Only enabled (True) or disabled (False) ones. None: both.
-            search: Text in the name or description. None: no search.
-            full: Ask for every field instead of the list's short shape.
-            page_size: Functions per page (the service's maximum is 500).
-            offset: Rows to skip first.
-            max_items: Stop after this many. None: every page.
+            **filters: The filters and paging keywords above; none: every live function.
 
         Yields:
             `HogFunction` models.
         """
-        return self._loop.iterate(
-            self._resource.iter(
-                type=type,
-                enabled=enabled,
-                search=search,
-                full=full,
-                page_size=page_size,
-                offset=offset,
-                max_items=max_items,
-            )
-        )
+        return self._loop.iterate(self._resource.iter(**filters))
 
-    def list(
-        self,
-        *,
-        type: str | Sequence[str] | None = None,
-        enabled: bool | None = None,
-        search: str | None = None,
-        full: bool = False,
-        page_size: int = MAX_PAGE_SIZE,
-        offset: int = 0,
-        max_items: int | None = None,
-    ) -> builtins.list[HogFunction]:
+    def list(self, **filters: Unpack[HogFunctionFilters]) -> builtins.list[HogFunction]:
         """All live functions matching the filters (see ``iter``), every page, as models.
 
         Args:
-            type: A function type or a list of them. None: every type.
-            enabled: Only enabled (True) or disabled (False) ones. None: both.
-            search: Text in the name or description. None: no search.
-            full: Ask for every field.
-            page_size: Functions per page.
-            offset: Rows to skip first.
-            max_items: Stop after this many. None: every page.
+            **filters: The filters and paging keywords of ``iter``.
 
         Returns:
             The `HogFunction` models.
         """
-        return self._loop.run(
-            self._resource.list(
-                type=type,
-                enabled=enabled,
-                search=search,
-                full=full,
-                page_size=page_size,
-                offset=offset,
-                max_items=max_items,
-            )
-        )
+        return self._loop.run(self._resource.list(**filters))
 
-    def frame(
-        self,
-        *,
-        type: str | Sequence[str] | None = None,
-        enabled: bool | None = None,
-        search: str | None = None,
-        full: bool = True,
-        max_items: int | None = None,
-    ) -> pd.DataFrame:
-        """A DataFrame of the functions (``analytics_nb.frames.hog_functions_frame``): one row each,
-        transformations first in ``execution_order``; ``full=True`` (the default here) brings ``inputs``.
+    def frame(self, **filters: Unpack[HogFunctionFilters]) -> pd.DataFrame:
+        """A DataFrame of the functions matching the filters (see ``iter``;
+        ``analytics_nb.frames.hog_functions_frame``): one row each, transformations first in
+        ``execution_order``. Here ``full`` defaults to True, so the frame has ``inputs`` and the other
+        long fields; pass ``full=False`` for the list's short shape.
 
         Args:
-            type: A function type or a list of them. None: every type.
-            enabled: Only enabled (True) or disabled (False) ones. None: both.
-            search: Text in the name or description. None: no search.
-            full: Ask for every field (``inputs`` and the rest).
-            max_items: Stop after this many. None: every page.
+            **filters: The filters and paging keywords of ``iter`` (``full`` defaults to True).
 
         Returns:
             One row per function.
         """
-        return self._loop.run(
-            self._resource.frame(type=type, enabled=enabled, search=search, full=full, max_items=max_items)
-        )
+        return self._loop.run(self._resource.frame(**filters))
 
     def transformations(self, *, enabled: bool | None = None) -> builtins.list[HogFunction]:
         """The project's Hog transformations in the order they run (``execution_order``, lowest first).
@@ -989,60 +933,44 @@ class SyncHogFunctionTemplates:
     def __repr__(self) -> str:
         return f"<sync {self._resource!r}>"
 
-    def iter(
-        self,
-        *,
-        type: str | Sequence[str] = "destination",
-        template_id: str | None = None,
-        max_items: int | None = None,
-    ) -> Iterator[HogFunctionTemplate]:
-        """Iterate over the templates of ``type`` (one type or a list; the service's default is
-        ``destination``), every page; the service leaves deprecated templates out (``get`` finds them).
+    def iter(self, **filters: Unpack[HogFunctionTemplateFilters]) -> Iterator[HogFunctionTemplate]:
+        """Iterate over the templates matching the filters, every page; the service leaves deprecated
+        templates out (``get`` finds them).
+
+        Filters (`HogFunctionTemplateFilters`): ``type``: one template type or a list of them (default
+        ``"destination"``, the service's default); ``template_id``: only this template. Paging:
+        ``max_items``. An unknown keyword is a ValueError before any request.
 
         Args:
-            type: One template type or a list of them.
-            template_id: Only this template. None: all.
-            max_items: Stop after this many. None: every page.
+            **filters: The filters and paging keyword above; none: every destination template.
 
         Yields:
             `HogFunctionTemplate` models.
         """
-        return self._loop.iterate(
-            self._resource.iter(type=type, template_id=template_id, max_items=max_items)
-        )
+        return self._loop.iterate(self._resource.iter(**filters))
 
-    def list(
-        self,
-        *,
-        type: str | Sequence[str] = "destination",
-        template_id: str | None = None,
-        max_items: int | None = None,
-    ) -> builtins.list[HogFunctionTemplate]:
-        """Templates of ``type`` (see ``iter``) as models.
+    def list(self, **filters: Unpack[HogFunctionTemplateFilters]) -> builtins.list[HogFunctionTemplate]:
+        """Templates matching the filters (see ``iter``) as models.
 
         Args:
-            type: One template type or a list of them.
-            template_id: Only this template. None: all.
-            max_items: Stop after this many. None: every page.
+            **filters: The filters and paging keyword of ``iter``.
 
         Returns:
             The `HogFunctionTemplate` models.
         """
-        return self._loop.run(self._resource.list(type=type, template_id=template_id, max_items=max_items))
+        return self._loop.run(self._resource.list(**filters))
 
-    def frame(
-        self, *, type: str | Sequence[str] = "destination", max_items: int | None = None
-    ) -> pd.DataFrame:
-        """A DataFrame of the templates (``analytics_nb.frames.hog_function_templates_frame``).
+    def frame(self, **filters: Unpack[HogFunctionTemplateFilters]) -> pd.DataFrame:
+        """A DataFrame of the templates matching the filters (see ``iter``;
+        ``analytics_nb.frames.hog_function_templates_frame``).
 
         Args:
-            type: One template type or a list of them.
-            max_items: Stop after this many. None: every page.
+            **filters: The filters and paging keyword of ``iter``.
 
         Returns:
             One row per template.
         """
-        return self._loop.run(self._resource.frame(type=type, max_items=max_items))
+        return self._loop.run(self._resource.frame(**filters))
 
     def get(self, template_id: str) -> HogFunctionTemplate:
         """One template by id (``"template-geoip"``, or ``"plugin-..."`` for a migrated legacy plugin).
@@ -1069,47 +997,50 @@ class SyncFeatureFlags:
     def __repr__(self) -> str:
         return f"<sync {self._resource!r}>"
 
-    def iter(
-        self, *, page_size: int = MAX_PAGE_SIZE, max_items: int | None = None, **params: Any
-    ) -> Iterator[FeatureFlag]:
-        """Iterate over the project's flag definitions as models; ``params`` go to the query string.
+    def iter(self, **filters: Unpack[FeatureFlagFilters]) -> Iterator[FeatureFlag]:
+        """Iterate over the project's (non-deleted) flag definitions matching the filters, as models.
+
+        Filters (`FeatureFlagFilters`, what the service's list reads): ``active`` (True, False or
+        ``"STALE"``: on, fully rolled out and not called or created in the last 30 days),
+        ``created_by_id`` (a user id, or a list of them), ``search`` (text in the key or name,
+        case-insensitive; a space also matches ``-`` and ``_``), ``key`` (exactly this key,
+        case-insensitive), ``type`` (``"boolean"``, ``"multivariant"``, ``"experiment"``,
+        ``"remote_config"``), ``evaluation_runtime`` (``"server"``, ``"client"``, ``"all"``),
+        ``excluded_properties`` (flag keys to leave out), ``order`` (``[-]created_at``, ``key``, ``name``,
+        ``updated_at``, ``id``, ``active``; default ``-created_at``). Paging: ``page_size`` (<=500),
+        ``offset``, ``max_items``. An unknown keyword (``serach="x"``) or a value the service does not
+        read is a ValueError naming it, before any request (sent, it would be ignored: every flag).
 
         Args:
-            page_size: Flags per page.
-            max_items: Stop after this many. None: every page.
-            **params: Query parameters (``search``, ``active``...), sent as given.
+            **filters: The filters and paging keywords above; none: every flag.
 
         Yields:
-            `FeatureFlag` models.
+            `FeatureFlag` models, in the service's order.
         """
-        return self._loop.iterate(self._resource.iter(page_size=page_size, max_items=max_items, **params))
+        return self._loop.iterate(self._resource.iter(**filters))
 
-    def list(
-        self, *, page_size: int = MAX_PAGE_SIZE, max_items: int | None = None, **params: Any
-    ) -> builtins.list[FeatureFlag]:
-        """All flag definitions of the project (see ``iter``).
+    def list(self, **filters: Unpack[FeatureFlagFilters]) -> builtins.list[FeatureFlag]:
+        """All flag definitions matching the filters (see ``iter``) as models.
 
         Args:
-            page_size: Flags per page.
-            max_items: Stop after this many. None: every page.
-            **params: Query parameters, sent as given.
+            **filters: The filters and paging keywords of ``iter``.
 
         Returns:
             The `FeatureFlag` models.
         """
-        return self._loop.run(self._resource.list(page_size=page_size, max_items=max_items, **params))
+        return self._loop.run(self._resource.list(**filters))
 
-    def frame(self, *, max_items: int | None = None, **params: Any) -> pd.DataFrame:
-        """A DataFrame of the flag definitions (``analytics_nb.frames.feature_flags_frame``).
+    def frame(self, **filters: Unpack[FeatureFlagFilters]) -> pd.DataFrame:
+        """A DataFrame of the flag definitions matching the filters (see ``iter``;
+        ``analytics_nb.frames.feature_flags_frame``).
 
         Args:
-            max_items: Stop after this many. None: every page.
-            **params: Query parameters, sent as given.
+            **filters: The filters and paging keywords of ``iter``.
 
         Returns:
             One row per flag.
         """
-        return self._loop.run(self._resource.frame(max_items=max_items, **params))
+        return self._loop.run(self._resource.frame(**filters))
 
     def get(self, id: int) -> FeatureFlag:
         """One flag definition by numeric id.

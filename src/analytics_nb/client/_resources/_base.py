@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import datetime as _dt
-from collections.abc import AsyncGenerator, AsyncIterator, Callable
+import difflib
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import pydantic
@@ -17,9 +18,11 @@ __all__ = [
     "Pages",
     "Resource",
     "check_choice",
+    "check_filters",
     "check_id",
     "collect_frame",
     "collect_models",
+    "filter_names",
     "iso",
     "iterate_models",
     "require_text",
@@ -65,6 +68,36 @@ def check_choice(name: str, value: Any, choices: tuple[str, ...]) -> str:
     if value not in choices:
         raise ValueError(f"{name}={value!r} is not allowed; use one of {', '.join(map(repr, choices))}.")
     return str(value)
+
+
+def filter_names(filters: type) -> frozenset[str]:
+    """The keywords a listing's filters TypedDict declares (its filters and its paging controls)."""
+    names: frozenset[str] = filters.__required_keys__ | filters.__optional_keys__  # type: ignore[attr-defined]
+    return names
+
+
+def check_filters(resource: str, given: Mapping[str, Any], filters: type) -> None:
+    """Refuse keywords the listing's ``filters`` TypedDict does not declare, before any request.
+
+    The one rule of every listing (``iter``/``list``/``frame``): a misspelt filter (``enabeld=True``,
+    ``serach="x"``) is neither dropped nor sent. Sent, the service would ignore it and answer every
+    record, a plausible but wrong answer. The ValueError names the unknown keywords, the nearest
+    allowed one and every allowed one.
+    """
+    allowed = filter_names(filters)
+    unknown = sorted(set(given) - allowed)
+    if not unknown:
+        return
+    hints = [
+        f"{name!r} -> {close[0]!r}"
+        for name in unknown
+        if (close := difflib.get_close_matches(name, allowed, n=1, cutoff=0.6))
+    ]
+    did_you_mean = f" (did you mean {', '.join(hints)}?)" if hints else ""
+    raise ValueError(
+        f"unknown {resource} filter(s) {', '.join(unknown)}{did_you_mean}; "
+        f"the filters are {', '.join(sorted(allowed))}."
+    )
 
 
 def iso(name: str, value: Any) -> str | None:

@@ -13,17 +13,20 @@ does not exist (404: an older self-hosted PostHog) does the client fall back to 
 from __future__ import annotations
 
 import builtins
+import json
 import warnings
 import weakref
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal, TypedDict, Unpack
 
 from analytics_nb.client._core import Core, decode_json, parse_model
-from analytics_nb.client._pagination import MAX_PAGE_SIZE, iter_record_pages
+from analytics_nb.client._pagination import iter_record_pages
 from analytics_nb.client._resources._base import (
     Pages,
     Resource,
+    check_choice,
+    check_filters,
     check_id,
     collect_frame,
     collect_models,
@@ -35,10 +38,103 @@ from analytics_nb.models import FeatureFlag, LocalEvaluationResponse
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["DefinitionsCache", "FeatureFlags", "LegacyEndpointWarning", "cached_definitions"]
+__all__ = [
+    "DefinitionsCache",
+    "FeatureFlagFilters",
+    "FeatureFlags",
+    "LegacyEndpointWarning",
+    "cached_definitions",
+    "flag_list_query",
+]
 
 DEFINITIONS_PATH = "/flags/definitions"
 LEGACY_PATH = "/api/feature_flag/local_evaluation/"
+
+# The list filters the service reads: PostHog products/feature_flags/backend/api/feature_flag.py,
+# FeatureFlagViewSet._apply_filters (called by _filter_request; posthog/api/feature_flag.py
+# FeatureFlagViewSet._filter_request before the move) and the `list` extend_schema parameters.
+FLAG_TYPES = ("boolean", "multivariant", "experiment", "remote_config")
+#: FeatureFlag.EVALUATION_RUNTIME_CHOICES (posthog/models/feature_flag/feature_flag.py); the older list
+#: schema said "both", a value no flag has.
+EVALUATION_RUNTIMES = ("server", "client", "all")
+#: ``order`` goes to the queryset's ``order_by`` as given (a field the model lacks is a server error
+#: there), so only these model fields are sent; the default is ``-created_at``.
+ORDER_FIELDS = ("created_at", "updated_at", "key", "name", "id", "active")
+ORDERS = tuple(sign + field for field in ORDER_FIELDS for sign in ("", "-"))
+#: _apply_filters refuses a longer search with a 400 ("Search term cannot exceed 200 characters").
+MAX_SEARCH = 200
+PAGING = ("page_size", "offset", "max_items")
+
+
+class FeatureFlagFilters(TypedDict, total=False):
+    """The list filters of ``/feature_flags/`` the service reads, plus paging (see ``FeatureFlags.iter``)."""
+
+    active: bool | Literal["STALE"]
+    created_by_id: int | builtins.list[int]
+    search: str
+    key: str
+    type: Literal["boolean", "multivariant", "experiment", "remote_config"]
+    evaluation_runtime: Literal["server", "client", "all"]
+    excluded_properties: builtins.list[str]
+    order: str
+    page_size: int
+    offset: int
+    max_items: int | None
+
+
+def _created_by_ids(value: Any) -> str:
+    """``created_by_id`` as the service parses it: one id, or comma-separated ids (``parse_created_by_ids``
+    in products/feature_flags/backend/api/feature_flag.py; a list needs today's PostHog)."""
+    values = value if isinstance(value, list | tuple) else [value]
+    if not values:
+        raise ValueError("created_by_id needs at least one user id, e.g. created_by_id=1.")
+    try:
+        return ",".join(str(check_id("created_by_id", v)) for v in values)
+    except ValueError:
+        raise ValueError(
+            f"created_by_id={value!r}: give a user's integer id or a list of them (the created_by column "
+            "of client.feature_flags.list(), or the member's id under Settings > Organization > Members)."
+        ) from None
+
+
+def _text(name: str, value: Any) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise ValueError(f"{name} must be non-empty text, got {value!r}.")
+    return value.strip()
+
+
+def flag_list_query(filters: Mapping[str, Any]) -> dict[str, str]:
+    """The query parameters for the flag filters given, each value checked (a ValueError naming the field
+    and the values the service reads): the service ignores a value it does not know, which would answer
+    every flag."""
+    params: dict[str, str] = {}
+    for name, value in filters.items():
+        if value is None:
+            continue
+        if name == "active":
+            if not (isinstance(value, bool) or value == "STALE"):
+                raise ValueError(f"active={value!r} is not allowed; use True, False or 'STALE'.")
+            params["active"] = value if value == "STALE" else str(bool(value)).lower()
+        elif name == "created_by_id":
+            params["created_by_id"] = _created_by_ids(value)
+        elif name in ("search", "key"):
+            text = _text(name, value)
+            if name == "search" and len(text) > MAX_SEARCH:
+                raise ValueError(f"search is {len(text)} characters; the service takes at most {MAX_SEARCH}.")
+            params[name] = text
+        elif name == "type":
+            params["type"] = check_choice("type", value, FLAG_TYPES)
+        elif name == "evaluation_runtime":
+            params["evaluation_runtime"] = check_choice("evaluation_runtime", value, EVALUATION_RUNTIMES)
+        elif name == "excluded_properties":
+            if not isinstance(value, list | tuple) or not all(isinstance(k, str) for k in value):
+                raise ValueError(
+                    f"excluded_properties must be a list of flag keys, e.g. ['old-flag'], got {value!r}."
+                )
+            params["excluded_properties"] = json.dumps(list(value))
+        elif name == "order":
+            params["order"] = check_choice("order", value, ORDERS)
+    return params
 
 
 class LegacyEndpointWarning(UserWarning):
@@ -87,55 +183,60 @@ class FeatureFlags(Resource):
     def _path(self, suffix: str = "") -> str:
         return self._core.project_path("feature_flags/" + suffix)
 
-    def _pages(self, page_size: int = MAX_PAGE_SIZE, max_items: int | None = None, **params: Any) -> Pages:
-        return iter_record_pages(
-            self._core, self._path(), params=params, page_size=page_size, max_items=max_items, desc="flags"
-        )
+    def _pages(self, filters: Mapping[str, Any]) -> Pages:
+        """The listing's pages (the one paging path) for the `FeatureFlagFilters` given (checked first)."""
+        check_filters("feature flag", filters, FeatureFlagFilters)
+        paging = {key: filters[key] for key in PAGING if key in filters}
+        params = flag_list_query({k: v for k, v in filters.items() if k not in PAGING})
+        return iter_record_pages(self._core, self._path(), params=params, desc="flags", **paging)
 
-    async def iter(
-        self, *, page_size: int = MAX_PAGE_SIZE, max_items: int | None = None, **params: Any
-    ) -> AsyncIterator[FeatureFlag]:
-        """Iterate over the project's flag definitions as models; ``params`` go to the query string.
+    async def iter(self, **filters: Unpack[FeatureFlagFilters]) -> AsyncIterator[FeatureFlag]:
+        """Iterate over the project's (non-deleted) flag definitions matching the filters, as models.
+
+        Filters (`FeatureFlagFilters`, what the service's list reads): ``active`` (True, False or
+        ``"STALE"``: on, fully rolled out and not called or created in the last 30 days),
+        ``created_by_id`` (a user id, or a list of them), ``search`` (text in the key or name,
+        case-insensitive; a space also matches ``-`` and ``_``), ``key`` (exactly this key,
+        case-insensitive), ``type`` (``"boolean"``, ``"multivariant"``, ``"experiment"``,
+        ``"remote_config"``), ``evaluation_runtime`` (``"server"``, ``"client"``, ``"all"``),
+        ``excluded_properties`` (flag keys to leave out), ``order`` (``[-]created_at``, ``key``, ``name``,
+        ``updated_at``, ``id``, ``active``; default ``-created_at``). Paging: ``page_size`` (<=500),
+        ``offset``, ``max_items``. An unknown keyword (``serach="x"``) or a value the service does not
+        read is a ValueError naming it, before any request (sent, it would be ignored: every flag).
 
         Args:
-            page_size: Flags per page.
-            max_items: Stop after this many. None: every page.
-            **params: Query parameters (``search``, ``active``...), sent as given.
+            **filters: The filters and paging keywords above; none: every flag.
 
         Yields:
-            `FeatureFlag` models.
+            `FeatureFlag` models, in the service's order.
         """
-        async for flag in iterate_models(self._pages(page_size, max_items, **params), FeatureFlag):
+        async for flag in iterate_models(self._pages(filters), FeatureFlag):
             yield flag
 
-    async def list(
-        self, *, page_size: int = MAX_PAGE_SIZE, max_items: int | None = None, **params: Any
-    ) -> builtins.list[FeatureFlag]:
-        """All flag definitions of the project (see ``iter``).
+    async def list(self, **filters: Unpack[FeatureFlagFilters]) -> builtins.list[FeatureFlag]:
+        """All flag definitions matching the filters (see ``iter``) as models.
 
         Args:
-            page_size: Flags per page.
-            max_items: Stop after this many. None: every page.
-            **params: Query parameters, sent as given.
+            **filters: The filters and paging keywords of ``iter``.
 
         Returns:
             The `FeatureFlag` models.
         """
-        return await collect_models(self._pages(page_size, max_items, **params), FeatureFlag)
+        return await collect_models(self._pages(filters), FeatureFlag)
 
-    async def frame(self, *, max_items: int | None = None, **params: Any) -> pd.DataFrame:
-        """A DataFrame of the flag definitions (``analytics_nb.frames.feature_flags_frame``).
+    async def frame(self, **filters: Unpack[FeatureFlagFilters]) -> pd.DataFrame:
+        """A DataFrame of the flag definitions matching the filters (see ``iter``;
+        ``analytics_nb.frames.feature_flags_frame``).
 
         Args:
-            max_items: Stop after this many. None: every page.
-            **params: Query parameters, sent as given.
+            **filters: The filters and paging keywords of ``iter``.
 
         Returns:
             One row per flag.
         """
         from analytics_nb.frames import feature_flags_frame
 
-        return await collect_frame(self._pages(max_items=max_items, **params), feature_flags_frame)
+        return await collect_frame(self._pages(filters), feature_flags_frame)
 
     async def get(self, id: int) -> FeatureFlag:
         """One flag definition by numeric id.

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import builtins
 from collections.abc import AsyncIterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 
-from analytics_nb.client._pagination import MAX_PAGE_SIZE, iter_record_pages
+from analytics_nb.client._pagination import iter_record_pages
 from analytics_nb.client._resources._base import (
     Pages,
     Resource,
     check_choice,
+    check_filters,
     collect_frame,
     collect_models,
     iterate_models,
@@ -27,7 +28,36 @@ from analytics_nb.models import HOG_FUNCTION_TYPES, HogFunction, HogFunctionTemp
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["UPDATABLE_FIELDS", "HogFunctionTemplates", "HogFunctions"]
+__all__ = [
+    "UPDATABLE_FIELDS",
+    "HogFunctionFilters",
+    "HogFunctionTemplateFilters",
+    "HogFunctionTemplates",
+    "HogFunctions",
+]
+
+
+class HogFunctionFilters(TypedDict, total=False):
+    """The list filters of ``/hog_functions/`` plus paging controls (see ``HogFunctions.iter``)."""
+
+    type: str | Sequence[str] | None
+    enabled: bool | None
+    search: str | None
+    full: bool
+    page_size: int
+    offset: int
+    max_items: int | None
+
+
+class HogFunctionTemplateFilters(TypedDict, total=False):
+    """The list filters of ``/hog_function_templates/`` plus paging (see ``HogFunctionTemplates.iter``)."""
+
+    type: str | Sequence[str]
+    template_id: str | None
+    max_items: int | None
+
+
+PAGING = ("page_size", "offset", "max_items")
 
 UPDATABLE_FIELDS = (
     "name",
@@ -85,119 +115,76 @@ class HogFunctions(Resource):
     def _item(self, id: str, suffix: str = "") -> str:
         return self._path(f"{require_text('id', id)}/{suffix}")
 
-    def _pages(
-        self,
-        type: str | Sequence[str] | None,
-        enabled: bool | None,
-        search: str | None,
-        full: bool,
-        **paging: Any,
-    ) -> Pages:
-        """The listing's pages (the one paging path) for these filters."""
+    def _pages(self, filters: Mapping[str, Any], *, full: bool = False) -> Pages:
+        """The listing's pages (the one paging path) for the `HogFunctionFilters` given; ``full`` is the
+        default of the ``full`` filter (True for ``frame``)."""
+        check_filters("hog function", filters, HogFunctionFilters)
+        enabled = filters.get("enabled")
         if enabled is not None and not isinstance(enabled, bool):
             raise ValueError(f"enabled must be True, False or None, got {enabled!r}.")
-        params: dict[str, Any] = {"type": _types("type", type)}
+        full = filters.get("full", full)
+        if not isinstance(full, bool):
+            raise ValueError(f"full must be True or False, got {full!r}.")
+        search = filters.get("search")
+        if search is not None and not isinstance(search, str):
+            raise ValueError(f"search must be text (searched in the name and description), got {search!r}.")
+        params: dict[str, Any] = {"type": _types("type", filters.get("type"))}
         if enabled is not None:
             params["enabled"] = "true" if enabled else "false"
         if search is not None:
-            params["search"] = str(search)
+            params["search"] = search
         if full:
             params["full"] = "true"
+        paging = {key: filters[key] for key in PAGING if key in filters}
         return iter_record_pages(self._core, self._path(), params=params, desc="hog functions", **paging)
 
-    async def iter(
-        self,
-        *,
-        type: str | Sequence[str] | None = None,
-        enabled: bool | None = None,
-        search: str | None = None,
-        full: bool = False,
-        page_size: int = MAX_PAGE_SIZE,
-        offset: int = 0,
-        max_items: int | None = None,
-    ) -> AsyncIterator[HogFunction]:
-        """Iterate over the live (not soft-deleted) functions, every page.
+    async def iter(self, **filters: Unpack[HogFunctionFilters]) -> AsyncIterator[HogFunction]:
+        """Iterate over the live (not soft-deleted) functions matching the filters, every page.
 
-        ``type``: one of ``transformation``, ``destination``, ``site_destination``, ``internal_destination``,
-        ``source_webhook``, ``site_app``, or a list of them (None: every type). ``enabled``: only enabled
-        (True) or disabled (False) ones. ``search``: text in the name or description. ``full=True`` asks for
-        every field (``inputs``, ``inputs_schema``, ``masking``, ``mappings``); the list otherwise sends the
-        short shape. The service orders by ``execution_order`` (transformations), then newest first.
+        Filters (`HogFunctionFilters`): ``type``: one of ``transformation``, ``destination``,
+        ``site_destination``, ``internal_destination``, ``source_webhook``, ``site_app``, or a list of them
+        (omitted: every type). ``enabled``: only enabled (True) or disabled (False) ones. ``search``: text in
+        the name or description. ``full=True`` asks for every field (``inputs``, ``inputs_schema``,
+        ``masking``, ``mappings``); the list otherwise sends the short shape (``frame`` defaults to True).
+        Paging: ``page_size`` (<=500), ``offset``, ``max_items``. An unknown keyword (``enabeld=True``) is a
+        ValueError before any request. The service orders by ``execution_order`` (transformations), then
+        newest first.
 
         Args:
-            type: A function type or a list of them. None: every type.
-            enabled: Only enabled (True) or disabled (False) ones. None: both.
-            search: Text in the name or description. None: no search.
-            full: Ask for every field instead of the list's short shape.
-            page_size: Functions per page (the service's maximum is 500).
-            offset: Rows to skip first.
-            max_items: Stop after this many. None: every page.
+            **filters: The filters and paging keywords above; none: every live function.
 
         Yields:
             `HogFunction` models.
         """
-        pages = self._pages(
-            type, enabled, search, full, page_size=page_size, offset=offset, max_items=max_items
-        )
-        async for fn in iterate_models(pages, HogFunction):
+        async for fn in iterate_models(self._pages(filters), HogFunction):
             yield fn
 
-    async def list(
-        self,
-        *,
-        type: str | Sequence[str] | None = None,
-        enabled: bool | None = None,
-        search: str | None = None,
-        full: bool = False,
-        page_size: int = MAX_PAGE_SIZE,
-        offset: int = 0,
-        max_items: int | None = None,
-    ) -> builtins.list[HogFunction]:
+    async def list(self, **filters: Unpack[HogFunctionFilters]) -> builtins.list[HogFunction]:
         """All live functions matching the filters (see ``iter``), every page, as models.
 
         Args:
-            type: A function type or a list of them. None: every type.
-            enabled: Only enabled (True) or disabled (False) ones. None: both.
-            search: Text in the name or description. None: no search.
-            full: Ask for every field.
-            page_size: Functions per page.
-            offset: Rows to skip first.
-            max_items: Stop after this many. None: every page.
+            **filters: The filters and paging keywords of ``iter``.
 
         Returns:
             The `HogFunction` models.
         """
-        pages = self._pages(
-            type, enabled, search, full, page_size=page_size, offset=offset, max_items=max_items
-        )
-        return await collect_models(pages, HogFunction)
+        return await collect_models(self._pages(filters), HogFunction)
 
-    async def frame(
-        self,
-        *,
-        type: str | Sequence[str] | None = None,
-        enabled: bool | None = None,
-        search: str | None = None,
-        full: bool = True,
-        max_items: int | None = None,
-    ) -> pd.DataFrame:
-        """A DataFrame of the functions (``analytics_nb.frames.hog_functions_frame``): one row each,
-        transformations first in ``execution_order``; ``full=True`` (the default here) brings ``inputs``.
+    async def frame(self, **filters: Unpack[HogFunctionFilters]) -> pd.DataFrame:
+        """A DataFrame of the functions matching the filters (see ``iter``;
+        ``analytics_nb.frames.hog_functions_frame``): one row each, transformations first in
+        ``execution_order``. Here ``full`` defaults to True, so the frame has ``inputs`` and the other
+        long fields; pass ``full=False`` for the list's short shape.
 
         Args:
-            type: A function type or a list of them. None: every type.
-            enabled: Only enabled (True) or disabled (False) ones. None: both.
-            search: Text in the name or description. None: no search.
-            full: Ask for every field (``inputs`` and the rest).
-            max_items: Stop after this many. None: every page.
+            **filters: The filters and paging keywords of ``iter`` (``full`` defaults to True).
 
         Returns:
             One row per function.
         """
         from analytics_nb.frames import hog_functions_frame
 
-        pages = self._pages(type, enabled, search, full, max_items=max_items)
-        return await collect_frame(pages, hog_functions_frame)
+        return await collect_frame(self._pages(filters, full=True), hog_functions_frame)
 
     async def transformations(self, *, enabled: bool | None = None) -> builtins.list[HogFunction]:
         """The project's Hog transformations in the order they run (``execution_order``, lowest first).
@@ -434,75 +421,67 @@ class HogFunctionTemplates(Resource):
     def _path(self, suffix: str = "") -> str:
         return self._core.project_path("hog_function_templates/" + suffix)
 
-    def _pages(self, type: str | Sequence[str], template_id: str | None, max_items: int | None) -> Pages:
-        """The listing's pages (the one paging path) for these filters."""
+    def _pages(self, filters: Mapping[str, Any]) -> Pages:
+        """The listing's pages (the one paging path) for the `HogFunctionTemplateFilters` given."""
+        check_filters("hog function template", filters, HogFunctionTemplateFilters)
         params: dict[str, Any] = {}
-        types = _types("type", type)
+        types = _types("type", filters.get("type", "destination"))
         if types is not None and "," in types:
             params["types"] = types
         else:
             params["type"] = types
+        template_id = filters.get("template_id")
         if template_id is not None:
             params["template_id"] = require_text("template_id", template_id)
         return iter_record_pages(
-            self._core, self._path(), params=params, max_items=max_items, desc="hog function templates"
+            self._core,
+            self._path(),
+            params=params,
+            max_items=filters.get("max_items"),
+            desc="hog function templates",
         )
 
-    async def iter(
-        self,
-        *,
-        type: str | Sequence[str] = "destination",
-        template_id: str | None = None,
-        max_items: int | None = None,
-    ) -> AsyncIterator[HogFunctionTemplate]:
-        """Iterate over the templates of ``type`` (one type or a list; the service's default is
-        ``destination``), every page; the service leaves deprecated templates out (``get`` finds them).
+    async def iter(self, **filters: Unpack[HogFunctionTemplateFilters]) -> AsyncIterator[HogFunctionTemplate]:
+        """Iterate over the templates matching the filters, every page; the service leaves deprecated
+        templates out (``get`` finds them).
+
+        Filters (`HogFunctionTemplateFilters`): ``type``: one template type or a list of them (default
+        ``"destination"``, the service's default); ``template_id``: only this template. Paging:
+        ``max_items``. An unknown keyword is a ValueError before any request.
 
         Args:
-            type: One template type or a list of them.
-            template_id: Only this template. None: all.
-            max_items: Stop after this many. None: every page.
+            **filters: The filters and paging keyword above; none: every destination template.
 
         Yields:
             `HogFunctionTemplate` models.
         """
-        async for template in iterate_models(self._pages(type, template_id, max_items), HogFunctionTemplate):
+        async for template in iterate_models(self._pages(filters), HogFunctionTemplate):
             yield template
 
-    async def list(
-        self,
-        *,
-        type: str | Sequence[str] = "destination",
-        template_id: str | None = None,
-        max_items: int | None = None,
-    ) -> builtins.list[HogFunctionTemplate]:
-        """Templates of ``type`` (see ``iter``) as models.
+    async def list(self, **filters: Unpack[HogFunctionTemplateFilters]) -> builtins.list[HogFunctionTemplate]:
+        """Templates matching the filters (see ``iter``) as models.
 
         Args:
-            type: One template type or a list of them.
-            template_id: Only this template. None: all.
-            max_items: Stop after this many. None: every page.
+            **filters: The filters and paging keyword of ``iter``.
 
         Returns:
             The `HogFunctionTemplate` models.
         """
-        return await collect_models(self._pages(type, template_id, max_items), HogFunctionTemplate)
+        return await collect_models(self._pages(filters), HogFunctionTemplate)
 
-    async def frame(
-        self, *, type: str | Sequence[str] = "destination", max_items: int | None = None
-    ) -> pd.DataFrame:
-        """A DataFrame of the templates (``analytics_nb.frames.hog_function_templates_frame``).
+    async def frame(self, **filters: Unpack[HogFunctionTemplateFilters]) -> pd.DataFrame:
+        """A DataFrame of the templates matching the filters (see ``iter``;
+        ``analytics_nb.frames.hog_function_templates_frame``).
 
         Args:
-            type: One template type or a list of them.
-            max_items: Stop after this many. None: every page.
+            **filters: The filters and paging keyword of ``iter``.
 
         Returns:
             One row per template.
         """
         from analytics_nb.frames import hog_function_templates_frame
 
-        return await collect_frame(self._pages(type, None, max_items), hog_function_templates_frame)
+        return await collect_frame(self._pages(filters), hog_function_templates_frame)
 
     async def get(self, template_id: str) -> HogFunctionTemplate:
         """One template by id (``"template-geoip"``, or ``"plugin-..."`` for a migrated legacy plugin).

@@ -16,9 +16,11 @@ from analytics_nb.client._resources._base import (
     Pages,
     Resource,
     check_choice,
+    check_filters,
     check_id,
     collect_frame,
     collect_models,
+    filter_names,
     iso,
     iterate_models,
     require_text,
@@ -111,7 +113,7 @@ class PlaylistFilters(TypedDict, total=False):
 
 
 PAGING = frozenset({"page_size", "offset", "max_items"})
-FILTERS = frozenset(PlaylistFilters.__annotations__) - PAGING
+FILTERS = filter_names(PlaylistFilters) - PAGING
 """The service's list filters: the keys of ``PlaylistFilters`` other than the paging controls."""
 
 
@@ -160,12 +162,6 @@ class Playlists(Resource):
     def _query(filters: Mapping[str, Any]) -> tuple[dict[str, Any], bool]:
         """Query parameters for the ``PlaylistFilters`` given (``created_by`` already an id), and whether
         ``pinned=False`` must be applied on this side (``short_id`` always is: see ``_pages``)."""
-        unknown = sorted(set(filters) - FILTERS)
-        if unknown:
-            raise ValueError(
-                f"unknown playlist filter(s) {', '.join(unknown)}; use {', '.join(sorted(FILTERS))}, "
-                "page_size, offset or max_items."
-            )
         created_by, short_id = filters.get("created_by"), filters.get("short_id")
         pinned, user = filters.get("pinned"), filters.get("user")
         type, collection_type = filters.get("type"), filters.get("collection_type")
@@ -217,7 +213,9 @@ class Playlists(Resource):
 
     async def _pages(self, decoder: Callable[[bytes], Any] | None = None, **filters: Any) -> Pages:
         """The listing's pages (the one paging path); ``created_by`` given as an email is resolved first,
-        and ``pinned=False`` and ``short_id`` are applied on this side too (``keep``)."""
+        and ``pinned=False`` and ``short_id`` are applied on this side too (``keep``). Unknown keywords are
+        refused first (``check_filters``), before the email lookup sends anything."""
+        check_filters("playlist", filters, PlaylistFilters)
         paging = {key: filters.pop(key) for key in PAGING & set(filters)}
         filters = await self._resolve_created_by(filters)
         params, unpinned_only = self._query(filters)
