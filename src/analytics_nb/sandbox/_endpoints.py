@@ -55,6 +55,11 @@ class Query:
     maximum: int | None = None
     #: A paging number the handler clamps whatever its size (no maximum documented, as for `page`).
     clamped: bool = False
+    #: The values a string parameter takes (documented as the schema's `enum`).
+    enum: tuple[str, ...] | None = None
+    #: The longest text a string parameter takes (longer: 400).
+    max_length: int | None = None
+    description: str | None = None
 
 
 @dataclass(frozen=True)
@@ -230,7 +235,10 @@ def _operation(ep: Endpoint, schemas: dict[str, Any]) -> dict[str, Any]:
             content = {"application/json": {"schema": q.content}}
             params.append({"name": q.name, "in": "query", "required": q.required, "content": content})
             continue
-        params.append({"name": q.name, "in": "query", "required": q.required, "schema": _query_schema(q)})
+        param = {"name": q.name, "in": "query", "required": q.required, "schema": _query_schema(q)}
+        if q.description is not None:
+            param["description"] = q.description
+        params.append(param)
     responses: dict[str, Any] = {}
     if ep.returns == "text":
         responses[str(ep.status)] = {"description": "OK", "content": _TEXT}
@@ -291,6 +299,10 @@ def _query_schema(q: Query) -> dict[str, Any]:
         schema["minimum"] = q.minimum
     if q.maximum is not None:
         schema["maximum"] = q.maximum
+    if q.enum is not None:
+        schema["enum"] = list(q.enum)
+    if q.max_length is not None:
+        schema["maxLength"] = q.max_length
     return schema
 
 

@@ -23,6 +23,7 @@ import threading
 import weakref
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Annotated, Any, ClassVar
 
 from pydantic import WithJsonSchema
@@ -37,6 +38,7 @@ from .._http import SafeJSONResponse, limit_offset, page_response, parse_json_bo
 from .._store import Store, dumps, loads, now_iso
 from .._validation import JSONObject, JSONValue, RequestModel, StrictBool, Text, validate
 from . import demo_flags, persons
+from .flag_listing import EVALUATION_RUNTIMES, FLAG_TYPES, MAX_SEARCH, ORDERS, FlagListFilters, is_stale
 
 __all__ = [
     "ENDPOINTS",
@@ -634,6 +636,8 @@ def _api_shape(flag: dict[str, Any], project_id: int) -> dict[str, Any]:
         and filters.get("aggregation_group_type_index") is None
     )
     status = "ACTIVE" if flag.get("active", True) else "INACTIVE"
+    if status == "ACTIVE" and is_stale(flag, datetime.now(UTC)):
+        status = "STALE"  # flag_status.py FeatureFlagStatusChecker.get_status, as the list filter reads it
     if flag.get("deleted"):
         status = "DELETED"
     return {
@@ -684,50 +688,37 @@ def get_flag(store: Store, project_id: int, flag_id: int, *, include_deleted: bo
     return _api_shape(_row_flag(row), project_id)
 
 
-def _list_where(
-    project_id: int, *, include_deleted: bool, search: str | None, active: bool | None
-) -> tuple[str, list[Any]]:
+def _matching_flags(
+    store: Store, project_id: int, filters: FlagListFilters | None, *, include_deleted: bool = False
+) -> list[dict[str, Any]]:
+    """The project's flags (API shape) that pass `filters`, in its order (default: newest first)."""
+    filters = filters or FlagListFilters()
     where = "project_id=?" + ("" if include_deleted else " AND deleted=0")
-    params: list[Any] = [project_id]
-    if search:
-        where += (
-            " AND (INSTR(LOWER(key), ?) > 0"
-            " OR INSTR(LOWER(COALESCE(json_extract(body, '$.name'), '')), ?) > 0)"
-        )
-        params += [search.lower(), search.lower()]
-    if active is not None:
-        where += " AND COALESCE(json_extract(body, '$.active'), 1) = ?"
-        params.append(int(active))
-    return where, params
+    rows = store.query(f"SELECT id, body, version, deleted FROM feature_flags WHERE {where}", (project_id,))
+    now = datetime.now(UTC)
+    kept = [flag for flag in map(_row_flag, rows) if filters.matches(flag, now)]
+    return filters.sort([_api_shape(flag, project_id) for flag in kept])
 
 
-def count_flags(
-    store: Store, project_id: int, *, search: str | None = None, active: bool | None = None
-) -> int:
-    """How many live flags match the listing's filters."""
-    where, params = _list_where(project_id, include_deleted=False, search=search, active=active)
-    row = store.query_one(f"SELECT COUNT(*) AS n FROM feature_flags WHERE {where}", params)
-    return int(row["n"]) if row else 0
+def count_flags(store: Store, project_id: int, filters: FlagListFilters | None = None) -> int:
+    """How many live flags pass the listing's filters."""
+    return len(_matching_flags(store, project_id, filters))
 
 
 def list_flags(
     store: Store,
     project_id: int,
+    filters: FlagListFilters | None = None,
     *,
     include_deleted: bool = False,
-    search: str | None = None,
-    active: bool | None = None,
     limit: int | None = None,
     offset: int = 0,
 ) -> list[dict[str, Any]]:
-    """Flags of a project in the API shape, newest first (by id: the real list orders by -created_at, and
-    ids grow with creation, so updates never move a flag); one page when `limit` is given."""
-    where, params = _list_where(project_id, include_deleted=include_deleted, search=search, active=active)
-    sql = f"SELECT id, body, version, deleted FROM feature_flags WHERE {where} ORDER BY id DESC"
-    if limit is not None:
-        sql += " LIMIT ? OFFSET ?"
-        params += [limit, offset]
-    return [_api_shape(_row_flag(r), project_id) for r in store.query(sql, params)]
+    """Flags of a project in the API shape that pass `filters`, in their `order` (default `-created_at`:
+    newest first, by id, as ids grow with creation); one page when `limit` is given. The filters are
+    applied here rather than in SQL: STALE and the search read the flag's JSON as PostHog's SQL does."""
+    flags = _matching_flags(store, project_id, filters, include_deleted=include_deleted)
+    return flags[offset : offset + limit] if limit is not None else flags[offset:]
 
 
 def create_cohort(
@@ -762,17 +753,16 @@ def project_organization(store: Store, project_id: int) -> str | None:
 
 # -- handlers ------------------------------------------------------------------------------------------------
 async def list_flags_endpoint(request: Request) -> Response:
-    """GET: one page of flags (newest first, paged in SQL), `search` on key/name, `active=true|false`."""
+    """GET: one page of the flags passing the list filters (`flag_listing.FlagListFilters`: active incl.
+    STALE, created_by_id, search, key, type, evaluation_runtime, excluded_properties, order)."""
     ctx = context_of(request)
     ctx.authenticate_personal(request, "feature_flag:read")
     project_id = ctx.project_id_of(request)
-    q = request.query_params
-    search = q.get("search") or None
-    active = {"true": True, "false": False}.get(q.get("active") or "")
+    filters = FlagListFilters.from_query(request.query_params)
     limit, offset = limit_offset(request)
-    count = count_flags(ctx.store, project_id, search=search, active=active)
-    flags = list_flags(ctx.store, project_id, search=search, active=active, limit=limit, offset=offset)
-    return page_response(request, flags, count=count, limit=limit, offset=offset)
+    flags = _matching_flags(ctx.store, project_id, filters)
+    page = flags[offset : offset + limit]
+    return page_response(request, page, count=len(flags), limit=limit, offset=offset)
 
 
 async def create_flag_endpoint(request: Request) -> Response:
@@ -1205,6 +1195,20 @@ _KEY_TAKEN = (
 )
 
 
+#: The list filters (PostHog products/feature_flags/backend/api/feature_flag.py, FeatureFlagViewSet.list's
+#: extend_schema; `order` from safely_get_queryset), as `flag_listing` answers them.
+_LIST_FILTERS = (
+    Query("active", enum=("true", "false", "STALE")),
+    Query("created_by_id", description="A user id, or a comma-separated / JSON list of user ids."),
+    Query("search", max_length=MAX_SEARCH, description="Text in the key or name; case insensitive."),
+    Query("key", description="Exactly this flag key; case insensitive."),
+    Query("type", enum=FLAG_TYPES),
+    Query("evaluation_runtime", enum=EVALUATION_RUNTIMES),
+    Query("excluded_properties", description="JSON-encoded list of flag keys to leave out."),
+    Query("order", enum=ORDERS, description="The field to sort by, `-` for descending; default -created_at."),
+)
+
+
 def _ep(method: str, suffix: str, handler: Any, op: str, summary: str, **kw: Any) -> Endpoint:
     return Endpoint(method, _BASE + suffix, handler, op, summary, aliases=(_ENV + suffix,), **kw)
 
@@ -1228,8 +1232,7 @@ ENDPOINTS = [
         query=(
             Query("limit", "integer", minimum=0),
             Query("offset", "integer", minimum=0),
-            Query("search"),
-            Query("active"),
+            *_LIST_FILTERS,
         ),
         returns="page",
     ),
