@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import httpx
@@ -41,3 +43,19 @@ def playlist_records(client: Any, **filters: Any) -> list[dict[str, Any]]:
 
     result: list[dict[str, Any]] = client.run(collect())
     return result
+
+
+def set_flag_fields(sb: Sandbox, key: str, **fields: Any) -> None:
+    """Write stored fields of the live flag ``key`` that the API does not set (``created_at``,
+    ``last_called_at``, ``experiment_set``, another ``created_by``): what PostHog's tests set with the ORM."""
+    row = sb.ctx.store.query_one(
+        "SELECT id, body FROM feature_flags WHERE project_id=? AND key=? AND deleted=0", (sb.project_id, key)
+    )
+    assert row is not None, key
+    body = {**json.loads(row["body"]), **fields}
+    sb.ctx.store.execute("UPDATE feature_flags SET body=? WHERE id=?", (json.dumps(body), row["id"]))
+
+
+def days_ago(days: float) -> str:
+    """A timestamp ``days`` before now in the service's wire format."""
+    return (datetime.now(UTC) - timedelta(days=days)).strftime("%Y-%m-%dT%H:%M:%S.%fZ")

@@ -16,21 +16,19 @@ PostHog's API tests, `posthog/api/test/test_feature_flag.py` (each test names it
 
 PostHog's tests create rows with the ORM (`created_at` under `freeze_time`, `last_called_at`, linked
 `Experiment` rows, another `User`); here the flags are created over HTTP and those stored fields the API
-cannot set are written into the sandbox's store (`_stored`), the sandbox's equivalent of the ORM call.
+cannot set are written into the sandbox's store (`set_flag_fields`), the sandbox's equivalent of the ORM call.
 `excluded_properties`, `key`, `order` and the refusals have no PostHog test: they follow `_apply_filters`
 and `safely_get_queryset` directly.
 """
 
 from __future__ import annotations
 
-import json
-from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import httpx
 import pytest
-from tests._sandbox_helpers import api, error
 
+from _sandbox_helpers import api, days_ago, error, set_flag_fields
 from analytics_nb.sandbox import Sandbox
 
 FULL = {"groups": [{"rollout_percentage": 100, "properties": []}]}
@@ -49,20 +47,6 @@ def _create(sb: Sandbox, key: str, filters: dict[str, Any] | None = None, **fiel
     assert resp.status_code == 201, resp.text
     created: dict[str, Any] = resp.json()
     return created
-
-
-def _stored(sb: Sandbox, key: str, **fields: Any) -> None:
-    """Set stored fields the API does not write (what PostHog's tests set with the ORM)."""
-    row = sb.ctx.store.query_one(
-        "SELECT id, body FROM feature_flags WHERE project_id=? AND key=? AND deleted=0", (sb.project_id, key)
-    )
-    assert row is not None, key
-    body = {**json.loads(row["body"]), **fields}
-    sb.ctx.store.execute("UPDATE feature_flags SET body=? WHERE id=?", (json.dumps(body), row["id"]))
-
-
-def _ago(days: float) -> str:
-    return (datetime.now(UTC) - timedelta(days=days)).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 def _keys(sb: Sandbox, query: str) -> list[str]:
@@ -88,7 +72,7 @@ def test_active_and_created_by_id(empty_sandbox: Sandbox) -> None:
     me = _create(sb, "red_button")["created_by"]["id"]
     _create(sb, "blue_button")
     _create(sb, "orange_button", active=False)
-    _stored(sb, "orange_button", created_by={"id": me + 1000, "email": "foo@bar.com"})
+    set_flag_fields(sb, "orange_button", created_by={"id": me + 1000, "email": "foo@bar.com"})
     _create(sb, "green_button", active=False)
     assert _keys(sb, f"?created_by_id={me}&active=false") == ["green_button"]
     # today's parse_created_by_ids: several ids, comma-separated or as a JSON list
@@ -108,7 +92,7 @@ def test_type(empty_sandbox: Sandbox) -> None:
     experiment (any linked experiment), remote_config; an unknown type is ignored."""
     sb = empty_sandbox
     _create(sb, "red_button")
-    _stored(sb, "red_button", experiment_set=[{"id": 1, "name": "Experiment 1", "deleted": False}])
+    set_flag_fields(sb, "red_button", experiment_set=[{"id": 1, "name": "Experiment 1", "deleted": False}])
     variants = {"variants": [{"key": "a", "rollout_percentage": 50}, {"key": "b", "rollout_percentage": 50}]}
     _create(sb, "purple_button", {**HALF, "multivariate": variants})
     _create(sb, "remote", FULL, is_remote_configuration=True)
@@ -128,12 +112,12 @@ def test_search(empty_sandbox: Sandbox) -> None:
     assert _keys(sb, "?active=true&search=search_term") == ["blue_search_term_button"]
     assert _keys(sb, "?active=true&search=SEARCH term") == ["blue_search_term_button"]
     _create(sb, "experiment_flag")
-    _stored(
+    set_flag_fields(
         sb, "experiment_flag", experiment_set=[{"id": 7, "name": "unique_experiment_name", "deleted": False}]
     )
     assert _keys(sb, "?search=unique_experiment_name") == ["experiment_flag"]
     _create(sb, "deleted_experiment_flag")
-    _stored(
+    set_flag_fields(
         sb,
         "deleted_experiment_flag",
         experiment_set=[{"id": 8, "name": "deleted_unique_experiment", "deleted": True}],
@@ -157,20 +141,22 @@ def test_stale_boolean(empty_sandbox: Sandbox) -> None:
     its `status` is STALE."""
     sb = empty_sandbox
     _create(sb, "stale_flag", FULL)
-    _stored(sb, "stale_flag", created_at=_ago(400))
+    set_flag_fields(sb, "stale_flag", created_at=days_ago(400))
     _create(sb, "recent_flag", FULL)
-    _stored(sb, "recent_flag", last_called_at=_ago(1))
+    set_flag_fields(sb, "recent_flag", last_called_at=days_ago(1))
     _create(sb, "partial_flag", HALF)
-    _stored(sb, "partial_flag", created_at=_ago(400), last_called_at=_ago(1))
+    set_flag_fields(sb, "partial_flag", created_at=days_ago(400), last_called_at=days_ago(1))
     _create(sb, "filtered_flag", {"groups": [{"rollout_percentage": 100, "properties": [PERSON_PROP]}]})
-    _stored(sb, "filtered_flag", created_at=_ago(400), last_called_at=_ago(1))
+    set_flag_fields(sb, "filtered_flag", created_at=days_ago(400), last_called_at=days_ago(1))
     browser = {"key": "$browser_version", "value": ["136"], "operator": "exact", "type": "person"}
     groups = [
         {"rollout_percentage": 100, "properties": [PERSON_PROP]},
         {"properties": [browser], "rollout_percentage": 50},
     ]
     _create(sb, "filtered_flag_with_multiple_groups", {"groups": groups})
-    _stored(sb, "filtered_flag_with_multiple_groups", created_at=_ago(400), last_called_at=_ago(1))
+    set_flag_fields(
+        sb, "filtered_flag_with_multiple_groups", created_at=days_ago(400), last_called_at=days_ago(1)
+    )
     results = _results(sb, "?active=STALE")
     assert [r["key"] for r in results] == ["stale_flag"]
     assert results[0]["status"] == "STALE"
@@ -181,12 +167,12 @@ def test_stale_multivariate(empty_sandbox: Sandbox) -> None:
     sb = empty_sandbox
     mv = {"variants": [{"key": "test", "rollout_percentage": 100}]}
     _create(sb, "stale_multivariate", {**FULL, "multivariate": mv})
-    _stored(sb, "stale_multivariate", created_at=_ago(700))
+    set_flag_fields(sb, "stale_multivariate", created_at=days_ago(700))
     mv2 = {
         "variants": [{"key": "test", "rollout_percentage": 30}, {"key": "test2", "rollout_percentage": 70}]
     }
     _create(sb, "active_multivariate", {**HALF, "multivariate": mv2})
-    _stored(sb, "active_multivariate", created_at=_ago(400), last_called_at=_ago(1))
+    set_flag_fields(sb, "active_multivariate", created_at=days_ago(400), last_called_at=days_ago(1))
     results = _results(sb, "?active=STALE")
     assert [r["key"] for r in results] == ["stale_multivariate"]
     assert results[0]["status"] == "STALE"
@@ -202,17 +188,17 @@ def test_stale_multivariate_condition_variant_override(empty_sandbox: Sandbox) -
         "stale_multivariate",
         {"groups": [{"rollout_percentage": 100, "properties": [], "variant": "test"}], "multivariate": mv},
     )
-    _stored(sb, "stale_multivariate", created_at=_ago(700))
+    set_flag_fields(sb, "stale_multivariate", created_at=days_ago(700))
     _create(
         sb,
         "low_rollout",
         {"groups": [{"rollout_percentage": 90, "properties": [], "variant": "test"}], "multivariate": mv},
     )
-    _stored(sb, "low_rollout", created_at=_ago(700), last_called_at=_ago(1))
+    set_flag_fields(sb, "low_rollout", created_at=days_ago(700), last_called_at=days_ago(1))
     chrome = {"key": "$browser", "value": ["Chrome"], "operator": "exact", "type": "person"}
     groups = [{"rollout_percentage": 100, "properties": [chrome], "variant": "test"}]
     _create(sb, "with_properties", {"groups": groups, "multivariate": mv})
-    _stored(sb, "with_properties", created_at=_ago(700), last_called_at=_ago(1))
+    set_flag_fields(sb, "with_properties", created_at=days_ago(700), last_called_at=days_ago(1))
     results = _results(sb, "?active=STALE")
     assert [r["key"] for r in results] == ["stale_multivariate"]
     assert results[0]["status"] == "STALE"
@@ -223,9 +209,9 @@ def test_stale_explicit_multivariate_null(empty_sandbox: Sandbox) -> None:
     counts as no variants."""
     sb = empty_sandbox
     _create(sb, "stale_with_explicit_null", {**FULL, "multivariate": None, "payloads": {}})
-    _stored(sb, "stale_with_explicit_null", created_at=_ago(400))
+    set_flag_fields(sb, "stale_with_explicit_null", created_at=days_ago(400))
     _create(sb, "recent_with_explicit_null", {**FULL, "multivariate": None, "payloads": {}})
-    _stored(sb, "recent_with_explicit_null", last_called_at=_ago(1))
+    set_flag_fields(sb, "recent_with_explicit_null", last_called_at=days_ago(1))
     results = _results(sb, "?active=STALE")
     assert [r["key"] for r in results] == ["stale_with_explicit_null"]
     assert results[0]["status"] == "STALE"
@@ -236,21 +222,21 @@ def test_stale_usage_and_config_based(empty_sandbox: Sandbox) -> None:
     or never called, old and fully rolled out; not a recently called, a partial or a new flag."""
     sb = empty_sandbox
     for key, filters, called in (
-        ("stale_by_usage_flag", HALF, _ago(35)),
+        ("stale_by_usage_flag", HALF, days_ago(35)),
         ("stale_by_config_flag", FULL, None),
-        ("active_flag", HALF, _ago(1 / 24)),
+        ("active_flag", HALF, days_ago(1 / 24)),
         ("no_data_partial_rollout_flag", HALF, None),
     ):
         _create(sb, key, filters)
-        _stored(sb, key, created_at=_ago(60), last_called_at=called)
+        set_flag_fields(sb, key, created_at=days_ago(60), last_called_at=called)
     _create(sb, "new_uncalled_flag", HALF)
-    _stored(sb, "new_uncalled_flag", created_at=_ago(5))
+    set_flag_fields(sb, "new_uncalled_flag", created_at=days_ago(5))
     results = _results(sb, "?active=STALE")
     assert {r["key"] for r in results} == {"stale_by_usage_flag", "stale_by_config_flag"}
     assert all(r["status"] == "STALE" for r in results)
     # a disabled flag is never stale (the filter asks active=True)
     _create(sb, "off_old", FULL, active=False)
-    _stored(sb, "off_old", created_at=_ago(60))
+    set_flag_fields(sb, "off_old", created_at=days_ago(60))
     assert "off_old" not in _keys(sb, "?active=STALE")
 
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from analytics_nb.client._pagination import MAX_PAGE_SIZE
 from analytics_nb.client._resources._playlists import _UNSET
 from analytics_nb.client._resources._recordings import CALLS_PER_MINUTE
 
@@ -20,6 +19,7 @@ if TYPE_CHECKING:
 
     from analytics_nb.client._client import AsyncApiClient
     from analytics_nb.client._loop import LoopThread
+    from analytics_nb.client._resources._base import Paging
     from analytics_nb.client._resources._feature_flags import FeatureFlagFilters, FeatureFlags
     from analytics_nb.client._resources._hog_functions import (
         HogFunctionFilters,
@@ -464,52 +464,43 @@ class SyncTransformations:
     def __repr__(self) -> str:
         return f"<sync {self._resource!r}>"
 
-    def iter(
-        self, *, page_size: int = MAX_PAGE_SIZE, offset: int = 0, max_items: int | None = None
-    ) -> Iterator[Transformation]:
+    def iter(self, **paging: Unpack[Paging]) -> Iterator[Transformation]:
         """Iterate over the organization's transformations (pages fetched concurrently).
 
         On an instance that no longer serves the plugin API (PostHog PR #97440) the NotFoundError says so and
         points to ``client.hog_functions``, as every other verb's does.
 
         Args:
-            page_size: Rows per page (the service's maximum is 500).
-            offset: Rows to skip first.
-            max_items: Stop after this many. None: every page.
+            **paging: The paging controls (`Paging`): ``page_size`` (<=500), ``offset``, ``max_items``;
+                none: every page.
 
         Yields:
             `Transformation` models.
         """
-        return self._loop.iterate(
-            self._resource.iter(page_size=page_size, offset=offset, max_items=max_items)
-        )
+        return self._loop.iterate(self._resource.iter(**paging))
 
-    def list(
-        self, *, page_size: int = MAX_PAGE_SIZE, offset: int = 0, max_items: int | None = None
-    ) -> builtins.list[Transformation]:
+    def list(self, **paging: Unpack[Paging]) -> builtins.list[Transformation]:
         """All transformations as models. On an instance that no longer serves the plugin API (PostHog PR
         #97440) the NotFoundError says so and points to ``client.hog_functions``.
 
         Args:
-            page_size: Rows per page.
-            offset: Rows to skip first.
-            max_items: Stop after this many. None: every page.
+            **paging: The paging controls of ``iter``.
 
         Returns:
             The `Transformation` models.
         """
-        return self._loop.run(self._resource.list(page_size=page_size, offset=offset, max_items=max_items))
+        return self._loop.run(self._resource.list(**paging))
 
-    def frame(self, *, max_items: int | None = None) -> pd.DataFrame:
+    def frame(self, **paging: Unpack[Paging]) -> pd.DataFrame:
         """A DataFrame of the transformations (``analytics_nb.frames.transformations_frame``).
 
         Args:
-            max_items: Stop after this many. None: every page.
+            **paging: The paging controls of ``iter``.
 
         Returns:
             One row per transformation.
         """
-        return self._loop.run(self._resource.frame(max_items=max_items))
+        return self._loop.run(self._resource.frame(**paging))
 
     def get(self, id: int) -> Transformation:
         """One transformation by id.
@@ -939,10 +930,10 @@ class SyncHogFunctionTemplates:
 
         Filters (`HogFunctionTemplateFilters`): ``type``: one template type or a list of them (default
         ``"destination"``, the service's default); ``template_id``: only this template. Paging:
-        ``max_items``. An unknown keyword is a ValueError before any request.
+        ``page_size``, ``offset``, ``max_items``. An unknown keyword is a ValueError before any request.
 
         Args:
-            **filters: The filters and paging keyword above; none: every destination template.
+            **filters: The filters and paging keywords above; none: every destination template.
 
         Yields:
             `HogFunctionTemplate` models.
@@ -953,7 +944,7 @@ class SyncHogFunctionTemplates:
         """Templates matching the filters (see ``iter``) as models.
 
         Args:
-            **filters: The filters and paging keyword of ``iter``.
+            **filters: The filters and paging keywords of ``iter``.
 
         Returns:
             The `HogFunctionTemplate` models.
@@ -965,7 +956,7 @@ class SyncHogFunctionTemplates:
         ``analytics_nb.frames.hog_function_templates_frame``).
 
         Args:
-            **filters: The filters and paging keyword of ``iter``.
+            **filters: The filters and paging keywords of ``iter``.
 
         Returns:
             One row per template.

@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as _dt
 import difflib
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypedDict, TypeVar
 
 import pydantic
 
@@ -15,7 +15,9 @@ if TYPE_CHECKING:
     import pandas as pd
 
 __all__ = [
+    "PAGING",
     "Pages",
+    "Paging",
     "Resource",
     "check_choice",
     "check_filters",
@@ -25,12 +27,34 @@ __all__ = [
     "filter_names",
     "iso",
     "iterate_models",
+    "paging_of",
     "require_text",
 ]
 
 M = TypeVar("M", bound=pydantic.BaseModel)
 Pages = AsyncGenerator[list[Any], None]
 """A listing's pages of records (``_pagination.iter_record_pages``, the one paging path)."""
+
+
+class Paging(TypedDict, total=False):
+    """The paging controls every listing takes (the base of each resource's filters TypedDict).
+
+    ``page_size``: records per request (at most 500, the services' maximum); ``offset``: records to skip
+    first; ``max_items``: stop after this many (None: every page). See ``_pagination.iter_record_pages``.
+    """
+
+    page_size: int
+    offset: int
+    max_items: int | None
+
+
+PAGING: frozenset[str] = Paging.__required_keys__ | Paging.__optional_keys__
+"""The names of the paging controls (``page_size``, ``offset``, ``max_items``)."""
+
+
+def paging_of(filters: Mapping[str, Any]) -> dict[str, Any]:
+    """The paging controls among ``filters`` (the keyword arguments of ``iter_record_pages``)."""
+    return {key: filters[key] for key in PAGING if key in filters}
 
 
 class Resource:

@@ -18,12 +18,14 @@ import warnings
 import weakref
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, TypedDict, Unpack
+from typing import TYPE_CHECKING, Any, Literal, Unpack
 
 from analytics_nb.client._core import Core, decode_json, parse_model
 from analytics_nb.client._pagination import iter_record_pages
 from analytics_nb.client._resources._base import (
+    PAGING,
     Pages,
+    Paging,
     Resource,
     check_choice,
     check_filters,
@@ -31,6 +33,7 @@ from analytics_nb.client._resources._base import (
     collect_frame,
     collect_models,
     iterate_models,
+    paging_of,
     require_text,
 )
 from analytics_nb.models import FeatureFlag, LocalEvaluationResponse
@@ -63,11 +66,11 @@ ORDER_FIELDS = ("created_at", "updated_at", "key", "name", "id", "active")
 ORDERS = tuple(sign + field for field in ORDER_FIELDS for sign in ("", "-"))
 #: _apply_filters refuses a longer search with a 400 ("Search term cannot exceed 200 characters").
 MAX_SEARCH = 200
-PAGING = ("page_size", "offset", "max_items")
 
 
-class FeatureFlagFilters(TypedDict, total=False):
-    """The list filters of ``/feature_flags/`` the service reads, plus paging (see ``FeatureFlags.iter``)."""
+class FeatureFlagFilters(Paging, total=False):
+    """The list filters of ``/feature_flags/`` the service reads, plus the paging controls (see
+    ``FeatureFlags.iter``)."""
 
     active: bool | Literal["STALE"]
     created_by_id: int | builtins.list[int]
@@ -77,9 +80,6 @@ class FeatureFlagFilters(TypedDict, total=False):
     evaluation_runtime: Literal["server", "client", "all"]
     excluded_properties: builtins.list[str]
     order: str
-    page_size: int
-    offset: int
-    max_items: int | None
 
 
 def _created_by_ids(value: Any) -> str:
@@ -186,9 +186,8 @@ class FeatureFlags(Resource):
     def _pages(self, filters: Mapping[str, Any]) -> Pages:
         """The listing's pages (the one paging path) for the `FeatureFlagFilters` given (checked first)."""
         check_filters("feature flag", filters, FeatureFlagFilters)
-        paging = {key: filters[key] for key in PAGING if key in filters}
         params = flag_list_query({k: v for k, v in filters.items() if k not in PAGING})
-        return iter_record_pages(self._core, self._path(), params=params, desc="flags", **paging)
+        return iter_record_pages(self._core, self._path(), params=params, desc="flags", **paging_of(filters))
 
     async def iter(self, **filters: Unpack[FeatureFlagFilters]) -> AsyncIterator[FeatureFlag]:
         """Iterate over the project's (non-deleted) flag definitions matching the filters, as models.

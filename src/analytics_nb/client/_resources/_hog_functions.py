@@ -9,17 +9,19 @@ from __future__ import annotations
 
 import builtins
 from collections.abc import AsyncIterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, TypedDict, Unpack
+from typing import TYPE_CHECKING, Any, Unpack
 
 from analytics_nb.client._pagination import iter_record_pages
 from analytics_nb.client._resources._base import (
     Pages,
+    Paging,
     Resource,
     check_choice,
     check_filters,
     collect_frame,
     collect_models,
     iterate_models,
+    paging_of,
     require_text,
 )
 from analytics_nb.client._resources._playlists import _UNSET
@@ -37,27 +39,21 @@ __all__ = [
 ]
 
 
-class HogFunctionFilters(TypedDict, total=False):
-    """The list filters of ``/hog_functions/`` plus paging controls (see ``HogFunctions.iter``)."""
+class HogFunctionFilters(Paging, total=False):
+    """The list filters of ``/hog_functions/`` plus the paging controls (see ``HogFunctions.iter``)."""
 
     type: str | Sequence[str] | None
     enabled: bool | None
     search: str | None
     full: bool
-    page_size: int
-    offset: int
-    max_items: int | None
 
 
-class HogFunctionTemplateFilters(TypedDict, total=False):
-    """The list filters of ``/hog_function_templates/`` plus paging (see ``HogFunctionTemplates.iter``)."""
+class HogFunctionTemplateFilters(Paging, total=False):
+    """The list filters of ``/hog_function_templates/`` plus the paging controls (see
+    ``HogFunctionTemplates.iter``)."""
 
     type: str | Sequence[str]
     template_id: str | None
-    max_items: int | None
-
-
-PAGING = ("page_size", "offset", "max_items")
 
 UPDATABLE_FIELDS = (
     "name",
@@ -135,8 +131,9 @@ class HogFunctions(Resource):
             params["search"] = search
         if full:
             params["full"] = "true"
-        paging = {key: filters[key] for key in PAGING if key in filters}
-        return iter_record_pages(self._core, self._path(), params=params, desc="hog functions", **paging)
+        return iter_record_pages(
+            self._core, self._path(), params=params, desc="hog functions", **paging_of(filters)
+        )
 
     async def iter(self, **filters: Unpack[HogFunctionFilters]) -> AsyncIterator[HogFunction]:
         """Iterate over the live (not soft-deleted) functions matching the filters, every page.
@@ -434,11 +431,7 @@ class HogFunctionTemplates(Resource):
         if template_id is not None:
             params["template_id"] = require_text("template_id", template_id)
         return iter_record_pages(
-            self._core,
-            self._path(),
-            params=params,
-            max_items=filters.get("max_items"),
-            desc="hog function templates",
+            self._core, self._path(), params=params, desc="hog function templates", **paging_of(filters)
         )
 
     async def iter(self, **filters: Unpack[HogFunctionTemplateFilters]) -> AsyncIterator[HogFunctionTemplate]:
@@ -447,10 +440,10 @@ class HogFunctionTemplates(Resource):
 
         Filters (`HogFunctionTemplateFilters`): ``type``: one template type or a list of them (default
         ``"destination"``, the service's default); ``template_id``: only this template. Paging:
-        ``max_items``. An unknown keyword is a ValueError before any request.
+        ``page_size``, ``offset``, ``max_items``. An unknown keyword is a ValueError before any request.
 
         Args:
-            **filters: The filters and paging keyword above; none: every destination template.
+            **filters: The filters and paging keywords above; none: every destination template.
 
         Yields:
             `HogFunctionTemplate` models.
@@ -462,7 +455,7 @@ class HogFunctionTemplates(Resource):
         """Templates matching the filters (see ``iter``) as models.
 
         Args:
-            **filters: The filters and paging keyword of ``iter``.
+            **filters: The filters and paging keywords of ``iter``.
 
         Returns:
             The `HogFunctionTemplate` models.
@@ -474,7 +467,7 @@ class HogFunctionTemplates(Resource):
         ``analytics_nb.frames.hog_function_templates_frame``).
 
         Args:
-            **filters: The filters and paging keyword of ``iter``.
+            **filters: The filters and paging keywords of ``iter``.
 
         Returns:
             One row per template.

@@ -8,12 +8,14 @@ import datetime as _dt
 import enum
 import threading
 from collections.abc import AsyncIterator, Callable, Mapping
-from typing import TYPE_CHECKING, Any, Final, Literal, TypedDict, Unpack
+from typing import TYPE_CHECKING, Any, Final, Literal, Unpack
 
 from analytics_nb.client._core import Core, parse_model
 from analytics_nb.client._pagination import iter_record_pages, record_value
 from analytics_nb.client._resources._base import (
+    PAGING,
     Pages,
+    Paging,
     Resource,
     check_choice,
     check_filters,
@@ -23,6 +25,7 @@ from analytics_nb.client._resources._base import (
     filter_names,
     iso,
     iterate_models,
+    paging_of,
     require_text,
 )
 from analytics_nb.client._resources._recordings import (
@@ -93,8 +96,8 @@ async def _acquire(lock: threading.Lock) -> None:
         await asyncio.sleep(0.002)
 
 
-class PlaylistFilters(TypedDict, total=False):
-    """Every list filter the real service understands, plus paging controls (see ``Playlists.iter``)."""
+class PlaylistFilters(Paging, total=False):
+    """Every list filter the real service understands, plus the paging controls (see ``Playlists.iter``)."""
 
     created_by: int | str
     short_id: str
@@ -107,12 +110,8 @@ class PlaylistFilters(TypedDict, total=False):
     search: str
     session_recording_id: str
     order: str
-    page_size: int
-    offset: int
-    max_items: int | None
 
 
-PAGING = frozenset({"page_size", "offset", "max_items"})
 FILTERS = filter_names(PlaylistFilters) - PAGING
 """The service's list filters: the keys of ``PlaylistFilters`` other than the paging controls."""
 
@@ -216,7 +215,8 @@ class Playlists(Resource):
         and ``pinned=False`` and ``short_id`` are applied on this side too (``keep``). Unknown keywords are
         refused first (``check_filters``), before the email lookup sends anything."""
         check_filters("playlist", filters, PlaylistFilters)
-        paging = {key: filters.pop(key) for key in PAGING & set(filters)}
+        paging = paging_of(filters)
+        filters = {key: value for key, value in filters.items() if key not in PAGING}
         filters = await self._resolve_created_by(filters)
         params, unpinned_only = self._query(filters)
         # The newest service's list() never applies `short_id` (it skips the filter backend), so it is

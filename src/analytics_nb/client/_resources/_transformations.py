@@ -12,17 +12,20 @@ from __future__ import annotations
 import asyncio
 import builtins
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Unpack
 
 from analytics_nb.client._core import parse_model
-from analytics_nb.client._pagination import MAX_PAGE_SIZE, PageGuard, iter_record_pages
+from analytics_nb.client._pagination import PageGuard, iter_record_pages
 from analytics_nb.client._resources._base import (
     Pages,
+    Paging,
     Resource,
+    check_filters,
     check_id,
     collect_frame,
     collect_models,
     iterate_models,
+    paging_of,
 )
 from analytics_nb.errors import NotFoundError
 from analytics_nb.models import ActivityPage, PluginConfig, Transformation
@@ -118,74 +121,60 @@ class Transformations(Resource):
             return exc
         return exc
 
-    async def _pages(
-        self, page_size: int = MAX_PAGE_SIZE, offset: int = 0, max_items: int | None = None
-    ) -> Pages:
-        """The listing's pages (the one paging path; the organization is resolved first)."""
-        return iter_record_pages(
-            self._core,
-            await self._path(),
-            page_size=page_size,
-            offset=offset,
-            max_items=max_items,
-            desc="transformations",
-        )
+    async def _pages(self, paging: Mapping[str, Any]) -> Pages:
+        """The listing's pages (the one paging path; the organization is resolved first). The plugin list
+        takes no filters: only the `Paging` controls (anything else is a ValueError before any request)."""
+        check_filters("transformation", paging, Paging)
+        return iter_record_pages(self._core, await self._path(), desc="transformations", **paging_of(paging))
 
-    async def iter(
-        self, *, page_size: int = MAX_PAGE_SIZE, offset: int = 0, max_items: int | None = None
-    ) -> AsyncIterator[Transformation]:
+    async def iter(self, **paging: Unpack[Paging]) -> AsyncIterator[Transformation]:
         """Iterate over the organization's transformations (pages fetched concurrently).
 
         On an instance that no longer serves the plugin API (PostHog PR #97440) the NotFoundError says so and
         points to ``client.hog_functions``, as every other verb's does.
 
         Args:
-            page_size: Rows per page (the service's maximum is 500).
-            offset: Rows to skip first.
-            max_items: Stop after this many. None: every page.
+            **paging: The paging controls (`Paging`): ``page_size`` (<=500), ``offset``, ``max_items``;
+                none: every page.
 
         Yields:
             `Transformation` models.
         """
-        pages = await self._pages(page_size, offset, max_items)
+        pages = await self._pages(paging)
         try:
             async for transformation in iterate_models(pages, Transformation):
                 yield transformation
         except NotFoundError as exc:
             raise await self._not_found(exc) from None
 
-    async def list(
-        self, *, page_size: int = MAX_PAGE_SIZE, offset: int = 0, max_items: int | None = None
-    ) -> builtins.list[Transformation]:
+    async def list(self, **paging: Unpack[Paging]) -> builtins.list[Transformation]:
         """All transformations as models. On an instance that no longer serves the plugin API (PostHog PR
         #97440) the NotFoundError says so and points to ``client.hog_functions``.
 
         Args:
-            page_size: Rows per page.
-            offset: Rows to skip first.
-            max_items: Stop after this many. None: every page.
+            **paging: The paging controls of ``iter``.
 
         Returns:
             The `Transformation` models.
         """
-        pages = await self._pages(page_size, offset, max_items)
-        found: builtins.list[Transformation] = await self._call(collect_models, pages, Transformation)
+        found: builtins.list[Transformation] = await self._call(
+            collect_models, await self._pages(paging), Transformation
+        )
         return found
 
-    async def frame(self, *, max_items: int | None = None) -> pd.DataFrame:
+    async def frame(self, **paging: Unpack[Paging]) -> pd.DataFrame:
         """A DataFrame of the transformations (``analytics_nb.frames.transformations_frame``).
 
         Args:
-            max_items: Stop after this many. None: every page.
+            **paging: The paging controls of ``iter``.
 
         Returns:
             One row per transformation.
         """
         from analytics_nb.frames import transformations_frame
 
-        frame: pd.DataFrame = await self._call(
-            collect_frame, await self._pages(max_items=max_items), transformations_frame
-        )
+        pages = await self._pages(paging)
+        frame: pd.DataFrame = await self._call(collect_frame, pages, transformations_frame)
         return frame
 
     async def get(self, id: int) -> Transformation:
