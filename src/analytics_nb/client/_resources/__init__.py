@@ -2,24 +2,35 @@
 
 from __future__ import annotations
 
+from analytics_nb.client._resources._base import Paging
 from analytics_nb.client._resources._feature_flags import (
     DefinitionsCache,
+    FeatureFlagFilters,
     FeatureFlags,
     LegacyEndpointWarning,
     cached_definitions,
 )
-from analytics_nb.client._resources._hog_functions import HogFunctions, HogFunctionTemplates
+from analytics_nb.client._resources._hog_functions import (
+    HogFunctionFilters,
+    HogFunctions,
+    HogFunctionTemplateFilters,
+    HogFunctionTemplates,
+)
 from analytics_nb.client._resources._playlists import PlaylistFilters, Playlists
 from analytics_nb.client._resources._projects import Organizations, Projects
 from analytics_nb.client._resources._transformations import Transformations
 
 __all__ = [
     "DefinitionsCache",
+    "FeatureFlagFilters",
     "FeatureFlags",
+    "HogFunctionFilters",
+    "HogFunctionTemplateFilters",
     "HogFunctionTemplates",
     "HogFunctions",
     "LegacyEndpointWarning",
     "Organizations",
+    "Paging",
     "PlaylistFilters",
     "Playlists",
     "Projects",
