@@ -12,8 +12,8 @@ body hands the coroutine to the client's loop thread:
 
 An async generator (``AsyncIterator[X]``) becomes a method returning ``Iterator[X]`` through
 ``self._loop.iterate``. The output is plain Python committed to the repository (so ``inspect.getsource``,
-``help()``, editors and mypy read it like any other code); ``tests/project/test_sync_generated.py`` fails when it
-no longer matches the async source. Nothing is built at import time.
+``help()``, editors and mypy read it like any other code); ``tests/project/test_sync_generated.py`` fails
+when it no longer matches the async source. Nothing is built at import time.
 """
 
 from __future__ import annotations

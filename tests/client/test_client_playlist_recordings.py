@@ -219,3 +219,28 @@ def test_saved_filter_parts_the_client_cannot_send_are_named() -> None:
         with warnings.catch_warnings():
             warnings.simplefilter("error")
             c.playlists.recordings(loud.short_id, incomplete="ignore")
+
+
+@pytest.mark.parametrize("incomplete", ["warn", "raise"])
+def test_a_service_that_says_more_but_gives_nothing_new_is_reported(incomplete: str) -> None:
+    """The end of a saved filter's pages is `has_next` off, never a page with nothing new: a service that
+    answers the first page again at every offset (the sandbox's ``offset_ignored`` fault) says more match,
+    so the client stops and says at least one recording is missing, instead of returning 50 of 70 as all."""
+    now = datetime.now(UTC)
+    with start(seed="empty", profile="cloud") as sb, client_for(sb) as c:
+        for i in range(70):
+            sb.add_recording(start_time=now - timedelta(hours=i), duration=90)
+        saved = c.playlists.create("filters", "Day", filters={"date_from": "-7d"})
+        sb.faults.add(
+            path=f"*/session_recording_playlists/{saved.short_id}/recordings*", kind="offset_ignored"
+        )
+        if incomplete == "raise":
+            with pytest.raises(IncompleteRecordingsError, match="gave no new one at offset 50") as caught:
+                c.playlists.recordings(saved.short_id, incomplete="raise")
+            assert caught.value.received == 50 and len(caught.value.recordings) == 50
+            return
+        with pytest.warns(IncompleteRecordingsWarning, match="50 recordings came back .* at least one"):
+            got = c.playlists.recordings(saved.short_id)
+        assert len(got) == 50
+        offsets = sb.requests()["query"].astype(str)
+        assert offsets.str.contains("offset=50").any()

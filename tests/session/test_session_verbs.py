@@ -134,3 +134,48 @@ def test_no_verb_parameter_list_is_written_twice() -> None:
         "flag_called_frame": ["_flag_called.py:5"],
         "aflag_called_frame": ["_flag_called.py:0"],
     }
+
+
+# -- the constructor's arguments: described once, on AsyncApiClient ---------------------------------------
+def test_every_client_class_shows_the_one_constructor_args_section() -> None:
+    """``ApiClient``, ``AsyncClient`` and ``Client`` take ``AsyncApiClient``'s arguments; each one's docstring
+    (``help()``, Shift-Tab, the reference page) ends with exactly ``AsyncApiClient``'s ``Args:`` and
+    ``Raises:`` sections, after its own summary."""
+    from analytics_nb.client import ApiClient, AsyncApiClient
+    from analytics_nb.client._verbs import constructor_sections
+
+    shared = constructor_sections(AsyncApiClient.__doc__)
+    assert shared.startswith("Args:\n    host:") and "\nRaises:\n" in shared
+    for cls in (ApiClient, AsyncClient, Client):
+        doc = inspect.cleandoc(cls.__doc__ or "")
+        assert doc.endswith(shared), cls.__name__
+        assert doc.count("Args:") == 1, cls.__name__
+        assert inspect.signature(cls) == inspect.signature(AsyncApiClient), cls.__name__
+
+
+def test_the_constructor_args_text_is_written_once_in_the_source() -> None:
+    """Before: the 30-line ``Args:`` block was written in ``ApiClient``, ``AsyncApiClient``, ``Client`` and
+    (shorter, already drifting) ``AsyncClient``. Now one source line describes ``personal_api_key``."""
+    entry = "personal_api_key: A personal API key"
+    found = [
+        f"{path.relative_to(ROOT)}:{n}"
+        for path in ROOT.rglob("*.py")
+        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if line.strip().startswith("personal_api_key:") and "API key" in line
+    ]
+    assert len(found) == 1 and entry in (ROOT / found[0].split(":")[0]).read_text(encoding="utf-8"), found
+
+
+def test_a_class_with_its_own_args_is_refused_by_same_constructor_doc() -> None:
+    """Two descriptions of one argument would drift: a class that writes its own ``Args:`` is an error."""
+    from analytics_nb.client import AsyncApiClient, same_constructor_doc
+
+    with pytest.raises(ValueError, match="its own 'Args:'"):
+
+        @same_constructor_doc(AsyncApiClient)
+        class Twice:
+            """Summary.
+
+            Args:
+                host: again.
+            """

@@ -48,7 +48,7 @@ from analytics_nb.client._sync_api import (
     SyncProjects,
     SyncTransformations,
 )
-from analytics_nb.client._verbs import same_signature
+from analytics_nb.client._verbs import same_constructor_doc, same_signature
 from analytics_nb.models import DecideResponse
 
 if TYPE_CHECKING:
@@ -184,13 +184,8 @@ class AsyncApiClient(_Common):
     """Async data-access client for a PostHog-style service: ``await client.playlists.list()``; use
     ``async with``.
 
-    ``host``: "us", "eu" (app host for ``/api``, ingestion host for decide/capture) or a self-hosted base URL.
-    Keys: ``personal_api_key`` (``phx_...``, for ``/api``), ``project_api_key`` (``phc_...``, for flags
-    and capture; read from the project when omitted) and ``secret_api_key`` (``phs_...``, a Project Secret
-    API Key with ``feature_flag:read``: flag definitions from ``/flags/definitions``). Retries:
-    ``max_retries`` with jittered backoff; ``rate_limit=True`` keeps under the service's per-key limits.
-    ``http_transport``: ``"auto"`` (aiohttp's connector under httpx when the ``fast`` extra is installed),
-    ``"aiohttp"`` or ``"httpx"``.
+    The constructor's arguments are described here once; ``ApiClient``, ``AsyncClient`` and ``Client`` take
+    the same ones (their docstrings carry this ``Args:`` section at run time).
 
     Args:
         host: ``"us"`` or ``"eu"`` for PostHog Cloud (``/api`` goes to the app host, flags and capture to the
@@ -357,6 +352,7 @@ def _shutdown(loop: LoopStopper, core: Core, callbacks: list[Callable[[], Any]])
             pass
 
 
+@same_constructor_doc(AsyncApiClient)
 class ApiClient(ApiClientMethods, _Common):
     """Sync data-access client for a PostHog-style service: ``client.playlists.frame()``; works in scripts
     and Jupyter.
@@ -364,35 +360,6 @@ class ApiClient(ApiClientMethods, _Common):
     Same arguments and methods as ``AsyncApiClient``; each call runs on the client's private event loop in a
     daemon thread (never ``asyncio.run``), so it is safe inside a running Jupyter kernel. Use ``with`` or
     ``close()``.
-
-    Args:
-        host: ``"us"`` or ``"eu"`` for PostHog Cloud (``/api`` goes to the app host, flags and capture to the
-            ingestion host), or the base URL of a self-hosted PostHog or a sandbox, which serves both.
-        personal_api_key: A personal API key (``phx_...``) for everything under ``/api``, with the scopes of
-            what you do. None: no ``/api`` calls.
-        project_api_key: The project API key (``phc_...``, public) for ``/flags`` and capture. None: read from
-            the project with the personal key when needed.
-        secret_api_key: A Project Secret API Key (``phs_...``, ``feature_flag:read``) for flag definitions, as
-            today's PostHog wants. None: the personal key is used.
-        project_id: The project's id. ``"@current"``: the personal key's current project.
-        organization_id: The organization's id (the legacy plugin API needs it). None: read from
-            ``/api/organizations/@current/`` when needed.
-        timeout: Seconds before one request gives up (then retried).
-        max_retries: Retries of a failed request (network errors, 5xx, 408, 429), with jittered backoff.
-        rate_limit: Keep under the service's per-key rate limits on the client side.
-        max_concurrency: Requests in flight at once for listings and bulk calls.
-        progress: Progress bars on long listings; False hides them. None: shown unless ``TQDM_DISABLE`` is
-            set.
-        retry_backoff: The first retry's wait in seconds; it doubles per attempt.
-        max_retry_wait: The longest wait between retries, in seconds; a ``Retry-After`` asking more is not
-            waited for.
-        transport: An httpx transport to send through (tests, proxies). None: the default.
-        http_transport: ``"auto"`` (aiohttp under httpx with the ``fast`` extra), ``"aiohttp"`` or
-            ``"httpx"``.
-
-    Raises:
-        ValueError: A key has a character no key has, or an argument is out of range (the message names it,
-            never the key).
     """
 
     async_class: ClassVar[type[AsyncApiClient]] = AsyncApiClient

@@ -9,6 +9,10 @@ argument bound to ``self`` and whose ``__doc__`` is the verb's (less its ``clien
 Jupyter's Shift-Tab shows the whole docstring on every form and ``??`` shows the verb's source
 (``__wrapped__``).
 
+A client class that takes another's constructor arguments (``ApiClient``, ``AsyncClient`` and ``Client``
+take ``AsyncApiClient``'s) is decorated with `same_constructor_doc`: its docstring is its own summary
+followed by the source's ``Args:`` and ``Raises:`` sections, so the arguments are described once.
+
 `run_interruptible` is the one Ctrl-C handler of the sync forms: it runs a coroutine on the client's loop
 and, on ``KeyboardInterrupt``, waits for the cancelled run to settle before the caller builds what it
 returns (the partial `SimulationResult`, the capture report).
@@ -27,6 +31,7 @@ __all__ = [
     "bind_arguments",
     "method_doc",
     "run_interruptible",
+    "same_constructor_doc",
     "same_signature",
     "sync_method",
     "twin_matches",
@@ -36,6 +41,7 @@ __all__ = [
 R = TypeVar("R")
 T = TypeVar("T")
 F = TypeVar("F", bound=Callable[..., Any])
+C = TypeVar("C", bound=type)
 
 
 def same_signature(source: Callable[..., Any], *, client: str | None = None) -> Callable[[F], F]:
@@ -56,6 +62,30 @@ def same_signature(source: Callable[..., Any], *, client: str | None = None) -> 
         twin.__signature__ = sig  # type: ignore[attr-defined]
         twin.__doc__ = source.__doc__
         return twin
+
+    return decorate
+
+
+def constructor_sections(doc: str | None) -> str:
+    """The ``Args:`` section of a class docstring and every section after it (``Raises:``), dedented."""
+    text = inspect.cleandoc(doc or "")
+    lines = text.splitlines()
+    if "Args:" not in lines:
+        raise ValueError("the source class's docstring has no 'Args:' section to share")
+    return "\n".join(lines[lines.index("Args:") :])
+
+
+def same_constructor_doc(source: type) -> Callable[[C], C]:
+    """Class decorator for a client that takes ``source``'s constructor arguments: the class docstring
+    becomes its own summary followed by ``source``'s ``Args:`` and ``Raises:`` sections (written once, on
+    ``source``), as ``help()``, Shift-Tab and the reference pages show it."""
+
+    def decorate(cls: C) -> C:
+        own = inspect.cleandoc(cls.__doc__ or "")
+        if "Args:" in own.splitlines():
+            raise ValueError(f"{cls.__name__}'s docstring has its own 'Args:'; {source.__name__}'s are used")
+        cls.__doc__ = f"{own}\n\n{constructor_sections(source.__doc__)}\n"
+        return cls
 
     return decorate
 

@@ -79,7 +79,7 @@ class Faults:
 
         `status` answers 408/429/500/502/503/504 (429 carries `Retry-After: retry_after`, default 1 s);
         `delay` seconds of latency (alone: the request then proceeds normally); `reset=True` cuts the
-        connection with a TCP reset. `kind` is a tag decide reads through
+        connection with a TCP reset. `kind` is a tag an endpoint reads through
         :meth:`active` (e.g. "quota_limited").
 
         Args:
@@ -90,8 +90,9 @@ class Faults:
             delay: Seconds of added latency. None: none.
             reset: Cut the connection with a TCP reset.
             methods: Only these HTTP methods. None: all.
-            kind: A tag read by the flags endpoints (``"quota_limited"``, ``"flag_failure"``,
-                ``"cold_cache"``...). None: none.
+            kind: A tag read by an endpoint: the flags endpoints read ``"quota_limited"``,
+                ``"flag_failure"``, ``"cold_cache"``...; a playlist's recordings read ``"offset_ignored"``.
+                None: none.
 
         Returns:
             The rule's id (for ``remove``).

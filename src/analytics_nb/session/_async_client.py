@@ -13,41 +13,18 @@ from typing import Any, Self
 
 import analytics_nb.capture as _capture
 import analytics_nb.simulation as _simulation
-from analytics_nb.client import AsyncApiClient, async_method
+from analytics_nb.client import AsyncApiClient, async_method, same_constructor_doc
 from analytics_nb.embedded import connect_sandbox
 
 __all__ = ["AsyncClient"]
 
 
+@same_constructor_doc(AsyncApiClient)
 class AsyncClient(AsyncApiClient):
     """Async client for a PostHog-style service: ``await client.playlists.list()``; use ``async with``.
 
-    ``host``: "us", "eu" (app host for ``/api``, ingestion host for decide/capture) or a self-hosted base URL.
-    Keys: ``personal_api_key`` (``phx_...``, for ``/api``) and ``project_api_key`` (``phc_...``, for decide
-    and capture; read from the project when omitted). Retries: ``max_retries`` with jittered backoff;
-    ``rate_limit=True`` keeps under the service's per-key limits. Besides the API: ``capture``,
+    The arguments and API of ``AsyncApiClient``, plus the analyst verbs as methods: ``capture``,
     ``capture_frame``, ``flag_called``, ``flag_called_frame`` and ``simulate``.
-
-    Args:
-        host: ``"us"`` or ``"eu"`` for PostHog Cloud, or the base URL of a self-hosted PostHog or a sandbox.
-        personal_api_key: A personal API key (``phx_...``) for ``/api``. None: no ``/api`` calls.
-        project_api_key: The project API key (``phc_...``) for ``/flags`` and capture. None: read from the
-            project when needed.
-        secret_api_key: A Project Secret API Key (``phs_...``) for flag definitions. None: the personal key is
-            used.
-        project_id: The project's id. ``"@current"``: the personal key's current project.
-        organization_id: The organization's id. None: read from ``/api/organizations/@current/`` when needed.
-        timeout: Seconds before one request gives up (then retried).
-        max_retries: Retries of a failed request, with jittered backoff.
-        rate_limit: Keep under the service's per-key rate limits on the client side.
-        max_concurrency: Requests in flight at once for listings and bulk calls.
-        progress: Progress bars on long listings; False hides them. None: shown unless ``TQDM_DISABLE`` is
-            set.
-        retry_backoff: The first retry's wait in seconds; it doubles per attempt.
-        max_retry_wait: The longest wait between retries, in seconds; a ``Retry-After`` asking more is not
-            waited for.
-        transport: An httpx transport to send through. None: the default.
-        http_transport: ``"auto"``, ``"aiohttp"`` or ``"httpx"``.
     """
 
     @classmethod

@@ -985,6 +985,7 @@ def serialize_recording(row: sqlite3.Row) -> dict[str, Any]:
 
 async def playlist_recordings(request: Request) -> Response:
     """GET .../recordings/: `{results, has_next, version}` (not the playlist); deleted playlists are 404.
+    A fault rule with ``kind="offset_ignored"`` makes a saved filter's query ignore `offset`.
 
     `limit` (default 50) and `offset` are read but, as in the service, only a synthetic playlist uses them
     (to slice its session ids); a collection answers its one capped query whatever they say."""
@@ -1001,7 +1002,12 @@ async def playlist_recordings(request: Request) -> Response:
         rows, has_next = collection_recordings(ctx.store, project_id, ids)
         return _recordings_response(rows, has_next=has_next)
     playlist = _get_row(ctx.store, project_id, short_id)
-    rows, has_next = playlist_recordings_rows(ctx.store, project_id, playlist, q)
+    params: Any = q
+    if ctx.faults.active("offset_ignored", "GET", request.scope["path"]):
+        # A test control: a service that says more match (has_next) but answers the first page again
+        # whatever the offset, as a build whose query drops `offset` would.
+        params = {k: v for k, v in q.items() if k != "offset"}
+    rows, has_next = playlist_recordings_rows(ctx.store, project_id, playlist, params)
     return _recordings_response(rows, has_next=has_next)
 
 
