@@ -112,15 +112,14 @@ def check_filters(resource: str, given: Mapping[str, Any], filters: type) -> Non
     unknown = sorted(set(given) - allowed)
     if not unknown:
         return
-    hints = [
-        f"{name!r} -> {close[0]!r}"
-        for name in unknown
-        if (close := difflib.get_close_matches(name, allowed, n=1, cutoff=0.6))
-    ]
-    did_you_mean = f" (did you mean {', '.join(hints)}?)" if hints else ""
+    named = []
+    for name in unknown:
+        close = difflib.get_close_matches(name, allowed, n=1, cutoff=0.6)
+        named.append(f"{name!r} (did you mean {close[0]!r}?)" if close else repr(name))
+    plural = "s" if len(unknown) > 1 else ""
     raise ValueError(
-        f"unknown {resource} filter(s) {', '.join(unknown)}{did_you_mean}; "
-        f"the filters are {', '.join(sorted(allowed))}."
+        f"unknown {resource} filter{plural} {', '.join(named)}; nothing was sent. The filters are "
+        f"{', '.join(sorted(allowed))}."
     )
 
 
