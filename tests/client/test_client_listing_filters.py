@@ -203,6 +203,14 @@ def test_every_template_filter_narrows(demo: Client) -> None:
         "id"
     ].tolist() == ["template-geoip"]
     assert len(demo.hog_function_templates.list(type="transformation", max_items=2)) == 2
+    both = [t.id for t in demo.hog_function_templates.list(type=["transformation", "destination"])]
+    # the service sorts each page (by use, then name): pages of 2 give the same templates, not the same order
+    paged = [
+        t.id for t in demo.hog_function_templates.list(type=["transformation", "destination"], page_size=2)
+    ]
+    assert sorted(paged) == sorted(both)
+    skipped = demo.hog_function_templates.list(type=["transformation", "destination"], offset=1)
+    assert len(skipped) == len(both) - 1 and {t.id for t in skipped} < set(both)
 
 
 @pytest.mark.parametrize(

@@ -16,7 +16,7 @@ import builtins
 import json
 import warnings
 import weakref
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, Unpack
 
@@ -78,7 +78,7 @@ class FeatureFlagFilters(Paging, total=False):
     key: str
     type: Literal["boolean", "multivariant", "experiment", "remote_config"]
     evaluation_runtime: Literal["server", "client", "all"]
-    excluded_properties: builtins.list[str]
+    excluded_properties: Sequence[str]
     order: str
 
 

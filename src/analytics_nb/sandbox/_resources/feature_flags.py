@@ -691,13 +691,13 @@ def get_flag(store: Store, project_id: int, flag_id: int, *, include_deleted: bo
 def _matching_flags(
     store: Store, project_id: int, filters: FlagListFilters | None, *, include_deleted: bool = False
 ) -> list[dict[str, Any]]:
-    """The project's flags (API shape) that pass `filters`, in its order (default: newest first)."""
+    """The project's stored flags that pass `filters`, in its order (default: newest first). The filters are
+    applied here rather than in SQL: STALE and the search read the flag's JSON as PostHog's SQL does."""
     filters = filters or FlagListFilters()
     where = "project_id=?" + ("" if include_deleted else " AND deleted=0")
     rows = store.query(f"SELECT id, body, version, deleted FROM feature_flags WHERE {where}", (project_id,))
     now = datetime.now(UTC)
-    kept = [flag for flag in map(_row_flag, rows) if filters.matches(flag, now)]
-    return filters.sort([_api_shape(flag, project_id) for flag in kept])
+    return filters.sort([flag for flag in map(_row_flag, rows) if filters.matches(flag, now)])
 
 
 def count_flags(store: Store, project_id: int, filters: FlagListFilters | None = None) -> int:
@@ -715,10 +715,10 @@ def list_flags(
     offset: int = 0,
 ) -> list[dict[str, Any]]:
     """Flags of a project in the API shape that pass `filters`, in their `order` (default `-created_at`:
-    newest first, by id, as ids grow with creation); one page when `limit` is given. The filters are
-    applied here rather than in SQL: STALE and the search read the flag's JSON as PostHog's SQL does."""
+    newest first, by id, as ids grow with creation); one page when `limit` is given."""
     flags = _matching_flags(store, project_id, filters, include_deleted=include_deleted)
-    return flags[offset : offset + limit] if limit is not None else flags[offset:]
+    page = flags[offset : offset + limit] if limit is not None else flags[offset:]
+    return [_api_shape(flag, project_id) for flag in page]
 
 
 def create_cohort(
@@ -761,7 +761,7 @@ async def list_flags_endpoint(request: Request) -> Response:
     filters = FlagListFilters.from_query(request.query_params)
     limit, offset = limit_offset(request)
     flags = _matching_flags(ctx.store, project_id, filters)
-    page = flags[offset : offset + limit]
+    page = [_api_shape(flag, project_id) for flag in flags[offset : offset + limit]]
     return page_response(request, page, count=len(flags), limit=limit, offset=offset)
 
 

@@ -218,11 +218,11 @@ class FlagListFilters:
         return True  # any other value: ignored, as the service does
 
     def sort(self, flags: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        """`flags` (API shape) in `order` (ties: newest id first)."""
+        """`flags` (stored bodies with their `id`) in `order` (ties: newest id first)."""
         field = self.order.lstrip("-")
 
         def rank(flag: dict[str, Any]) -> tuple[bool, Any]:
-            value = flag.get(field)
+            value = flag.get(field, "" if field == "name" else None)  # the API shape's name is "" when absent
             return (value is None, 0 if value is None else value)
 
         by_id = sorted(flags, key=lambda f: f["id"], reverse=True)
