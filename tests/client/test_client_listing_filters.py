@@ -39,7 +39,9 @@ def flags_sandbox() -> Iterator[Sandbox]:
     from analytics_nb.sandbox._server import start
 
     with start(seed="empty", profile="spec") as sb, client_for(sb, keys="personal") as c:
-        c.feature_flags.create("checkout-redesign", name="New checkout", filters=HALF)
+        c.feature_flags.create(
+            "checkout-redesign", name="New checkout", filters=HALF, tags=["checkout", "web"]
+        )
         c.feature_flags.create("old-banner", name="Banner", filters=FULL)
         c.feature_flags.create("pricing-test", name="Pricing", filters={**HALF, "multivariate": VARIANTS})
         c.feature_flags.create("kill-switch", name="Kill switch", filters=FULL, active=False)
@@ -96,6 +98,9 @@ def test_every_flag_filter_narrows(flags: Client) -> None:
     assert me is not None and len(flags.feature_flags.list(created_by_id=[me.id, 4242])) == 6
     kept = _keys(flags.feature_flags.list(excluded_properties=["old-banner", "remote-cfg"]))
     assert kept == [k for k in everything if k not in ("old-banner", "remote-cfg")]
+    assert _keys(flags.feature_flags.list(tags=["checkout", "mobile"])) == ["checkout-redesign"]
+    assert "checkout-redesign" not in _keys(flags.feature_flags.list(excluded_tags=["web"]))
+    assert len(flags.feature_flags.list(excluded_tags=["web"])) == 5
     assert _keys(flags.feature_flags.list(order="key")) == sorted(everything)
     assert _keys(flags.feature_flags.list(order="-created_at")) == everything
     # filters combine, as the service's queryset does
@@ -139,6 +144,8 @@ def test_async_client_takes_the_same_filters(flags_sandbox: Sandbox) -> None:
         ({"evaluation_runtime": "both"}, "evaluation_runtime"),
         ({"excluded_properties": "old-banner"}, "excluded_properties"),
         ({"excluded_properties": [1]}, "excluded_properties"),
+        ({"tags": "checkout"}, "tags"),
+        ({"excluded_tags": [""]}, "excluded_tags"),
         ({"order": "bogus"}, "order"),
         ({"page_size": 501}, "page_size"),
         ({"max_items": -1}, "max_items"),

@@ -17,8 +17,8 @@ PostHog's API tests, `posthog/api/test/test_feature_flag.py` (each test names it
 PostHog's tests create rows with the ORM (`created_at` under `freeze_time`, `last_called_at`, linked
 `Experiment` rows, another `User`); here the flags are created over HTTP and those stored fields the API
 cannot set are written into the sandbox's store (`set_flag_fields`), the sandbox's equivalent of the ORM call.
-`excluded_properties`, `key`, `order` and the refusals have no PostHog test: they follow `_apply_filters`
-and `safely_get_queryset` directly.
+`excluded_properties`, `key`, `tags`, `excluded_tags`, `order` and the refusals have no PostHog test read
+here: they follow `_apply_filters` and `safely_get_queryset` directly.
 """
 
 from __future__ import annotations
@@ -274,6 +274,24 @@ def test_excluded_properties_key_and_order(empty_sandbox: Sandbox) -> None:
     with api(sb) as http:
         page = http.get(_path(sb), params={"order": "key", "limit": 1, "offset": 1}).json()
     assert page["count"] == 3 and [f["key"] for f in page["results"]] == ["beta"]
+
+
+def test_tags_and_excluded_tags(empty_sandbox: Sandbox) -> None:
+    """`_apply_filters` (today's service): `tags`, a JSON list, keeps flags with any of them; `excluded_tags`
+    drops flags with any of them; text that is not a JSON list filters nothing."""
+    sb = empty_sandbox
+    _create(sb, "a", tags=["checkout", "web"])
+    _create(sb, "b", tags=["web"])
+    _create(sb, "c")
+
+    def query(**params: str) -> str:
+        return "?" + str(httpx.QueryParams(params))
+
+    assert _keys(sb, query(tags='["checkout", "mobile"]')) == ["a"]
+    assert _keys(sb, query(tags='["web"]')) == ["b", "a"]
+    assert _keys(sb, query(excluded_tags='["checkout"]')) == ["c", "b"]
+    assert _keys(sb, query(tags='["web"]', excluded_tags='["checkout"]')) == ["b"]
+    assert _keys(sb, query(tags="web")) == ["c", "b", "a"]
 
 
 @pytest.mark.parametrize("order", ["bogus", "filters", "-"])

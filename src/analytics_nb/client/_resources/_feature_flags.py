@@ -79,6 +79,8 @@ class FeatureFlagFilters(Paging, total=False):
     type: Literal["boolean", "multivariant", "experiment", "remote_config"]
     evaluation_runtime: Literal["server", "client", "all"]
     excluded_properties: Sequence[str]
+    tags: Sequence[str]
+    excluded_tags: Sequence[str]
     order: str
 
 
@@ -95,6 +97,14 @@ def _created_by_ids(value: Any) -> str:
             f"created_by_id={value!r}: give a user's integer id or a list of them (the created_by column "
             "of client.feature_flags.list(), or the member's id under Settings > Organization > Members)."
         ) from None
+
+
+def _json_names(name: str, value: Any) -> str:
+    """A list of flag keys or tag names, JSON-encoded as the service reads it (``json.loads``)."""
+    what = "flag keys, e.g. ['old-flag']" if name == "excluded_properties" else "tag names, e.g. ['checkout']"
+    if not isinstance(value, list | tuple) or not all(isinstance(k, str) and k for k in value):
+        raise ValueError(f"{name} must be a list of {what}, got {value!r}.")
+    return json.dumps(list(value))
 
 
 def _text(name: str, value: Any) -> str:
@@ -126,12 +136,8 @@ def flag_list_query(filters: Mapping[str, Any]) -> dict[str, str]:
             params["type"] = check_choice("type", value, FLAG_TYPES)
         elif name == "evaluation_runtime":
             params["evaluation_runtime"] = check_choice("evaluation_runtime", value, EVALUATION_RUNTIMES)
-        elif name == "excluded_properties":
-            if not isinstance(value, list | tuple) or not all(isinstance(k, str) for k in value):
-                raise ValueError(
-                    f"excluded_properties must be a list of flag keys, e.g. ['old-flag'], got {value!r}."
-                )
-            params["excluded_properties"] = json.dumps(list(value))
+        elif name in ("excluded_properties", "tags", "excluded_tags"):
+            params[name] = _json_names(name, value)
         elif name == "order":
             params["order"] = check_choice("order", value, ORDERS)
     return params
@@ -198,7 +204,8 @@ class FeatureFlags(Resource):
         case-insensitive; a space also matches ``-`` and ``_``), ``key`` (exactly this key,
         case-insensitive), ``type`` (``"boolean"``, ``"multivariant"``, ``"experiment"``,
         ``"remote_config"``), ``evaluation_runtime`` (``"server"``, ``"client"``, ``"all"``),
-        ``excluded_properties`` (flag keys to leave out), ``order`` (``[-]created_at``, ``key``, ``name``,
+        ``excluded_properties`` (flag keys to leave out), ``tags`` (flags with any of these tags),
+        ``excluded_tags`` (flags with none of them), ``order`` (``[-]created_at``, ``key``, ``name``,
         ``updated_at``, ``id``, ``active``; default ``-created_at``). Paging: ``page_size`` (<=500),
         ``offset``, ``max_items``. An unknown keyword (``serach="x"``) or a value the service does not
         read is a ValueError naming it, before any request (sent, it would be ignored: every flag).

@@ -1205,6 +1205,8 @@ _LIST_FILTERS = (
     Query("type", enum=FLAG_TYPES),
     Query("evaluation_runtime", enum=EVALUATION_RUNTIMES),
     Query("excluded_properties", description="JSON-encoded list of flag keys to leave out."),
+    Query("tags", description="JSON-encoded list of tag names: flags with any of them."),
+    Query("excluded_tags", description="JSON-encoded list of tag names: flags with none of them."),
     Query("order", enum=ORDERS, description="The field to sort by, `-` for descending; default -created_at."),
 )
 

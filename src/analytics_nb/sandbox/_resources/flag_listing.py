@@ -4,8 +4,9 @@ Source: PostHog `products/feature_flags/backend/api/feature_flag.py`, `FeatureFl
 (what `_filter_request` calls; `posthog/api/feature_flag.py` `_filter_request` before the move) and
 `safely_get_queryset` (the `order`), and `products/feature_flags/backend/flag_status.py`
 `filter_flags_by_active_param` (`active=STALE`). As there, a value a filter does not know is ignored
-(`type=other`, invalid `excluded_properties` JSON) or narrows to what matches it (`evaluation_runtime=both`:
-no flag; `active=yes`: the inactive ones), and only a search over 200 characters is refused. `order`
+(`type=other`, invalid `excluded_properties` / `tags` JSON) or narrows to what matches it
+(`evaluation_runtime=both`: no flag; `active=yes`: the inactive ones), and only a search over 200
+characters is refused. `order`
 names a model field there (any other is a server error); here it is one of `ORDERS`, else a 400.
 """
 
@@ -116,8 +117,9 @@ def _created_by_ids(text: str) -> tuple[int, ...]:
     return tuple(ids)
 
 
-def _excluded_keys(text: str) -> tuple[str, ...]:
-    """`excluded_properties`: a JSON list of flag keys; anything else (invalid JSON too) excludes nothing."""
+def _json_names(text: str) -> tuple[str, ...]:
+    """`excluded_properties`, `tags`, `excluded_tags`: a JSON list of names; anything else (invalid JSON too)
+    filters nothing."""
     try:
         keys = json.loads(text)
     except ValueError:
@@ -147,6 +149,8 @@ class FlagListFilters:
     type: str | None = None
     evaluation_runtime: str | None = None
     excluded_keys: tuple[str, ...] = ()
+    tags: tuple[str, ...] = ()
+    excluded_tags: tuple[str, ...] = ()
     order: str = "-created_at"
 
     @classmethod
@@ -163,7 +167,9 @@ class FlagListFilters:
             key=key.lower() or None,
             type=query.get("type"),
             evaluation_runtime=query.get("evaluation_runtime"),
-            excluded_keys=_excluded_keys(query.get("excluded_properties") or ""),
+            excluded_keys=_json_names(query.get("excluded_properties") or ""),
+            tags=_json_names(query.get("tags") or ""),
+            excluded_tags=_json_names(query.get("excluded_tags") or ""),
             order=order,
         )
 
@@ -176,7 +182,16 @@ class FlagListFilters:
             and self._of_type(flag)
             and self._runtime(flag)
             and flag.get("key") not in self.excluded_keys
+            and self._tagged(flag)
         )
+
+    def _tagged(self, flag: Mapping[str, Any]) -> bool:
+        """`tags`: any of them (`tagged_items__tag__name__in`); `excluded_tags`: none of them."""
+        stored = flag.get("tags")
+        names = {str(t) for t in stored} if isinstance(stored, list) else set()
+        if self.tags and not names & set(self.tags):
+            return False
+        return not names & set(self.excluded_tags)
 
     def _runtime(self, flag: Mapping[str, Any]) -> bool:
         wanted = self.evaluation_runtime
