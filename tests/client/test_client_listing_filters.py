@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from _clients import client_for
-from _sandbox_helpers import days_ago, set_flag_fields
+from _sandbox_helpers import api, days_ago, set_flag_fields
 from analytics_nb import Client
 from analytics_nb.models import FeatureFlag
 from analytics_nb.sandbox import Sandbox
@@ -105,6 +105,24 @@ def test_every_flag_filter_narrows(flags: Client) -> None:
     assert _keys(flags.feature_flags.list(order="-created_at")) == everything
     # filters combine, as the service's queryset does
     assert _keys(flags.feature_flags.list(active=True, type="boolean", search="banner")) == ["old-banner"]
+
+
+def test_key_is_checked_here_when_an_older_service_ignores_it(flags: Client, flags_sandbox: Sandbox) -> None:
+    """An older self-hosted PostHog reads no ``key`` filter and answers every flag; the client keeps only the
+    flag with that key (the sandbox's ``legacy_list_filters`` fault plays that service)."""
+    fault = flags_sandbox.faults.add(path="/api/projects/*/feature_flags", kind="legacy_list_filters")
+    try:
+        with api(flags_sandbox) as http:
+            assert (
+                http.get(f"/api/projects/{flags_sandbox.project_id}/feature_flags/?key=old-banner").json()[
+                    "count"
+                ]
+                == 6
+            )
+        assert _keys(flags.feature_flags.list(key="OLD-banner")) == ["old-banner"]
+        assert _keys(flags.feature_flags.list(key="old-banner", max_items=1)) == ["old-banner"]
+    finally:
+        flags_sandbox.faults.remove(fault)
 
 
 def test_flag_paging_and_every_form(flags: Client) -> None:

@@ -992,16 +992,16 @@ class SyncFeatureFlags:
         """Iterate over the project's (non-deleted) flag definitions matching the filters, as models.
 
         Filters (`FeatureFlagFilters`, what the service's list reads): ``active`` (True, False or
-        ``"STALE"``: on, fully rolled out and not called or created in the last 30 days),
-        ``created_by_id`` (a user id, or a list of them), ``search`` (text in the key or name,
-        case-insensitive; a space also matches ``-`` and ``_``), ``key`` (exactly this key,
-        case-insensitive), ``type`` (``"boolean"``, ``"multivariant"``, ``"experiment"``,
-        ``"remote_config"``), ``evaluation_runtime`` (``"server"``, ``"client"``, ``"all"``),
-        ``excluded_properties`` (flag keys to leave out), ``tags`` (flags with any of these tags),
-        ``excluded_tags`` (flags with none of them), ``order`` (``[-]created_at``, ``key``, ``name``,
-        ``updated_at``, ``id``, ``active``; default ``-created_at``). Paging: ``page_size`` (<=500),
-        ``offset``, ``max_items``. An unknown keyword (``serach="x"``) or a value the service does not
-        read is a ValueError naming it, before any request (sent, it would be ignored: every flag).
+        ``"STALE"``: on, fully rolled out and not called or created in the last 30 days), ``created_by_id``
+        (a user id, or a list of them: today's PostHog), ``search`` (text in the key or name,
+        case-insensitive; a space also matches ``-`` and ``_``), ``key`` (exactly this key, case-insensitive;
+        also checked here, as an older self-hosted PostHog ignores it), ``type`` (``"boolean"``,
+        ``"multivariant"``, ``"experiment"``, ``"remote_config"``), ``evaluation_runtime`` (``"server"``,
+        ``"client"``, ``"all"``), ``excluded_properties`` (flag keys to leave out), ``tags`` (flags with any
+        of these tags), ``excluded_tags`` (flags with none of them), ``order`` (``[-]created_at``, ``key``,
+        ``name``, ``updated_at``, ``id``, ``active``; default ``-created_at``). Paging: ``page_size``
+        (<=500), ``offset``, ``max_items``. An unknown keyword (``serach="x"``) or a value the service does
+        not read is a ValueError naming it, before any request (sent, it would be ignored: every flag).
 
         Args:
             **filters: The filters and paging keywords above; none: every flag.

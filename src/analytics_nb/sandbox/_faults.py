@@ -91,7 +91,9 @@ class Faults:
             reset: Cut the connection with a TCP reset.
             methods: Only these HTTP methods. None: all.
             kind: A tag read by an endpoint: the flags endpoints read ``"quota_limited"``,
-                ``"flag_failure"``, ``"cold_cache"``...; a playlist's recordings read ``"offset_ignored"``.
+                ``"flag_failure"``, ``"cold_cache"``...; a playlist's recordings read ``"offset_ignored"``;
+                the flag list reads ``"legacy_list_filters"`` (it ignores ``key`` and ``tags``, as an older
+                self-hosted PostHog does).
                 None: none.
 
         Returns:

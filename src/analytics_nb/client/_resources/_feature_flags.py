@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, Unpack
 
 from analytics_nb.client._core import Core, decode_json, parse_model
-from analytics_nb.client._pagination import iter_record_pages
+from analytics_nb.client._pagination import iter_record_pages, record_value
 from analytics_nb.client._resources._base import (
     PAGING,
     Pages,
@@ -193,22 +193,28 @@ class FeatureFlags(Resource):
         """The listing's pages (the one paging path) for the `FeatureFlagFilters` given (checked first)."""
         check_filters("feature flag", filters, FeatureFlagFilters)
         params = flag_list_query({k: v for k, v in filters.items() if k not in PAGING})
-        return iter_record_pages(self._core, self._path(), params=params, desc="flags", **paging_of(filters))
+        # `key` is checked here too: an older self-hosted PostHog (posthog/api/feature_flag.py
+        # _filter_request) ignores it and would answer every flag.
+        wanted = params.get("key", "").lower()
+        keep = (lambda record: str(record_value(record, "key") or "").lower() == wanted) if wanted else None
+        return iter_record_pages(
+            self._core, self._path(), params=params, desc="flags", keep=keep, **paging_of(filters)
+        )
 
     async def iter(self, **filters: Unpack[FeatureFlagFilters]) -> AsyncIterator[FeatureFlag]:
         """Iterate over the project's (non-deleted) flag definitions matching the filters, as models.
 
         Filters (`FeatureFlagFilters`, what the service's list reads): ``active`` (True, False or
-        ``"STALE"``: on, fully rolled out and not called or created in the last 30 days),
-        ``created_by_id`` (a user id, or a list of them), ``search`` (text in the key or name,
-        case-insensitive; a space also matches ``-`` and ``_``), ``key`` (exactly this key,
-        case-insensitive), ``type`` (``"boolean"``, ``"multivariant"``, ``"experiment"``,
-        ``"remote_config"``), ``evaluation_runtime`` (``"server"``, ``"client"``, ``"all"``),
-        ``excluded_properties`` (flag keys to leave out), ``tags`` (flags with any of these tags),
-        ``excluded_tags`` (flags with none of them), ``order`` (``[-]created_at``, ``key``, ``name``,
-        ``updated_at``, ``id``, ``active``; default ``-created_at``). Paging: ``page_size`` (<=500),
-        ``offset``, ``max_items``. An unknown keyword (``serach="x"``) or a value the service does not
-        read is a ValueError naming it, before any request (sent, it would be ignored: every flag).
+        ``"STALE"``: on, fully rolled out and not called or created in the last 30 days), ``created_by_id``
+        (a user id, or a list of them: today's PostHog), ``search`` (text in the key or name,
+        case-insensitive; a space also matches ``-`` and ``_``), ``key`` (exactly this key, case-insensitive;
+        also checked here, as an older self-hosted PostHog ignores it), ``type`` (``"boolean"``,
+        ``"multivariant"``, ``"experiment"``, ``"remote_config"``), ``evaluation_runtime`` (``"server"``,
+        ``"client"``, ``"all"``), ``excluded_properties`` (flag keys to leave out), ``tags`` (flags with any
+        of these tags), ``excluded_tags`` (flags with none of them), ``order`` (``[-]created_at``, ``key``,
+        ``name``, ``updated_at``, ``id``, ``active``; default ``-created_at``). Paging: ``page_size``
+        (<=500), ``offset``, ``max_items``. An unknown keyword (``serach="x"``) or a value the service does
+        not read is a ValueError naming it, before any request (sent, it would be ignored: every flag).
 
         Args:
             **filters: The filters and paging keywords above; none: every flag.

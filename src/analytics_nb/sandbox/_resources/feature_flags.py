@@ -16,6 +16,7 @@ local_evaluation.py, ``_local_eval_response``), and decide evaluates with it.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import re
@@ -759,6 +760,9 @@ async def list_flags_endpoint(request: Request) -> Response:
     ctx.authenticate_personal(request, "feature_flag:read")
     project_id = ctx.project_id_of(request)
     filters = FlagListFilters.from_query(request.query_params)
+    if ctx.faults.active("legacy_list_filters", "GET", request.scope["path"]):
+        # an older self-hosted PostHog (posthog/api/feature_flag.py _filter_request): no key / tags filters
+        filters = dataclasses.replace(filters, key=None, tags=(), excluded_tags=())
     limit, offset = limit_offset(request)
     flags = _matching_flags(ctx.store, project_id, filters)
     page = [_api_shape(flag, project_id) for flag in flags[offset : offset + limit]]
