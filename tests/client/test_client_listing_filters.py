@@ -107,9 +107,11 @@ def test_every_flag_filter_narrows(flags: Client) -> None:
     assert _keys(flags.feature_flags.list(active=True, type="boolean", search="banner")) == ["old-banner"]
 
 
-def test_key_is_checked_here_when_an_older_service_ignores_it(flags: Client, flags_sandbox: Sandbox) -> None:
-    """An older self-hosted PostHog reads no ``key`` filter and answers every flag; the client keeps only the
-    flag with that key (the sandbox's ``legacy_list_filters`` fault plays that service)."""
+def test_key_and_tags_are_checked_here_when_an_older_service_ignores_them(
+    flags: Client, flags_sandbox: Sandbox
+) -> None:
+    """An older self-hosted PostHog reads no ``key`` / ``tags`` filter and answers every flag; the client
+    keeps only the flags that pass them (the sandbox's ``legacy_list_filters`` fault plays that service)."""
     fault = flags_sandbox.faults.add(path="/api/projects/*/feature_flags", kind="legacy_list_filters")
     try:
         with api(flags_sandbox) as http:
@@ -121,6 +123,8 @@ def test_key_is_checked_here_when_an_older_service_ignores_it(flags: Client, fla
             )
         assert _keys(flags.feature_flags.list(key="OLD-banner")) == ["old-banner"]
         assert _keys(flags.feature_flags.list(key="old-banner", max_items=1)) == ["old-banner"]
+        assert _keys(flags.feature_flags.list(tags=["checkout"])) == ["checkout-redesign"]
+        assert "checkout-redesign" not in _keys(flags.feature_flags.list(excluded_tags=["web"]))
     finally:
         flags_sandbox.faults.remove(fault)
 

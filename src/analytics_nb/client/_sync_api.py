@@ -998,10 +998,11 @@ class SyncFeatureFlags:
         also checked here, as an older self-hosted PostHog ignores it), ``type`` (``"boolean"``,
         ``"multivariant"``, ``"experiment"``, ``"remote_config"``), ``evaluation_runtime`` (``"server"``,
         ``"client"``, ``"all"``), ``excluded_properties`` (flag keys to leave out), ``tags`` (flags with any
-        of these tags), ``excluded_tags`` (flags with none of them), ``order`` (``[-]created_at``, ``key``,
-        ``name``, ``updated_at``, ``id``, ``active``; default ``-created_at``). Paging: ``page_size``
-        (<=500), ``offset``, ``max_items``. An unknown keyword (``serach="x"``) or a value the service does
-        not read is a ValueError naming it, before any request (sent, it would be ignored: every flag).
+        of these tags), ``excluded_tags`` (flags with none of them; both also checked here), ``order``
+        (``[-]created_at``, ``key``, ``name``, ``updated_at``, ``id``, ``active``; default ``-created_at``).
+        Paging: ``page_size`` (<=500), ``offset``, ``max_items``. An unknown keyword (``serach="x"``) or a
+        value the service does not read is a ValueError naming it, before any request (sent, it would be
+        ignored: every flag).
 
         Args:
             **filters: The filters and paging keywords above; none: every flag.

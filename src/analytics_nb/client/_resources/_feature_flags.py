@@ -16,7 +16,7 @@ import builtins
 import json
 import warnings
 import weakref
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, Unpack
 
@@ -113,6 +113,26 @@ def _text(name: str, value: Any) -> str:
     return value.strip()
 
 
+def _checked_here(params: Mapping[str, str]) -> Callable[[Any], bool] | None:
+    """The filters an older self-hosted PostHog does not read (``key``, ``tags``, ``excluded_tags``: its
+    posthog/api/feature_flag.py _filter_request ignores them and would answer every flag), checked on each
+    record too. Today's service has already applied them, so the check keeps every record it sends."""
+    key = params.get("key", "").lower()
+    tags = set(json.loads(params["tags"])) if "tags" in params else set()
+    excluded = set(json.loads(params["excluded_tags"])) if "excluded_tags" in params else set()
+    if not (key or tags or excluded):
+        return None
+
+    def keep(record: Any) -> bool:
+        if key and str(record_value(record, "key") or "").lower() != key:
+            return False
+        stored = record_value(record, "tags")
+        names = {str(t) for t in stored} if isinstance(stored, list) else set()
+        return (not tags or bool(names & tags)) and not names & excluded
+
+    return keep
+
+
 def flag_list_query(filters: Mapping[str, Any]) -> dict[str, str]:
     """The query parameters for the flag filters given, each value checked (a ValueError naming the field
     and the values the service reads): the service ignores a value it does not know, which would answer
@@ -193,12 +213,13 @@ class FeatureFlags(Resource):
         """The listing's pages (the one paging path) for the `FeatureFlagFilters` given (checked first)."""
         check_filters("feature flag", filters, FeatureFlagFilters)
         params = flag_list_query({k: v for k, v in filters.items() if k not in PAGING})
-        # `key` is checked here too: an older self-hosted PostHog (posthog/api/feature_flag.py
-        # _filter_request) ignores it and would answer every flag.
-        wanted = params.get("key", "").lower()
-        keep = (lambda record: str(record_value(record, "key") or "").lower() == wanted) if wanted else None
         return iter_record_pages(
-            self._core, self._path(), params=params, desc="flags", keep=keep, **paging_of(filters)
+            self._core,
+            self._path(),
+            params=params,
+            desc="flags",
+            keep=_checked_here(params),
+            **paging_of(filters),
         )
 
     async def iter(self, **filters: Unpack[FeatureFlagFilters]) -> AsyncIterator[FeatureFlag]:
@@ -211,10 +232,11 @@ class FeatureFlags(Resource):
         also checked here, as an older self-hosted PostHog ignores it), ``type`` (``"boolean"``,
         ``"multivariant"``, ``"experiment"``, ``"remote_config"``), ``evaluation_runtime`` (``"server"``,
         ``"client"``, ``"all"``), ``excluded_properties`` (flag keys to leave out), ``tags`` (flags with any
-        of these tags), ``excluded_tags`` (flags with none of them), ``order`` (``[-]created_at``, ``key``,
-        ``name``, ``updated_at``, ``id``, ``active``; default ``-created_at``). Paging: ``page_size``
-        (<=500), ``offset``, ``max_items``. An unknown keyword (``serach="x"``) or a value the service does
-        not read is a ValueError naming it, before any request (sent, it would be ignored: every flag).
+        of these tags), ``excluded_tags`` (flags with none of them; both also checked here), ``order``
+        (``[-]created_at``, ``key``, ``name``, ``updated_at``, ``id``, ``active``; default ``-created_at``).
+        Paging: ``page_size`` (<=500), ``offset``, ``max_items``. An unknown keyword (``serach="x"``) or a
+        value the service does not read is a ValueError naming it, before any request (sent, it would be
+        ignored: every flag).
 
         Args:
             **filters: The filters and paging keywords above; none: every flag.
