@@ -28,6 +28,7 @@ from analytics_nb.flags._evaluate import (
     compile_flags,
 )
 from analytics_nb.flags._hashing import EncodedIds, fractions_into, hash_many, raw_hash
+from analytics_nb.flags._incomplete import compiled_definitions, warn_incomplete
 from analytics_nb.flags._operators import ABORT, FALSE, INCONCLUSIVE, SERVER_ONLY, TRUE
 from analytics_nb.flags._values import MISSING, BadValueError, Opaque, normalize, service_text
 from analytics_nb.tables import Family, Output, check_output, default_output, from_pandas, to_pandas
@@ -1443,6 +1444,11 @@ def evaluate_frame(
 
     Returns:
         ``distinct_id`` and one column per flag (NA where the answer is unknown), in the chosen family.
+
+    Warns:
+        IncompleteDefinitionsWarning: Flags use cohorts or group type indexes the definitions (and
+            ``cohorts`` / ``group_type_mapping``) do not carry, as a flags DataFrame does not: their answers
+            are NA; pass the definitions response (``client.feature_flags.definitions()``) instead.
     """
     evaluator = FrameEvaluator(
         frame,
@@ -1458,6 +1464,9 @@ def evaluate_frame(
         now=now,
     )
     evaluator._one_shot = True
+    # a flags frame carries no cohorts / group type names: say so once, the answers stay NA
+    groups_matter = mode == "sdk" or any(str(c).startswith("group:") for c in evaluator._frame.columns)
+    warn_incomplete(compiled_definitions(evaluator._compiled), groups_matter=groups_matter, stacklevel=3)
     return evaluator.run(payloads=payloads, reasons=reasons)
 
 

@@ -24,7 +24,16 @@ from typing import Any, Literal
 import pandas as pd
 
 from analytics_nb.client import ApiClient, AsyncApiClient, FeatureFlags
-from analytics_nb.simulation._definitions import Definitions, flag_references, live_flags, load_definitions
+from analytics_nb.simulation._definitions import (
+    Definitions,
+    afill,
+    fill,
+    flag_references,
+    has_group_columns,
+    live_flags,
+    load_definitions,
+    warn_unfilled,
+)
 from analytics_nb.simulation._errors import SimulationInputError
 from analytics_nb.simulation._inputs import (
     check_flag_keys,
@@ -90,7 +99,9 @@ def _source(property_sets: Any) -> tuple[Any, Any, str]:
 
 
 def _definitions(definitions: Any, client: ApiClient | None, group_type_mapping: Any) -> Definitions:
-    """The given definitions, else the client's project's (fetched), with ``group_type_mapping`` merged."""
+    """The given definitions (filled from the client's project when they lack cohorts or group type names:
+    `simulation._definitions.fill`, the rule every engine uses), else the client's project's (fetched), with
+    ``group_type_mapping`` merged."""
     if definitions is None:
         if client is None:
             raise SimulationInputError(
@@ -106,7 +117,7 @@ def _definitions(definitions: Any, client: ApiClient | None, group_type_mapping:
             )
         mapping = {str(k): str(v) for k, v in group_type_mapping.items()}
         defs = dataclasses.replace(defs, group_type_mapping={**defs.group_type_mapping, **mapping})
-    return defs
+    return fill(defs, client)
 
 
 def simulate_in_sql(
@@ -145,6 +156,13 @@ def simulate_in_sql(
     source, inputs, family = _source(property_sets)
     defs = _definitions(definitions, client, group_type_mapping)
     keys = check_flag_keys(flags, defs.keys) or defs.keys
+    # once per run, before DuckDB starts: flags whose cohorts / group type names are still missing are NA
+    warn_unfilled(
+        defs,
+        keys,
+        groups_matter=mode == "sdk"
+        or has_group_columns(getattr(source, "column_names", None) or getattr(source, "columns", None) or []),
+    )
     if progress is None:
         progress = client.core.config.progress if client is not None else True
     try:
@@ -187,6 +205,16 @@ async def asql(arguments: dict[str, Any]) -> SqlSimulationResult:
     if isinstance(client, AsyncApiClient):
         if arguments["definitions"] is None:
             arguments["definitions"] = await FeatureFlags(client.core).local_evaluation()
+        else:  # the sync path fills with a sync client; this loop's client fills here (the same rule)
+            given = live_flags(load_definitions(arguments["definitions"]))
+            mapping = arguments.get("group_type_mapping")
+            arguments["definitions"] = await afill(
+                given,
+                client,
+                group_type_mapping={str(k): str(v) for k, v in mapping.items()}
+                if isinstance(mapping, dict)
+                else None,
+            )
         if arguments["progress"] is None:
             arguments["progress"] = client.core.config.progress
         client = None

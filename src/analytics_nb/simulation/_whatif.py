@@ -6,6 +6,7 @@ The `FrameEvaluator` caches each (flag, row) hash, so rollout and variant-weight
 from __future__ import annotations
 
 import copy
+import dataclasses
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -14,7 +15,17 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from analytics_nb.simulation._definitions import Definitions, flag_references, live_flags, load_definitions
+from analytics_nb.client import AsyncApiClient
+from analytics_nb.simulation._definitions import (
+    Definitions,
+    fill,
+    flag_references,
+    has_group_columns,
+    live_flags,
+    load_definitions,
+    missing_in,
+    warn_unfilled,
+)
 from analytics_nb.simulation._errors import SimulationInputError
 from analytics_nb.simulation._inputs import (
     PropertySets,
@@ -391,6 +402,13 @@ class WhatIf:
         group_type_mapping: ``{index: group type}`` added to the definitions'.
         output: The family of ``base_data`` / ``edited_data``. None: the property sets' family.
         missing_columns: ``"unknown"`` (NA with a warning) or ``"not_set"`` for properties the sets lack.
+        client: A sync ``Client``: definitions that lack the cohorts or group type names their flags use (a
+            flags DataFrame carries neither) are filled from its project, as `simulate` does. None: an
+            `IncompleteDefinitionsWarning` names what is missing, and those answers are NA.
+
+    Warns:
+        IncompleteDefinitionsWarning: Flags use cohorts or group type names the definitions lack and no
+            client filled them (once when built, and once per ``run`` for what an edit adds).
     """
 
     def __init__(
@@ -403,13 +421,20 @@ class WhatIf:
         group_type_mapping: dict[str, str] | None = None,
         output: Output | None = None,
         missing_columns: MissingColumns = "unknown",
+        client: Any = None,
     ) -> None:
+        if isinstance(client, AsyncApiClient):
+            raise TypeError(
+                "client= is an AsyncClient: WhatIf runs synchronously; pass definitions="
+                "await client.feature_flags.definitions() (it carries the cohorts) instead."
+            )
         self.missing_columns = check_missing_columns(missing_columns)
         self.definitions = live_flags(load_definitions(definitions))
         if group_type_mapping:
             self.definitions.group_type_mapping.update(
                 {str(k): str(v) for k, v in group_type_mapping.items()}
             )
+        self.definitions = fill(self.definitions, client)
         self.flags = check_flag_keys(flags, self.definitions.keys)
         self.mode = mode
         self.sets: PropertySets | None = None
@@ -427,6 +452,11 @@ class WhatIf:
             self.evaluator = make_evaluator(
                 self.sets, self.definitions, mode=mode, missing_columns=self.missing_columns
             )
+        self._groups_matter = mode == "sdk" or _has_group_columns(self.sets, self.evaluator)
+        #: the flags already named by an `IncompleteDefinitionsWarning` (a run warns about new ones only)
+        self._warned = set(
+            warn_unfilled(self.definitions, self.flags, groups_matter=self._groups_matter).flags
+        )
         self.base = self._run(self.definitions.flags)
 
     def _run(self, flags: list[dict[str, Any]], warn: Sequence[str] | None = None) -> pd.DataFrame:
@@ -462,6 +492,7 @@ class WhatIf:
             **self.definitions.group_type_mapping,
             **edited_defs.group_type_mapping,
         }
+        self._warn_new(edited_defs)
         if edited_defs.cohorts and edited_defs.cohorts != self.definitions.cohorts:
             if self.sets is None:
                 raise SimulationInputError(
@@ -490,6 +521,24 @@ class WhatIf:
         )
         moves, changes = diff_frames(self.base, new, [k for k in keys if k in affected])
         return WhatIfResult(self.base, new, moves, changes, time.perf_counter() - start, self.output)
+
+    def _warn_new(self, edited: Definitions) -> None:
+        """Warn about flags of ``edited`` that use cohorts or group type names it lacks (an edited flags
+        frame without cohorts is evaluated with the current ones) and no warning has named yet."""
+        effective = (
+            edited if edited.cohorts else dataclasses.replace(edited, cohorts=self.definitions.cohorts)
+        )
+        keys = self.flags if self.flags is not None else effective.keys
+        missing = missing_in(effective, keys, groups_matter=self._groups_matter)
+        new = [k for k in missing.flags if k not in self._warned]
+        if new:
+            self._warned |= set(warn_unfilled(effective, new, groups_matter=self._groups_matter).flags)
+
+
+def _has_group_columns(sets: PropertySets | None, evaluator: Any) -> bool:
+    """Whether the rows have a group key column (``group:<type>``), in the sets or the evaluator's frame."""
+    frame = sets.frame if sets is not None else getattr(evaluator, "_frame", None)
+    return has_group_columns(getattr(frame, "columns", []))
 
 
 def _affected(base: Definitions, edited: Definitions) -> tuple[set[str], set[str]]:
@@ -523,6 +572,7 @@ def whatif(
     group_type_mapping: dict[str, str] | None = None,
     output: Output | None = None,
     missing_columns: MissingColumns = "unknown",
+    client: Any = None,
 ) -> WhatIfResult:
     """Who moves from which value to which when ``base_definitions`` become ``edited_definitions``.
 
@@ -537,6 +587,8 @@ def whatif(
         group_type_mapping: ``{index: group type}`` added to the definitions'.
         output: The family of the result's data. None: the input's.
         missing_columns: ``"unknown"`` or ``"not_set"`` for properties the sets lack.
+        client: A sync ``Client`` that fills cohorts and group type names the definitions lack (as
+            `WhatIf`). None: they stay missing, with one `IncompleteDefinitionsWarning`.
 
     Returns:
         A `WhatIfResult`.
@@ -549,6 +601,7 @@ def whatif(
         group_type_mapping=group_type_mapping,
         output=output,
         missing_columns=missing_columns,
+        client=client,
     )
     return session.run(
         copy.deepcopy(edited_definitions)
