@@ -95,14 +95,15 @@ def fill(
 ) -> Definitions:
     """``defs`` completed from ``client``'s project when its flags use cohorts or group type names it lacks
     (a flags DataFrame carries neither); ``defs`` itself when nothing is missing or no sync client is given.
-    A failed fetch keeps ``defs`` (`warn_unfilled` then names the error)."""
+    A failed fetch (the service refuses, or the client has no key that may read definitions) keeps ``defs``:
+    `warn_unfilled` then names the error."""
     _fetch_failed.reason = ""
     if not isinstance(client, ApiClient) or not _unfilled(defs, group_type_mapping):
         return defs
     try:
         fetched = client.feature_flags.local_evaluation()
-    except PostHogError as exc:
-        _fetch_failed.reason = f" (client= could not fetch the definitions: {type(exc).__name__})"
+    except (PostHogError, ValueError) as exc:  # refused, or no key to ask with: the run goes on, and says so
+        _fetch_failed.reason = f" client= could not fetch the definitions: {exc}"
         return defs
     return completed(defs, fetched)
 
@@ -119,8 +120,8 @@ async def afill(
         return defs
     try:
         fetched = await FeatureFlags(core).local_evaluation()
-    except PostHogError as exc:
-        _fetch_failed.reason = f" (client= could not fetch the definitions: {type(exc).__name__})"
+    except (PostHogError, ValueError) as exc:  # refused, or no key to ask with: the run goes on, and says so
+        _fetch_failed.reason = f" client= could not fetch the definitions: {exc}"
         return defs
     return completed(defs, fetched)
 
