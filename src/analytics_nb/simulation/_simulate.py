@@ -571,6 +571,11 @@ def simulate(
     (`MissingPropertyWarning`) with the flags, the properties and the row counts; ``missing_columns=
     "not_set"`` reads a missing column as "not set".
 
+    Definitions that lack the cohorts or group type names their flags use (a flags DataFrame from
+    ``client.feature_flags.frame()`` carries neither) are filled from the client's project whenever
+    ``client`` is given, with every engine (the given definitions win). Without a client those flags answer
+    NA (reason ``inconclusive``), and one `IncompleteDefinitionsWarning` names them and the fix.
+
     ``engine="sql"`` reads the property sets where they lie (a parquet file or folder, a DuckDB relation, or
     a table in memory) with DuckDB's memory bounded by ``memory_limit`` (default "1GB"; it spills to disk
     beyond it) and writes the answers to parquet (``out=``, else a temporary file). The result has the
@@ -586,10 +591,11 @@ def simulate(
         engine: ``"remote"`` asks PostHog (one ``/flags`` request per row), ``"local"`` runs the flag engine
             on definitions, ``"both"`` does both and compares them, ``"sql"`` runs the flags as SQL on the
             embedded DuckDB.
-        client: The client for the remote engine and for fetching definitions. None: only the local engine
-            with ``definitions=``.
+        client: The client for the remote engine and for fetching definitions (or the cohorts and group
+            type names given ones lack). None: only the local engine with ``definitions=``.
         definitions: Flag definitions for the local engine, in any shape `flags.read_definitions` reads. None:
-            fetched with ``client``.
+            fetched with ``client``. The definitions response (``client.feature_flags.definitions()``)
+            carries the cohorts; a flags DataFrame does not.
         mode: ``"server"`` decides as the flags service does; ``"sdk"`` as the SDKs' local evaluation (NA
             where it would fall back to the server).
         concurrency: ``/flags`` requests in flight. None: adaptive, up to 256.
@@ -613,6 +619,11 @@ def simulate(
 
     Raises:
         SimulationInputError: The property sets or the flag keys are not usable (before any request).
+
+    Warns:
+        IncompleteDefinitionsWarning: Flags use cohorts or group type names the definitions lack and no
+            client filled them: their answers are NA (once per run).
+        MissingPropertyWarning: Flags read properties the property sets have no column for.
     """
     check_sql_options(engine, out, memory_limit)
     if engine == "sql":  # DuckDB over the source where it lies (simulation/_sql_engine.py)
