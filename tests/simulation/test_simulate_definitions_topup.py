@@ -201,3 +201,17 @@ def test_flag_references_name_the_cohort_id_and_its_properties(client: Client) -
     # the cohort id is the filter's value; its key is "id" (was: cohort "id", and no cohort properties)
     refs = flag_references(load_definitions(client.feature_flags.definitions()), COHORT_FLAG)
     assert refs["cohort"] == {"1"} and refs["cohort_person"] == {"country"}
+
+
+def test_sql_over_parquet_with_group_keys_and_no_mapping_refuses_or_fills(
+    client: Client, flags_frame: pd.DataFrame, tmp_path: Any
+) -> None:
+    from analytics_nb.simulation import SimulationInputError
+
+    path = tmp_path / "sets.parquet"
+    SETS.assign(**{"group:company": "acme", "group:company:plan": "enterprise"}).to_parquet(path)
+    # was: False ('no_group_type') for every row, although each has a company on the enterprise plan
+    with pytest.raises(SimulationInputError, match=r"no group_type_mapping.*client="):
+        simulate(path, [GROUP_FLAG], "sql", definitions=flags_frame, progress=False)
+    filled = simulate(path, [GROUP_FLAG], "sql", definitions=flags_frame, client=client, progress=False)
+    assert filled.frame[GROUP_FLAG].astype(object).eq(True).all()

@@ -41,7 +41,7 @@ from analytics_nb.simulation._inputs import (
     output_choice,
     read_table,
 )
-from analytics_nb.simulation._local import check_missing_columns, warn_missing_properties
+from analytics_nb.simulation._local import check_group_mapping, check_missing_columns, warn_missing_properties
 from analytics_nb.simulation._output import build_frame, select_flags
 from analytics_nb.simulation._result import SimulationResult, with_inputs
 from analytics_nb.simulation._sql import ROW_KEYS, SqlSimulation, _literal, _quote, simulate_sql
@@ -120,6 +120,16 @@ def _definitions(definitions: Any, client: ApiClient | None, group_type_mapping:
     return fill(defs, client)
 
 
+def _source_columns(source: Any) -> list[str]:
+    """The column names of what DuckDB reads: an Arrow table, a DuckDB relation, or a parquet file or folder
+    (its schema only, no rows)."""
+    if isinstance(source, Path):
+        import pyarrow.dataset as ds
+
+        return list(ds.dataset(source, format="parquet").schema.names)
+    return list(getattr(source, "column_names", None) or getattr(source, "columns", None) or [])
+
+
 def simulate_in_sql(
     property_sets: Any,
     flags: Sequence[str] | str | None,
@@ -156,13 +166,11 @@ def simulate_in_sql(
     source, inputs, family = _source(property_sets)
     defs = _definitions(definitions, client, group_type_mapping)
     keys = check_flag_keys(flags, defs.keys) or defs.keys
+    columns = _source_columns(source)
+    # group keys but no mapping: an error, as with the local engine (the group flags would ignore them)
+    check_group_mapping([c.split(":", 1)[1] for c in columns if has_group_columns([c])], defs)
     # once per run, before DuckDB starts: flags whose cohorts / group type names are still missing are NA
-    warn_unfilled(
-        defs,
-        keys,
-        groups_matter=mode == "sdk"
-        or has_group_columns(getattr(source, "column_names", None) or getattr(source, "columns", None) or []),
-    )
+    warn_unfilled(defs, keys, groups_matter=mode == "sdk" or has_group_columns(columns))
     if progress is None:
         progress = client.core.config.progress if client is not None else True
     try:
