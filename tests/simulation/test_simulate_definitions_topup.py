@@ -215,3 +215,23 @@ def test_sql_over_parquet_with_group_keys_and_no_mapping_refuses_or_fills(
         simulate(path, [GROUP_FLAG], "sql", definitions=flags_frame, progress=False)
     filled = simulate(path, [GROUP_FLAG], "sql", definitions=flags_frame, client=client, progress=False)
     assert filled.frame[GROUP_FLAG].astype(object).eq(True).all()
+
+
+def test_an_async_client_that_cannot_fetch_says_why_from_the_worker_thread(
+    sandbox: Sandbox, flags_frame: pd.DataFrame
+) -> None:
+    async def main() -> tuple[Any, list[str]]:
+        async with AsyncClient(
+            sandbox.url, project_api_key=sandbox.project_api_key, progress=False
+        ) as public:
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                result = await asimulate(SETS, [COHORT_FLAG], "sql", client=public, definitions=flags_frame)
+            return result, _incomplete(caught)
+
+    result, named = asyncio.run(main())
+    assert result.frame[COHORT_FLAG].isna().all()
+    assert len(named) == 1 and "client= could not fetch the definitions" in named[0]
+    # the reason is forgotten once said: the next run without a client does not repeat it
+    _, again = _recording(lambda: simulate(SETS, [COHORT_FLAG], "local", definitions=flags_frame))
+    assert len(again) == 1 and "could not fetch" not in again[0]

@@ -86,8 +86,22 @@ def completed(defs: Definitions, fetched: Any) -> Definitions:
     )
 
 
-#: Why the last `fill` / `afill` in this thread could not fetch the definitions (added to the warning).
+#: Why the last `fill` / `afill` in this thread could not fetch the definitions: the next `warn_unfilled` in
+#: the thread (the same run: both run on the caller's thread, or both on the client's loop) adds it to its
+#: message and forgets it.
 _fetch_failed = threading.local()
+
+
+def take_fetch_failure() -> str:
+    """Why this thread's last `fill` / `afill` could not fetch (empty when it could), forgotten here."""
+    reason: str = getattr(_fetch_failed, "reason", "")
+    _fetch_failed.reason = ""
+    return reason
+
+
+def note_fetch_failure(reason: str) -> None:
+    """Hand a `take_fetch_failure` reason to the thread that warns (the run moved to a worker thread)."""
+    _fetch_failed.reason = reason
 
 
 def fill(
@@ -97,7 +111,6 @@ def fill(
     (a flags DataFrame carries neither); ``defs`` itself when nothing is missing or no sync client is given.
     A failed fetch (the service refuses, or the client has no key that may read definitions) keeps ``defs``:
     `warn_unfilled` then names the error."""
-    _fetch_failed.reason = ""
     if not isinstance(client, ApiClient) or not _unfilled(defs, group_type_mapping):
         return defs
     try:
@@ -112,7 +125,6 @@ async def afill(
     defs: Definitions, client: Any, *, group_type_mapping: Mapping[str, str] | None = None
 ) -> Definitions:
     """`fill` awaited: ``client`` an `AsyncClient`, or the `Core` of a client whose loop runs this."""
-    _fetch_failed.reason = ""
     if not isinstance(client, Core | AsyncApiClient):
         return defs
     core = client if isinstance(client, Core) else client.core
@@ -171,7 +183,7 @@ def warn_unfilled(
         keys,
         group_type_mapping=mapping,
         groups_matter=groups_matter,
-        note=getattr(_fetch_failed, "reason", ""),
+        note=take_fetch_failure(),
         stacklevel=_caller_level(),
     )
 

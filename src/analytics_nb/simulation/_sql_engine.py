@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import datetime as dt
-import functools
 import html
 import time
 from collections.abc import Sequence
@@ -32,6 +31,8 @@ from analytics_nb.simulation._definitions import (
     has_group_columns,
     live_flags,
     load_definitions,
+    note_fetch_failure,
+    take_fetch_failure,
     warn_unfilled,
 )
 from analytics_nb.simulation._errors import SimulationInputError
@@ -226,7 +227,13 @@ async def asql(arguments: dict[str, Any]) -> SqlSimulationResult:
         if arguments["progress"] is None:
             arguments["progress"] = client.core.config.progress
         client = None
-    return await asyncio.to_thread(functools.partial(simulate_in_sql, client=client, **arguments))
+    note = take_fetch_failure()  # why afill could not fetch, for the worker thread's warning
+
+    def run() -> SqlSimulationResult:
+        note_fetch_failure(note)
+        return simulate_in_sql(client=client, **arguments)
+
+    return await asyncio.to_thread(run)
 
 
 def _value(v: Any, multivariate: bool) -> Any:
