@@ -235,3 +235,22 @@ def test_an_async_client_that_cannot_fetch_says_why_from_the_worker_thread(
     # the reason is forgotten once said: the next run without a client does not repeat it
     _, again = _recording(lambda: simulate(SETS, [COHORT_FLAG], "local", definitions=flags_frame))
     assert len(again) == 1 and "could not fetch" not in again[0]
+
+
+def test_whatif_over_the_callers_evaluator_asks_the_evaluator(
+    client: Client, flags_frame: pd.DataFrame
+) -> None:
+    from analytics_nb.flags import FrameEvaluator
+
+    response = client.feature_flags.definitions()
+    # the evaluator holds the cohorts: a flags frame as the definitions runs with them, nothing to say
+    knows = FrameEvaluator(SETS, response)
+    assert not knows.missing_references() and not knows.missing_references(flags_frame)
+    session, named = _recording(lambda: WhatIf(knows, flags_frame, flags=[COHORT_FLAG]))
+    assert named == [] and session.base[COHORT_FLAG].astype(object).tolist() == EU
+    # built on the frame, it lacks them whatever definitions the session is given
+    lacks = FrameEvaluator(SETS, flags_frame)
+    assert lacks.missing_references().cohorts[COHORT_FLAG] == ("1",)
+    session, named = _recording(lambda: WhatIf(lacks, response, flags=[COHORT_FLAG]))
+    assert len(named) == 1 and f"'{COHORT_FLAG}': cohort 1" in named[0]
+    assert session.base[COHORT_FLAG].isna().all()

@@ -31,6 +31,7 @@ from analytics_nb.flags._incomplete import (
     MissingReferences,
     missing_references,
     warn_incomplete,
+    warn_missing,
 )
 from analytics_nb.flags._operators import PROPERTY_OPERATORS
 from analytics_nb.flags._reader import Definitions, DefinitionsError, read_definitions
@@ -60,6 +61,7 @@ __all__ = [
     "read_definitions",
     "to_sql",
     "warn_incomplete",
+    "warn_missing",
 ]
 
 

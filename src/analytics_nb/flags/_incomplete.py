@@ -18,7 +18,13 @@ from typing import Any
 
 from analytics_nb.flags._reader import Definitions
 
-__all__ = ["IncompleteDefinitionsWarning", "MissingReferences", "missing_references", "warn_incomplete"]
+__all__ = [
+    "IncompleteDefinitionsWarning",
+    "MissingReferences",
+    "missing_references",
+    "warn_incomplete",
+    "warn_missing",
+]
 
 #: How many flags (and ids per flag) a warning names before "and N more".
 SHOWN = 5
@@ -41,6 +47,9 @@ class MissingReferences:
     cohorts: dict[str, tuple[str, ...]] = field(default_factory=dict)
     #: flag key -> group type indexes (as text) the group type mapping has no name for
     group_types: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    #: the definitions came as the local-evaluation payload (or were filled from it): a cohort they lack is
+    #: one the service does not send (a static cohort)
+    carries_cohorts: bool = False
 
     def __bool__(self) -> bool:
         return bool(self.cohorts or self.group_types)
@@ -52,7 +61,7 @@ class MissingReferences:
 
     def without_groups(self) -> MissingReferences:
         """The same without the group types (when a missing name cannot change an answer)."""
-        return MissingReferences(self.cohorts, {})
+        return MissingReferences(self.cohorts, {}, self.carries_cohorts)
 
     def only(self, keys: Iterable[str] | None) -> MissingReferences:
         """The same, for the flags in ``keys`` only (None: all)."""
@@ -62,9 +71,10 @@ class MissingReferences:
         return MissingReferences(
             {k: v for k, v in self.cohorts.items() if k in wanted},
             {k: v for k, v in self.group_types.items() if k in wanted},
+            self.carries_cohorts,
         )
 
-    def message(self, *, carries_cohorts: bool = False) -> str:
+    def message(self) -> str:
         """The warning text: how many flags, which (the first few) with their ids, what their answers are,
         and the fix."""
         parts = []
@@ -85,7 +95,7 @@ class MissingReferences:
         static = (
             " A cohort the definitions response itself lacks is a static cohort: only the service decides "
             "it (engine='remote')."
-            if self.cohorts and carries_cohorts
+            if self.cohorts and self.carries_cohorts
             else ""
         )
         return (
@@ -149,7 +159,8 @@ def missing_references(
             missing_cohorts[key] = tuple(sorted(lacking_c, key=_id_order))
         if lacking_g:
             missing_groups[key] = tuple(sorted(lacking_g, key=_id_order))
-    return MissingReferences(missing_cohorts, missing_groups)
+    carries = carries_cohorts(defs) or bool(cohorts)
+    return MissingReferences(missing_cohorts, missing_groups, carries)
 
 
 def _id_order(value: str) -> tuple[int, str]:
@@ -275,10 +286,21 @@ def warn_incomplete(
     missing = missing_references(defs, cohorts=cohorts, group_type_mapping=group_type_mapping).only(keys)
     if not groups_matter:
         missing = missing.without_groups()
+    return warn_missing(missing, note=note, stacklevel=stacklevel)
+
+
+def warn_missing(missing: MissingReferences, *, note: str = "", stacklevel: int = 2) -> MissingReferences:
+    """One `IncompleteDefinitionsWarning` with ``missing``'s message (and ``note``) when anything is missing.
+
+    Args:
+        missing: What is missing (`missing_references`, or `FrameEvaluator.missing_references`).
+        note: A sentence added to the message.
+        stacklevel: As for `warnings.warn` called where `warn_missing` is called (2: that function's
+            caller).
+
+    Returns:
+        ``missing``.
+    """
     if missing:
-        warnings.warn(
-            missing.message(carries_cohorts=carries_cohorts(defs) or bool(cohorts)) + note,
-            IncompleteDefinitionsWarning,
-            stacklevel=stacklevel,
-        )
+        warnings.warn(missing.message() + note, IncompleteDefinitionsWarning, stacklevel=stacklevel + 1)
     return missing

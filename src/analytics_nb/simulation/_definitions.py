@@ -26,7 +26,7 @@ from analytics_nb.flags import (
     MissingReferences,
     missing_references,
     read_definitions,
-    warn_incomplete,
+    warn_missing,
 )
 from analytics_nb.simulation._errors import SimulationInputError
 
@@ -37,6 +37,7 @@ __all__ = [
     "has_group_columns",
     "load_definitions",
     "missing_in",
+    "warn_found",
     "warn_unfilled",
 ]
 
@@ -177,25 +178,22 @@ def warn_unfilled(
     Returns:
         What is missing (falsy when nothing is).
     """
-    mapping = {**defs.group_type_mapping, **(group_type_mapping or {})}
-    return warn_incomplete(
-        defs,
-        keys,
-        group_type_mapping=mapping,
-        groups_matter=groups_matter,
-        note=take_fetch_failure(),
-        stacklevel=_caller_level(),
+    return warn_found(
+        missing_in(defs, keys, group_type_mapping=group_type_mapping, groups_matter=groups_matter)
     )
 
 
-def _caller_level() -> int:
-    """The `warnings.warn` stacklevel, counted from `flags.warn_incomplete`, of the first frame outside this
-    package (the analyst's cell); 2 when there is none (the client's loop thread)."""
+def warn_found(missing: MissingReferences) -> MissingReferences:
+    """`warn_unfilled` for what is already known to be missing (e.g. `FrameEvaluator.missing_references`):
+    one `IncompleteDefinitionsWarning` pointing at the analyst's line, with why a client could not fill
+    them (if one tried)."""
+    # the stacklevel of the first frame outside this package (the analyst's cell), counted from here;
+    # none outside (the client's loop thread): this line
     skip = (os.path.dirname(os.path.dirname(__file__)), os.path.dirname(threading.__file__))
-    frame, level = sys._getframe(1), 2
+    frame, level = sys._getframe(0), 1
     while frame is not None and frame.f_code.co_filename.startswith(skip):
         frame, level = frame.f_back, level + 1  # type: ignore[assignment]
-    return level if frame is not None else 2
+    return warn_missing(missing, note=take_fetch_failure(), stacklevel=level if frame is not None else 1)
 
 
 def live_flags(defs: Definitions) -> Definitions:

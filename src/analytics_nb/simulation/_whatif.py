@@ -16,15 +16,15 @@ import numpy as np
 import pandas as pd
 
 from analytics_nb.client import AsyncApiClient
+from analytics_nb.flags import MissingReferences
 from analytics_nb.simulation._definitions import (
     Definitions,
     fill,
     flag_references,
-    has_group_columns,
     live_flags,
     load_definitions,
     missing_in,
-    warn_unfilled,
+    warn_found,
 )
 from analytics_nb.simulation._errors import SimulationInputError
 from analytics_nb.simulation._inputs import (
@@ -452,11 +452,9 @@ class WhatIf:
             self.evaluator = make_evaluator(
                 self.sets, self.definitions, mode=mode, missing_columns=self.missing_columns
             )
-        self._groups_matter = mode == "sdk" or _has_group_columns(self.sets, self.evaluator)
         #: the flags already named by an `IncompleteDefinitionsWarning` (a run warns about new ones only)
-        self._warned = set(
-            warn_unfilled(self.definitions, self.flags, groups_matter=self._groups_matter).flags
-        )
+        self._warned: set[str] = set()
+        self._warn_new(self.definitions)
         self.base = self._run(self.definitions.flags)
 
     def _run(self, flags: list[dict[str, Any]], warn: Sequence[str] | None = None) -> pd.DataFrame:
@@ -522,23 +520,24 @@ class WhatIf:
         moves, changes = diff_frames(self.base, new, [k for k in keys if k in affected])
         return WhatIfResult(self.base, new, moves, changes, time.perf_counter() - start, self.output)
 
-    def _warn_new(self, edited: Definitions) -> None:
-        """Warn about flags of ``edited`` that use cohorts or group type names it lacks (an edited flags
-        frame without cohorts is evaluated with the current ones) and no warning has named yet."""
-        effective = (
-            edited if edited.cohorts else dataclasses.replace(edited, cohorts=self.definitions.cohorts)
-        )
-        keys = self.flags if self.flags is not None else effective.keys
-        missing = missing_in(effective, keys, groups_matter=self._groups_matter)
+    def _warn_new(self, defs: Definitions) -> None:
+        """Warn about the flags of ``defs`` (the current or edited definitions) that use cohorts or group
+        type names the run lacks and no warning has named yet: once when built, then what an edit adds."""
+        missing = self._missing(defs).only(self.flags)
         new = [k for k in missing.flags if k not in self._warned]
         if new:
-            self._warned |= set(warn_unfilled(effective, new, groups_matter=self._groups_matter).flags)
+            self._warned |= set(warn_found(missing.only(new)).flags)
 
-
-def _has_group_columns(sets: PropertySets | None, evaluator: Any) -> bool:
-    """Whether the rows have a group key column (``group:<type>``), in the sets or the evaluator's frame."""
-    frame = sets.frame if sets is not None else getattr(evaluator, "_frame", None)
-    return has_group_columns(getattr(frame, "columns", []))
+    def _missing(self, defs: Definitions) -> MissingReferences:
+        """What ``defs``'s flags use but their run lacks. The caller's evaluator runs them with its own
+        cohorts and mapping (it says what it lacks); edited definitions without cohorts run with the
+        current ones."""
+        if self.sets is None:
+            check = getattr(self.evaluator, "missing_references", None)
+            return check(defs.flags) if callable(check) else MissingReferences()
+        effective = defs if defs.cohorts else dataclasses.replace(defs, cohorts=self.definitions.cohorts)
+        groups_matter = self.mode == "sdk" or bool(self.sets.group_key_columns)
+        return missing_in(effective, groups_matter=groups_matter)
 
 
 def _affected(base: Definitions, edited: Definitions) -> tuple[set[str], set[str]]:
