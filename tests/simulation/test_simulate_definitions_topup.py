@@ -195,6 +195,12 @@ def test_simulate_dask_fills_with_a_client_and_warns_without(
         lambda: simulate_dask(ddf, [COHORT_FLAG], definitions=flags_frame, client=client)
     )
     assert named == [] and lazy.frame.compute()[COHORT_FLAG].astype(object).tolist() == EU
+    # an edit given as a flags frame (no cohorts) runs with the filled ones (was: the cohort flag went NA)
+    change = lazy.whatif(with_rollout(flags_frame, COHORT_FLAG, 50))
+    edited = change.edited.frame.compute()[COHORT_FLAG].astype(object)
+    assert edited.notna().all() and 0 < edited.sum() < sum(EU)
+    assert not (edited & ~pd.Series(EU, index=edited.index)).any()  # only EU rows can be in
+    assert change.moves[["from", "to"]].drop_duplicates().values.tolist() == [[True, False]]
 
 
 def test_flag_references_name_the_cohort_id_and_its_properties(client: Client) -> None:

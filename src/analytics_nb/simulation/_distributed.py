@@ -370,6 +370,8 @@ class DaskSimulation:
             **self.definitions.group_type_mapping,
             **edited_defs.group_type_mapping,
         }
+        if not edited_defs.cohorts:  # an edited flags frame or list: the current cohorts, as `WhatIf` does
+            edited_defs.cohorts = dict(self.definitions.cohorts)
         if edited_defs.cohorts and edited_defs.cohorts != self.definitions.cohorts:
             affected = set(edited_defs.keys) | set(self.definitions.keys)
             needed = set(edited_defs.keys)
