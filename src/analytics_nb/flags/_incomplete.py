@@ -81,7 +81,8 @@ class MissingReferences:
         if self.cohorts:
             parts.append(
                 f"{_count(self.cohorts)} use{'s' if len(self.cohorts) == 1 else ''} cohorts the definitions "
-                f"do not carry ({_listing(self.cohorts, 'cohort')}), so their answers are NA (reason "
+                f"do not carry ({_listing(self.cohorts, 'cohort')}), so "
+                f"{'its answers are' if len(self.cohorts) == 1 else 'their answers are'} NA (reason "
                 "'inconclusive')"
             )
         if self.group_types:
@@ -100,7 +101,8 @@ class MissingReferences:
         )
         return (
             f"{'; '.join(parts)}. A flags DataFrame or a list of flags carries no cohorts or group type "
-            "mapping: pass client= (simulate) to fill them from the service, or the definitions response "
+            "mapping: pass client= (simulate, WhatIf, simulate_dask) to fill them from the service, or the "
+            "definitions response "
             "client.feature_flags.definitions() (or local_evaluation()), which carries them, or cohorts= / "
             "group_type_mapping=." + static
         )
