@@ -8,6 +8,7 @@ no warning (the engine iterated the frame's column names and skipped each as "no
 from __future__ import annotations
 
 import json
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,7 @@ from analytics_nb.flags import (
     Definitions,
     DefinitionsError,
     FrameEvaluator,
+    IncompleteDefinitionsWarning,
     compile_flags,
     evaluate_flag,
     evaluate_flags,
@@ -257,6 +259,96 @@ def test_a_frame_without_cohorts_takes_them_and_the_group_mapping_by_keyword() -
     assert set(defs.flags[1]) <= {"id", "key", "name", "active", "deleted", "filters", "version", "team_id"}
 
 
+# -- a cohort flag: a shape without cohorts is NA with one warning, never silent ----------------------------
+COHORT = {
+    "type": "OR",
+    "values": [{"type": "AND", "values": [{"key": "plan", "value": ["pro"], "operator": "exact"}]}],
+}
+COHORT_FLAG = {
+    "id": 6,
+    "key": "pro-cohort",
+    "active": True,
+    "filters": {
+        "groups": [
+            {
+                "properties": [{"key": "id", "type": "cohort", "value": 7, "operator": "in"}],
+                "rollout_percentage": 100,
+            }
+        ]
+    },
+}
+COHORT_PAYLOAD = {"flags": [*FLAGS, COHORT_FLAG], "group_type_mapping": {}, "cohorts": {"7": COHORT}}
+
+#: every shape of the six flags; True where the shape carries the cohorts (the local-evaluation payload)
+COHORT_SHAPES: dict[str, tuple[Callable[[Path], Any], bool]] = {
+    "response model": (lambda _: LocalEvaluationResponse.model_validate(COHORT_PAYLOAD), True),
+    "payload dict": (lambda _: COHORT_PAYLOAD, True),
+    "payload JSON text": (lambda _: json.dumps(COHORT_PAYLOAD), True),
+    "path": (lambda tmp: _write(tmp, COHORT_PAYLOAD), True),
+    "Definitions": (lambda _: read_definitions(COHORT_PAYLOAD), True),
+    "flags frame": (lambda _: frames.feature_flags_frame(COHORT_PAYLOAD["flags"]), False),
+    "flags frame from CSV": (
+        lambda _: frames.read_csv(frames.to_csv(frames.feature_flags_frame(COHORT_PAYLOAD["flags"]))),
+        False,
+    ),
+    "list of dicts": (lambda _: COHORT_PAYLOAD["flags"], False),
+    "list of models": (lambda _: [FeatureFlag.model_validate(f) for f in COHORT_PAYLOAD["flags"]], False),
+    "list page": (lambda _: {"results": COHORT_PAYLOAD["flags"]}, False),
+}
+
+#: the entry points an analyst calls with definitions, answering the flag columns for PROPS
+WARNING_ENTRY_POINTS: dict[str, Callable[[Any], pd.DataFrame]] = {
+    "evaluate_frame": lambda d: evaluate_frame(PROPS, d),
+    "simulate": lambda d: simulate(PROPS, engine="local", definitions=d, payloads=False).frame,
+    "simulate engine=sql": lambda d: (
+        simulate(PROPS, engine="sql", definitions=d, payloads=False, progress=False).frame
+    ),
+    "WhatIf": lambda d: WhatIf(PROPS, d).base,
+}
+
+
+@pytest.mark.parametrize("entry", list(WARNING_ENTRY_POINTS))
+@pytest.mark.parametrize("shape", list(COHORT_SHAPES))
+def test_a_shape_without_cohorts_warns_once_and_answers_na(shape: str, entry: str, tmp_path: Path) -> None:
+    build, carries = COHORT_SHAPES[shape]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        out = WARNING_ENTRY_POINTS[entry](build(tmp_path))
+    named = [w for w in caught if issubclass(w.category, IncompleteDefinitionsWarning)]
+    cohort = out["pro-cohort"].astype(object).reset_index(drop=True)
+    if carries:
+        assert named == []
+        assert cohort.tolist() == (PROPS["plan"] == "pro").tolist()  # decided: True for pro, False else
+    else:
+        assert len(named) == 1  # once per run, whatever the engine does inside
+        text = str(named[0].message)
+        assert "1 flag uses cohorts the definitions do not carry ('pro-cohort': cohort 7)" in text
+        assert "client.feature_flags.definitions()" in text and "client=" in text
+        assert cohort.isna().all()  # never False: nothing is known
+    # the other flags answer as ever
+    pd.testing.assert_frame_equal(_flag_columns(out), _expected(), check_dtype=False)
+
+
+def test_whatif_run_warns_only_about_what_an_edit_adds() -> None:
+    session = WhatIf(PROPS, COHORT_PAYLOAD)  # carries the cohort: nothing to say
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = session.run(COHORT_PAYLOAD["flags"])  # a list of flags: the current cohorts serve
+        other = {**COHORT_FLAG, "key": "other-cohort", "id": 8}
+        other["filters"] = {
+            "groups": [
+                {
+                    "properties": [{"key": "id", "type": "cohort", "value": 9, "operator": "in"}],
+                    "rollout_percentage": 100,
+                }
+            ]
+        }
+        session.run([*COHORT_PAYLOAD["flags"], other])
+    named = [str(w.message) for w in caught if issubclass(w.category, IncompleteDefinitionsWarning)]
+    assert result.moves.empty
+    assert len(named) == 1 and "('other-cohort': cohort 9)" in named[0] and "pro-cohort" not in named[0]
+
+
 # -- the regression, against the sandbox: a client's flags frame --------------------------------------------
 def test_evaluate_frame_of_a_client_flags_frame_gives_every_flag(sandbox: Any) -> None:
     with Client(
@@ -269,15 +361,19 @@ def test_evaluate_frame_of_a_client_flags_frame_gives_every_flag(sandbox: Any) -
     props = pd.DataFrame(
         {"distinct_id": [f"p{i}" for i in range(30)], "email": ["a@posthog.com", "b@x.io"] * 15}
     )
-    out = evaluate_frame(props, flags_frame, group_type_mapping=payload.group_type_mapping)
+    # the frame carries no cohorts: the cohort flag is NA, and both say so (was: silent)
+    with pytest.warns(IncompleteDefinitionsWarning, match=r"1 flag uses cohorts.*'eu-cohort-promo': cohort"):
+        out = evaluate_frame(props, flags_frame, group_type_mapping=payload.group_type_mapping)
     assert [c for c in out.columns if c not in ("distinct_id", "error")] == live  # was: no flag column at all
-    sim = simulate(  # evaluate_frame reads a missing column as "not set"; simulate does when told so
-        props,
-        engine="local",
-        definitions=flags_frame,
-        group_type_mapping=payload.group_type_mapping,
-        missing_columns="not_set",
-    ).frame
+    assert out["eu-cohort-promo"].isna().all()
+    with pytest.warns(IncompleteDefinitionsWarning, match=r"'eu-cohort-promo': cohort"):
+        sim = simulate(  # evaluate_frame reads a missing column as "not set"; simulate does when told so
+            props,
+            engine="local",
+            definitions=flags_frame,
+            group_type_mapping=payload.group_type_mapping,
+            missing_columns="not_set",
+        ).frame
     pd.testing.assert_frame_equal(
         out[live].astype(object).reset_index(drop=True),
         sim[live].astype(object).reset_index(drop=True),
@@ -290,7 +386,9 @@ def test_evaluate_frame_of_a_client_flags_frame_gives_every_flag(sandbox: Any) -
         if f.key in live and not any(p.type == "cohort" for g in f.filters.groups for p in g.properties)
     ]
     assert cohort_free
-    full = evaluate_frame(props, payload)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", IncompleteDefinitionsWarning)  # the payload carries its cohorts
+        full = evaluate_frame(props, payload)
     pd.testing.assert_frame_equal(
         out[cohort_free].astype(object), full[cohort_free].astype(object), check_dtype=False
     )

@@ -187,6 +187,13 @@ def test_group_flags_need_a_group_type_mapping() -> None:
         simulate(rows, engine="local", definitions=[group_flag])
     result = simulate(rows, engine="local", definitions=[group_flag], group_type_mapping={"0": "company"})
     assert result.frame["company-flag"].tolist() == [True, False]
+    # the SQL engine refuses it the same way (it answered False, 'no_group_type', for the row with a group)
+    with pytest.raises(SimulationInputError, match=r"group_type_mapping=\{'0': '<type>'\}"):
+        simulate(rows, engine="sql", definitions=[group_flag], progress=False)
+    sql = simulate(
+        rows, engine="sql", definitions=[group_flag], group_type_mapping={"0": "company"}, progress=False
+    )
+    assert sql.frame["company-flag"].astype(object).tolist() == [True, False]
     session = WhatIf(rows, [group_flag], group_type_mapping={0: "company"})
     change = session.run(with_rollout([group_flag], "company-flag", 0))
     assert change.moves.to_dict("records") == [

@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 from test_simulate_families import family_flags, person_frame
 
-from analytics_nb.simulation import simulate
+from analytics_nb.simulation import IncompleteDefinitionsWarning, simulate
 from analytics_nb.simulation._definitions import live_flags, load_definitions
 from analytics_nb.simulation._spark import simulate_spark, spark_batches, spark_columns
 
@@ -65,3 +65,14 @@ def test_pyspark_map_in_pandas_gives_the_pandas_answers() -> None:
     got = got.set_index("distinct_id").loc[want["distinct_id"]]
     assert got["rollout"].astype(object).tolist() == want["rollout"].astype(object).tolist()
     assert got["exp"].tolist() == [_text(v) for v in want["exp"].astype(object).tolist()]
+    # a flags list carries no cohorts: the cohort flag is NA, and one warning says so before Spark runs
+    cohort_flag = {
+        "key": "in-cohort",
+        "active": True,
+        "filters": {
+            "groups": [{"properties": [{"key": "id", "type": "cohort", "value": 3, "operator": "in"}]}]
+        },
+    }
+    with pytest.warns(IncompleteDefinitionsWarning, match=r"1 flag uses cohorts.*'in-cohort': cohort 3"):
+        lazy = simulate_spark(sdf, definitions=[*family_flags(), cohort_flag])
+    assert lazy.toPandas()["in-cohort"].isna().all()

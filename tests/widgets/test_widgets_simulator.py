@@ -448,3 +448,53 @@ def test_missing_property_warning_goes_to_the_status_not_the_cell_output() -> No
     sim._sets_view.text.value = "distinct_id,country\nu1,US"
     sim._run_bar.run.click()
     assert sim.status_kind == "ok" and sim.warnings == []
+
+
+COHORT_FLAG: dict[str, Any] = {
+    "key": "in-cohort",
+    "active": True,
+    "filters": {
+        "groups": [
+            {
+                "properties": [{"key": "id", "type": "cohort", "value": 4, "operator": "in"}],
+                "rollout_percentage": 100,
+            }
+        ]
+    },
+}
+
+
+def test_definitions_without_cohorts_warn_in_the_status_once_per_run() -> None:
+    """A flag targets a cohort the definitions (a list of flags, like a flags frame) do not carry: the run
+    answers NA and the panel says why and how to fix it in its status line, message log and ``.warnings``
+    (once, although the run simulates and compares a what-if edit), nothing in the cell's output."""
+    import warnings
+
+    from analytics_nb.flags import IncompleteDefinitionsWarning
+
+    sim = FlagSimulator([*DEFINITIONS, COHORT_FLAG])
+    sim._sets_view.text.value = "distinct_id,country\nu1,US\nu2,DE"
+    sim._flag_picker.select.value = ("half", "in-cohort")
+    sim.set_rollout("half", 100)  # a what-if edit: simulate and whatif both run
+    with warnings.catch_warnings(record=True) as leaked:
+        warnings.simplefilter("always")
+        sim._run_bar.run.click()
+    assert [w for w in leaked if issubclass(w.category, UserWarning)] == []
+    assert sim.last_error is None and sim.status_kind == "warning"
+    assert "IncompleteDefinitionsWarning" in sim.status_text and "'in-cohort': cohort 4" in sim.status_text
+    assert [w.category for w in sim.warnings] == [IncompleteDefinitionsWarning]
+    assert "client.feature_flags.definitions()" in str(sim.warnings[0].message)
+    assert sim.result is not None and sim.result["in-cohort"].isna().all() and sim.moves is not None
+    logged = "".join(o.get("text", "") for o in sim._status.log.outputs)
+    assert logged.count("IncompleteDefinitionsWarning") == 1
+
+
+def test_a_client_fills_the_cohorts_of_a_flags_frame_in_local_runs(client: Client) -> None:
+    sim = FlagSimulator(client)
+    sim.definitions = client.feature_flags.frame()  # no cohorts: the client fills them for the run
+    sim.engine = "local"
+    sim._sets_view.text.value = "distinct_id,country\nu1,DE\nu2,US"
+    sim.pick("eu-cohort-promo")
+    sim._run_bar.run.click()
+    assert sim.last_error is None and sim.warnings == [], sim.status_text
+    assert sim.result is not None and sim.result["eu-cohort-promo"].astype(object).tolist() == [True, False]

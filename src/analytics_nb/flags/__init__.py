@@ -26,6 +26,13 @@ from analytics_nb.flags._evaluate import (
 )
 from analytics_nb.flags._frame import REASON_CODES, FrameEvaluator, evaluate_frame, reason_dtype
 from analytics_nb.flags._hashing import hash_fraction
+from analytics_nb.flags._incomplete import (
+    IncompleteDefinitionsWarning,
+    MissingReferences,
+    missing_references,
+    warn_incomplete,
+    warn_missing,
+)
 from analytics_nb.flags._operators import PROPERTY_OPERATORS
 from analytics_nb.flags._reader import Definitions, DefinitionsError, read_definitions
 from analytics_nb.flags._sql import SqlQuery, compile_sql, to_sql
@@ -41,6 +48,8 @@ __all__ = [
     "FlagDefinitionError",
     "FlagResult",
     "FrameEvaluator",
+    "IncompleteDefinitionsWarning",
+    "MissingReferences",
     "SqlQuery",
     "compile_flags",
     "compile_sql",
@@ -48,8 +57,11 @@ __all__ = [
     "evaluate_flags",
     "evaluate_frame",
     "hash_fraction",
+    "missing_references",
     "read_definitions",
     "to_sql",
+    "warn_incomplete",
+    "warn_missing",
 ]
 
 

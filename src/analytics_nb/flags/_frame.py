@@ -28,7 +28,14 @@ from analytics_nb.flags._evaluate import (
     compile_flags,
 )
 from analytics_nb.flags._hashing import EncodedIds, fractions_into, hash_many, raw_hash
+from analytics_nb.flags._incomplete import (
+    MissingReferences,
+    compiled_definitions,
+    missing_references,
+    warn_missing,
+)
 from analytics_nb.flags._operators import ABORT, FALSE, INCONCLUSIVE, SERVER_ONLY, TRUE
+from analytics_nb.flags._reader import Definitions, read_definitions
 from analytics_nb.flags._values import MISSING, BadValueError, Opaque, normalize, service_text
 from analytics_nb.tables import Family, Output, check_output, default_output, from_pandas, to_pandas
 
@@ -632,6 +639,30 @@ class FrameEvaluator:
         _put(out, out == 0, TRUE)
         _put(out, any_false, FALSE)
         return out
+
+    def missing_references(self, flags: Any = None) -> MissingReferences:
+        """The cohorts and group type names the flags use but this evaluator lacks (a flags frame carries
+        neither): their answers are NA, or False for a group flag in server mode (see
+        `flags.missing_references`). A group type's name counts only where it changes an answer: in sdk
+        mode, or when the frame has a ``group:<type>`` column.
+
+        Args:
+            flags: Edited definitions for `run` (any shape `read_definitions` reads; they are evaluated with
+                this evaluator's cohorts and group type mapping). None: the ones given at construction.
+
+        Returns:
+            A `MissingReferences` (falsy when nothing is missing).
+        """
+        defs = compiled_definitions(self._compiled)
+        if flags is not None:
+            defs = Definitions(
+                read_definitions(flags).flags, defs.cohorts, defs.group_type_mapping, defs.kind
+            )
+        missing = missing_references(defs)
+        columns = [str(c) for c in self._frame.columns]
+        if self._server and not any(c.startswith("group:") and c.count(":") == 1 for c in columns):
+            return missing.without_groups()
+        return missing
 
     # ------------------------------------------------------------------ running
 
@@ -1443,6 +1474,11 @@ def evaluate_frame(
 
     Returns:
         ``distinct_id`` and one column per flag (NA where the answer is unknown), in the chosen family.
+
+    Warns:
+        IncompleteDefinitionsWarning: Flags use cohorts or group type indexes the definitions (and
+            ``cohorts`` / ``group_type_mapping``) do not carry, as a flags DataFrame does not: their answers
+            are NA; pass the definitions response (``client.feature_flags.definitions()``) instead.
     """
     evaluator = FrameEvaluator(
         frame,
@@ -1458,6 +1494,8 @@ def evaluate_frame(
         now=now,
     )
     evaluator._one_shot = True
+    # a flags frame carries no cohorts / group type names: say so once, the answers stay NA
+    warn_missing(evaluator.missing_references(), stacklevel=2)
     return evaluator.run(payloads=payloads, reasons=reasons)
 
 

@@ -12,6 +12,7 @@ DuckDB or a parquet path; `simulate_dask` runs the local engine over a Dask Data
 
 from __future__ import annotations
 
+from analytics_nb.flags import IncompleteDefinitionsWarning
 from analytics_nb.simulation._builders import grid, random_property_sets, sample_persons
 from analytics_nb.simulation._definitions import Definitions, load_definitions
 from analytics_nb.simulation._distributed import DaskSimulation, DaskWhatIf, simulate_dask
@@ -46,6 +47,7 @@ __all__ = [
     "Definitions",
     "Engine",
     "FailedFlagsWarning",
+    "IncompleteDefinitionsWarning",
     "LongRunWarning",
     "MissingPropertyWarning",
     "Output",

@@ -31,7 +31,14 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from analytics_nb.simulation._definitions import Definitions, live_flags, load_definitions
+from analytics_nb.simulation._definitions import (
+    Definitions,
+    fill,
+    has_group_columns,
+    live_flags,
+    load_definitions,
+    warn_unfilled,
+)
 from analytics_nb.simulation._errors import SimulationInputError
 from analytics_nb.simulation._inputs import check_flag_keys, id_text, normalise_property_sets
 from analytics_nb.simulation._local import conform, make_evaluator
@@ -363,6 +370,8 @@ class DaskSimulation:
             **self.definitions.group_type_mapping,
             **edited_defs.group_type_mapping,
         }
+        if not edited_defs.cohorts:  # an edited flags frame or list: the current cohorts, as `WhatIf` does
+            edited_defs.cohorts = dict(self.definitions.cohorts)
         if edited_defs.cohorts and edited_defs.cohorts != self.definitions.cohorts:
             affected = set(edited_defs.keys) | set(self.definitions.keys)
             needed = set(edited_defs.keys)
@@ -401,6 +410,7 @@ def simulate_dask(
     mode: Mode = "server",
     payloads: bool = True,
     group_type_mapping: dict[str, str] | None = None,
+    client: Any = None,
     check_ids: bool = True,
 ) -> DaskSimulation:
     """The local flag engine over a Dask DataFrame, lazily, one partition at a time (see the module doc).
@@ -416,6 +426,9 @@ def simulate_dask(
         mode: ``"server"`` or ``"sdk"``.
         payloads: Add ``<key>:payload`` columns.
         group_type_mapping: ``{group type index: name}``. None: the definitions'.
+        client: A sync ``Client`` that fills the cohorts and group type names the definitions lack (a
+            flags DataFrame carries neither) from its project, before anything is sent to the cluster. None:
+            they stay missing (those answers are NA) and an `IncompleteDefinitionsWarning` says so.
         check_ids: Count repeated distinct ids on the cluster first (one pass over the ids).
 
     Returns:
@@ -432,7 +445,9 @@ def simulate_dask(
     defs = live_flags(load_definitions(definitions))
     if group_type_mapping:
         defs.group_type_mapping.update({str(k): str(v) for k, v in group_type_mapping.items()})
+    defs = fill(defs, client)
     keys = check_flag_keys(flags, defs.keys)
+    warn_unfilled(defs, keys, groups_matter=mode == "sdk" or has_group_columns(ddf.columns))
     if "distinct_id" not in ddf.columns:
         normalise_property_sets(ddf._meta)  # the pandas message: no distinct_id column, and the fix
     if check_ids:

@@ -100,19 +100,21 @@ def warn_missing_properties(report: Mapping[str, tuple[tuple[str, ...], int]], r
     )
 
 
-def check_group_mapping(sets: PropertySets, defs: Definitions) -> None:
-    """Group keys given but no index -> type mapping: the group flags would silently ignore them."""
-    if defs.group_type_mapping or not sets.group_key_columns:
+def check_group_mapping(sets: PropertySets | Sequence[str], defs: Definitions) -> None:
+    """Group keys given (``sets``: the property sets, or their group types) but no index -> type mapping:
+    the group flags would silently ignore them, so this raises `SimulationInputError` naming the fix."""
+    group_types = list(sets.group_key_columns if isinstance(sets, PropertySets) else sets)
+    if defs.group_type_mapping or not group_types:
         return
     for flag in defs.flags:
         index = (flag.get("filters") or {}).get("aggregation_group_type_index")
         if index is not None:
-            types = ", ".join(repr(t) for t in sets.group_key_columns)
+            types = ", ".join(repr(t) for t in group_types)
             raise SimulationInputError(
                 f"flag {flag['key']!r} aggregates by group type index {index}, but the definitions carry no "
                 f"group_type_mapping to say which of the group columns ({types}) that is; pass "
-                f"group_type_mapping={{'{index}': '<type>'}} or definitions from "
-                "client.feature_flags.local_evaluation().",
+                f"group_type_mapping={{'{index}': '<type>'}}, client= (it fills the mapping from the "
+                "service) or definitions from client.feature_flags.definitions().",
                 key=str(flag["key"]),
             )
 

@@ -4,7 +4,7 @@ A straight pipeline, each step a function of the previous steps' values (nothing
 
 1. ``check_options`` -> a frozen `SimulationOptions` (every option checked here, once);
 2. ``normalise_property_sets`` -> the property sets;
-3. ``_definitions`` -> the flag definitions (given, fetched with the client, or completed from the service);
+3. ``_definitions`` -> the flag definitions (given, fetched with the client, or filled from the service);
 4. ``_prepare`` -> a frozen `_Prepared`: flag keys checked against the definitions, group type mapping
    merged, the local evaluator built (which checks the group mapping) - before any request is sent;
 5. ``_local`` and ``_remote``: the two evaluations, peers over the same prepared input;
@@ -49,7 +49,13 @@ from analytics_nb.client import (
 )
 from analytics_nb.errors import PostHogError
 from analytics_nb.simulation._compare import compare
-from analytics_nb.simulation._definitions import Definitions, flag_references, live_flags, load_definitions
+from analytics_nb.simulation._definitions import (
+    Definitions,
+    afill,
+    live_flags,
+    load_definitions,
+    warn_unfilled,
+)
 from analytics_nb.simulation._errors import SimulationInputError
 from analytics_nb.simulation._inputs import (
     PropertySets,
@@ -213,13 +219,14 @@ def _given(definitions: Any) -> Definitions | None:
 async def _definitions(
     options: SimulationOptions, given: Definitions | None, core: Core
 ) -> Definitions | None:
-    """The definitions to use: the given ones (completed from the service when they lack cohorts or group
-    type names), else the service's - fetched for the local engine, and for remote-only runs when a
-    personal key is set (to check flag keys and type the columns)."""
+    """The definitions to use: the given ones (filled from the service when they lack cohorts or group
+    type names: `simulation._definitions.afill`, the one top-up rule), else the service's - fetched for the
+    local engine, and for remote-only runs when a personal key is set (to check flag keys and type the
+    columns)."""
     if given is not None:
-        if _incomplete(options, given):
-            return _completed(given, await _fetch(core, required=False))
-        return given
+        if not options.local:
+            return given
+        return await afill(given, core, group_type_mapping=options.group_type_mapping)
     if not options.local and not core.config.personal_api_key:
         return None
     fetched = await _fetch(core, required=options.local)
@@ -237,32 +244,6 @@ async def _fetch(core: Core, *, required: bool) -> Any:
         if required:
             raise
         return None
-
-
-def _incomplete(options: SimulationOptions, defs: Definitions) -> bool:
-    """Passed-in definitions (e.g. a flags DataFrame) may lack the cohorts or group type mapping they use."""
-    if not options.local:
-        return False
-    for key in defs.keys:
-        if any(c not in defs.cohorts for c in flag_references(defs, key)["cohort"]):
-            return True
-    has_group_flags = any(
-        (f.get("filters") or {}).get("aggregation_group_type_index") is not None for f in defs.flags
-    )
-    return has_group_flags and not defs.group_type_mapping and not options.group_type_mapping
-
-
-def _completed(defs: Definitions, fetched: Any) -> Definitions:
-    """``defs`` with missing cohorts and group type names filled from the service's local-evaluation
-    definitions (the given ones win)."""
-    if fetched is None:
-        return defs
-    extra = load_definitions(fetched)
-    return dataclasses.replace(
-        defs,
-        cohorts={**extra.cohorts, **defs.cohorts},
-        group_type_mapping={**extra.group_type_mapping, **defs.group_type_mapping},
-    )
 
 
 # -- 4. prepare --------------------------------------------------------------------------------------------
@@ -283,6 +264,8 @@ def _prepare(options: SimulationOptions, sets: PropertySets, defs: Definitions |
         evaluator = options.evaluator or local_evaluator(
             sets, defs, mode=options.mode, missing_columns=options.missing_columns
         )
+        groups_matter = options.mode == "sdk" or bool(sets.group_key_columns)
+        warn_unfilled(defs, keys, groups_matter=groups_matter)  # once per run; the answers stay NA
     return _Prepared(options, sets, defs, keys, evaluator)
 
 
@@ -588,6 +571,11 @@ def simulate(
     (`MissingPropertyWarning`) with the flags, the properties and the row counts; ``missing_columns=
     "not_set"`` reads a missing column as "not set".
 
+    Definitions that lack the cohorts or group type names their flags use (a flags DataFrame from
+    ``client.feature_flags.frame()`` carries neither) are filled from the client's project whenever
+    ``client`` is given, with every engine (the given definitions win). Without a client those flags answer
+    NA (reason ``inconclusive``), and one `IncompleteDefinitionsWarning` names them and the fix.
+
     ``engine="sql"`` reads the property sets where they lie (a parquet file or folder, a DuckDB relation, or
     a table in memory) with DuckDB's memory bounded by ``memory_limit`` (default "1GB"; it spills to disk
     beyond it) and writes the answers to parquet (``out=``, else a temporary file). The result has the
@@ -603,10 +591,11 @@ def simulate(
         engine: ``"remote"`` asks PostHog (one ``/flags`` request per row), ``"local"`` runs the flag engine
             on definitions, ``"both"`` does both and compares them, ``"sql"`` runs the flags as SQL on the
             embedded DuckDB.
-        client: The client for the remote engine and for fetching definitions. None: only the local engine
-            with ``definitions=``.
+        client: The client for the remote engine and for fetching definitions (or the cohorts and group
+            type names given ones lack). None: only the local engine with ``definitions=``.
         definitions: Flag definitions for the local engine, in any shape `flags.read_definitions` reads. None:
-            fetched with ``client``.
+            fetched with ``client``. The definitions response (``client.feature_flags.definitions()``)
+            carries the cohorts; a flags DataFrame does not.
         mode: ``"server"`` decides as the flags service does; ``"sdk"`` as the SDKs' local evaluation (NA
             where it would fall back to the server).
         concurrency: ``/flags`` requests in flight. None: adaptive, up to 256.
@@ -630,6 +619,11 @@ def simulate(
 
     Raises:
         SimulationInputError: The property sets or the flag keys are not usable (before any request).
+
+    Warns:
+        IncompleteDefinitionsWarning: Flags use cohorts or group type names the definitions lack and no
+            client filled them: their answers are NA (once per run).
+        MissingPropertyWarning: Flags read properties the property sets have no column for.
     """
     check_sql_options(engine, out, memory_limit)
     if engine == "sql":  # DuckDB over the source where it lies (simulation/_sql_engine.py)

@@ -18,7 +18,14 @@ from typing import Any, Literal
 
 import pandas as pd
 
-from analytics_nb.simulation._definitions import Definitions, live_flags, load_definitions
+from analytics_nb.simulation._definitions import (
+    Definitions,
+    fill,
+    has_group_columns,
+    live_flags,
+    load_definitions,
+    warn_unfilled,
+)
 from analytics_nb.simulation._errors import SimulationInputError
 from analytics_nb.simulation._inputs import check_flag_keys, normalise_property_sets
 from analytics_nb.simulation._local import conform, make_evaluator
@@ -79,6 +86,7 @@ def simulate_spark(
     mode: Mode = "server",
     payloads: bool = True,
     group_type_mapping: dict[str, str] | None = None,
+    client: Any = None,
 ) -> Any:
     """The local engine over a PySpark DataFrame through ``mapInPandas``: a lazy Spark DataFrame of results
     (see the module docstring for its schema).
@@ -90,6 +98,9 @@ def simulate_spark(
         mode: ``"server"`` or ``"sdk"``.
         payloads: Add ``<key>:payload`` columns.
         group_type_mapping: ``{group type index: name}``. None: the definitions'.
+        client: A sync ``Client`` that fills the cohorts and group type names the definitions lack (a
+            flags DataFrame carries neither) from its project, before anything is sent to the cluster. None:
+            they stay missing (those answers are NA) and an `IncompleteDefinitionsWarning` says so.
 
     Returns:
         A lazy Spark DataFrame of results.
@@ -99,7 +110,9 @@ def simulate_spark(
     defs = live_flags(load_definitions(definitions))
     if group_type_mapping:
         defs.group_type_mapping.update({str(k): str(v) for k, v in group_type_mapping.items()})
+    defs = fill(defs, client)
     keys = check_flag_keys(flags, defs.keys)
+    warn_unfilled(defs, keys, groups_matter=mode == "sdk" or has_group_columns(sdf.columns))
     shared = sdf.sparkSession.sparkContext.broadcast(defs)  # sent to each executor once
     schema = ", ".join(f"`{name}` {kind}" for name, kind in spark_columns(defs, keys, payloads=payloads))
 

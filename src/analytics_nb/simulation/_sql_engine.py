@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import datetime as dt
-import functools
 import html
 import time
 from collections.abc import Sequence
@@ -24,7 +23,18 @@ from typing import Any, Literal
 import pandas as pd
 
 from analytics_nb.client import ApiClient, AsyncApiClient, FeatureFlags
-from analytics_nb.simulation._definitions import Definitions, flag_references, live_flags, load_definitions
+from analytics_nb.simulation._definitions import (
+    Definitions,
+    afill,
+    fill,
+    flag_references,
+    has_group_columns,
+    live_flags,
+    load_definitions,
+    note_fetch_failure,
+    take_fetch_failure,
+    warn_unfilled,
+)
 from analytics_nb.simulation._errors import SimulationInputError
 from analytics_nb.simulation._inputs import (
     check_flag_keys,
@@ -32,7 +42,7 @@ from analytics_nb.simulation._inputs import (
     output_choice,
     read_table,
 )
-from analytics_nb.simulation._local import check_missing_columns, warn_missing_properties
+from analytics_nb.simulation._local import check_group_mapping, check_missing_columns, warn_missing_properties
 from analytics_nb.simulation._output import build_frame, select_flags
 from analytics_nb.simulation._result import SimulationResult, with_inputs
 from analytics_nb.simulation._sql import ROW_KEYS, SqlSimulation, _literal, _quote, simulate_sql
@@ -90,7 +100,9 @@ def _source(property_sets: Any) -> tuple[Any, Any, str]:
 
 
 def _definitions(definitions: Any, client: ApiClient | None, group_type_mapping: Any) -> Definitions:
-    """The given definitions, else the client's project's (fetched), with ``group_type_mapping`` merged."""
+    """The given definitions (filled from the client's project when they lack cohorts or group type names:
+    `simulation._definitions.fill`, the rule every engine uses), else the client's project's (fetched), with
+    ``group_type_mapping`` merged."""
     if definitions is None:
         if client is None:
             raise SimulationInputError(
@@ -106,7 +118,17 @@ def _definitions(definitions: Any, client: ApiClient | None, group_type_mapping:
             )
         mapping = {str(k): str(v) for k, v in group_type_mapping.items()}
         defs = dataclasses.replace(defs, group_type_mapping={**defs.group_type_mapping, **mapping})
-    return defs
+    return fill(defs, client)
+
+
+def _source_columns(source: Any) -> list[str]:
+    """The column names of what DuckDB reads: an Arrow table, a DuckDB relation, or a parquet file or folder
+    (its schema only, no rows)."""
+    if isinstance(source, Path):
+        import pyarrow.dataset as ds
+
+        return list(ds.dataset(source, format="parquet").schema.names)
+    return list(getattr(source, "column_names", None) or getattr(source, "columns", None) or [])
 
 
 def simulate_in_sql(
@@ -145,6 +167,11 @@ def simulate_in_sql(
     source, inputs, family = _source(property_sets)
     defs = _definitions(definitions, client, group_type_mapping)
     keys = check_flag_keys(flags, defs.keys) or defs.keys
+    columns = _source_columns(source)
+    # group keys but no mapping: an error, as with the local engine (the group flags would ignore them)
+    check_group_mapping([c.split(":", 1)[1] for c in columns if has_group_columns([c])], defs)
+    # once per run, before DuckDB starts: flags whose cohorts / group type names are still missing are NA
+    warn_unfilled(defs, keys, groups_matter=mode == "sdk" or has_group_columns(columns))
     if progress is None:
         progress = client.core.config.progress if client is not None else True
     try:
@@ -187,10 +214,26 @@ async def asql(arguments: dict[str, Any]) -> SqlSimulationResult:
     if isinstance(client, AsyncApiClient):
         if arguments["definitions"] is None:
             arguments["definitions"] = await FeatureFlags(client.core).local_evaluation()
+        else:  # the sync path fills with a sync client; this loop's client fills here (the same rule)
+            given = live_flags(load_definitions(arguments["definitions"]))
+            mapping = arguments.get("group_type_mapping")
+            arguments["definitions"] = await afill(
+                given,
+                client,
+                group_type_mapping={str(k): str(v) for k, v in mapping.items()}
+                if isinstance(mapping, dict)
+                else None,
+            )
         if arguments["progress"] is None:
             arguments["progress"] = client.core.config.progress
         client = None
-    return await asyncio.to_thread(functools.partial(simulate_in_sql, client=client, **arguments))
+    note = take_fetch_failure()  # why afill could not fetch, for the worker thread's warning
+
+    def run() -> SqlSimulationResult:
+        note_fetch_failure(note)
+        return simulate_in_sql(client=client, **arguments)
+
+    return await asyncio.to_thread(run)
 
 
 def _value(v: Any, multivariate: bool) -> Any:

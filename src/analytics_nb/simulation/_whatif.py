@@ -6,6 +6,7 @@ The `FrameEvaluator` caches each (flag, row) hash, so rollout and variant-weight
 from __future__ import annotations
 
 import copy
+import dataclasses
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -14,7 +15,17 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from analytics_nb.simulation._definitions import Definitions, flag_references, live_flags, load_definitions
+from analytics_nb.client import AsyncApiClient
+from analytics_nb.flags import MissingReferences
+from analytics_nb.simulation._definitions import (
+    Definitions,
+    fill,
+    flag_references,
+    live_flags,
+    load_definitions,
+    missing_in,
+    warn_found,
+)
 from analytics_nb.simulation._errors import SimulationInputError
 from analytics_nb.simulation._inputs import (
     PropertySets,
@@ -391,6 +402,13 @@ class WhatIf:
         group_type_mapping: ``{index: group type}`` added to the definitions'.
         output: The family of ``base_data`` / ``edited_data``. None: the property sets' family.
         missing_columns: ``"unknown"`` (NA with a warning) or ``"not_set"`` for properties the sets lack.
+        client: A sync ``Client``: definitions that lack the cohorts or group type names their flags use (a
+            flags DataFrame carries neither) are filled from its project, as `simulate` does. None: an
+            `IncompleteDefinitionsWarning` names what is missing, and those answers are NA.
+
+    Warns:
+        IncompleteDefinitionsWarning: Flags use cohorts or group type names the definitions lack and no
+            client filled them (once when built, and once per ``run`` for what an edit adds).
     """
 
     def __init__(
@@ -403,13 +421,20 @@ class WhatIf:
         group_type_mapping: dict[str, str] | None = None,
         output: Output | None = None,
         missing_columns: MissingColumns = "unknown",
+        client: Any = None,
     ) -> None:
+        if isinstance(client, AsyncApiClient):
+            raise TypeError(
+                "client= is an AsyncClient: WhatIf runs synchronously; pass definitions="
+                "await client.feature_flags.definitions() (it carries the cohorts) instead."
+            )
         self.missing_columns = check_missing_columns(missing_columns)
         self.definitions = live_flags(load_definitions(definitions))
         if group_type_mapping:
             self.definitions.group_type_mapping.update(
                 {str(k): str(v) for k, v in group_type_mapping.items()}
             )
+        self.definitions = fill(self.definitions, client)
         self.flags = check_flag_keys(flags, self.definitions.keys)
         self.mode = mode
         self.sets: PropertySets | None = None
@@ -427,6 +452,9 @@ class WhatIf:
             self.evaluator = make_evaluator(
                 self.sets, self.definitions, mode=mode, missing_columns=self.missing_columns
             )
+        #: the flags already named by an `IncompleteDefinitionsWarning` (a run warns about new ones only)
+        self._warned: set[str] = set()
+        self._warn_new(self.definitions)
         self.base = self._run(self.definitions.flags)
 
     def _run(self, flags: list[dict[str, Any]], warn: Sequence[str] | None = None) -> pd.DataFrame:
@@ -462,6 +490,7 @@ class WhatIf:
             **self.definitions.group_type_mapping,
             **edited_defs.group_type_mapping,
         }
+        self._warn_new(edited_defs)
         if edited_defs.cohorts and edited_defs.cohorts != self.definitions.cohorts:
             if self.sets is None:
                 raise SimulationInputError(
@@ -490,6 +519,25 @@ class WhatIf:
         )
         moves, changes = diff_frames(self.base, new, [k for k in keys if k in affected])
         return WhatIfResult(self.base, new, moves, changes, time.perf_counter() - start, self.output)
+
+    def _warn_new(self, defs: Definitions) -> None:
+        """Warn about the flags of ``defs`` (the current or edited definitions) that use cohorts or group
+        type names the run lacks and no warning has named yet: once when built, then what an edit adds."""
+        missing = self._missing(defs).only(self.flags)
+        new = [k for k in missing.flags if k not in self._warned]
+        if new:
+            self._warned |= set(warn_found(missing.only(new)).flags)
+
+    def _missing(self, defs: Definitions) -> MissingReferences:
+        """What ``defs``'s flags use but their run lacks. The caller's evaluator runs them with its own
+        cohorts and mapping (it says what it lacks); edited definitions without cohorts run with the
+        current ones."""
+        if self.sets is None:
+            check = getattr(self.evaluator, "missing_references", None)
+            return check(defs.flags) if callable(check) else MissingReferences()
+        effective = defs if defs.cohorts else dataclasses.replace(defs, cohorts=self.definitions.cohorts)
+        groups_matter = self.mode == "sdk" or bool(self.sets.group_key_columns)
+        return missing_in(effective, groups_matter=groups_matter)
 
 
 def _affected(base: Definitions, edited: Definitions) -> tuple[set[str], set[str]]:
@@ -523,6 +571,7 @@ def whatif(
     group_type_mapping: dict[str, str] | None = None,
     output: Output | None = None,
     missing_columns: MissingColumns = "unknown",
+    client: Any = None,
 ) -> WhatIfResult:
     """Who moves from which value to which when ``base_definitions`` become ``edited_definitions``.
 
@@ -537,6 +586,8 @@ def whatif(
         group_type_mapping: ``{index: group type}`` added to the definitions'.
         output: The family of the result's data. None: the input's.
         missing_columns: ``"unknown"`` or ``"not_set"`` for properties the sets lack.
+        client: A sync ``Client`` that fills cohorts and group type names the definitions lack (as
+            `WhatIf`). None: they stay missing, with one `IncompleteDefinitionsWarning`.
 
     Returns:
         A `WhatIfResult`.
@@ -549,6 +600,7 @@ def whatif(
         group_type_mapping=group_type_mapping,
         output=output,
         missing_columns=missing_columns,
+        client=client,
     )
     return session.run(
         copy.deepcopy(edited_definitions)

@@ -349,6 +349,11 @@ class FlagSimulator(Panel):
         return True
 
     # ---- run and results ------------------------------------------------------------------------
+    def _open_client(self) -> Client | None:
+        """The client when there is one and it is open (a local run does not need it), else None."""
+        client = self.client
+        return client if isinstance(client, Client) and not client.closed else None
+
     def _forget_results(self) -> None:
         """A failed run: the previous results no longer answer the question on screen."""
         self.simulation = None
@@ -375,6 +380,9 @@ class FlagSimulator(Panel):
         self._run_bar.start(len(frame))
 
         def go() -> tuple[SimulationResult, pd.DataFrame | None]:
+            # a local run with an open client fills cohorts / group type names the definitions lack (a flags
+            # frame assigned to .definitions); without one an IncompleteDefinitionsWarning reaches the status
+            client = self._live_client() if engine != "local" else self._open_client()
             if engine == "remote":
                 sim = self._remote_in_chunks(frame, flags)
             else:
@@ -382,14 +390,16 @@ class FlagSimulator(Panel):
                     frame,
                     flags,
                     engine,
-                    client=self._live_client() if engine != "local" else None,
+                    client=client,
                     definitions=definitions,
                     progress=False,
                     missing_columns=self.missing_columns,
                 )
             moves = None
             if edited is not None:
-                changed = whatif(frame, current, edited, flags=flags, missing_columns=self.missing_columns)
+                changed = whatif(
+                    frame, current, edited, flags=flags, missing_columns=self.missing_columns, client=client
+                )
                 moves = changed.moves
             return sim, moves
 
