@@ -114,7 +114,7 @@ def check_filters(resource: str, given: Mapping[str, Any], filters: type) -> Non
         return
     named = []
     for name in unknown:
-        close = difflib.get_close_matches(name, allowed, n=1, cutoff=0.6)
+        close = difflib.get_close_matches(name, sorted(allowed), n=1, cutoff=0.6)
         named.append(f"{name!r} (did you mean {close[0]!r}?)" if close else repr(name))
     plural = "s" if len(unknown) > 1 else ""
     raise ValueError(
