@@ -55,6 +55,7 @@ class HogFunctionTemplateFilters(Paging, total=False):
     type: str | Sequence[str]
     template_id: str | None
 
+
 UPDATABLE_FIELDS = (
     "name",
     "description",
