@@ -54,7 +54,11 @@ def flag(
     ``ensure_experience_continuity`` are left out unless given, and ``active=None`` leaves ``active`` out
     (a create request may omit it)."""
     groups = [dict(c) for c in conditions] if conditions else [condition()]
-    body: dict[str, Any] = {"key": key, "filters": {"groups": groups, **filters}}
+    fields = {"id": id, "key": key, "name": name, "active": active}
+    body: dict[str, Any] = {field: value for field, value in fields.items() if value is not None}
+    if ensure_experience_continuity is not None:
+        body["ensure_experience_continuity"] = ensure_experience_continuity
+    body["filters"] = {"groups": groups, **filters}
     if variants is not None:
         listed = (
             [{"key": k, "rollout_percentage": r} for k, r in variants.items()]
@@ -62,13 +66,6 @@ def flag(
             else variants
         )
         body["filters"]["multivariate"] = {"variants": listed}
-    fields = {
-        "id": id,
-        "name": name,
-        "active": active,
-        "ensure_experience_continuity": ensure_experience_continuity,
-    }
-    body.update({field: value for field, value in fields.items() if value is not None})
     return body
 
 
