@@ -24,6 +24,7 @@ import pandas as pd
 import pytest
 
 from _clients import client_for
+from _flags import condition, flag, prop
 from analytics_nb import AsyncClient, Client
 from analytics_nb.sandbox import Sandbox
 from analytics_nb.simulation import (
@@ -106,23 +107,10 @@ def test_every_chunk_reads_relative_dates_against_one_instant(monkeypatch: pytes
         return real_now(now if now is not None else next(clock), server, timezone)
 
     monkeypatch.setattr(_frame, "_now", jumpy)
-    flag = {
-        "key": "recent",
-        "active": True,
-        "filters": {
-            "groups": [
-                {
-                    "properties": [
-                        {"key": "joined", "operator": "is_date_after", "value": "-7d", "type": "person"}
-                    ],
-                    "rollout_percentage": 100,
-                }
-            ]
-        },
-    }
+    recent = flag("recent", condition(prop("joined", "-7d", "is_date_after")))
     frame = pd.DataFrame({"distinct_id": [f"u{i}" for i in range(40)], "joined": ["2026-01-15"] * 40})
     sets = normalise_property_sets(frame)
-    defs = live_flags(load_definitions([flag]))
+    defs = live_flags(load_definitions([recent]))
     engine = ChunkedEvaluator(sets, defs, chunk_rows=10)
     for _ in range(2):  # the first run and a re-run
         got = engine.run(None)["recent"]
