@@ -8,8 +8,9 @@ PostHog's null rollout); ``flag("key", condition(...), ...)`` a flag (no conditi
 everyone), its keywords the flag's own fields and every other keyword a field of its ``filters``
 (``multivariate``, ``payloads``, ``aggregation_group_type_index``, ``holdout``, ``early_exit``,
 ``super_groups``, ...); ``definitions(flag, ...)`` the whole body with its cohorts and group types.
-Each call builds new dicts, so a test may change what it was given. Where a test needs a shape no builder
-writes (a condition without ``rollout_percentage``, a property without a type), it passes the dict itself.
+Each call builds a new flag and new conditions (a test may edit them); the property dicts passed in are
+used as they are, not copied. Where a test needs a shape no builder writes (a condition without
+``rollout_percentage``, a property without a type), it passes the dict itself.
 ``tests/conftest.py`` has the ``demo_definitions`` fixture (the sandbox's demo flags as the API answers them).
 """
 
@@ -22,7 +23,7 @@ __all__ = ["condition", "definitions", "flag", "prop"]
 
 
 def prop(key: str, value: Any, operator: str = "exact", type: str = "person", **extra: Any) -> dict[str, Any]:
-    """A property filter: ``{"key", "operator", "value", "type"}`` plus any other field (``negation``,
+    """A property filter: ``{"key", "operator", "value", "type"}`` plus any other field (a group filter's
     ``group_type_index``)."""
     return {"key": key, "operator": operator, "value": value, "type": type, **extra}
 
