@@ -1,5 +1,5 @@
-"""Shared pytest set-up: the sandbox fixtures (the package's own plugin), the Hypothesis profiles and the
-quick tier.
+"""Shared pytest set-up: the sandbox fixtures (the package's own plugin), the client and flag fixtures, the
+Hypothesis profiles and the quick tier.
 
 ``-m "not slow"`` is the quick tier to run while editing (browser, notebook-server, Spark, SQL-parity, schema
 fuzzing and the large differential files are slow); ``bash scripts/test`` runs everything with the full
@@ -75,6 +75,14 @@ def client(sandbox: Sandbox) -> Iterator[Client]:
     another client defines its own ``client`` fixture, which overrides this one."""
     with client_for(sandbox, ids=True, max_retry_wait=1.0) as c:
         yield c
+
+
+@pytest.fixture(scope="module")
+def demo_definitions(client: Client) -> Any:
+    """The module's demo sandbox's flag definitions as the API answers them
+    (``client.feature_flags.local_evaluation()``: the demo flags, cohorts and group types). Definitions a test
+    writes itself come from the builders in ``tests/_flags.py``."""
+    return client.feature_flags.local_evaluation()
 
 
 @pytest.fixture

@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 
 from _clients import client_for
+from _flags import flag
 from analytics_nb import AsyncClient, Client
 from analytics_nb.capture import aflag_called, flag_called, flag_called_cache, flag_called_frame
 from analytics_nb.models import DecideResponse
@@ -215,23 +216,7 @@ def test_flag_called_frame_from_category_payload_and_reason_columns(empty_sandbo
     reason is left out of the event, never sent as NaN or "nan"."""
     from analytics_nb.flags import evaluate_frame
 
-    flags = [
-        {
-            "key": "checkout",
-            "id": 5,
-            "active": True,
-            "filters": {
-                "groups": [{"properties": [], "rollout_percentage": 100}],
-                "multivariate": {
-                    "variants": [
-                        {"key": "test", "rollout_percentage": 50},
-                        {"key": "control", "rollout_percentage": 50},
-                    ]
-                },
-                "payloads": {"test": '{"p": 1}'},
-            },
-        }
-    ]
+    flags = [flag("checkout", id=5, variants={"test": 50, "control": 50}, payloads={"test": '{"p": 1}'})]
     people = pd.DataFrame({"distinct_id": [f"cat-{i}" for i in range(12)]})
     sim = evaluate_frame(people, flags, payloads=True, reasons=True)
     assert sim["checkout:payload"].dtype == "category" and sim["checkout:reason"].dtype == "category"

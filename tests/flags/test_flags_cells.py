@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from _flags import condition, definitions, flag, prop
 from analytics_nb.flags import evaluate_flags
 
 posthog = pytest.importorskip("posthog")
@@ -79,18 +80,8 @@ FILTERS: list[tuple[str, Any]] = [
 INCONCLUSIVE = object()
 
 
-def _flag(operator: str, value: Any, key: str = "f") -> dict[str, Any]:
-    prop = {"key": "p", "operator": operator, "value": value, "type": "person"}
-    return {
-        "id": 1,
-        "key": key,
-        "active": True,
-        "filters": {"groups": [{"properties": [prop], "rollout_percentage": 100}]},
-    }
-
-
 def _sdk(flag: dict[str, Any], person: dict[str, Any]) -> Any:
-    _CLIENT._update_flag_state({"flags": [copy.deepcopy(flag)], "group_type_mapping": {}, "cohorts": {}})
+    _CLIENT._update_flag_state(definitions(copy.deepcopy(flag)))
     value = _CLIENT.get_feature_flag(
         flag["key"],
         "user-1",
@@ -105,17 +96,19 @@ def _sdk(flag: dict[str, Any], person: dict[str, Any]) -> Any:
 def test_sdk_mode_compares_cells_as_the_sdk_does(name: str) -> None:
     cell = CELLS[name]
     for operator, value in FILTERS:
-        flag = _flag(operator, value)
-        want = _sdk(flag, {"p": cell})
-        got = evaluate_flags([flag], "user-1", person_properties={"p": cell}, mode="sdk")["f"]
+        definition = flag("f", condition(prop("p", value, operator)), id=1)
+        want = _sdk(definition, {"p": cell})
+        got = evaluate_flags([definition], "user-1", person_properties={"p": cell}, mode="sdk")["f"]
         assert (INCONCLUSIVE if got.value is None else got.value) == want, (name, operator, value)
 
 
 @pytest.mark.parametrize("name", ["bytes", "set", "object", "complex", "timedelta", "tuple"])
 @pytest.mark.parametrize("mode", ["server", "sdk"])
 def test_a_value_no_filter_reads_never_matters(name: str, mode: str) -> None:
-    flags = [_flag("exact", ["pro"], key="plan-flag"), _flag("icontains", "x", key="reads-it")]
-    flags[0]["filters"]["groups"][0]["properties"][0]["key"] = "plan"
+    flags = [
+        flag("plan-flag", condition(prop("plan", ["pro"])), id=1),
+        flag("reads-it", condition(prop("p", "x", "icontains")), id=1),
+    ]
     person = {"plan": "pro", "p": CELLS[name]}
     results = evaluate_flags(flags, "user-1", person_properties=person, mode=mode)  # type: ignore[arg-type]
     assert results["plan-flag"].value is True
@@ -144,5 +137,7 @@ def test_server_mode_reads_cells_as_their_json() -> None:
         ({"a"}, ("icontains", "a"), True),
     ]
     for cell, (operator, value), want in cases:
-        got = evaluate_flags([_flag(operator, value)], "user-1", person_properties={"p": cell})["f"]
+        got = evaluate_flags(
+            [flag("f", condition(prop("p", value, operator)), id=1)], "user-1", person_properties={"p": cell}
+        )["f"]
         assert got.value is want, (cell, operator, value)

@@ -16,6 +16,7 @@ from typing import Any
 import pandas as pd
 import pytest
 
+from _flags import condition, flag, prop
 from analytics_nb import Client, frames
 from analytics_nb.capture import attribute
 from analytics_nb.flags import (
@@ -33,33 +34,20 @@ from analytics_nb.models import FeatureFlag, LocalEvaluationResponse
 from analytics_nb.simulation import SimulationInputError, WhatIf, load_definitions, simulate
 
 FLAGS: list[dict[str, Any]] = [
-    {
-        "id": 1,
-        "key": "beta",
-        "active": True,
-        "filters": {"groups": [{"properties": [], "rollout_percentage": 50}]},
-    },
-    {
-        "id": 2,
-        "key": "pro-only",
-        "active": True,
-        "filters": {
-            "groups": [
-                {
-                    "properties": [{"key": "plan", "value": ["pro"], "operator": "exact"}],
-                    "rollout_percentage": 100,
-                }
-            ],
-            "payloads": {"true": '{"tier": 1}'},
-        },
-    },
+    flag("beta", condition(rollout=50), id=1),
+    flag(
+        "pro-only",
+        condition({"key": "plan", "value": ["pro"], "operator": "exact"}),
+        id=2,
+        payloads={"true": '{"tier": 1}'},
+    ),
     {
         "id": 3,
         "key": "exp",
         "active": True,
         "version": 4,
         "filters": {
-            "groups": [{"properties": [], "rollout_percentage": 100}],
+            "groups": [condition()],
             "multivariate": {
                 "variants": [
                     {"key": "control", "rollout_percentage": 50},
@@ -68,27 +56,8 @@ FLAGS: list[dict[str, Any]] = [
             },
         },
     },
-    {
-        "id": 4,
-        "key": "depends",
-        "active": True,
-        "filters": {
-            "groups": [
-                {
-                    "properties": [
-                        {"key": "beta", "type": "flag", "value": True, "operator": "flag_evaluates_to"}
-                    ],
-                    "rollout_percentage": 100,
-                }
-            ]
-        },
-    },
-    {
-        "id": 5,
-        "key": "off",
-        "active": False,
-        "filters": {"groups": [{"properties": [], "rollout_percentage": 100}]},
-    },
+    flag("depends", condition(prop("beta", True, "flag_evaluates_to", type="flag")), id=4),
+    flag("off", id=5, active=False),
 ]
 KEYS = [f["key"] for f in FLAGS]
 PAYLOAD = {"flags": FLAGS, "group_type_mapping": {"0": "company"}, "cohorts": {}}

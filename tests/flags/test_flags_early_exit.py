@@ -15,6 +15,7 @@ from typing import Any
 import pandas as pd
 import pytest
 
+from _flags import condition, definitions, flag, prop
 from analytics_nb import Client
 from analytics_nb.flags import evaluate_flags, evaluate_frame
 from analytics_nb.sandbox.testing import Sandbox
@@ -29,12 +30,8 @@ pytestmark = pytest.mark.filterwarnings("ignore:`get_feature_flag` is deprecated
 IDS = [f"user-{i:05d}" for i in range(200)]
 
 
-def _flag(groups: list[dict[str, Any]], early_exit: bool = True, key: str = "ee") -> dict[str, Any]:
-    return {"id": 1, "key": key, "active": True, "filters": {"groups": groups, "early_exit": early_exit}}
-
-
 def _sdk(flag: dict[str, Any], distinct_id: str, person: dict[str, Any] | None = None) -> Any:
-    _CLIENT._update_flag_state({"flags": [copy.deepcopy(flag)], "group_type_mapping": {}, "cohorts": {}})
+    _CLIENT._update_flag_state(definitions(copy.deepcopy(flag)))
     return _CLIENT.get_feature_flag(
         flag["key"],
         distinct_id,
@@ -44,9 +41,7 @@ def _sdk(flag: dict[str, Any], distinct_id: str, person: dict[str, Any] | None =
     )
 
 
-THIRTY_THEN_ALL = _flag(
-    [{"properties": [], "rollout_percentage": 30}, {"properties": [], "rollout_percentage": 100}]
-)
+THIRTY_THEN_ALL = flag("ee", condition(rollout=30), condition(), id=1, early_exit=True)
 
 
 @pytest.mark.parametrize("mode", ["server", "sdk"])
@@ -63,57 +58,41 @@ def test_thirty_then_hundred_agrees_with_the_sdk(mode: str) -> None:
 
 
 def test_without_early_exit_the_second_condition_still_matches() -> None:
-    flag = copy.deepcopy(THIRTY_THEN_ALL)
-    flag["filters"]["early_exit"] = False
-    assert all(evaluate_flags([flag], d)["ee"].value is True for d in IDS)
-    assert all(_sdk(flag, d) is True for d in IDS)
+    definition = copy.deepcopy(THIRTY_THEN_ALL)
+    definition["filters"]["early_exit"] = False
+    assert all(evaluate_flags([definition], d)["ee"].value is True for d in IDS)
+    assert all(_sdk(definition, d) is True for d in IDS)
 
 
-PRO = [{"key": "plan", "operator": "exact", "value": ["pro"], "type": "person"}]
 CASES = [
     # a property mismatch never stops: only a rollout exclusion does
-    [
-        {"properties": PRO, "rollout_percentage": 30},
-        {"properties": [], "rollout_percentage": 100},
-    ],
-    [
-        {"properties": [], "rollout_percentage": 50},
-        {"properties": PRO, "rollout_percentage": 100},
-    ],
-    [
-        {"properties": [{"key": "plan", "operator": "exact", "value": ["free"], "type": "person"}]},
-        {"properties": [], "rollout_percentage": 20},
-        {"properties": [], "rollout_percentage": 100},
-    ],
-]  # fmt: skip
+    [condition(prop("plan", ["pro"]), rollout=30), condition()],
+    [condition(rollout=50), condition(prop("plan", ["pro"]))],
+    [{"properties": [prop("plan", ["free"])]}, condition(rollout=20), condition()],
+]
 
 
 @pytest.mark.parametrize("groups", CASES)
 @pytest.mark.parametrize("plan", ["pro", "free"])
 def test_differential_cases(groups: list[dict[str, Any]], plan: str) -> None:
-    flag = _flag(groups)
+    definition = flag("ee", *groups, id=1, early_exit=True)
     people = pd.DataFrame({"distinct_id": IDS, "plan": plan})
-    frames = {m: evaluate_frame(people, [flag], mode=m)["ee"].tolist() for m in ("server", "sdk")}
+    frames = {m: evaluate_frame(people, [definition], mode=m)["ee"].tolist() for m in ("server", "sdk")}
     for i, d in enumerate(IDS):
-        want = _sdk(flag, d, {"plan": plan})
+        want = _sdk(definition, d, {"plan": plan})
         for mode in ("server", "sdk"):
-            got = evaluate_flags([flag], d, person_properties={"plan": plan}, mode=mode)["ee"].value  # type: ignore[arg-type]
+            got = evaluate_flags([definition], d, person_properties={"plan": plan}, mode=mode)["ee"].value  # type: ignore[arg-type]
             assert got == want, (mode, d)
             assert frames[mode][i] == want, (mode, d)
 
 
 def test_sdk_mode_keeps_an_earlier_inconclusive_condition() -> None:
     """posthog-python: an earlier inconclusive condition and then an early exit stay inconclusive."""
-    flag = _flag(
-        [
-            {"properties": [{"key": "email", "operator": "icontains", "value": "x", "type": "person"}]},
-            {"properties": [], "rollout_percentage": 30},
-            {"properties": [], "rollout_percentage": 100},
-        ]
-    )
+    inconclusive = {"properties": [prop("email", "x", "icontains")]}
+    definition = flag("ee", inconclusive, condition(rollout=30), condition(), id=1, early_exit=True)
     for d in IDS[:40]:
-        want = _sdk(flag, d)
-        got = evaluate_flags([flag], d, mode="sdk")["ee"].value
+        want = _sdk(definition, d)
+        got = evaluate_flags([definition], d, mode="sdk")["ee"].value
         assert got == want
 
 

@@ -12,6 +12,7 @@ import pandas as pd
 import pytest
 
 from _flag_strategies import DATETIMES, STRINGS, cohorts, flag_definition, property_value
+from _flags import condition, flag, prop
 from analytics_nb.flags import FrameEvaluator, evaluate_flag, evaluate_flags, evaluate_frame
 
 MAPPING = {"0": "company", "1": "team"}
@@ -168,24 +169,8 @@ def test_frame_agrees_with_scalar_engine(mode: str) -> None:
 
 def test_output_dtypes_and_columns() -> None:
     flags = [
-        {
-            "key": "bool-flag",
-            "active": True,
-            "filters": {"groups": [{"properties": [], "rollout_percentage": 50}]},
-        },
-        {
-            "key": "mv",
-            "active": True,
-            "filters": {
-                "groups": [{"rollout_percentage": 100}],
-                "multivariate": {
-                    "variants": [
-                        {"key": "a", "rollout_percentage": 50},
-                        {"key": "b", "rollout_percentage": 50},
-                    ]
-                },
-            },
-        },
+        flag("bool-flag", condition(rollout=50)),
+        flag("mv", {"rollout_percentage": 100}, variants={"a": 50, "b": 50}),
     ]
     frame = pd.DataFrame({"distinct_id": ["a", "b", "c"], "plan": ["x", None, "y"]}, index=[10, 20, 30])
     out = evaluate_frame(frame, flags)
@@ -197,136 +182,66 @@ def test_output_dtypes_and_columns() -> None:
 
 
 def test_int_column_compares_as_number_and_missing_cells_are_absent() -> None:
-    flag = {
-        "key": "f",
-        "active": True,
-        "filters": {
-            "groups": [
-                {
-                    "properties": [{"key": "age", "operator": "gt", "value": "9", "type": "person"}],
-                    "rollout_percentage": 100,
-                }
-            ]
-        },
-    }
+    over_9 = flag("f", condition(prop("age", "9", "gt")))
     frame = pd.DataFrame(
         {"distinct_id": ["a", "b", "c", "d"], "age": pd.array([10, 2, None, 100], dtype="Int64")}
     )
-    assert list(evaluate_frame(frame, [flag])["f"].astype(object)) == [True, False, False, True]
-    sdk = evaluate_frame(frame, [flag], mode="sdk")["f"]
+    assert list(evaluate_frame(frame, [over_9])["f"].astype(object)) == [True, False, False, True]
+    sdk = evaluate_frame(frame, [over_9], mode="sdk")["f"]
     assert (sdk.iloc[2] is pd.NA and sdk.iloc[0] is True) or bool(sdk.iloc[0])
     # numpy int64 too
     frame["age"] = np.array([10, 2, 3, 100], dtype=np.int64)
-    assert list(evaluate_frame(frame, [flag])["f"].astype(object)) == [True, False, False, True]
+    assert list(evaluate_frame(frame, [over_9])["f"].astype(object)) == [True, False, False, True]
 
 
 def test_float_cells_compare_as_floats_like_the_scalar_engine() -> None:
     """A float64 cell 5.0 is the JSON number 5.0, whose text is "5.0" for the service and the SDK alike
     (the scalar engine agrees); keep integer columns with gaps as Int64 to compare them as integers."""
-    flag = {
-        "key": "f",
-        "active": True,
-        "filters": {
-            "groups": [
-                {"properties": [{"key": "seats", "operator": "exact", "value": "5", "type": "person"}]}
-            ]
-        },
-    }
+    five_seats = flag("f", {"properties": [prop("seats", "5")]})
     frame = pd.DataFrame({"distinct_id": ["a", "b", "c"], "seats": [5.0, np.nan, 6.0]})
-    out = evaluate_frame(frame, [flag], mode="sdk")["f"]
+    out = evaluate_frame(frame, [five_seats], mode="sdk")["f"]
     assert bool(out.iloc[0]) is False and out.iloc[1] is pd.NA and bool(out.iloc[2]) is False
-    assert evaluate_flag(flag, "a", person_properties={"seats": 5.0}, mode="sdk").value is False
+    assert evaluate_flag(five_seats, "a", person_properties={"seats": 5.0}, mode="sdk").value is False
     frame["seats"] = frame["seats"].astype("Int64")
-    out = evaluate_frame(frame, [flag], mode="sdk")["f"]
+    out = evaluate_frame(frame, [five_seats], mode="sdk")["f"]
     assert bool(out.iloc[0]) is True and out.iloc[1] is pd.NA and bool(out.iloc[2]) is False
 
 
 def test_nat_and_timestamps() -> None:
-    flag = {
-        "key": "f",
-        "active": True,
-        "filters": {
-            "groups": [
-                {
-                    "properties": [
-                        {
-                            "key": "signup",
-                            "operator": "is_date_before",
-                            "value": "2024-01-01",
-                            "type": "person",
-                        }
-                    ]
-                }
-            ]
-        },
-    }
+    before_2024 = flag("f", {"properties": [prop("signup", "2024-01-01", "is_date_before")]})
     frame = pd.DataFrame(
         {
             "distinct_id": ["a", "b", "c"],
             "signup": pd.to_datetime(["2023-05-01", None, "2025-01-01"], utc=True),
         }
     )
-    out = evaluate_frame(frame, [flag], mode="sdk")["f"]
+    out = evaluate_frame(frame, [before_2024], mode="sdk")["f"]
     assert bool(out.iloc[0]) is True and out.iloc[1] is pd.NA and bool(out.iloc[2]) is False
 
 
 def test_bad_cell_is_answered_by_the_filter_that_reads_it() -> None:
     """A set cell is no longer a row error (issue 28): server mode reads the JSON the client sends (a list,
     which is not "pro"); a missing distinct_id is still its row's error."""
-    flag = {
-        "key": "f",
-        "active": True,
-        "filters": {
-            "groups": [
-                {"properties": [{"key": "plan", "operator": "exact", "value": "pro", "type": "person"}]}
-            ]
-        },
-    }
+    pro = flag("f", {"properties": [prop("plan", "pro")]})
     frame = pd.DataFrame(
         {
             "distinct_id": ["a", "b", None, "d"],
             "plan": pd.Series(["pro", {1, 2}, "pro", "free"], dtype=object),
         }
     )
-    out = evaluate_frame(frame, [flag])
+    out = evaluate_frame(frame, [pro])
     assert out["f"].tolist()[:2] == [True, False] and out["f"].iloc[2] is pd.NA and not out["f"].iloc[3]
     assert "distinct_id" in out["error"].iloc[2]
     assert out["error"].iloc[[0, 1, 3]].isna().all()
-    sdk = evaluate_frame(frame, [flag], mode="sdk", reasons=True)
+    sdk = evaluate_frame(frame, [pro], mode="sdk", reasons=True)
     assert sdk["f"].iloc[1] is pd.NA and sdk["f:reason"].iloc[1] == "inconclusive"
     assert sdk["error"].iloc[[0, 1, 3]].isna().all()
 
 
 def test_person_properties_dict_column_and_group_properties_column() -> None:
-    flag = {
-        "key": "f",
-        "active": True,
-        "filters": {
-            "groups": [
-                {"properties": [{"key": "plan", "operator": "exact", "value": "pro", "type": "person"}]}
-            ]
-        },
-    }
-    gflag = {
-        "key": "g",
-        "active": True,
-        "filters": {
-            "aggregation_group_type_index": 0,
-            "groups": [
-                {
-                    "properties": [
-                        {
-                            "key": "size",
-                            "operator": "gte",
-                            "value": 10,
-                            "type": "group",
-                            "group_type_index": 0,
-                        }
-                    ]
-                }
-            ],
-        },
-    }
+    pro = flag("f", {"properties": [prop("plan", "pro")]})
+    big = prop("size", 10, "gte", type="group", group_type_index=0)
+    gflag = flag("g", {"properties": [big]}, aggregation_group_type_index=0)
     frame = pd.DataFrame(
         {
             "distinct_id": ["a", "b", "c"],
@@ -335,7 +250,7 @@ def test_person_properties_dict_column_and_group_properties_column() -> None:
             "group_properties": [{"company": {"size": 50}}, {"company": {"size": 2}}, None],
         }
     )
-    out = evaluate_frame(frame, [flag, gflag], group_type_mapping={"0": "company"}, reasons=True)
+    out = evaluate_frame(frame, [pro, gflag], group_type_mapping={"0": "company"}, reasons=True)
     assert list(out["f"].astype(object)) == [True, False, False]
     assert list(out["g"].astype(object)) == [True, False, False]
     assert out["g:reason"].iloc[2] == "no_group_type"
@@ -362,21 +277,8 @@ def test_now_fixes_the_instant_relative_dates_are_read_against() -> None:
     """`now=` pins "-7d" (evaluators over parts of one population pass one instant)."""
     import datetime as dt
 
-    flag = {
-        "key": "recent",
-        "active": True,
-        "filters": {
-            "groups": [
-                {
-                    "properties": [
-                        {"key": "joined", "operator": "is_date_after", "value": "-7d", "type": "person"}
-                    ],
-                    "rollout_percentage": 100,
-                }
-            ]
-        },
-    }
+    recent = flag("recent", condition(prop("joined", "-7d", "is_date_after")))
     frame = pd.DataFrame({"distinct_id": ["a"], "joined": ["2026-01-15"]})
-    early = evaluate_frame(frame, [flag], now=dt.datetime(2026, 1, 20, tzinfo=dt.UTC))
-    late = evaluate_frame(frame, [flag], now=dt.datetime(2026, 1, 30, tzinfo=dt.UTC))
+    early = evaluate_frame(frame, [recent], now=dt.datetime(2026, 1, 20, tzinfo=dt.UTC))
+    late = evaluate_frame(frame, [recent], now=dt.datetime(2026, 1, 30, tzinfo=dt.UTC))
     assert bool(early["recent"].iloc[0]) is True and bool(late["recent"].iloc[0]) is False

@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from _flags import flag, prop
 from analytics_nb.flags import evaluate_flags, evaluate_frame
 from analytics_nb.flags._values import BadValueError, normalize
 
@@ -54,17 +55,8 @@ FILTERS = [
 ]
 
 
-def flags() -> list[dict[str, Any]]:
-    return [
-        {
-            "key": f"f{i}",
-            "active": True,
-            "filters": {
-                "groups": [{"properties": [{"key": "p", "operator": op, "value": value, "type": "person"}]}]
-            },
-        }
-        for i, (op, value) in enumerate(FILTERS)
-    ]
+FLAGS = [flag(f"f{i}", {"properties": [prop("p", value, op)]}) for i, (op, value) in enumerate(FILTERS)]
+"""One flag per filter, each reading the person property ``p``."""
 
 
 def _missing(value: Any) -> bool:
@@ -91,13 +83,13 @@ def _scalar_value(value: Any) -> Any:
 @pytest.mark.parametrize("dtype", sorted(COLUMNS))
 def test_frame_agrees_with_scalar_on_every_dtype(dtype: str, mode: str, nulls: str) -> None:
     frame = pd.DataFrame({"distinct_id": [f"u{i}" for i in range(N)], "p": COLUMNS[dtype]})
-    out = evaluate_frame(frame, flags(), mode=mode, nulls=nulls, reasons=True)
+    out = evaluate_frame(frame, FLAGS, mode=mode, nulls=nulls, reasons=True)
     assert out["error"].isna().all()
     for i in range(N):
         cell = frame["p"].iloc[i]
         missing_as: dict[str, Any] = {} if nulls == "absent" else {"p": None}
         person = missing_as if _missing(cell) else {"p": _native(cell)}
-        expected = evaluate_flags(flags(), f"u{i}", person_properties=person, mode=mode, now=NOW)
+        expected = evaluate_flags(FLAGS, f"u{i}", person_properties=person, mode=mode, now=NOW)
         for key, res in expected.items():
             got = out[key].iloc[i]
             want = _scalar_value(res.value)
@@ -113,14 +105,8 @@ def test_unreadable_cells_matter_only_to_the_flags_that_read_them(dtype: str, mo
     reason inconclusive), and a flag that does not read it answers. (Before, every flag of the row was
     `<NA>` and the row's `error` named the cell.)"""
     frame = pd.DataFrame({"distinct_id": [f"u{i}" for i in range(N)], "p": ODD[dtype], "q": ["pro"] * N})
-    qflag = {
-        "key": "q",
-        "active": True,
-        "filters": {
-            "groups": [{"properties": [{"key": "q", "operator": "exact", "value": "pro", "type": "person"}]}]
-        },
-    }
-    out = evaluate_frame(frame, [*flags(), qflag], mode=mode, reasons=True, now=NOW)
+    qflag = flag("q", {"properties": [prop("q", "pro")]})
+    out = evaluate_frame(frame, [*FLAGS, qflag], mode=mode, reasons=True, now=NOW)
     assert out["error"].isna().all(), out["error"].tolist()
     unreadable = 0
     for i in range(N):
@@ -130,7 +116,7 @@ def test_unreadable_cells_matter_only_to_the_flags_that_read_them(dtype: str, mo
         except BadValueError:
             unreadable += 1
         person = {"q": "pro"} if _missing(cell) else {"p": cell, "q": "pro"}
-        expected = evaluate_flags([*flags(), qflag], f"u{i}", person_properties=person, mode=mode, now=NOW)
+        expected = evaluate_flags([*FLAGS, qflag], f"u{i}", person_properties=person, mode=mode, now=NOW)
         for key, res in expected.items():
             got = out[key].iloc[i]
             want = _scalar_value(res.value)
@@ -143,9 +129,9 @@ def test_unreadable_cells_matter_only_to_the_flags_that_read_them(dtype: str, mo
 def test_float_distinct_id_column_is_refused_with_the_fix() -> None:
     frame = pd.DataFrame({"distinct_id": [3.0, 4.0, np.nan]})
     with pytest.raises(ValueError, match=r"float dtype.*astype\('Int64'\)"):
-        evaluate_frame(frame, flags())
+        evaluate_frame(frame, FLAGS)
     frame["distinct_id"] = frame["distinct_id"].astype("Int64").astype("string")
-    out = evaluate_frame(frame, flags())
+    out = evaluate_frame(frame, FLAGS)
     assert out["error"].iloc[2] is not pd.NA and out["error"].iloc[0] is pd.NA
 
 

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from _flags import flag, prop
 from analytics_nb.flags import PROPERTY_OPERATORS, evaluate_flag
 
 MISSING = object()
@@ -98,18 +99,12 @@ CASES: list[tuple[str, Any, Any, bool, bool | None]] = [
 ]
 
 
-@pytest.mark.parametrize(("operator", "value", "prop", "server", "sdk"), CASES)
-def test_operator(operator: str, value: Any, prop: Any, server: bool, sdk: bool | None) -> None:
-    flag = {
-        "key": "f",
-        "active": True,
-        "filters": {
-            "groups": [{"properties": [{"key": "p", "operator": operator, "value": value, "type": "person"}]}]
-        },
-    }
-    props = {} if prop is MISSING else {"p": prop}
-    got_server = evaluate_flag(flag, "u1", person_properties=props, mode="server", now=NOW)
-    got_sdk = evaluate_flag(flag, "u1", person_properties=props, mode="sdk", now=NOW)
+@pytest.mark.parametrize(("operator", "value", "cell", "server", "sdk"), CASES)
+def test_operator(operator: str, value: Any, cell: Any, server: bool, sdk: bool | None) -> None:
+    definition = flag("f", {"properties": [prop("p", value, operator)]})
+    props = {} if cell is MISSING else {"p": cell}
+    got_server = evaluate_flag(definition, "u1", person_properties=props, mode="server", now=NOW)
+    got_sdk = evaluate_flag(definition, "u1", person_properties=props, mode="sdk", now=NOW)
     assert got_server.value is server
     assert got_sdk.value is sdk
     assert (got_sdk.reason == "inconclusive") == (sdk is None)
@@ -147,22 +142,14 @@ def test_cohort_in_and_not_in_with_nested_groups() -> None:
         }
     }
 
-    def flag(op: str) -> dict[str, Any]:
-        return {
-            "key": "f",
-            "active": True,
-            "filters": {
-                "groups": [{"properties": [{"key": "id", "type": "cohort", "value": 7, "operator": op}]}]
-            },
-        }
+    in_7 = flag("f", {"properties": [prop("id", 7, "in", type="cohort")]})
+    not_in_7 = flag("f", {"properties": [prop("id", 7, "not_in", type="cohort")]})
 
     member = {"plan": "pro", "age": 30, "email": "a@corp.com"}
     outsider = {"plan": "free", "age": 30, "email": "a@corp.com"}
-    assert evaluate_flag(flag("in"), "u", person_properties=member, cohorts=cohorts).value is True
-    assert evaluate_flag(flag("in"), "u", person_properties=outsider, cohorts=cohorts).value is False
-    assert evaluate_flag(flag("not_in"), "u", person_properties=outsider, cohorts=cohorts).value is True
-    assert evaluate_flag(
-        flag("in"), "u", person_properties={**outsider, "email": "x@y"}, cohorts=cohorts
-    ).value
-    unknown = evaluate_flag(flag("in"), "u", person_properties=member, cohorts={})
+    assert evaluate_flag(in_7, "u", person_properties=member, cohorts=cohorts).value is True
+    assert evaluate_flag(in_7, "u", person_properties=outsider, cohorts=cohorts).value is False
+    assert evaluate_flag(not_in_7, "u", person_properties=outsider, cohorts=cohorts).value is True
+    assert evaluate_flag(in_7, "u", person_properties={**outsider, "email": "x@y"}, cohorts=cohorts).value
+    unknown = evaluate_flag(in_7, "u", person_properties=member, cohorts={})
     assert unknown.value is None and "cohort 7" in (unknown.inconclusive_cause or "")

@@ -8,12 +8,14 @@ Columns: boolean flags ``boolean``; multivariate flags ``object`` (variant key /
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 import numpy as np
 import pandas as pd
 import pytest
 
+from _flags import condition, flag
 from analytics_nb import Client
 from analytics_nb import frames as F
 from analytics_nb.flags import REASON_CODES, REASON_DTYPE, FrameEvaluator, evaluate_frame
@@ -24,32 +26,13 @@ from analytics_nb.tables import from_pandas
 PRO = {"key": "plan", "operator": "exact", "value": "pro", "type": "person"}
 
 
-def _flags() -> list[dict[str, Any]]:
-    return [
-        {
-            "key": "mv",
-            "active": True,
-            "filters": {
-                "groups": [{"properties": [PRO], "rollout_percentage": 70}],
-                "multivariate": {
-                    "variants": [
-                        {"key": "a", "rollout_percentage": 40},
-                        {"key": "b", "rollout_percentage": 60},
-                    ]
-                },
-                "payloads": {"a": '{"x": 1}', "b": {"x": 2}, "unused": "never"},
-            },
-        },
-        {
-            "key": "on",
-            "active": True,
-            "filters": {
-                "groups": [{"properties": [], "rollout_percentage": 50}],
-                "payloads": {"true": "yes"},
-            },
-        },
-        {"key": "off", "active": False, "filters": {"groups": [{"properties": []}]}},
-    ]
+MV_PAYLOADS = {"a": '{"x": 1}', "b": {"x": 2}, "unused": "never"}
+FLAGS = [
+    flag("mv", condition(PRO, rollout=70), variants={"a": 40, "b": 60}, payloads=MV_PAYLOADS),
+    flag("on", condition(rollout=50), payloads={"true": "yes"}),
+    flag("off", {"properties": []}, active=False),
+]
+"""Copied (``copy.deepcopy``) by each test that uses them: a test may edit its copy."""
 
 
 def _frame(n: int = 400, bad: bool = True) -> pd.DataFrame:
@@ -62,7 +45,7 @@ def _frame(n: int = 400, bad: bool = True) -> pd.DataFrame:
 
 @pytest.fixture(scope="module")
 def out() -> pd.DataFrame:
-    return evaluate_frame(_frame(), _flags(), payloads=True, reasons=True)
+    return evaluate_frame(_frame(), copy.deepcopy(FLAGS), payloads=True, reasons=True)
 
 
 def test_each_output_column_has_its_dtype(out: pd.DataFrame) -> None:
@@ -120,16 +103,16 @@ def test_value_counts_and_groupby_on_the_results(out: pd.DataFrame) -> None:
 def test_comparisons_with_text_and_between_runs(out: pd.DataFrame) -> None:
     assert (out["mv:reason"] == "condition_match").sum() > 0
     assert not (out["mv:reason"] == "not-a-reason").any()  # an unknown text compares unequal, no error
-    again = FrameEvaluator(_frame(), _flags()).run(payloads=True, reasons=True)
+    again = FrameEvaluator(_frame(), copy.deepcopy(FLAGS)).run(payloads=True, reasons=True)
     # the same dtype in every run, so two runs' reason and payload columns compare element-wise
     assert (again["mv:reason"] == out["mv:reason"]).sum() == len(out) - 1
     assert (again["mv:payload"] == out["mv:payload"]).sum() == out["mv:payload"].notna().sum()
 
 
 def test_what_if_rebuilds_changed_category_columns_and_reuses_the_others() -> None:
-    ev = FrameEvaluator(_frame(), _flags())
+    ev = FrameEvaluator(_frame(), copy.deepcopy(FLAGS))
     first = ev.run(payloads=True, reasons=True)
-    edited = _flags()
+    edited = copy.deepcopy(FLAGS)
     edited[0]["filters"]["groups"][0]["rollout_percentage"] = 100
     second = ev.run(flags=edited, payloads=True, reasons=True)
     # the edited flag's reason and payload columns are new; the other flags' are handed back
@@ -173,8 +156,8 @@ def test_chunked_results_keep_category_columns() -> None:
     from analytics_nb.simulation._inputs import normalise_property_sets
 
     sets = normalise_property_sets(_frame(400, bad=False))
-    chunked = ChunkedEvaluator(sets, load_definitions(_flags()), chunk_rows=150)
-    whole = FrameEvaluator(sets.frame, _flags()).run(payloads=True, reasons=True)
+    chunked = ChunkedEvaluator(sets, load_definitions(copy.deepcopy(FLAGS)), chunk_rows=150)
+    whole = FrameEvaluator(sets.frame, copy.deepcopy(FLAGS)).run(payloads=True, reasons=True)
     got = chunked.run(payloads=True, reasons=True)
     assert got["mv:payload"].dtype == "category" and got["mv:reason"].dtype == REASON_DTYPE
     pd.testing.assert_frame_equal(got.reset_index(drop=True), whole.reset_index(drop=True))
@@ -214,7 +197,7 @@ def test_remote_and_local_columns_share_dtypes_and_compare(client: Client) -> No
 
 
 def test_simulation_result_to_csv_reads_back_with_its_categories(tmp_path: Any) -> None:
-    result = simulate(_frame(40, bad=False), engine="local", definitions=_flags(), reasons=True)
+    result = simulate(_frame(40, bad=False), engine="local", definitions=copy.deepcopy(FLAGS), reasons=True)
     path = result.to_csv(tmp_path / "sim.csv")
     back = F.read_csv(path)
     pd.testing.assert_frame_equal(back, result.frame.reset_index(drop=True))

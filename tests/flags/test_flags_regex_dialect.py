@@ -19,22 +19,11 @@ Service facts (the regex crate's syntax, regex-syntax 0.8 `ast/parse.rs` and its
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
+from _flags import condition, flag, prop
 from analytics_nb.flags import evaluate_flags
 from analytics_nb.flags._regex import compile_pattern
-
-
-def _flag(operator: str, pattern: str) -> dict[str, Any]:
-    prop = {"key": "p", "operator": operator, "value": pattern, "type": "person"}
-    return {
-        "key": "f",
-        "active": True,
-        "filters": {"groups": [{"properties": [prop], "rollout_percentage": 100}]},
-    }
-
 
 CASES = [
     # pattern, value, regex answer (None: invalid, both operators False)
@@ -61,10 +50,10 @@ CASES = [
 def test_service_dialect(pattern: str, value: str, want: bool | None, mode: str) -> None:
     if want is None:
         assert compile_pattern(pattern) is None
-    regex = evaluate_flags([_flag("regex", pattern)], "u", person_properties={"p": value}, mode=mode)["f"]  # type: ignore[arg-type]
-    negated = evaluate_flags(
-        [_flag("not_regex", pattern)], "u", person_properties={"p": value}, mode="server"
-    )["f"]
+    matches = flag("f", condition(prop("p", pattern, "regex")))
+    regex = evaluate_flags([matches], "u", person_properties={"p": value}, mode=mode)["f"]  # type: ignore[arg-type]
+    differs = flag("f", condition(prop("p", pattern, "not_regex")))
+    negated = evaluate_flags([differs], "u", person_properties={"p": value}, mode="server")["f"]
     if mode == "server":
         assert regex.value is (want is True)
         assert negated.value is (want is False)

@@ -21,19 +21,16 @@ from typing import Any
 import pytest
 import regex as mrab
 
+from _flags import condition, flag, prop
 from analytics_nb.flags import evaluate_flag
 from analytics_nb.flags._backtrack import BACKTRACK_LIMIT, LimitExceeded, compile_program
 from analytics_nb.flags._regex import compile_pattern
 
 
-def _flag(operator: str, pattern: str) -> dict[str, Any]:
-    prop = {"key": "p", "operator": operator, "value": pattern, "type": "person"}
-    groups = [{"properties": [prop], "rollout_percentage": 100}]
-    return {"key": "f", "active": True, "filters": {"groups": groups}}
-
-
 def _value(operator: str, pattern: str, text: str) -> Any:
-    return evaluate_flag(_flag(operator, pattern), "u", person_properties={"p": text}).value
+    return evaluate_flag(
+        flag("f", condition(prop("p", pattern, operator))), "u", person_properties={"p": text}
+    ).value
 
 
 def test_the_limit_is_the_services() -> None:

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from _flags import condition, flag, prop
 from analytics_nb.flags import compile_flags, evaluate_flag, evaluate_flags, hash_fraction
 
 NOW = dt.datetime(2026, 11, 21, 12, 0, tzinfo=dt.UTC)
@@ -104,68 +105,57 @@ PROPERTY_CASES: list[tuple[str, str, Any, Any, bool]] = [
 ]
 
 
-def _flag(props: list[dict[str, Any]], **filters: Any) -> dict[str, Any]:
-    return {
-        "key": "f",
-        "id": 1,
-        "active": True,
-        "filters": {"groups": [{"properties": props, "rollout_percentage": 100}], **filters},
-    }
-
-
-@pytest.mark.parametrize(("source", "operator", "value", "prop", "answer"), PROPERTY_CASES)
+@pytest.mark.parametrize(("source", "operator", "value", "cell", "answer"), PROPERTY_CASES)
 def test_property_matching_as_the_service(
-    source: str, operator: str, value: Any, prop: Any, answer: bool
+    source: str, operator: str, value: Any, cell: Any, answer: bool
 ) -> None:
-    flt = {"key": "p", "operator": operator, "value": value, "type": "person"}
-    person = {} if prop is ABSENT else {"p": prop}
-    res = evaluate_flag(_flag([flt]), "u1", person_properties=person, now=NOW)
+    person = {} if cell is ABSENT else {"p": cell}
+    definition = flag("f", condition(prop("p", value, operator)), id=1)
+    res = evaluate_flag(definition, "u1", person_properties=person, now=NOW)
     assert res.value is answer, (source, res)
 
 
 def test_naive_values_are_read_in_the_team_time_zone() -> None:
     """parse_date_string_in_tz: a naive date or date-time means that wall clock in the team's zone."""
-    flt = {"key": "p", "operator": "is_date_before", "value": "2024-06-01T00:00:00Z", "type": "person"}
+    before = flag("f", condition(prop("p", "2024-06-01T00:00:00Z", "is_date_before")), id=1)
     person = {"p": "2024-06-01 01:30:00"}  # 01:30 in Berlin (UTC+2 in June) is 23:30Z the day before
-    assert evaluate_flag(_flag([flt]), "u", person_properties=person, timezone="Europe/Berlin").value is True
-    assert evaluate_flag(_flag([flt]), "u", person_properties=person).value is False  # UTC: 01:30Z
+    assert evaluate_flag(before, "u", person_properties=person, timezone="Europe/Berlin").value is True
+    assert evaluate_flag(before, "u", person_properties=person).value is False  # UTC: 01:30Z
     # the filter side too: "2024-06-01" is midnight in the team's zone
-    day = {"key": "p", "operator": "is_date_before", "value": "2024-06-01", "type": "person"}
-    assert evaluate_flag(_flag([day]), "u", person_properties={"p": "2024-05-31T22:30:00Z"}).value is True
+    day = flag("f", condition(prop("p", "2024-06-01", "is_date_before")), id=1)
+    assert evaluate_flag(day, "u", person_properties={"p": "2024-05-31T22:30:00Z"}).value is True
     berlin = evaluate_flag(
-        _flag([day]), "u", person_properties={"p": "2024-05-31T22:30:00Z"}, timezone="Europe/Berlin"
+        day, "u", person_properties={"p": "2024-05-31T22:30:00Z"}, timezone="Europe/Berlin"
     )
     assert berlin.value is False
     # the compiled set carries it, and a bad name is a clear error
-    compiled = compile_flags([_flag([flt])], timezone="Europe/Berlin")
+    compiled = compile_flags([before], timezone="Europe/Berlin")
     assert evaluate_flags(compiled, "u", person_properties=person)["f"].value is True
     with pytest.raises(ValueError, match="IANA"):
-        compile_flags([_flag([flt])], timezone="Mars/Olympus")
+        compile_flags([before], timezone="Mars/Olympus")
 
 
 def test_conditions_run_in_listed_order() -> None:
     """flag_matching.rs get_match: no variant-first sort (PostHog PR #37859)."""
     mv = {"variants": [{"key": "a", "rollout_percentage": 100}, {"key": "b", "rollout_percentage": 0}]}
-    flag = _flag([], multivariate=mv)
-    flag["filters"]["groups"].append({"properties": [], "rollout_percentage": 100, "variant": "b"})
-    res = evaluate_flag(flag, "u1")
+    definition = flag("f", id=1, multivariate=mv)
+    definition["filters"]["groups"].append({"properties": [], "rollout_percentage": 100, "variant": "b"})
+    res = evaluate_flag(definition, "u1")
     assert (res.value, res.condition_index) == ("a", 0)
 
 
 def test_enrichment_distinct_id_group_key_and_initial_fill() -> None:
     """flag_matching_utils.rs fetch_and_locally_cache_all_relevant_properties (distinct_id),
     populate_missing_initial_properties ($initial_*), and `$group_key` in group properties."""
-    by_id = _flag([{"key": "distinct_id", "operator": "exact", "value": "u1", "type": "person"}])
+    by_id = flag("f", condition(prop("distinct_id", "u1")), id=1)
     assert evaluate_flag(by_id, "u1").value is True
     assert evaluate_flag(by_id, "u1", person_properties={"distinct_id": "other"}).value is False
-    initial = _flag([{"key": "$initial_browser", "operator": "exact", "value": "Firefox", "type": "person"}])
+    initial = flag("f", condition(prop("$initial_browser", "Firefox")), id=1)
     assert evaluate_flag(initial, "u1", person_properties={"$browser": "Firefox"}).value is True
     kept = {"$browser": "Firefox", "$initial_browser": "Chrome"}
     assert evaluate_flag(initial, "u1", person_properties=kept).value is False
-    group = _flag(
-        [{"key": "$group_key", "operator": "exact", "value": "acme", "type": "group", "group_type_index": 0}],
-        aggregation_group_type_index=0,
-    )
+    acme = prop("$group_key", "acme", type="group", group_type_index=0)
+    group = flag("f", condition(acme), id=1, aggregation_group_type_index=0)
     assert (
         evaluate_flag(group, "u1", groups={"company": "acme"}, group_type_mapping={"0": "company"}).value
         is True
@@ -174,7 +164,7 @@ def test_enrichment_distinct_id_group_key_and_initial_fill() -> None:
 
 def test_empty_or_boolean_group_keys_skip_group_conditions() -> None:
     """flag_matching.rs get_match: only a non-empty string or a number is a group key."""
-    group = _flag([], aggregation_group_type_index=0)
+    group = flag("f", id=1, aggregation_group_type_index=0)
     mapping = {"0": "company"}
     for key in ("", True, False):
         res = evaluate_flag(group, "u1", groups={"company": key}, group_type_mapping=mapping)
@@ -186,15 +176,10 @@ def test_filters_are_routed_by_type() -> None:
     """PropertyContext::resolve_for_filter: a person filter on a group flag reads the person; a group filter
     names its own group type."""
     mapping = {"0": "company", "1": "team"}
-    flag = _flag(
-        [
-            {"key": "plan", "operator": "exact", "value": "pro", "type": "person"},
-            {"key": "size", "operator": "gt", "value": 10, "type": "group", "group_type_index": 1},
-        ],
-        aggregation_group_type_index=0,
-    )
+    size = prop("size", 10, "gt", type="group", group_type_index=1)
+    definition = flag("f", condition(prop("plan", "pro"), size), id=1, aggregation_group_type_index=0)
     res = evaluate_flag(
-        flag,
+        definition,
         "u1",
         person_properties={"plan": "pro"},
         groups={"company": "acme", "team": "t1"},
@@ -206,47 +191,43 @@ def test_filters_are_routed_by_type() -> None:
 
 def test_device_id_bucketing_without_device_skips_the_condition() -> None:
     """get_match: a person condition bucketed by device id without one is skipped as out_of_rollout_bound."""
-    flag = _flag([])
-    flag["bucketing_identifier"] = "device_id"
-    res = evaluate_flag(flag, "u1")
+    definition = flag("f", id=1)
+    definition["bucketing_identifier"] = "device_id"
+    res = evaluate_flag(definition, "u1")
     assert (res.value, res.reason, res.condition_index) == (False, "out_of_rollout_bound", 0)
-    assert evaluate_flag(flag, "u1", device_id="dev-1").value is True
+    assert evaluate_flag(definition, "u1", device_id="dev-1").value is True
 
 
 def test_enrollment_values_and_legacy_super_groups() -> None:
     """get_match: `$feature_enrollment/<key>` true or "true" enrols; other values do not; unset falls
     through to the conditions. Super conditions answer true/false, never a variant."""
-    flag = _flag([], feature_enrollment=True)
-    flag["filters"]["groups"][0]["rollout_percentage"] = 0
+    definition = flag("f", id=1, feature_enrollment=True)
+    definition["filters"]["groups"][0]["rollout_percentage"] = 0
     for value, answer in ((True, True), ("true", True), ("TRUE", False), (1, False), (False, False)):
-        res = evaluate_flag(flag, "u1", person_properties={"$feature_enrollment/f": value})
+        res = evaluate_flag(definition, "u1", person_properties={"$feature_enrollment/f": value})
         assert (res.value, res.reason, res.condition_index) == (answer, "super_condition_value", 0), value
-    assert evaluate_flag(flag, "u1").reason == "out_of_rollout_bound"
+    assert evaluate_flag(definition, "u1").reason == "out_of_rollout_bound"
     mv = {"variants": [{"key": "a", "rollout_percentage": 100}]}
-    legacy = _flag(
-        [],
-        multivariate=mv,
-        super_groups=[
-            {"properties": [{"key": "beta", "operator": "exact", "value": "yes", "type": "person"}]}
-        ],
-    )
+    legacy = flag("f", id=1, multivariate=mv, super_groups=[{"properties": [prop("beta", "yes")]}])
     res = evaluate_flag(legacy, "u1", person_properties={"beta": "yes"})
     assert (res.value, res.reason) == (True, "super_condition_value")
 
 
 def test_legacy_holdout_groups_are_ignored() -> None:
     """get_match evaluates `filters.holdout` only; the legacy `holdout_groups` play no part."""
-    flag = _flag([], holdout_groups=[{"properties": [], "rollout_percentage": 100, "variant": "holdout-9"}])
-    assert evaluate_flag(flag, "u1").value is True
+    definition = flag(
+        "f", id=1, holdout_groups=[{"properties": [], "rollout_percentage": 100, "variant": "holdout-9"}]
+    )
+    assert evaluate_flag(definition, "u1").value is True
 
 
 def test_reasons_are_ranked_as_the_service_ranks_them() -> None:
     """flag_match_reason.rs score: out_of_rollout_bound > no_condition_match > no_group_type; a later
     condition with an equal score replaces the index (get_highest_priority_match_evaluation)."""
-    miss = {"key": "plan", "operator": "exact", "value": "pro", "type": "person"}
+    miss = prop("plan", "pro")
     did = "u1"
     out_pct = 100 * hash_fraction("f", did) - 1e-9 if hash_fraction("f", did) > 0.01 else 0
-    flag = {
+    definition = {
         "key": "f",
         "active": True,
         "filters": {
@@ -257,9 +238,9 @@ def test_reasons_are_ranked_as_the_service_ranks_them() -> None:
             ]
         },
     }
-    res = evaluate_flag(flag, did)
+    res = evaluate_flag(definition, did)
     assert (res.value, res.reason, res.condition_index) == (False, "out_of_rollout_bound", 1)
-    two_misses = _flag([miss])
+    two_misses = flag("f", condition(miss), id=1)
     two_misses["filters"]["groups"].append({"properties": [miss], "rollout_percentage": 100})
     res = evaluate_flag(two_misses, did)
     assert (res.reason, res.condition_index) == ("no_condition_match", 1)
@@ -268,17 +249,20 @@ def test_reasons_are_ranked_as_the_service_ranks_them() -> None:
 def test_property_matching_version_2_drops_boolean_coercion() -> None:
     """The /flags/definitions payload's property_matching_version 2 (posthog 7.91.1 `_match_exact_property`):
     "true" no longer equals True-ish values; read from the payload or given as a parameter."""
-    flag = _flag([{"key": "p", "operator": "exact", "value": "true", "type": "person"}])
+    definition = flag("f", condition(prop("p", "true")), id=1)
     person = {"p": "TRUE"}
-    assert evaluate_flag(flag, "u", person_properties=person).value is True
-    assert evaluate_flag(flag, "u", person_properties=person, property_matching_version=2).value is True
-    assert evaluate_flag(flag, "u", person_properties={"p": True}, property_matching_version=2).value is True
-    assert evaluate_flag(flag, "u", person_properties={"p": ["true"]}).value is True
+    assert evaluate_flag(definition, "u", person_properties=person).value is True
+    assert evaluate_flag(definition, "u", person_properties=person, property_matching_version=2).value is True
     assert (
-        evaluate_flag(flag, "u", person_properties={"p": ["true"]}, property_matching_version=2).value
+        evaluate_flag(definition, "u", person_properties={"p": True}, property_matching_version=2).value
+        is True
+    )
+    assert evaluate_flag(definition, "u", person_properties={"p": ["true"]}).value is True
+    assert (
+        evaluate_flag(definition, "u", person_properties={"p": ["true"]}, property_matching_version=2).value
         is False
     )
-    payload = {"flags": [flag], "group_type_mapping": {}, "cohorts": {}, "property_matching_version": 2}
+    payload = {"flags": [definition], "group_type_mapping": {}, "cohorts": {}, "property_matching_version": 2}
     compiled = compile_flags(payload)
     assert compiled.property_matching_version == 2
     for mode in ("server", "sdk"):
@@ -291,7 +275,7 @@ def test_rules_format_v2_needs_the_server() -> None:
     """`filters.version == 2` (PostHog/posthog-sdk-test-harness contracts/feature_flag_rules_v2) is not read
     as version 1: the flag answers "needs_server", in both modes, and the others still compute."""
     v2 = {"key": "v2", "active": True, "filters": {"version": 2, "rules": [{"conditions": []}]}}
-    res = evaluate_flags([v2, _flag([])], "u1")
+    res = evaluate_flags([v2, flag("f", id=1)], "u1")
     assert (
         res["v2"].value is None
         and res["v2"].reason == "needs_server"
@@ -301,20 +285,20 @@ def test_rules_format_v2_needs_the_server() -> None:
     assert evaluate_flag(v2, "u1", mode="sdk").reason == "needs_server"
     # the corpus's other cases: 2.0 is version 2; 3, "2", true and null are unsupported (remote fallback)
     for version in (2.0, 3, "2", True, None):
-        flag = {"key": "x", "active": True, "filters": {"version": version, "groups": []}}
-        assert evaluate_flag(flag, "u1").reason == "needs_server", version
+        x = {"key": "x", "active": True, "filters": {"version": version, "groups": []}}
+        assert evaluate_flag(x, "u1").reason == "needs_server", version
     for version in (1, 1.0):
-        flag = {"key": "x", "active": True, "filters": {"version": version, "groups": [{"properties": []}]}}
-        assert evaluate_flag(flag, "u1").value is True, version
+        x = {"key": "x", "active": True, "filters": {"version": version, "groups": [{"properties": []}]}}
+        assert evaluate_flag(x, "u1").value is True, version
 
 
 def test_catastrophic_regex_is_bounded() -> None:
     """REGEX_BACKTRACK_LIMIT: no pattern runs unbounded (Rust regex is linear; look-around time-bounded)."""
     subject = {"p": "a" * 40 + "b"}
     for pattern in (r"^(a+)+$", r"^(?=a)(a+)+$", r"^(a|a)+(?!x)$"):
-        flag = _flag([{"key": "p", "operator": "regex", "value": pattern, "type": "person"}])
+        definition = flag("f", condition(prop("p", pattern, "regex")), id=1)
         start = time.perf_counter()
         for mode in ("server", "sdk"):
-            res = evaluate_flag(flag, "u", person_properties=subject, mode=mode)
+            res = evaluate_flag(definition, "u", person_properties=subject, mode=mode)
             assert res.value in (False, None)
         assert time.perf_counter() - start < 2.0, pattern

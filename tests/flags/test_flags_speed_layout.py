@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from _flags import condition, flag, prop
 from analytics_nb.flags import FrameEvaluator, _frame, evaluate_frame
 from analytics_nb.flags._hashing import EncodedIds
 from analytics_nb.flags._operators import FALSE, INCONCLUSIVE, SERVER_ONLY, TRUE
@@ -46,29 +47,14 @@ PRO = {"key": "plan", "operator": "exact", "value": "pro", "type": "person"}
 HALVES = [{"key": "a", "rollout_percentage": 50}, {"key": "b", "rollout_percentage": 50}]
 
 
-def _flags() -> list[dict[str, Any]]:
-    return [
-        {
-            "key": "mv",
-            "active": True,
-            "filters": {
-                "groups": [
-                    {
-                        "properties": [PRO],
-                        "rollout_percentage": 60,
-                    }
-                ],
-                "multivariate": {"variants": HALVES},
-            },
-        },
-        {"key": "r", "active": True, "filters": {"groups": [{"properties": [], "rollout_percentage": 30}]}},
-    ]
+FLAGS = [flag("mv", condition(PRO, rollout=60), variants=HALVES), flag("r", condition(rollout=30))]
+"""Copied (``copy.deepcopy``) by each test that uses them: a test may edit its copy."""
 
 
 def test_ids_are_encoded_once_and_codes_are_narrow(monkeypatch: pytest.MonkeyPatch) -> None:
     ids = [f"ü-{i}" if i % 7 else f"user-{i}" for i in range(500)]
     frame = pd.DataFrame({"distinct_id": pd.array(ids, dtype="str"), "plan": ["pro", "free"] * 250})
-    ev = FrameEvaluator(frame, _flags())
+    ev = FrameEvaluator(frame, copy.deepcopy(FLAGS))
     assert isinstance(ev._id_enc, EncodedIds) and ev._id_enc.data == "".join(ids).encode("utf-8")
     calls: list[int] = []
     real = _frame.fractions_into
@@ -82,7 +68,7 @@ def test_ids_are_encoded_once_and_codes_are_narrow(monkeypatch: pytest.MonkeyPat
     first = ev.run()
     assert calls and ev._source("person").column("plan").codes.dtype == np.int32
     hashed = len(calls)
-    edited = copy.deepcopy(_flags())
+    edited = copy.deepcopy(FLAGS)
     edited[1]["filters"]["groups"][0]["rollout_percentage"] = 20  # fewer rows in: all hashes are cached
     edited[0]["filters"]["multivariate"]["variants"] = [
         {"key": "a", "rollout_percentage": 10},
@@ -97,10 +83,10 @@ def test_ids_are_encoded_once_and_codes_are_narrow(monkeypatch: pytest.MonkeyPat
 
 def test_flag_arrays_are_narrow() -> None:
     frame = pd.DataFrame({"distinct_id": [f"u{i}" for i in range(50)], "plan": ["pro"] * 50})
-    ev = FrameEvaluator(frame, _flags())
+    ev = FrameEvaluator(frame, copy.deepcopy(FLAGS))
     state = _frame._RunState(ev, ev._compiled)
-    for flag in ev._compiled.order:
-        state.evaluate(flag)
+    for compiled in ev._compiled.order:
+        state.evaluate(compiled)
     for res in state.results.values():
         assert res.kind.dtype == np.int8 and res.reason.dtype == np.int8 and res.index.dtype == np.int16
 
@@ -109,9 +95,9 @@ def test_reused_output_columns_stay_independent() -> None:
     """Unchanged object columns are handed back on a re-run; writing to one result must not touch the other
     result, nor the input frame (copy-on-write)."""
     frame = pd.DataFrame({"distinct_id": [f"u{i}" for i in range(200)], "plan": ["pro", "free"] * 100})
-    flags = _flags()
-    for flag in flags:
-        flag["filters"]["payloads"] = {"a": '{"x": 1}', "true": '{"on": true}'}
+    flags = copy.deepcopy(FLAGS)
+    for definition in flags:
+        definition["filters"]["payloads"] = {"a": '{"x": 1}', "true": '{"on": true}'}
     ev = FrameEvaluator(frame, flags)
     first = ev.run(payloads=True, reasons=True)
     second = ev.run(payloads=True, reasons=True)
@@ -139,22 +125,9 @@ def test_reused_output_columns_stay_independent() -> None:
 @pytest.mark.parametrize("mode", ["server", "sdk"])
 def test_one_shot_evaluation_equals_a_kept_evaluator(reasons: bool, mode: str) -> None:
     """evaluate_frame frees each flag's caches as it goes; the answers must be those of a FrameEvaluator."""
-    flags = _flags()
-    flags.append(
-        {
-            "key": "dep",
-            "active": True,
-            "filters": {
-                "groups": [
-                    {
-                        "properties": [{"key": "mv", "operator": "exact", "value": "a", "type": "flag"}],
-                        "rollout_percentage": 80,
-                    }
-                ],
-                "holdout_groups": [{"properties": [], "rollout_percentage": 10, "variant": "holdout-1"}],
-            },
-        }
-    )
+    flags = copy.deepcopy(FLAGS)
+    holdout = [condition(rollout=10, variant="holdout-1")]
+    flags.append(flag("dep", condition(prop("mv", "a", type="flag"), rollout=80), holdout_groups=holdout))
     frame = pd.DataFrame({"distinct_id": [f"u{i}" for i in range(300)], "plan": ["pro", "free", "pro"] * 100})
     one_shot = evaluate_frame(frame, flags, mode=mode, payloads=True, reasons=reasons)
     kept = FrameEvaluator(frame, flags, mode=mode).run(payloads=True, reasons=reasons)

@@ -15,6 +15,7 @@ from typing import Any
 import pandas as pd
 import pytest
 
+from _flags import condition, definitions, flag, prop
 from analytics_nb.flags import FlagDefinitionError, compile_flags, evaluate_flags, evaluate_frame
 
 posthog = pytest.importorskip("posthog")
@@ -26,17 +27,8 @@ pytestmark = pytest.mark.filterwarnings("ignore:`get_feature_flag` is deprecated
 PRO = {"key": "plan", "operator": "exact", "value": ["pro"], "type": "person"}
 
 
-def _flag(operator: str, first: list[dict[str, Any]]) -> dict[str, Any]:
-    odd = {"key": "plan", "operator": operator, "value": ["pro"], "type": "person"}
-    groups = [
-        {"properties": first, "rollout_percentage": 100},
-        {"properties": [odd], "rollout_percentage": 100},
-    ]
-    return {"id": 1, "key": "f", "active": True, "filters": {"groups": groups}}
-
-
 def _sdk(flag: dict[str, Any], plan: str) -> Any:
-    _CLIENT._update_flag_state({"flags": [copy.deepcopy(flag)], "group_type_mapping": {}, "cohorts": {}})
+    _CLIENT._update_flag_state(definitions(copy.deepcopy(flag)))
     return _CLIENT.get_feature_flag(
         "f", "u", person_properties={"plan": plan}, only_evaluate_locally=True, send_feature_flag_events=False
     )
@@ -46,16 +38,16 @@ def _sdk(flag: dict[str, Any], plan: str) -> Any:
 @pytest.mark.parametrize("first", [[], [PRO]], ids=["first-always", "first-pro"])
 @pytest.mark.parametrize("plan", ["pro", "free"])
 def test_sdk_mode_short_circuits_as_the_sdk(operator: str, first: list[dict[str, Any]], plan: str) -> None:
-    flag = _flag(operator, first)
-    got = evaluate_flags([flag], "u", person_properties={"plan": plan}, mode="sdk")["f"]
-    assert got.value == _sdk(flag, plan)
-    frame = evaluate_frame(pd.DataFrame({"distinct_id": ["u"], "plan": [plan]}), [flag], mode="sdk")
+    definition = flag("f", condition(*first), condition(prop("plan", ["pro"], operator)), id=1)
+    got = evaluate_flags([definition], "u", person_properties={"plan": plan}, mode="sdk")["f"]
+    assert got.value == _sdk(definition, plan)
+    frame = evaluate_frame(pd.DataFrame({"distinct_id": ["u"], "plan": [plan]}), [definition], mode="sdk")
     assert (None if pd.isna(frame.loc[0, "f"]) else frame.loc[0, "f"]) == got.value
 
 
 @pytest.mark.parametrize("operator", ["in", "not_in", "flag_evaluates_to"])
 def test_server_mode_reads_the_filter_as_no_match_only_when_reached(operator: str) -> None:
-    decided = _flag(operator, [PRO])
+    decided = flag("f", condition(PRO), condition(prop("plan", ["pro"], operator)), id=1)
     assert evaluate_flags([decided], "u", person_properties={"plan": "pro"})["f"].value is True
     reached = evaluate_flags([decided], "u", person_properties={"plan": "free"})["f"]
     assert reached.value is False and reached.reason == "no_condition_match"
@@ -65,5 +57,5 @@ def test_server_mode_reads_the_filter_as_no_match_only_when_reached(operator: st
 
 
 def test_an_operator_no_one_knows_still_fails_the_flag_for_the_service() -> None:
-    flag = _flag("nope", [])
-    assert evaluate_flags([flag], "u", person_properties={"plan": "pro"})["f"].reason == "error"
+    definition = flag("f", condition(), condition(prop("plan", ["pro"], "nope")), id=1)
+    assert evaluate_flags([definition], "u", person_properties={"plan": "pro"})["f"].reason == "error"

@@ -14,6 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from _examples import examples
+from _flags import condition, flag, prop
 from analytics_nb.sandbox import Sandbox
 from analytics_nb.sandbox._geoip import geoip_available
 from analytics_nb.sandbox._resources.decide import (
@@ -178,24 +179,7 @@ def test_distinct_id_is_injected_into_person_properties(empty_sandbox: Sandbox) 
         r = http.post(
             f"/api/projects/{sb.project_id}/feature_flags/",
             headers={"Authorization": f"Bearer {sb.personal_api_key}"},
-            json={
-                "key": "by-id",
-                "filters": {
-                    "groups": [
-                        {
-                            "properties": [
-                                {
-                                    "key": "distinct_id",
-                                    "operator": "exact",
-                                    "value": ["vip-1"],
-                                    "type": "person",
-                                }
-                            ],
-                            "rollout_percentage": 100,
-                        }
-                    ]
-                },
-            },
+            json=flag("by-id", condition(prop("distinct_id", ["vip-1"])), active=None),
         )
         assert r.status_code == 201, r.text
         assert decide(http, sb, distinct_id="vip-1")["featureFlags"] == {"by-id": True}
@@ -233,24 +217,7 @@ def geo_sandbox(empty_sandbox: Sandbox) -> Sandbox:
     r = httpx.post(
         f"{sb.url}/api/projects/{sb.project_id}/feature_flags/",
         headers={"Authorization": f"Bearer {sb.personal_api_key}"},
-        json={
-            "key": "in-gb",
-            "filters": {
-                "groups": [
-                    {
-                        "properties": [
-                            {
-                                "key": "$geoip_country_code",
-                                "operator": "exact",
-                                "value": "GB",
-                                "type": "person",
-                            }
-                        ],
-                        "rollout_percentage": 100,
-                    }
-                ]
-            },
-        },
+        json=flag("in-gb", condition(prop("$geoip_country_code", "GB")), active=None),
     )
     assert r.status_code == 201, r.text
     return sb
@@ -461,17 +428,10 @@ def test_a_stored_definition_the_engine_rejects_fails_alone(empty_sandbox: Sandb
         r = http.post(
             f"/api/projects/{sb.project_id}/feature_flags/",
             headers={"Authorization": f"Bearer {sb.personal_api_key}"},
-            json={"key": "fine", "filters": {"groups": [{"properties": [], "rollout_percentage": 100}]}},
+            json=flag("fine", active=None),
         )
         assert r.status_code == 201
-        bad = {
-            "key": "broken",
-            "filters": {
-                "groups": [
-                    {"properties": [{"key": "v", "operator": "no_such_op", "value": 1, "type": "person"}]}
-                ]
-            },
-        }
+        bad = flag("broken", {"properties": [prop("v", 1, "no_such_op")]}, active=None)
         sb.ctx.store.execute(  # a row written by an older build, bypassing the API's validation
             "INSERT INTO feature_flags(project_id, key, body, deleted, version) VALUES (?,?,?,0,1)",
             (sb.project_id, "broken", json.dumps(bad)),

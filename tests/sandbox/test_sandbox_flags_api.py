@@ -8,6 +8,7 @@ from typing import Any
 import httpx
 import pytest
 
+from _flags import condition, flag, prop
 from analytics_nb.sandbox import Sandbox
 
 
@@ -19,19 +20,9 @@ def _flags_url(sb: Sandbox, suffix: str = "") -> str:
     return f"{sb.url}/api/projects/{sb.project_id}/feature_flags/{suffix}"
 
 
-BOOL_FLAG: dict[str, Any] = {
-    "key": "crud-flag",
-    "name": "CRUD flag",
-    "filters": {
-        "groups": [
-            {
-                "properties": [{"key": "plan", "operator": "exact", "value": ["pro"], "type": "person"}],
-                "rollout_percentage": 100,
-            }
-        ],
-        "payloads": {"true": {"a": 1}},
-    },
-}
+BOOL_FLAG = flag(
+    "crud-flag", condition(prop("plan", ["pro"])), name="CRUD flag", active=None, payloads={"true": {"a": 1}}
+)
 
 
 def test_create_retrieve_update_list(empty_sandbox: Sandbox) -> None:
@@ -107,41 +98,8 @@ def test_list_pagination(sandbox: Sandbox) -> None:
             },
             "filters",
         ),
-        (
-            {
-                "key": "x5",
-                "filters": {
-                    "groups": [
-                        {
-                            "properties": [
-                                {
-                                    "key": "v",
-                                    "operator": "semver_gt",
-                                    "value": "not-a-version",
-                                    "type": "person",
-                                }
-                            ]
-                        }
-                    ]
-                },
-            },
-            "filters",
-        ),
-        (
-            {
-                "key": "x6",
-                "filters": {
-                    "groups": [
-                        {
-                            "properties": [
-                                {"key": "v", "operator": "no_such_operator", "value": 1, "type": "person"}
-                            ]
-                        }
-                    ]
-                },
-            },
-            "filters",
-        ),
+        (flag("x5", {"properties": [prop("v", "not-a-version", "semver_gt")]}, active=None), "filters"),
+        (flag("x6", {"properties": [prop("v", 1, "no_such_operator")]}, active=None), "filters"),
     ],
 )
 def test_validation_errors_name_the_attr(sandbox: Sandbox, payload: dict[str, Any], attr: str) -> None:
@@ -155,27 +113,14 @@ def test_dependency_cycle_is_refused(empty_sandbox: Sandbox) -> None:
     sb = empty_sandbox
     headers = _auth(sb.personal_api_key)
 
-    def dep_on(key: str, other: str) -> dict[str, Any]:
-        return {
-            "key": key,
-            "filters": {
-                "groups": [
-                    {
-                        "properties": [
-                            {"key": other, "type": "flag", "value": True, "operator": "flag_evaluates_to"}
-                        ],
-                        "rollout_percentage": 100,
-                    }
-                ]
-            },
-        }
-
-    assert httpx.post(_flags_url(sb), json=dep_on("a", "b"), headers=headers).status_code == 201
+    a_needs_b = flag("a", condition(prop("b", True, "flag_evaluates_to", type="flag")), active=None)
+    b_needs_a = flag("b", condition(prop("a", True, "flag_evaluates_to", type="flag")), active=None)
+    assert httpx.post(_flags_url(sb), json=a_needs_b, headers=headers).status_code == 201
     created_b = httpx.post(_flags_url(sb), json={"key": "b"}, headers=headers)
     assert created_b.status_code == 201
     r = httpx.patch(
         _flags_url(sb, f"{created_b.json()['id']}/"),
-        json={"filters": dep_on("b", "a")["filters"]},
+        json={"filters": b_needs_a["filters"]},
         headers=headers,
     )
     assert r.status_code == 400 and r.json()["attr"] == "filters" and "cycle" in r.json()["detail"]

@@ -7,21 +7,16 @@ from typing import Any
 
 import httpx
 
+from _flags import flag
 from analytics_nb.flags import evaluate_flag
 from analytics_nb.sandbox import Sandbox
 
 VARIANTS = [{"key": k, "rollout_percentage": 25} for k in ("a", "b", "c", "d")]
 
 
-def _flag(key: str, continuity: bool) -> dict[str, Any]:
-    return {
-        "key": key,
-        "ensure_experience_continuity": continuity,
-        "filters": {
-            "groups": [{"properties": [], "rollout_percentage": 100}],
-            "multivariate": {"variants": VARIANTS},
-        },
-    }
+# create requests as the UI sends them (no `active`: the API's default); only the continuity setting differs
+STICKY = flag("sticky", variants=VARIANTS, active=None, ensure_experience_continuity=True)
+PLAIN = flag("plain", variants=VARIANTS, active=None, ensure_experience_continuity=False)
 
 
 def _variant(flag: dict[str, Any], distinct_id: str) -> Any:
@@ -30,12 +25,9 @@ def _variant(flag: dict[str, Any], distinct_id: str) -> Any:
 
 def _pick_ids() -> tuple[str, str]:
     """An anonymous id and a user id that land in different variants of both flags."""
-    sticky, plain = _flag("sticky", True), _flag("plain", False)
     for i in range(200):
         anon, user = f"anon-{i}", f"user-{i}"
-        if _variant(sticky, anon) != _variant(sticky, user) and _variant(plain, anon) != _variant(
-            plain, user
-        ):
+        if all(_variant(each, anon) != _variant(each, user) for each in (STICKY, PLAIN)):
             return anon, user
     raise AssertionError("no id pair with different variants")
 
@@ -62,15 +54,15 @@ def test_identified_user_keeps_the_anonymous_variant_and_other_flags_are_unaffec
     sb = empty_sandbox
     anon, user = _pick_ids()
     with httpx.Client(base_url=sb.url, timeout=10) as http:
-        _create(http, sb, _flag("sticky", True))
-        _create(http, sb, _flag("plain", False))
+        _create(http, sb, STICKY)
+        _create(http, sb, PLAIN)
         before = _decide(http, sb, anon)
-        assert before["sticky"] == _variant(_flag("sticky", True), anon)
+        assert before["sticky"] == _variant(STICKY, anon)
 
         # identify: the first request of the new distinct id carries the anonymous id
         after = _decide(http, sb, user, **{"$anon_distinct_id": anon})
         assert after["sticky"] == before["sticky"]
-        assert after["plain"] == _variant(_flag("plain", False), user) != before["plain"]
+        assert after["plain"] == _variant(PLAIN, user) != before["plain"]
 
         # the override is stored: later requests without $anon_distinct_id keep the variant (also on /flags)
         assert _decide(http, sb, user)["sticky"] == before["sticky"]
@@ -85,13 +77,11 @@ def test_without_anon_id_continuity_flags_hash_on_the_distinct_id(empty_sandbox:
     sb = empty_sandbox
     anon, user = _pick_ids()
     with httpx.Client(base_url=sb.url, timeout=10) as http:
-        _create(http, sb, _flag("sticky", True))
-        assert _decide(http, sb, user)["sticky"] == _variant(_flag("sticky", True), user)
+        _create(http, sb, STICKY)
+        assert _decide(http, sb, user)["sticky"] == _variant(STICKY, user)
         # an override is written for continuity flags only, and only for the distinct id of the request
-        assert _decide(http, sb, anon, **{"$anon_distinct_id": user})["sticky"] == _variant(
-            _flag("sticky", True), user
-        )
-        assert _decide(http, sb, user)["sticky"] == _variant(_flag("sticky", True), user)
+        assert _decide(http, sb, anon, **{"$anon_distinct_id": user})["sticky"] == _variant(STICKY, user)
+        assert _decide(http, sb, user)["sticky"] == _variant(STICKY, user)
 
 
 def test_flag_created_after_identify_gets_the_override_on_the_next_anon_request(
@@ -100,10 +90,8 @@ def test_flag_created_after_identify_gets_the_override_on_the_next_anon_request(
     sb = empty_sandbox
     anon, user = _pick_ids()
     with httpx.Client(base_url=sb.url, timeout=10) as http:
-        _create(http, sb, _flag("plain", False))
+        _create(http, sb, PLAIN)
         _decide(http, sb, user, **{"$anon_distinct_id": anon})  # no continuity flag: nothing stored
-        _create(http, sb, _flag("sticky", True))
-        assert _decide(http, sb, user)["sticky"] == _variant(_flag("sticky", True), user)
-        assert _decide(http, sb, user, **{"$anon_distinct_id": anon})["sticky"] == _variant(
-            _flag("sticky", True), anon
-        )
+        _create(http, sb, STICKY)
+        assert _decide(http, sb, user)["sticky"] == _variant(STICKY, user)
+        assert _decide(http, sb, user, **{"$anon_distinct_id": anon})["sticky"] == _variant(STICKY, anon)

@@ -20,6 +20,7 @@ import pandas as pd
 import pytest
 
 from _clients import client_for
+from _flags import condition, flag, prop
 from analytics_nb.sandbox import Sandbox, start
 from analytics_nb.sandbox._resources.feature_flags import create_flag
 from analytics_nb.simulation import simulate
@@ -29,20 +30,12 @@ PERSON = {"beta_opt_in": "declined"}
 EXPECTED = {"opted-out": {1: True, 2: False}, "not-opted-out": {1: False, 2: True}}
 
 
-def _flag(key: str, operator: str) -> dict[str, Any]:
-    prop = {"key": "beta_opt_in", "operator": operator, "value": False, "type": "person"}
-    return {
-        "key": key,
-        "name": key,
-        "filters": {"groups": [{"properties": [prop], "rollout_percentage": 100}]},
-    }
-
-
 @pytest.fixture
 def sb() -> Iterator[Sandbox]:
     with start(seed="empty", profile="spec") as sandbox:
-        create_flag(sandbox.ctx.store, sandbox.project_id, _flag("opted-out", "exact"))
-        create_flag(sandbox.ctx.store, sandbox.project_id, _flag("not-opted-out", "is_not"))
+        for key, operator in (("opted-out", "exact"), ("not-opted-out", "is_not")):
+            opted_out = condition(prop("beta_opt_in", False, operator))
+            create_flag(sandbox.ctx.store, sandbox.project_id, flag(key, opted_out, name=key, active=None))
         sandbox.set_person("ada", PERSON)
         yield sandbox
 
@@ -66,7 +59,7 @@ def _decide(sb: Sandbox) -> dict[str, Any]:
     return dict(r.json()["featureFlags"])
 
 
-def _flags(sb: Sandbox) -> dict[str, Any]:
+def _enabled(sb: Sandbox) -> dict[str, Any]:
     r = httpx.post(f"{sb.url}/flags/?v=2", json={"token": sb.project_api_key, "distinct_id": "ada"})
     assert r.status_code == 200, r.text
     return {k: v["enabled"] for k, v in r.json()["flags"].items()}
@@ -149,7 +142,7 @@ def test_decide_flags_simulation_and_the_sdk_agree_per_the_setting(sb: Sandbox, 
         assert _set_version(sb, 2).status_code == 200
     want = _expected(version)
     assert {k: _decide(sb)[k] for k in want} == want
-    assert {k: _flags(sb)[k] for k in want} == want
+    assert {k: _enabled(sb)[k] for k in want} == want
 
     people = pd.DataFrame({"distinct_id": ["ada"], "beta_opt_in": ["declined"]})
     with client_for(sb, max_retries=0) as client:
@@ -189,7 +182,8 @@ def test_decide_flags_simulation_and_the_sdk_agree_per_the_setting(sb: Sandbox, 
 def test_a_database_of_an_older_build_gets_the_setting(tmp_path: Path) -> None:
     db = str(tmp_path / "old.sqlite")
     with start(seed="empty", db=db) as sb:
-        create_flag(sb.ctx.store, sb.project_id, _flag("opted-out", "exact"))
+        opted_out = flag("opted-out", condition(prop("beta_opt_in", False)), name="opted-out", active=None)
+        create_flag(sb.ctx.store, sb.project_id, opted_out)
         sb.set_person("ada", PERSON)
     with sqlite3.connect(db) as conn:  # as older builds left it: no feature-flags config table
         conn.execute("DROP TABLE team_feature_flags_config")

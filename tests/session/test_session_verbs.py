@@ -16,6 +16,7 @@ from typing import Any
 import pandas as pd
 import pytest
 
+from _flags import flag
 from analytics_nb import AsyncClient, Client, capture, simulation
 from analytics_nb.client import method_doc, twin_matches, verb_form_matches
 
@@ -104,7 +105,7 @@ def test_a_twin_refuses_a_wrong_keyword_like_its_verb() -> None:
 
 def test_asimulate_binds_its_arguments_like_simulate() -> None:
     sets = pd.DataFrame({"distinct_id": ["a", "b"]})
-    flags = [{"key": "f", "filters": {"groups": [{"properties": [], "rollout_percentage": 100}]}}]
+    flags = [flag("f", active=None)]
     result = asyncio.run(simulation.asimulate(sets, None, "local", definitions=flags))
     assert result.frame["f"].tolist() == [True, True]
     with pytest.raises(TypeError, match="unexpected keyword argument 'definition'"):

@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from _flags import condition, flag, prop
 from analytics_nb.simulation import WhatIf, simulate, with_rollout
 
 pa = pytest.importorskip("pyarrow", reason="the 'arrow' extra is not installed")
@@ -24,115 +25,18 @@ N = 400
 
 def with_undecidable_flag() -> list[dict[str, Any]]:
     """The family flags plus "dated": a date filter on text, which sdk mode cannot settle locally (NA)."""
-    return [
-        *family_flags(),
-        {
-            "id": 7,
-            "key": "dated",
-            "active": True,
-            "filters": {
-                "groups": [
-                    {
-                        "properties": [
-                            {
-                                "key": "plan",
-                                "operator": "is_date_before",
-                                "value": "2024-01-01",
-                                "type": "person",
-                            }
-                        ]
-                    }
-                ]
-            },
-        },
-    ]
+    dated = {"properties": [prop("plan", "2024-01-01", "is_date_before")]}
+    return [*family_flags(), flag("dated", dated, id=7)]
 
 
 def family_flags() -> list[dict[str, Any]]:
-    person = "person"
     return [
-        {
-            "id": 1,
-            "key": "rollout",
-            "active": True,
-            "filters": {
-                "groups": [{"properties": [], "rollout_percentage": 37}],
-                "payloads": {"true": '{"a": 1}'},
-            },
-        },
-        {
-            "id": 2,
-            "key": "exp",
-            "active": True,
-            "filters": {
-                "groups": [
-                    {
-                        "properties": [
-                            {"key": "plan", "value": ["pro", "team"], "operator": "exact", "type": person}
-                        ],
-                        "rollout_percentage": 100,
-                    }
-                ],
-                "multivariate": {
-                    "variants": [
-                        {"key": "control", "rollout_percentage": 50},
-                        {"key": "test", "rollout_percentage": 50},
-                    ]
-                },
-            },
-        },
-        {
-            "id": 3,
-            "key": "big",
-            "active": True,
-            "filters": {
-                "groups": [
-                    {
-                        "properties": [{"key": "seats", "value": 10, "operator": "gt", "type": person}],
-                        "rollout_percentage": 100,
-                    }
-                ]
-            },
-        },
-        {
-            "id": 4,
-            "key": "no-plan",
-            "active": True,
-            "filters": {
-                "groups": [
-                    {
-                        "properties": [
-                            {"key": "plan", "value": "is_not_set", "operator": "is_not_set", "type": person}
-                        ]
-                    }
-                ]
-            },
-        },
-        {
-            "id": 5,
-            "key": "beta",
-            "active": True,
-            "filters": {
-                "groups": [
-                    {
-                        "properties": [
-                            {"key": "beta", "value": ["true"], "operator": "exact", "type": person}
-                        ],
-                        "rollout_percentage": 80,
-                    }
-                ]
-            },
-        },
-        {
-            "id": 6,
-            "key": "score",
-            "active": True,
-            "filters": {
-                "groups": [
-                    {"properties": [{"key": "score", "value": "0.5", "operator": "lt", "type": person}]}
-                ]
-            },
-        },
+        flag("rollout", condition(rollout=37), id=1, payloads={"true": '{"a": 1}'}),
+        flag("exp", condition(prop("plan", ["pro", "team"])), id=2, variants={"control": 50, "test": 50}),
+        flag("big", condition(prop("seats", 10, "gt")), id=3),
+        flag("no-plan", {"properties": [prop("plan", "is_not_set", "is_not_set")]}, id=4),
+        flag("beta", condition(prop("beta", ["true"]), rollout=80), id=5),
+        flag("score", {"properties": [prop("score", "0.5", "lt")]}, id=6),
     ]
 
 

@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from _flags import condition, flag
 from analytics_nb.models import FeatureFlag, LocalEvaluationResponse
 from analytics_nb.simulation import (
     SimulationInputError,
@@ -31,28 +32,13 @@ from analytics_nb.simulation._result import SimulationResult
 from analytics_nb.simulation._whatif import diff_frames
 
 FLAGS = [
-    {
-        "id": 1,
-        "key": "beta",
-        "active": True,
-        "filters": {"groups": [{"properties": [], "rollout_percentage": 50}]},
-    },
-    {
-        "id": 2,
-        "key": "exp",
-        "active": True,
-        "filters": {
-            "groups": [
-                {"properties": [{"key": "plan", "value": "pro", "type": "person"}], "rollout_percentage": 100}
-            ],
-            "multivariate": {
-                "variants": [
-                    {"key": "control", "rollout_percentage": 50},
-                    {"key": "test", "rollout_percentage": 50},
-                ]
-            },
-        },
-    },
+    flag("beta", condition(rollout=50), id=1),
+    flag(
+        "exp",
+        condition({"key": "plan", "value": "pro", "type": "person"}),
+        id=2,
+        variants={"control": 50, "test": 50},
+    ),
 ]
 
 

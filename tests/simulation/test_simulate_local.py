@@ -8,6 +8,7 @@ from typing import Any
 import pandas as pd
 import pytest
 
+from _flags import condition, flag, prop
 from analytics_nb.flags import FrameEvaluator, evaluate_flags
 from analytics_nb.simulation import (
     WhatIf,
@@ -21,70 +22,24 @@ from analytics_nb.simulation import (
 )
 
 FLAGS: list[dict[str, Any]] = [
-    {
-        "id": 1,
-        "key": "rollout",
-        "active": True,
-        "filters": {
-            "groups": [{"properties": [], "rollout_percentage": 30}],
-            "payloads": {"true": '{"a": 1}'},
-        },
-    },
-    {
-        "id": 2,
-        "key": "exp",
-        "active": True,
-        "filters": {
-            "groups": [
-                {
-                    "properties": [
-                        {"key": "plan", "value": ["pro", "team"], "operator": "exact", "type": "person"}
-                    ],
-                    "rollout_percentage": 100,
-                }
-            ],
-            "multivariate": {
-                "variants": [
-                    {"key": "control", "rollout_percentage": 50},
-                    {"key": "test", "rollout_percentage": 50},
-                ]
-            },
-            "payloads": {"test": '{"steps": 1}'},
-        },
-    },
-    {
-        "id": 3,
-        "key": "us-only",
-        "active": True,
-        "filters": {
-            "groups": [
-                {
-                    "properties": [{"key": "country", "value": "US", "operator": "exact", "type": "person"}],
-                    "rollout_percentage": 100,
-                }
-            ]
-        },
-    },
+    flag("rollout", condition(rollout=30), id=1, payloads={"true": '{"a": 1}'}),
+    flag(
+        "exp",
+        condition(prop("plan", ["pro", "team"])),
+        id=2,
+        variants={"control": 50, "test": 50},
+        payloads={"test": '{"steps": 1}'},
+    ),
+    flag("us-only", condition(prop("country", "US")), id=3),
 ]
 
 
 FLAGS.append(
-    {
-        "id": 4,
-        "key": "dependent",
-        "active": True,
-        "filters": {
-            "groups": [
-                {
-                    "properties": [
-                        {"key": "rollout", "type": "flag", "value": True, "operator": "flag_evaluates_to"},
-                        {"key": "plan", "value": "free", "operator": "is_not", "type": "person"},
-                    ],
-                    "rollout_percentage": 100,
-                }
-            ]
-        },
-    }
+    flag(
+        "dependent",
+        condition(prop("rollout", True, "flag_evaluates_to", type="flag"), prop("plan", "free", "is_not")),
+        id=4,
+    )
 )
 
 
@@ -175,13 +130,7 @@ def test_whatif_session_reuses_the_evaluator(sets: pd.DataFrame) -> None:
 def test_group_flags_need_a_group_type_mapping() -> None:
     from analytics_nb.simulation import SimulationInputError
 
-    group_flag = {
-        "key": "company-flag",
-        "filters": {
-            "aggregation_group_type_index": 0,
-            "groups": [{"properties": [], "rollout_percentage": 100}],
-        },
-    }
+    group_flag = flag("company-flag", active=None, aggregation_group_type_index=0)
     rows = [{"distinct_id": "a", "group:company": "acme"}, {"distinct_id": "b"}]
     with pytest.raises(SimulationInputError, match=r"group_type_mapping=\{'0': '<type>'\}"):
         simulate(rows, engine="local", definitions=[group_flag])

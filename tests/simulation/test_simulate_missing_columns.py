@@ -10,68 +10,24 @@ restores the old reading on request.
 from __future__ import annotations
 
 import warnings
-from typing import Any
 
 import pandas as pd
 import pytest
 
+from _flags import condition, flag, prop
 from analytics_nb import Client
 from analytics_nb.capture import attribute
 from analytics_nb.capture._attribution import UnknownOutcomeWarning
 from analytics_nb.flags import FrameEvaluator, evaluate_flags, evaluate_frame
 from analytics_nb.simulation import MissingPropertyWarning, SimulationInputError, WhatIf, simulate
 
-
-def _prop(key: str, value: Any, operator: str = "exact", kind: str = "person") -> dict[str, Any]:
-    return {"key": key, "operator": operator, "value": value, "type": kind}
-
-
-COUNTRY_THEN_30 = {
-    "key": "nc",
-    "active": True,
-    "filters": {
-        "groups": [
-            {"properties": [_prop("country", ["DE"])], "rollout_percentage": 100},
-            {"properties": [], "rollout_percentage": 30},
-        ]
-    },
-}
-PLAN_THEN_COUNTRY = {
-    "key": "plan-first",
-    "active": True,
-    "filters": {
-        "groups": [
-            {"properties": [_prop("plan", ["pro"])], "rollout_percentage": 100},
-            {"properties": [_prop("country", ["DE"])], "rollout_percentage": 100},
-        ]
-    },
-}
-INACTIVE = {
-    "key": "off",
-    "active": False,
-    "filters": {"groups": [{"properties": [_prop("country", ["DE"])], "rollout_percentage": 100}]},
-}
-DEPENDENT = {
-    "key": "dep",
-    "active": True,
-    "filters": {
-        "groups": [
-            {
-                "properties": [{"key": "nc", "operator": "flag_evaluates_to", "value": True, "type": "flag"}],
-                "rollout_percentage": 100,
-            }
-        ]
-    },
-}
-COUNTRY_AND_PLAN = {
-    "key": "and-plan",
-    "active": True,
-    "filters": {
-        "groups": [
-            {"properties": [_prop("plan", ["pro"]), _prop("country", ["DE"])], "rollout_percentage": 100}
-        ]
-    },
-}
+DE = prop("country", ["DE"])
+PRO = prop("plan", ["pro"])
+COUNTRY_THEN_30 = flag("nc", condition(DE), condition(rollout=30))
+PLAN_THEN_COUNTRY = flag("plan-first", condition(PRO), condition(DE))
+INACTIVE = flag("off", condition(DE), active=False)
+DEPENDENT = flag("dep", condition(prop("nc", True, "flag_evaluates_to", type="flag")))
+COUNTRY_AND_PLAN = flag("and-plan", condition(PRO, DE))
 FLAGS = [COUNTRY_THEN_30, PLAN_THEN_COUNTRY, INACTIVE, DEPENDENT, COUNTRY_AND_PLAN]
 
 
@@ -131,21 +87,7 @@ def test_unknown_value_in_a_dependency_is_unknown_in_the_scalar_engine_too() -> 
     """Server mode: a condition whose dependency has no known value is neither True nor False (it used to
     be False); frames and the scalar engine agree."""
     needs = {"key": "v2", "active": True, "filters": {"version": 2, "groups": []}}
-    dep = {
-        "key": "d",
-        "active": True,
-        "filters": {
-            "groups": [
-                {
-                    "properties": [
-                        {"key": "v2", "operator": "flag_evaluates_to", "value": True, "type": "flag"}
-                    ],
-                    "rollout_percentage": 100,
-                },
-                {"properties": [], "rollout_percentage": 100},
-            ]
-        },
-    }
+    dep = flag("d", condition(prop("v2", True, "flag_evaluates_to", type="flag")), condition())
     scalar = evaluate_flags([needs, dep], "u1")["d"]
     assert scalar.value is True  # the second condition matches whatever the dependency is
     dep["filters"]["groups"] = dep["filters"]["groups"][:1]  # type: ignore[index]
@@ -156,44 +98,26 @@ def test_unknown_value_in_a_dependency_is_unknown_in_the_scalar_engine_too() -> 
 
 
 def test_multivariate_flag_is_unknown_when_the_unknown_condition_has_its_own_variant() -> None:
-    flag = {
-        "key": "mv",
-        "active": True,
-        "filters": {
-            "groups": [
-                {"properties": [_prop("country", ["DE"])], "rollout_percentage": 100, "variant": "b"},
-                {"properties": [], "rollout_percentage": 100},
-            ],
-            "multivariate": {
-                "variants": [{"key": "a", "rollout_percentage": 50}, {"key": "b", "rollout_percentage": 50}]
-            },
-        },
-    }
+    mv = flag("mv", condition(DE, variant="b"), condition(), variants={"a": 50, "b": 50})
     people = _people(100)
-    out = FrameEvaluator(people, [flag], missing_columns="unknown").run()
-    de = evaluate_frame(people.assign(country="DE"), [flag])["mv"]
-    fr = evaluate_frame(people.assign(country="FR"), [flag])["mv"]
+    out = FrameEvaluator(people, [mv], missing_columns="unknown").run()
+    de = evaluate_frame(people.assign(country="DE"), [mv])["mv"]
+    fr = evaluate_frame(people.assign(country="FR"), [mv])["mv"]
     same = (de == fr).astype(bool)
     assert not same.all() and out.loc[~same, "mv"].isna().all()
     known = out["mv"].notna()
     assert out.loc[known, "mv"].tolist() == de[known].tolist()
     # without the override the unknown condition gives the same variant as the next one: all known
-    flag["filters"]["groups"][0].pop("variant")  # type: ignore[index]
-    out = FrameEvaluator(people, [flag], missing_columns="unknown").run()
+    mv["filters"]["groups"][0].pop("variant")
+    out = FrameEvaluator(people, [mv], missing_columns="unknown").run()
     assert out["mv"].notna().all()
 
 
 def test_group_property_without_a_column_is_unknown() -> None:
-    flag = {
-        "key": "g",
-        "active": True,
-        "filters": {
-            "aggregation_group_type_index": 0,
-            "groups": [{"properties": [_prop("industry", ["tech"], kind="group") | {"group_type_index": 0}]}],
-        },
-    }
+    tech = prop("industry", ["tech"], type="group", group_type_index=0)
+    group = flag("g", {"properties": [tech]}, aggregation_group_type_index=0)
     frame = pd.DataFrame({"distinct_id": ["a", "b"], "group:company": ["acme", None]})
-    ev = FrameEvaluator(frame, [flag], group_type_mapping={"0": "company"}, missing_columns="unknown")
+    ev = FrameEvaluator(frame, [group], group_type_mapping={"0": "company"}, missing_columns="unknown")
     out = ev.run(reasons=True)
     assert pd.isna(out.loc[0, "g"]) and out.loc[0, "g:reason"] == "missing_property"
     assert out.loc[1, "g"] == False and out.loc[1, "g:reason"] == "no_group_type"  # noqa: E712
@@ -247,10 +171,7 @@ def test_whatif_answers_na_for_the_absent_column() -> None:
         session = WhatIf(people, FLAGS)
     assert session.base["plan-first"].isna().sum() == 50
     edited = [dict(f) for f in FLAGS]
-    edited[0] = {**COUNTRY_THEN_30, "filters": {**COUNTRY_THEN_30["filters"], "groups": [
-        {"properties": [_prop("country", ["DE"])], "rollout_percentage": 100},
-        {"properties": [], "rollout_percentage": 60},
-    ]}}  # fmt: skip
+    edited[0] = flag("nc", condition(DE), condition(rollout=60))  # COUNTRY_THEN_30 at 60%
     with pytest.warns(MissingPropertyWarning, match="'nc' needs"):
         change = session.run(edited)
     assert change.edited["nc"].isna().sum() < session.base["nc"].isna().sum()

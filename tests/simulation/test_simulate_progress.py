@@ -24,6 +24,7 @@ import pandas as pd
 import pytest
 
 from _clients import client_for
+from _flags import condition, flag, prop
 from analytics_nb import AsyncClient, Client
 from analytics_nb.sandbox import Sandbox
 from analytics_nb.simulation import (
@@ -38,11 +39,6 @@ from analytics_nb.simulation import (
 from analytics_nb.simulation._definitions import live_flags, load_definitions
 from analytics_nb.simulation._inputs import normalise_property_sets
 from analytics_nb.simulation._local import ChunkedEvaluator, conform, make_evaluator
-
-
-@pytest.fixture(scope="module")
-def definitions(client: Client) -> Any:
-    return client.feature_flags.local_evaluation()
 
 
 def _sets(n: int, seed: int = 3) -> pd.DataFrame:
@@ -73,10 +69,10 @@ def _sets(n: int, seed: int = 3) -> pd.DataFrame:
 
 @pytest.mark.parametrize(("payloads", "reasons"), [(True, False), (True, True)])
 def test_chunked_local_evaluation_equals_one_evaluation(
-    definitions: Any, payloads: bool, reasons: bool
+    demo_definitions: Any, payloads: bool, reasons: bool
 ) -> None:
     sets = normalise_property_sets(_sets(2_300))
-    defs = live_flags(load_definitions(definitions))
+    defs = live_flags(load_definitions(demo_definitions))
     whole = conform(
         make_evaluator(sets, defs).run(None, payloads=payloads, reasons=reasons),
         sets,
@@ -111,23 +107,10 @@ def test_every_chunk_reads_relative_dates_against_one_instant(monkeypatch: pytes
         return real_now(now if now is not None else next(clock), server, timezone)
 
     monkeypatch.setattr(_frame, "_now", jumpy)
-    flag = {
-        "key": "recent",
-        "active": True,
-        "filters": {
-            "groups": [
-                {
-                    "properties": [
-                        {"key": "joined", "operator": "is_date_after", "value": "-7d", "type": "person"}
-                    ],
-                    "rollout_percentage": 100,
-                }
-            ]
-        },
-    }
+    recent = flag("recent", condition(prop("joined", "-7d", "is_date_after")))
     frame = pd.DataFrame({"distinct_id": [f"u{i}" for i in range(40)], "joined": ["2026-01-15"] * 40})
     sets = normalise_property_sets(frame)
-    defs = live_flags(load_definitions([flag]))
+    defs = live_flags(load_definitions([recent]))
     engine = ChunkedEvaluator(sets, defs, chunk_rows=10)
     for _ in range(2):  # the first run and a re-run
         got = engine.run(None)["recent"]
@@ -135,10 +118,10 @@ def test_every_chunk_reads_relative_dates_against_one_instant(monkeypatch: pytes
 
 
 def test_long_local_simulation_shows_a_bar_of_rows_and_equals_the_unchunked_result(
-    definitions: Any, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    demo_definitions: Any, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     df = _sets(3_000)
-    whole = simulate(df, engine="local", definitions=definitions, progress=True, reasons=True)
+    whole = simulate(df, engine="local", definitions=demo_definitions, progress=True, reasons=True)
     assert "local" not in capsys.readouterr().err  # short enough: one evaluation, no bar
     monkeypatch.delenv("TQDM_DISABLE", raising=False)
     monkeypatch.setattr(_local, "LOCAL_CHUNK_ROWS", 500)  # 3,000 rows are "long" now: 6 chunks
@@ -152,7 +135,7 @@ def test_long_local_simulation_shows_a_bar_of_rows_and_equals_the_unchunked_resu
         return bar
 
     monkeypatch.setattr(_local, "progress_bar", recorded)
-    chunked = simulate(df, engine="local", definitions=definitions, progress=True, reasons=True)
+    chunked = simulate(df, engine="local", definitions=demo_definitions, progress=True, reasons=True)
     err = capsys.readouterr().err
     assert re.search(r"local:\s+0%.*\| ?0/3000 \[.*row/s", err), err  # a tqdm bar of rows, 3,000 in all
     assert updates == [500] * 6  # that moves chunk by chunk
@@ -161,23 +144,25 @@ def test_long_local_simulation_shows_a_bar_of_rows_and_equals_the_unchunked_resu
 
 
 def test_no_bar_with_progress_false_or_tqdm_disable(
-    definitions: Any, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    demo_definitions: Any, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.setattr(_local, "LOCAL_CHUNK_ROWS", 400)
     df = _sets(1_000)
-    simulate(df, engine="local", definitions=definitions, progress=False)
+    simulate(df, engine="local", definitions=demo_definitions, progress=False)
     assert capsys.readouterr().err == ""
     monkeypatch.setenv("TQDM_DISABLE", "1")
-    simulate(df, engine="local", definitions=definitions, progress=True)
+    simulate(df, engine="local", definitions=demo_definitions, progress=True)
     assert capsys.readouterr().err == ""
 
 
-def test_whatif_keeps_one_evaluator_over_all_rows(definitions: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_whatif_keeps_one_evaluator_over_all_rows(
+    demo_definitions: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from analytics_nb.flags import FrameEvaluator
     from analytics_nb.simulation import WhatIf
 
     monkeypatch.setattr(_local, "LOCAL_CHUNK_ROWS", 100)
-    session = WhatIf(_sets(1_000), definitions)
+    session = WhatIf(_sets(1_000), demo_definitions)
     assert isinstance(session.evaluator, FrameEvaluator)  # cached hashes serve every re-run
 
 

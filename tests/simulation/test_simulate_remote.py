@@ -7,6 +7,7 @@ import asyncio
 import pandas as pd
 import pytest
 
+from _flags import condition, flag, prop
 from analytics_nb import AsyncClient, Client
 from analytics_nb.sandbox import Sandbox
 from analytics_nb.simulation import FailedFlagsWarning, SimulationInputError, asimulate, grid, simulate
@@ -212,24 +213,7 @@ def test_geoip_difference_when_an_ip_is_given(empty_sandbox: Sandbox) -> None:
     created = httpx.post(
         f"{sb.url}/api/projects/{sb.project_id}/feature_flags/",
         headers={"Authorization": f"Bearer {sb.personal_api_key}"},
-        json={
-            "key": "geo-us",
-            "filters": {
-                "groups": [
-                    {
-                        "properties": [
-                            {
-                                "key": "$geoip_country_code",
-                                "value": "US",
-                                "operator": "exact",
-                                "type": "person",
-                            }
-                        ],
-                        "rollout_percentage": 100,
-                    }
-                ]
-            },
-        },
+        json=flag("geo-us", condition(prop("$geoip_country_code", "US")), active=None),
     )
     assert created.status_code == 201, created.text
     rows = [{"distinct_id": "geo-1", "ip": "8.8.8.8"}, {"distinct_id": "geo-2"}]

@@ -10,47 +10,15 @@ from typing import Any
 import pandas as pd
 import pytest
 
+from _flags import condition, flag, prop
 from analytics_nb.capture import attribute, feature_properties
 from analytics_nb.frames import read_csv
 from analytics_nb.simulation import SimulationInputError, grid, simulate
 from analytics_nb.simulation._output import flag_columns
 
 FLAGS: list[dict[str, Any]] = [
-    {
-        "id": 1,
-        "key": "us-only",
-        "active": True,
-        "filters": {
-            "groups": [
-                {
-                    "properties": [{"key": "country", "value": "US", "operator": "exact", "type": "person"}],
-                    "rollout_percentage": 100,
-                }
-            ],
-            "payloads": {"true": '{"banner": "us"}'},
-        },
-    },
-    {
-        "id": 2,
-        "key": "exp",
-        "active": True,
-        "filters": {
-            "groups": [
-                {
-                    "properties": [
-                        {"key": "plan", "value": ["pro", "team"], "operator": "exact", "type": "person"}
-                    ],
-                    "rollout_percentage": 100,
-                }
-            ],
-            "multivariate": {
-                "variants": [
-                    {"key": "control", "rollout_percentage": 50},
-                    {"key": "test", "rollout_percentage": 50},
-                ]
-            },
-        },
-    },
+    flag("us-only", condition(prop("country", "US")), id=1, payloads={"true": '{"banner": "us"}'}),
+    flag("exp", condition(prop("plan", ["pro", "team"])), id=2, variants={"control": 50, "test": 50}),
 ]
 
 

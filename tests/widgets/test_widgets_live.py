@@ -16,6 +16,7 @@ import pandas as pd
 import pytest
 
 from _clients import client_for
+from _flags import condition, flag
 from analytics_nb import Client, errors
 from analytics_nb._palette import FALSE_COLOUR, TRUE_COLOUR, value_colours
 from analytics_nb.frames import read_csv
@@ -29,21 +30,8 @@ from analytics_nb.widgets import (
 from analytics_nb.widgets._panel import Panel
 
 DEFINITIONS: list[dict[str, Any]] = [
-    {"key": "half", "active": True, "filters": {"groups": [{"properties": [], "rollout_percentage": 50}]}},
-    {
-        "key": "exp",
-        "active": True,
-        "filters": {
-            "groups": [{"properties": [], "rollout_percentage": 100}],
-            "multivariate": {
-                "variants": [
-                    {"key": "control", "rollout_percentage": 34},
-                    {"key": "test", "rollout_percentage": 33},
-                    {"key": "other", "rollout_percentage": 33},
-                ]
-            },
-        },
-    },
+    flag("half", condition(rollout=50)),
+    flag("exp", variants={"control": 34, "test": 33, "other": 33}),
 ]
 SETS = pd.DataFrame({"distinct_id": [f"id-{i}" for i in range(300)], "country": ["US", "DE", "FR"] * 100})
 

@@ -11,12 +11,11 @@ from typing import Any
 import ipywidgets as w
 import pytest
 
+from _flags import condition, flag
 from analytics_nb import Client
 from analytics_nb.widgets import FlagSimulator, PlaylistEditor, TransformationsBrowser
 
-DEFINITIONS: list[dict[str, Any]] = [
-    {"key": "half", "active": True, "filters": {"groups": [{"properties": [], "rollout_percentage": 50}]}},
-]
+DEFINITIONS: list[dict[str, Any]] = [flag("half", condition(rollout=50))]
 
 
 @pytest.fixture(scope="module")

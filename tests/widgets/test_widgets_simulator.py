@@ -11,46 +11,24 @@ from typing import Any
 import pandas as pd
 import pytest
 
+from _flags import condition, flag, prop
 from analytics_nb import Client
 from analytics_nb.widgets import FlagSimulator, FormError
 from analytics_nb.widgets.simulator import parse_grid_text, parse_property_text, property_text
 
 DEFINITIONS: list[dict[str, Any]] = [
     {"key": "gone", "deleted": True, "filters": {"groups": []}},
-    {"key": "off", "active": False, "filters": {"groups": [{"properties": [], "rollout_percentage": 100}]}},
-    {
-        "key": "half",
-        "active": True,
-        "filters": {"groups": [{"properties": [], "rollout_percentage": 50}]},
-    },
-    {
-        "key": "exp",
-        "active": True,
-        "filters": {
-            "groups": [
-                {
-                    "properties": [
-                        {"key": "country", "value": ["US"], "operator": "exact", "type": "person"}
-                    ],
-                    "rollout_percentage": 100,
-                }
-            ],
-            "multivariate": {
-                "variants": [
-                    {"key": "control", "rollout_percentage": 50},
-                    {"key": "test", "rollout_percentage": 50},
-                ]
-            },
-        },
-    },
+    flag("off", active=False),
+    flag("half", condition(rollout=50)),
+    flag("exp", condition(prop("country", ["US"])), variants={"control": 50, "test": 50}),
 ]
 
 
 def _shares(bars_html: str) -> dict[str, float]:
     """Sum of the data-share attributes of the HTML bars, per flag."""
     out: dict[str, float] = {}
-    for flag, share in re.findall(r'data-flag="([^"]+)"[^>]*data-share="([0-9.]+)"', bars_html):
-        out[flag] = out.get(flag, 0.0) + float(share)
+    for key, share in re.findall(r'data-flag="([^"]+)"[^>]*data-share="([0-9.]+)"', bars_html):
+        out[key] = out.get(key, 0.0) + float(share)
     return out
 
 

@@ -11,6 +11,7 @@ from typing import Any
 import pandas as pd
 import pytest
 
+from _flags import condition, flag
 from analytics_nb.frames import read_csv
 from analytics_nb.models import Playlist
 from analytics_nb.simulation import load_definitions
@@ -31,21 +32,9 @@ from analytics_nb.widgets.views import ConfirmRow, JsonEditor, StatusBar
 
 FLAGS: list[dict[str, Any]] = [
     {"key": "gone", "deleted": True, "filters": {"groups": []}},
-    {"key": "off", "active": False, "filters": {"groups": [{"properties": [], "rollout_percentage": 100}]}},
-    {"key": "half", "active": True, "filters": {"groups": [{"properties": [], "rollout_percentage": 50}]}},
-    {
-        "key": "exp",
-        "active": True,
-        "filters": {
-            "groups": [{"properties": [], "rollout_percentage": 100}],
-            "multivariate": {
-                "variants": [
-                    {"key": "control", "rollout_percentage": 50},
-                    {"key": "test", "rollout_percentage": 50},
-                ]
-            },
-        },
-    },
+    flag("off", active=False),
+    flag("half", condition(rollout=50)),
+    flag("exp", variants={"control": 50, "test": 50}),
 ]
 
 
