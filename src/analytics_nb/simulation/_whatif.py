@@ -523,12 +523,12 @@ class WhatIf:
     def _warn_new(self, defs: Definitions) -> None:
         """Warn about the flags of ``defs`` (the current or edited definitions) that use cohorts or group
         type names the run lacks and no warning has named yet: once when built, then what an edit adds."""
-        missing = self._missing(defs).only(self.flags)
+        missing = self._missing_references(defs).only(self.flags)
         new = [k for k in missing.flags if k not in self._warned]
         if new:
             self._warned |= set(warn_found(missing.only(new)).flags)
 
-    def _missing(self, defs: Definitions) -> MissingReferences:
+    def _missing_references(self, defs: Definitions) -> MissingReferences:
         """What ``defs``'s flags use but their run lacks. The caller's evaluator runs them with its own
         cohorts and mapping (it says what it lacks); edited definitions without cohorts run with the
         current ones."""

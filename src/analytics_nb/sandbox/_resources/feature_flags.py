@@ -1202,12 +1202,18 @@ _KEY_TAKEN = (
 #: The list filters (PostHog products/feature_flags/backend/api/feature_flag.py, FeatureFlagViewSet.list's
 #: extend_schema; `order` from safely_get_queryset), as `flag_listing` answers them.
 _LIST_FILTERS = (
-    Query("active", enum=("true", "false", "STALE")),
+    # `active`, `type` and `evaluation_runtime` list their values in the description, not as an enum: the
+    # service reads any other value without refusing it (flag_listing's module docstring says how), and so
+    # does the sandbox; an enum would document a 400 neither answers.
+    Query("active", description="`true`, `false` or `STALE`; another value selects the inactive flags."),
     Query("created_by_id", description="A user id, or a comma-separated / JSON list of user ids."),
     Query("search", max_length=MAX_SEARCH, description="Text in the key or name; case insensitive."),
     Query("key", description="Exactly this flag key; case insensitive."),
-    Query("type", enum=FLAG_TYPES),
-    Query("evaluation_runtime", enum=EVALUATION_RUNTIMES),
+    Query("type", description=f"One of {', '.join(FLAG_TYPES)}; another value is ignored."),
+    Query(
+        "evaluation_runtime",
+        description=f"One of {', '.join(EVALUATION_RUNTIMES)}; another value matches no flag.",
+    ),
     Query("excluded_properties", description="JSON-encoded list of flag keys to leave out."),
     Query("tags", description="JSON-encoded list of tag names: flags with any of them."),
     Query("excluded_tags", description="JSON-encoded list of tag names: flags with none of them."),
