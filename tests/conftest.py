@@ -49,6 +49,28 @@ SLOW_TESTS = frozenset(
         "test_sdk_against_sandbox.py::test_remote_flags_equal_the_engine",  # posthog-python over HTTP
         "test_sdk_against_sandbox.py::test_local_evaluation_equals_the_engine_and_the_server",
         "test_frames_rows.py::test_any_page_gives_the_dict_frame_and_error",  # Hypothesis over HTTP pages
+        # measured 1.5-5 s each (``--durations=40``, 2026-11-26: the quick tier had grown to 187-199 s):
+        # every docs page's code, timing and pacing runs, Ctrl-C runs, fresh-interpreter import checks
+        "test_docs_pages.py::test_page_runs",
+        "test_flags_differential_cells.py::test_sdk_mode_agrees_with_the_sdk_on_raw_cells",
+        "test_client_errors.py::test_429_retry_after_is_honoured",
+        "test_client_adaptive_pacing.py::test_stays_near_the_knee_when_the_service_queues",
+        "test_client_adaptive_pacing.py::test_opens_up_to_hundreds_in_flight_at_100ms",
+        "test_simulate_progress.py::test_ctrl_c_during_a_remote_run_returns_the_rows_done",
+        "test_simulate_progress.py::test_ctrl_c_during_a_both_run_returns_the_rows_done_with_their_comparison",
+        "test_simulate_pacing.py::test_pool_holds_the_requested_concurrency",
+        "test_simulate_pacing.py::test_429_with_retry_after_slows_the_run_and_fails_no_row",
+        "test_capture_safety.py::test_ctrl_c_reports_what_was_sent_and_a_rerun_completes_without_doubles",
+        "test_simulate_families.py::test_the_simulation_package_loads_no_frame_library",
+        "test_architecture.py::test_the_clients_load_neither_the_sandbox_nor_the_widgets",
+        "test_sandbox_seeding.py::test_a_start_killed_while_seeding_leaves_nothing_and_the_next_one_seeds_in_full",
+        "test_sandbox_capture_fast.py::test_random_batches_get_the_same_answer_and_store_the_same_events",
+        "test_sandbox_capture_size.py::test_decompressed_body_past_the_budget_is_event_too_big",
+        "test_client_safety_listings.py::test_endless_next_without_a_count_stops_at_the_page_cap",
+        "test_sandbox_limits.py::test_a_large_batch_does_not_hold_other_requests_up",
+        "test_simulate_progress.py::test_a_cancelled_async_run_returns_the_rows_done",
+        "test_simulate_progress.py::test_long_local_simulation_shows_a_bar_of_rows_and_equals_the_unchunked_result",
+        "test_sandbox_server.py::test_process_mode",
     }
 )
 """Single tests in the slow tier: ``<file name>::<test function>`` (every parameter of it)."""
