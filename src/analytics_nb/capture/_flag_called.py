@@ -33,6 +33,7 @@ from analytics_nb.client import (
     cached_definitions,
     same_signature,
 )
+from analytics_nb.flags import is_group_key_column
 from analytics_nb.models import DecideResponse
 
 __all__ = [
@@ -500,7 +501,7 @@ async def _flag_called_frame(
     cache = flag_called_cache(client)
     labels = list(frame.index)
     dids = frame["distinct_id"].to_numpy(dtype=object).tolist()
-    group_cols = [c for c in frame.columns if str(c).startswith("group:") and str(c).count(":") == 1]
+    group_cols = [c for c in frame.columns if is_group_key_column(c)]
     group_vals = {str(c)[6:]: frame[c].to_numpy(dtype=object).tolist() for c in group_cols}
 
     def column(name: str) -> list[Any] | None:

@@ -24,7 +24,13 @@ from analytics_nb.flags._evaluate import (
     evaluate_flag,
     evaluate_flags,
 )
-from analytics_nb.flags._frame import REASON_CODES, FrameEvaluator, evaluate_frame, reason_dtype
+from analytics_nb.flags._frame import (
+    REASON_CODES,
+    FrameEvaluator,
+    evaluate_frame,
+    is_group_key_column,
+    reason_dtype,
+)
 from analytics_nb.flags._hashing import hash_fraction
 from analytics_nb.flags._incomplete import (
     IncompleteDefinitionsWarning,
@@ -57,6 +63,7 @@ __all__ = [
     "evaluate_flags",
     "evaluate_frame",
     "hash_fraction",
+    "is_group_key_column",
     "missing_references",
     "read_definitions",
     "to_sql",

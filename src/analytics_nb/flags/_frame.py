@@ -216,6 +216,20 @@ class _Source:
         return col
 
 
+def is_group_key_column(name: Any) -> bool:
+    """Whether a property-set column holds a group key: ``group:<type>`` (one colon; ``group:<type>:<prop>``
+    is a group property). The one spelling of the rule for the engine, simulation and capture.
+
+    Args:
+        name: A column name.
+
+    Returns:
+        Whether the column is ``group:<type>``.
+    """
+    text = str(name)
+    return text.startswith("group:") and text.count(":") == 1
+
+
 class FrameEvaluator:
     """Evaluate flags for every row of a frame, caching hashes and filter matches for what-if re-runs.
 
@@ -659,8 +673,7 @@ class FrameEvaluator:
                 read_definitions(flags).flags, defs.cohorts, defs.group_type_mapping, defs.kind
             )
         missing = missing_references(defs)
-        columns = [str(c) for c in self._frame.columns]
-        if self._server and not any(c.startswith("group:") and c.count(":") == 1 for c in columns):
+        if self._server and not any(is_group_key_column(c) for c in self._frame.columns):
             return missing.without_groups()
         return missing
 
@@ -1499,4 +1512,4 @@ def evaluate_frame(
     return evaluator.run(payloads=payloads, reasons=reasons)
 
 
-__all__ = ["FrameEvaluator", "evaluate_frame"]
+__all__ = ["FrameEvaluator", "evaluate_frame", "is_group_key_column"]

@@ -24,6 +24,7 @@ from analytics_nb.flags import (
     Definitions,
     DefinitionsError,
     MissingReferences,
+    is_group_key_column,
     missing_references,
     read_definitions,
     warn_missing,
@@ -142,7 +143,7 @@ async def afill(
 def has_group_columns(columns: Iterable[Any]) -> bool:
     """Whether property-set columns hold a group key (``group:<type>``): without one, server mode answers a
     group flag False as the service does for a person without that group, whatever its group type's name."""
-    return any(str(c).startswith("group:") and str(c).count(":") == 1 for c in columns)
+    return any(is_group_key_column(c) for c in columns)
 
 
 def missing_in(
