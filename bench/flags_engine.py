@@ -183,7 +183,7 @@ def memory_child(n: int) -> None:
     frame_peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     flags = bench_flags()
     start = time.perf_counter()
-    out = evaluate_frame(frame, flags, group_type_mapping=MAPPING, payloads=True)
+    out = evaluate_frame(frame, definitions=flags, group_type_mapping=MAPPING, payloads=True)
     elapsed = time.perf_counter() - start
     peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     print(f"{len(out)} {elapsed:.3f} {peak_kb / 1024:.0f} {frame_peak_kb / 1024:.0f}")
@@ -204,13 +204,13 @@ def main() -> None:
     print(f"sha1: {native_impl() or 'hashlib fallback (extension not built)'}")
     frame = bench_frame(n)
     flags = bench_flags()
-    evaluate_frame(frame.iloc[:1000], flags, group_type_mapping=MAPPING)  # warm imports
+    evaluate_frame(frame.iloc[:1000], definitions=flags, group_type_mapping=MAPPING)  # warm imports
     # The machine is shared: alternate the measurements and keep the best of each, so all see the same
     # background load.
     ours_s, theirs_rate = float("inf"), 0.0
     for _ in range(rounds):
         start = time.perf_counter()
-        out = evaluate_frame(frame, flags, group_type_mapping=MAPPING, payloads=True)
+        out = evaluate_frame(frame, definitions=flags, group_type_mapping=MAPPING, payloads=True)
         ours_s = min(ours_s, time.perf_counter() - start)
         theirs_rate = max(theirs_rate, official_rate(frame, flags, official_rows))
     ours_rate = n * len(flags) / ours_s
@@ -228,7 +228,7 @@ def main() -> None:
     )
     print(f"ratio at {n:,}: {ours_rate / theirs_rate:.1f}x (target >= 25x)")
 
-    ev = FrameEvaluator(frame, flags, group_type_mapping=MAPPING)
+    ev = FrameEvaluator(frame, definitions=flags, group_type_mapping=MAPPING)
     ev.run(payloads=True)
     edited = copy.deepcopy(flags)
     edited[0]["filters"]["groups"][0]["rollout_percentage"] = 35
@@ -294,7 +294,7 @@ def bench_lookaround(rounds: int) -> float:
     best = float("inf")
     for _ in range(rounds):
         started = time.perf_counter()
-        out = evaluate_frame(frame, [flag])
+        out = evaluate_frame(frame, definitions=[flag])
         best = min(best, time.perf_counter() - started)
     assert 0 < int(out["lookaround"].sum()) < len(frame)
     return best

@@ -174,7 +174,7 @@ def run_pandas(export: str, out: str, queue: Any) -> None:
     writer = None
     for batch in pq.ParquetFile(export).iter_batches(batch_size=250_000):
         frame = batch.to_pandas(types_mapper=pd.ArrowDtype)
-        got = evaluate_frame(frame, definitions(), reasons=True, now=now)
+        got = evaluate_frame(frame, definitions=definitions(), reasons=True, now=now)
         for key in [d["key"] for d in definitions()]:
             if got[key].dtype == object:
                 got[key] = got[key].map(lambda v: "true" if v is True else "false" if v is False else v)

@@ -218,7 +218,7 @@ def test_flag_called_frame_from_category_payload_and_reason_columns(empty_sandbo
 
     flags = [flag("checkout", id=5, variants={"test": 50, "control": 50}, payloads={"test": '{"p": 1}'})]
     people = pd.DataFrame({"distinct_id": [f"cat-{i}" for i in range(12)]})
-    sim = evaluate_frame(people, flags, payloads=True, reasons=True)
+    sim = evaluate_frame(people, definitions=flags, payloads=True, reasons=True)
     assert sim["checkout:payload"].dtype == "category" and sim["checkout:reason"].dtype == "category"
     assert sim["checkout"].eq("control").any() and sim["checkout"].eq("test").any()
     with client_for(empty_sandbox, keys="project") as client:

@@ -103,10 +103,12 @@ def _from_records(results: list[dict[str, Any]]) -> pd.DataFrame:
 
 #: every entry point that takes definitions, answering the flag columns for PROPS
 ENTRY_POINTS: dict[str, Callable[[Any], pd.DataFrame]] = {
-    "evaluate_frame": lambda d: evaluate_frame(PROPS, d),
-    "FrameEvaluator": lambda d: FrameEvaluator(PROPS, d).run(),
-    "FrameEvaluator.run(flags=)": lambda d: FrameEvaluator(PROPS, FLAGS[:1]).run(d),
-    "compile_flags": lambda d: evaluate_frame(PROPS, compile_flags(d)),
+    "evaluate_frame": lambda d: evaluate_frame(PROPS, definitions=d),
+    "FrameEvaluator": lambda d: FrameEvaluator(PROPS, definitions=d).run(),
+    "FrameEvaluator.run(definitions=)": lambda d: FrameEvaluator(PROPS, definitions=FLAGS[:1]).run(
+        definitions=d
+    ),
+    "compile_flags": lambda d: evaluate_frame(PROPS, definitions=compile_flags(d)),
     "evaluate_flags": lambda d: _from_records(
         [
             evaluate_flags(d, row.distinct_id, person_properties={"plan": row.plan})
@@ -123,7 +125,7 @@ ENTRY_POINTS: dict[str, Callable[[Any], pd.DataFrame]] = {
 
 
 def _expected() -> pd.DataFrame:
-    return _flag_columns(evaluate_frame(PROPS, FLAGS))
+    return _flag_columns(evaluate_frame(PROPS, definitions=FLAGS))
 
 
 @pytest.mark.parametrize("entry", list(ENTRY_POINTS))
@@ -151,7 +153,7 @@ def test_every_shape_reads_to_the_same_definitions(shape: str, tmp_path: Path) -
 
 @pytest.mark.parametrize("shape", ["payload dict", "flags frame", "list of models", "Definitions"])
 def test_capture_reads_every_shape(shape: str, tmp_path: Path) -> None:
-    outcomes = evaluate_frame(PROPS.head(4), FLAGS)
+    outcomes = evaluate_frame(PROPS.head(4), definitions=FLAGS)
     events = pd.DataFrame({"distinct_id": ["user-0", "user-1"], "event": ["x", "x"]})
     out = attribute(events, outcomes, flags=SHAPES[shape](tmp_path))
     assert {f"$feature/{k}" for k in KEYS} <= set(out.columns)
@@ -208,7 +210,7 @@ def test_unreadable_shapes_raise_naming_the_shape_and_the_fix(source: Any, match
     assert len(str(err.value)) < 400
     # every entry point raises it (never an empty result), as a TypeError and a ValueError alike
     with pytest.raises(TypeError, match=match):
-        evaluate_frame(PROPS, source)
+        evaluate_frame(PROPS, definitions=source)
     with pytest.raises(ValueError, match=match):
         evaluate_flags(source, "u")
     with pytest.raises(SimulationInputError, match=match):
@@ -267,7 +269,7 @@ COHORT_SHAPES: dict[str, tuple[Callable[[Path], Any], bool]] = {
 
 #: the entry points an analyst calls with definitions, answering the flag columns for PROPS
 WARNING_ENTRY_POINTS: dict[str, Callable[[Any], pd.DataFrame]] = {
-    "evaluate_frame": lambda d: evaluate_frame(PROPS, d),
+    "evaluate_frame": lambda d: evaluate_frame(PROPS, definitions=d),
     "simulate": lambda d: simulate(PROPS, engine="local", definitions=d, payloads=False).frame,
     "simulate engine=sql": lambda d: (
         simulate(PROPS, engine="sql", definitions=d, payloads=False, progress=False).frame
@@ -332,16 +334,15 @@ def test_evaluate_frame_of_a_client_flags_frame_gives_every_flag(sandbox: Any) -
     )
     # the frame carries no cohorts: the cohort flag is NA, and both say so (was: silent)
     with pytest.warns(IncompleteDefinitionsWarning, match=r"1 flag uses cohorts.*'eu-cohort-promo': cohort"):
-        out = evaluate_frame(props, flags_frame, group_type_mapping=payload.group_type_mapping)
+        out = evaluate_frame(props, definitions=flags_frame, group_type_mapping=payload.group_type_mapping)
     assert [c for c in out.columns if c not in ("distinct_id", "error")] == live  # was: no flag column at all
     assert out["eu-cohort-promo"].isna().all()
     with pytest.warns(IncompleteDefinitionsWarning, match=r"'eu-cohort-promo': cohort"):
-        sim = simulate(  # evaluate_frame reads a missing column as "not set"; simulate does when told so
+        sim = simulate(  # one door: evaluate_frame and simulate read a missing column alike (issue 34)
             props,
             engine="local",
             definitions=flags_frame,
             group_type_mapping=payload.group_type_mapping,
-            missing_columns="not_set",
         ).frame
     pd.testing.assert_frame_equal(
         out[live].astype(object).reset_index(drop=True),
@@ -357,7 +358,7 @@ def test_evaluate_frame_of_a_client_flags_frame_gives_every_flag(sandbox: Any) -
     assert cohort_free
     with warnings.catch_warnings():
         warnings.simplefilter("error", IncompleteDefinitionsWarning)  # the payload carries its cohorts
-        full = evaluate_frame(props, payload)
+        full = evaluate_frame(props, definitions=payload)
     pd.testing.assert_frame_equal(
         out[cohort_free].astype(object), full[cohort_free].astype(object), check_dtype=False
     )
@@ -369,7 +370,7 @@ def test_flag_called_frame_reads_ids_and_versions_from_every_shape(
 ) -> None:
     from analytics_nb.capture import flag_called_frame
 
-    outcomes = evaluate_frame(PROPS.head(2), FLAGS)
+    outcomes = evaluate_frame(PROPS.head(2), definitions=FLAGS)
     with Client(empty_sandbox.url, project_api_key=empty_sandbox.project_api_key) as client:
         report = flag_called_frame(client, outcomes, SHAPES[shape](tmp_path), progress=False)
     assert set(report["key"]) == set(KEYS)

@@ -52,7 +52,9 @@ def test_thirty_then_hundred_agrees_with_the_sdk(mode: str) -> None:
     assert [r.value for r in scalar] == sdk
     stopped = [r for r in scalar if r.value is False]
     assert {(r.reason, r.condition_index) for r in stopped} == {("out_of_rollout_bound", 0)}
-    frame = evaluate_frame(pd.DataFrame({"distinct_id": IDS}), [THIRTY_THEN_ALL], mode=mode, reasons=True)  # type: ignore[arg-type]
+    frame = evaluate_frame(
+        pd.DataFrame({"distinct_id": IDS}), definitions=[THIRTY_THEN_ALL], mode=mode, reasons=True
+    )  # type: ignore[arg-type]
     assert frame["ee"].tolist() == sdk
     assert set(frame.loc[frame["ee"] == False, "ee:reason"]) == {"out_of_rollout_bound"}  # noqa: E712
 
@@ -77,7 +79,9 @@ CASES = [
 def test_differential_cases(groups: list[dict[str, Any]], plan: str) -> None:
     definition = flag("ee", *groups, id=1, early_exit=True)
     people = pd.DataFrame({"distinct_id": IDS, "plan": plan})
-    frames = {m: evaluate_frame(people, [definition], mode=m)["ee"].tolist() for m in ("server", "sdk")}
+    frames = {
+        m: evaluate_frame(people, definitions=[definition], mode=m)["ee"].tolist() for m in ("server", "sdk")
+    }
     for i, d in enumerate(IDS):
         want = _sdk(definition, d, {"plan": plan})
         for mode in ("server", "sdk"):

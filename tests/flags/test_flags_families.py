@@ -122,7 +122,7 @@ def _family_cells(data: Any, family: str, keys: list[str]) -> dict[str, list[Any
 
 @pytest.fixture(scope="module")
 def expected(frame: pd.DataFrame) -> pd.DataFrame:
-    return evaluate_frame(frame, family_flags(), payloads=True)
+    return evaluate_frame(frame, definitions=family_flags(), payloads=True)
 
 
 @pytest.mark.parametrize("source", SOURCES)
@@ -130,14 +130,14 @@ def test_evaluate_frame_reads_every_family_and_answers_in_it(
     source: str, table: Any, parquet_path: Path, expected: pd.DataFrame
 ) -> None:
     family = FAMILY[source]
-    got = evaluate_frame(_source(source, table, parquet_path), family_flags(), payloads=True)
+    got = evaluate_frame(_source(source, table, parquet_path), definitions=family_flags(), payloads=True)
     keys = ["distinct_id", *FLAG_KEYS, "rollout:payload", "error"]
     assert _family_cells(got, family, keys) == _pandas_cells(expected, keys)
 
 
 @pytest.mark.parametrize("output", ["pandas", "polars", "arrow"])
 def test_evaluate_frame_output_picks_the_family(output: str, table: Any, expected: pd.DataFrame) -> None:
-    got = evaluate_frame(pl.from_arrow(table), family_flags(), output=output)  # type: ignore[arg-type]
+    got = evaluate_frame(pl.from_arrow(table), definitions=family_flags(), output=output)  # type: ignore[arg-type]
     assert _family_cells(got, output, FLAG_KEYS) == _pandas_cells(expected, FLAG_KEYS)
 
 
@@ -147,9 +147,9 @@ def test_unknown_values_are_null_where_pandas_has_na(
 ) -> None:
     """sdk mode cannot settle a date filter on text locally: NA in pandas, null in every family."""
     flags = with_undecidable_flag()
-    want = evaluate_frame(frame, flags, mode="sdk")
+    want = evaluate_frame(frame, definitions=flags, mode="sdk")
     assert want["dated"].isna().all()
-    got = evaluate_frame(_source(source, table, parquet_path), flags, mode="sdk")
+    got = evaluate_frame(_source(source, table, parquet_path), definitions=flags, mode="sdk")
     keys = [*FLAG_KEYS, "dated"]
     assert _family_cells(got, FAMILY[source], keys) == _pandas_cells(want, keys)
 
@@ -160,17 +160,19 @@ def test_frame_evaluator_what_if_runs_answer_in_the_callers_family(
 ) -> None:
     family = FAMILY[source]
     edited = with_rollout(family_flags(), "rollout", 80)
-    base = FrameEvaluator(frame, family_flags())
-    want_first, want_edited = base.run(), base.run(edited)
-    evaluator = FrameEvaluator(_source(source, table, parquet_path), family_flags())
+    base = FrameEvaluator(frame, definitions=family_flags())
+    want_first, want_edited = base.run(), base.run(definitions=edited)
+    evaluator = FrameEvaluator(_source(source, table, parquet_path), definitions=family_flags())
     assert evaluator.output == family
     assert _family_cells(evaluator.run(), family, FLAG_KEYS) == _pandas_cells(want_first, FLAG_KEYS)
-    assert _family_cells(evaluator.run(edited), family, FLAG_KEYS) == _pandas_cells(want_edited, FLAG_KEYS)
+    assert _family_cells(evaluator.run(definitions=edited), family, FLAG_KEYS) == _pandas_cells(
+        want_edited, FLAG_KEYS
+    )
     # pandas on request, per run or for the evaluator
-    as_pandas = evaluator.run(edited, output="pandas")
+    as_pandas = evaluator.run(definitions=edited, output="pandas")
     assert _pandas_cells(as_pandas, FLAG_KEYS) == _pandas_cells(want_edited, FLAG_KEYS)
-    arrow = FrameEvaluator(_source(source, table, parquet_path), family_flags(), output="arrow")
-    assert isinstance(arrow.run(edited), pa.Table)
+    arrow = FrameEvaluator(_source(source, table, parquet_path), definitions=family_flags(), output="arrow")
+    assert isinstance(arrow.run(definitions=edited), pa.Table)
 
 
 def test_a_whatif_over_a_polars_evaluator_answers_in_polars(table: Any, frame: pd.DataFrame) -> None:
@@ -178,13 +180,13 @@ def test_a_whatif_over_a_polars_evaluator_answers_in_polars(table: Any, frame: p
 
     edited = with_rollout(family_flags(), "rollout", 80)
     want = WhatIf(frame, family_flags()).run(edited)
-    got = WhatIf(FrameEvaluator(pl.from_arrow(table), family_flags()), family_flags()).run(edited)
+    got = WhatIf(FrameEvaluator(pl.from_arrow(table), definitions=family_flags()), family_flags()).run(edited)
     pd.testing.assert_frame_equal(got.moves, want.moves)
     assert got.output == "polars" and isinstance(got.edited_data, pl.DataFrame)
 
 
 def test_the_engine_reads_arrow_without_copying_the_values(table: Any) -> None:
-    evaluator = FrameEvaluator(table, family_flags())
+    evaluator = FrameEvaluator(table, definitions=family_flags())
     column = evaluator._frame["seats"]
     assert isinstance(column.dtype, pd.ArrowDtype)
     buf = table.column("seats").chunk(0).buffers()[1]
@@ -193,16 +195,16 @@ def test_the_engine_reads_arrow_without_copying_the_values(table: Any) -> None:
 
 def test_what_is_not_a_table_is_refused_with_the_families() -> None:
     with pytest.raises(TypeError, match=r"pandas, Polars, PyArrow, DuckDB or a parquet path.*list"):
-        evaluate_frame([{"distinct_id": "a"}], family_flags())
+        evaluate_frame([{"distinct_id": "a"}], definitions=family_flags())
     with pytest.raises(TableInputError, match=r"output='excel'"):
-        evaluate_frame(pd.DataFrame({"distinct_id": ["a"]}), family_flags(), output="excel")  # type: ignore[arg-type]
+        evaluate_frame(pd.DataFrame({"distinct_id": ["a"]}), definitions=family_flags(), output="excel")  # type: ignore[arg-type]
     with pytest.raises(TableInputError, match=r"nope\.parquet"):
-        evaluate_frame(Path("/nonexistent/nope.parquet"), family_flags())
+        evaluate_frame(Path("/nonexistent/nope.parquet"), definitions=family_flags())
 
 
 def test_a_polars_frame_without_distinct_id_gets_the_engine_message() -> None:
     with pytest.raises(ValueError, match="needs a 'distinct_id' column"):
-        evaluate_frame(pl.DataFrame({"plan": ["pro"]}), family_flags())
+        evaluate_frame(pl.DataFrame({"plan": ["pro"]}), definitions=family_flags())
 
 
 def _loaded_beyond_pandas(module: str) -> set[str]:
@@ -229,7 +231,7 @@ def test_simulate_with_an_evaluator_built_over_polars(table: Any, frame: pd.Data
 
     want = simulate(frame, engine="local", definitions=family_flags())
     polars_sets = pl.from_arrow(table)
-    evaluator = FrameEvaluator(polars_sets, family_flags())
+    evaluator = FrameEvaluator(polars_sets, definitions=family_flags())
     got = simulate(polars_sets, engine="local", definitions=family_flags(), evaluator=evaluator)
     assert _pandas_cells(got.frame, FLAG_KEYS) == _pandas_cells(want.frame, FLAG_KEYS)
     assert isinstance(got.data, pl.DataFrame)

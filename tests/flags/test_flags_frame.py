@@ -119,7 +119,7 @@ def test_frame_agrees_with_scalar_engine(mode: str) -> None:
         now = dt.datetime.now(dt.UTC)
         out = evaluate_frame(
             frame,
-            flags,
+            definitions=flags,
             mode=mode,
             cohorts=cohort_defs,
             group_type_mapping=MAPPING,
@@ -173,7 +173,7 @@ def test_output_dtypes_and_columns() -> None:
         flag("mv", {"rollout_percentage": 100}, variants={"a": 50, "b": 50}),
     ]
     frame = pd.DataFrame({"distinct_id": ["a", "b", "c"], "plan": ["x", None, "y"]}, index=[10, 20, 30])
-    out = evaluate_frame(frame, flags)
+    out = evaluate_frame(frame, definitions=flags)
     assert list(out.columns) == ["distinct_id", "bool-flag", "mv", "error"]
     assert str(out["bool-flag"].dtype) == "boolean"
     assert out["mv"].dtype == object and set(out["mv"]) <= {"a", "b"}
@@ -186,12 +186,12 @@ def test_int_column_compares_as_number_and_missing_cells_are_absent() -> None:
     frame = pd.DataFrame(
         {"distinct_id": ["a", "b", "c", "d"], "age": pd.array([10, 2, None, 100], dtype="Int64")}
     )
-    assert list(evaluate_frame(frame, [over_9])["f"].astype(object)) == [True, False, False, True]
-    sdk = evaluate_frame(frame, [over_9], mode="sdk")["f"]
+    assert list(evaluate_frame(frame, definitions=[over_9])["f"].astype(object)) == [True, False, False, True]
+    sdk = evaluate_frame(frame, definitions=[over_9], mode="sdk")["f"]
     assert (sdk.iloc[2] is pd.NA and sdk.iloc[0] is True) or bool(sdk.iloc[0])
     # numpy int64 too
     frame["age"] = np.array([10, 2, 3, 100], dtype=np.int64)
-    assert list(evaluate_frame(frame, [over_9])["f"].astype(object)) == [True, False, False, True]
+    assert list(evaluate_frame(frame, definitions=[over_9])["f"].astype(object)) == [True, False, False, True]
 
 
 def test_float_cells_compare_as_floats_like_the_scalar_engine() -> None:
@@ -199,11 +199,11 @@ def test_float_cells_compare_as_floats_like_the_scalar_engine() -> None:
     (the scalar engine agrees); keep integer columns with gaps as Int64 to compare them as integers."""
     five_seats = flag("f", {"properties": [prop("seats", "5")]})
     frame = pd.DataFrame({"distinct_id": ["a", "b", "c"], "seats": [5.0, np.nan, 6.0]})
-    out = evaluate_frame(frame, [five_seats], mode="sdk")["f"]
+    out = evaluate_frame(frame, definitions=[five_seats], mode="sdk")["f"]
     assert bool(out.iloc[0]) is False and out.iloc[1] is pd.NA and bool(out.iloc[2]) is False
     assert evaluate_flag(five_seats, "a", person_properties={"seats": 5.0}, mode="sdk").value is False
     frame["seats"] = frame["seats"].astype("Int64")
-    out = evaluate_frame(frame, [five_seats], mode="sdk")["f"]
+    out = evaluate_frame(frame, definitions=[five_seats], mode="sdk")["f"]
     assert bool(out.iloc[0]) is True and out.iloc[1] is pd.NA and bool(out.iloc[2]) is False
 
 
@@ -215,7 +215,7 @@ def test_nat_and_timestamps() -> None:
             "signup": pd.to_datetime(["2023-05-01", None, "2025-01-01"], utc=True),
         }
     )
-    out = evaluate_frame(frame, [before_2024], mode="sdk")["f"]
+    out = evaluate_frame(frame, definitions=[before_2024], mode="sdk")["f"]
     assert bool(out.iloc[0]) is True and out.iloc[1] is pd.NA and bool(out.iloc[2]) is False
 
 
@@ -229,11 +229,11 @@ def test_bad_cell_is_answered_by_the_filter_that_reads_it() -> None:
             "plan": pd.Series(["pro", {1, 2}, "pro", "free"], dtype=object),
         }
     )
-    out = evaluate_frame(frame, [pro])
+    out = evaluate_frame(frame, definitions=[pro])
     assert out["f"].tolist()[:2] == [True, False] and out["f"].iloc[2] is pd.NA and not out["f"].iloc[3]
     assert "distinct_id" in out["error"].iloc[2]
     assert out["error"].iloc[[0, 1, 3]].isna().all()
-    sdk = evaluate_frame(frame, [pro], mode="sdk", reasons=True)
+    sdk = evaluate_frame(frame, definitions=[pro], mode="sdk", reasons=True)
     assert sdk["f"].iloc[1] is pd.NA and sdk["f:reason"].iloc[1] == "inconclusive"
     assert sdk["error"].iloc[[0, 1, 3]].isna().all()
 
@@ -250,7 +250,7 @@ def test_person_properties_dict_column_and_group_properties_column() -> None:
             "group_properties": [{"company": {"size": 50}}, {"company": {"size": 2}}, None],
         }
     )
-    out = evaluate_frame(frame, [pro, gflag], group_type_mapping={"0": "company"}, reasons=True)
+    out = evaluate_frame(frame, definitions=[pro, gflag], group_type_mapping={"0": "company"}, reasons=True)
     assert list(out["f"].astype(object)) == [True, False, False]
     assert list(out["g"].astype(object)) == [True, False, False]
     assert out["g:reason"].iloc[2] == "no_group_type"
@@ -260,15 +260,15 @@ def test_what_if_rerun_matches_fresh_evaluation() -> None:
     rng = random.Random(3)
     flags = [flag_definition(rng, f"flag-{j}", [], extras=False) for j in range(4)]
     frame = random_frame(rng, 400)
-    ev = FrameEvaluator(frame, flags, group_type_mapping=MAPPING)
+    ev = FrameEvaluator(frame, definitions=flags, group_type_mapping=MAPPING)
     first = ev.run(reasons=True)
     edited = [dict(f, filters=dict(f["filters"])) for f in flags]
     for f in edited:
         f["filters"]["groups"] = [dict(g, rollout_percentage=37) for g in f["filters"]["groups"]] or [
             {"properties": [], "rollout_percentage": 37}
         ]
-    rerun = ev.run(flags=edited, reasons=True)
-    fresh = evaluate_frame(frame, edited, group_type_mapping=MAPPING, reasons=True)
+    rerun = ev.run(definitions=edited, reasons=True)
+    fresh = evaluate_frame(frame, definitions=edited, group_type_mapping=MAPPING, reasons=True)
     pd.testing.assert_frame_equal(rerun, fresh)
     assert not first.equals(rerun)
 
@@ -279,6 +279,6 @@ def test_now_fixes_the_instant_relative_dates_are_read_against() -> None:
 
     recent = flag("recent", condition(prop("joined", "-7d", "is_date_after")))
     frame = pd.DataFrame({"distinct_id": ["a"], "joined": ["2026-01-15"]})
-    early = evaluate_frame(frame, [recent], now=dt.datetime(2026, 1, 20, tzinfo=dt.UTC))
-    late = evaluate_frame(frame, [recent], now=dt.datetime(2026, 1, 30, tzinfo=dt.UTC))
+    early = evaluate_frame(frame, definitions=[recent], now=dt.datetime(2026, 1, 20, tzinfo=dt.UTC))
+    late = evaluate_frame(frame, definitions=[recent], now=dt.datetime(2026, 1, 30, tzinfo=dt.UTC))
     assert bool(early["recent"].iloc[0]) is True and bool(late["recent"].iloc[0]) is False

@@ -83,7 +83,7 @@ def _scalar_value(value: Any) -> Any:
 @pytest.mark.parametrize("dtype", sorted(COLUMNS))
 def test_frame_agrees_with_scalar_on_every_dtype(dtype: str, mode: str, nulls: str) -> None:
     frame = pd.DataFrame({"distinct_id": [f"u{i}" for i in range(N)], "p": COLUMNS[dtype]})
-    out = evaluate_frame(frame, FLAGS, mode=mode, nulls=nulls, reasons=True)
+    out = evaluate_frame(frame, definitions=FLAGS, mode=mode, nulls=nulls, reasons=True)
     assert out["error"].isna().all()
     for i in range(N):
         cell = frame["p"].iloc[i]
@@ -106,7 +106,7 @@ def test_unreadable_cells_matter_only_to_the_flags_that_read_them(dtype: str, mo
     `<NA>` and the row's `error` named the cell.)"""
     frame = pd.DataFrame({"distinct_id": [f"u{i}" for i in range(N)], "p": ODD[dtype], "q": ["pro"] * N})
     qflag = flag("q", {"properties": [prop("q", "pro")]})
-    out = evaluate_frame(frame, [*FLAGS, qflag], mode=mode, reasons=True, now=NOW)
+    out = evaluate_frame(frame, definitions=[*FLAGS, qflag], mode=mode, reasons=True, now=NOW)
     assert out["error"].isna().all(), out["error"].tolist()
     unreadable = 0
     for i in range(N):
@@ -129,9 +129,9 @@ def test_unreadable_cells_matter_only_to_the_flags_that_read_them(dtype: str, mo
 def test_float_distinct_id_column_is_refused_with_the_fix() -> None:
     frame = pd.DataFrame({"distinct_id": [3.0, 4.0, np.nan]})
     with pytest.raises(ValueError, match=r"float dtype.*astype\('Int64'\)"):
-        evaluate_frame(frame, FLAGS)
+        evaluate_frame(frame, definitions=FLAGS)
     frame["distinct_id"] = frame["distinct_id"].astype("Int64").astype("string")
-    out = evaluate_frame(frame, FLAGS)
+    out = evaluate_frame(frame, definitions=FLAGS)
     assert out["error"].iloc[2] is not pd.NA and out["error"].iloc[0] is pd.NA
 
 
@@ -148,13 +148,13 @@ def test_missing_cells_are_absent_by_default_and_null_on_request() -> None:
             },
         }
     ]
-    assert evaluate_frame(frame, is_set)["s"].tolist() == [False, True]
-    assert evaluate_frame(frame, is_set, nulls="null")["s"].tolist() == [True, True]
+    assert evaluate_frame(frame, definitions=is_set)["s"].tolist() == [False, True]
+    assert evaluate_frame(frame, definitions=is_set, nulls="null")["s"].tolist() == [True, True]
     # a None inside a person_properties dict cell is JSON null, as in evaluate_flags
     dicts = pd.DataFrame({"distinct_id": ["a", "b"], "person_properties": [{"p": None}, {}]})
-    assert evaluate_frame(dicts, is_set)["s"].tolist() == [True, False]
+    assert evaluate_frame(dicts, definitions=is_set)["s"].tolist() == [True, False]
     with pytest.raises(ValueError, match="nulls"):
-        evaluate_frame(frame, is_set, nulls="nan")
+        evaluate_frame(frame, definitions=is_set, nulls="nan")
 
 
 def test_sdk_mode_group_flag_needs_only_the_group_key_like_the_client() -> None:
@@ -168,7 +168,7 @@ def test_sdk_mode_group_flag_needs_only_the_group_key_like_the_client() -> None:
         },
     }
     frame = pd.DataFrame({"distinct_id": ["a", "b"], "group:company": ["acme", None]})
-    out = evaluate_frame(frame, [flag], mode="sdk", group_type_mapping={"0": "company"})
+    out = evaluate_frame(frame, definitions=[flag], mode="sdk", group_type_mapping={"0": "company"})
     assert out["g"].tolist() == [True, False]
     res = evaluate_flags(
         [flag], "a", groups={"company": "acme"}, group_type_mapping={"0": "company"}, mode="sdk"

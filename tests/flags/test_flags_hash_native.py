@@ -75,7 +75,7 @@ def test_published_consistency_vectors(test_name: str, key: str, mode: str) -> N
     flags, expected = _published(test_name)
     assert len(expected) == 1000
     frame = pd.DataFrame({"distinct_id": [f"distinct_id_{i}" for i in range(1000)]})
-    out = evaluate_frame(frame, flags, mode=mode)
+    out = evaluate_frame(frame, definitions=flags, mode=mode)
     assert out[key].astype(object).tolist() == expected
 
 
@@ -170,7 +170,7 @@ def test_fallback_gives_the_same_numbers_with_one_warning(monkeypatch: pytest.Mo
     # the whole engine runs on the fallback too
     flags, expected = _published("test_multivariate_flag_consistency")
     frame = pd.DataFrame({"distinct_id": [f"distinct_id_{i}" for i in range(1000)]})
-    assert evaluate_frame(frame, flags)["multivariate-flag"].astype(object).tolist() == expected
+    assert evaluate_frame(frame, definitions=flags)["multivariate-flag"].astype(object).tolist() == expected
 
 
 def test_the_extension_is_built_by_the_install() -> None:

@@ -69,17 +69,17 @@ def test_bad_cohort_affects_only_the_flags_using_it() -> None:
 
 def test_frames_and_what_if_keep_the_others() -> None:
     for mode in ("server", "sdk"):
-        out = evaluate_frame(FRAME, [GOOD, BROKEN], mode=mode, reasons=True)
+        out = evaluate_frame(FRAME, definitions=[GOOD, BROKEN], mode=mode, reasons=True)
         assert out["good"].tolist() == [True, True]
         want = "error" if mode == "server" else "inconclusive"
         assert out["broken:reason"].tolist() == [want, want]
         assert out["error"].isna().all()
-    ev = FrameEvaluator(FRAME, [GOOD, BROKEN])
+    ev = FrameEvaluator(FRAME, definitions=[GOOD, BROKEN])
     edited = [GOOD, BROKEN, flag("third", id=3)]
-    out = ev.run(edited)
+    out = ev.run(definitions=edited)
     assert out["third"].tolist() == [True, True] and out["good"].tolist() == [True, True]
     with pytest.raises(FlagDefinitionError):
-        FrameEvaluator(FRAME, [GOOD, BROKEN], strict=True)
+        FrameEvaluator(FRAME, definitions=[GOOD, BROKEN], strict=True)
 
 
 def test_local_simulation_of_a_good_flag_is_not_stopped_by_a_bad_one() -> None:
@@ -103,6 +103,6 @@ def test_regex_time_bound_in_frames() -> None:
     )
     start = time.perf_counter()
     for mode in ("server", "sdk"):
-        out = evaluate_frame(frame, [redos], mode=mode)
+        out = evaluate_frame(frame, definitions=[redos], mode=mode)
         assert not out["redos"].fillna(False).any()
     assert time.perf_counter() - start < 2.0

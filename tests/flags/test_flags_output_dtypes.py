@@ -45,7 +45,7 @@ def _frame(n: int = 400, bad: bool = True) -> pd.DataFrame:
 
 @pytest.fixture(scope="module")
 def out() -> pd.DataFrame:
-    return evaluate_frame(_frame(), copy.deepcopy(FLAGS), payloads=True, reasons=True)
+    return evaluate_frame(_frame(), definitions=copy.deepcopy(FLAGS), payloads=True, reasons=True)
 
 
 def test_each_output_column_has_its_dtype(out: pd.DataFrame) -> None:
@@ -103,18 +103,18 @@ def test_value_counts_and_groupby_on_the_results(out: pd.DataFrame) -> None:
 def test_comparisons_with_text_and_between_runs(out: pd.DataFrame) -> None:
     assert (out["mv:reason"] == "condition_match").sum() > 0
     assert not (out["mv:reason"] == "not-a-reason").any()  # an unknown text compares unequal, no error
-    again = FrameEvaluator(_frame(), copy.deepcopy(FLAGS)).run(payloads=True, reasons=True)
+    again = FrameEvaluator(_frame(), definitions=copy.deepcopy(FLAGS)).run(payloads=True, reasons=True)
     # the same dtype in every run, so two runs' reason and payload columns compare element-wise
     assert (again["mv:reason"] == out["mv:reason"]).sum() == len(out) - 1
     assert (again["mv:payload"] == out["mv:payload"]).sum() == out["mv:payload"].notna().sum()
 
 
 def test_what_if_rebuilds_changed_category_columns_and_reuses_the_others() -> None:
-    ev = FrameEvaluator(_frame(), copy.deepcopy(FLAGS))
+    ev = FrameEvaluator(_frame(), definitions=copy.deepcopy(FLAGS))
     first = ev.run(payloads=True, reasons=True)
     edited = copy.deepcopy(FLAGS)
     edited[0]["filters"]["groups"][0]["rollout_percentage"] = 100
-    second = ev.run(flags=edited, payloads=True, reasons=True)
+    second = ev.run(definitions=edited, payloads=True, reasons=True)
     # the edited flag's reason and payload columns are new; the other flags' are handed back
     assert not np.shares_memory(first["mv:reason"].array.codes, second["mv:reason"].array.codes)
     assert (second["mv:reason"] == "out_of_rollout_bound").sum() == 0
@@ -123,7 +123,7 @@ def test_what_if_rebuilds_changed_category_columns_and_reuses_the_others() -> No
         assert np.shares_memory(first[name].array.codes, second[name].array.codes), name
     # a new payload text in the edited definitions becomes a category of the re-run only
     edited[1]["filters"]["payloads"] = {"true": "new text"}
-    third = ev.run(flags=edited, payloads=True)
+    third = ev.run(definitions=edited, payloads=True)
     assert third["on:payload"].cat.categories.tolist() == ["new text"]
     assert first["on:payload"].cat.categories.tolist() == ["yes"]
 
@@ -157,7 +157,7 @@ def test_chunked_results_keep_category_columns() -> None:
 
     sets = normalise_property_sets(_frame(400, bad=False))
     chunked = ChunkedEvaluator(sets, load_definitions(copy.deepcopy(FLAGS)), chunk_rows=150)
-    whole = FrameEvaluator(sets.frame, copy.deepcopy(FLAGS)).run(payloads=True, reasons=True)
+    whole = FrameEvaluator(sets.frame, definitions=copy.deepcopy(FLAGS)).run(payloads=True, reasons=True)
     got = chunked.run(payloads=True, reasons=True)
     assert got["mv:payload"].dtype == "category" and got["mv:reason"].dtype == REASON_DTYPE
     pd.testing.assert_frame_equal(got.reset_index(drop=True), whole.reset_index(drop=True))

@@ -54,7 +54,7 @@ FLAGS = [flag("mv", condition(PRO, rollout=60), variants=HALVES), flag("r", cond
 def test_ids_are_encoded_once_and_codes_are_narrow(monkeypatch: pytest.MonkeyPatch) -> None:
     ids = [f"ü-{i}" if i % 7 else f"user-{i}" for i in range(500)]
     frame = pd.DataFrame({"distinct_id": pd.array(ids, dtype="str"), "plan": ["pro", "free"] * 250})
-    ev = FrameEvaluator(frame, copy.deepcopy(FLAGS))
+    ev = FrameEvaluator(frame, definitions=copy.deepcopy(FLAGS))
     assert isinstance(ev._id_enc, EncodedIds) and ev._id_enc.data == "".join(ids).encode("utf-8")
     calls: list[int] = []
     real = _frame.fractions_into
@@ -74,7 +74,7 @@ def test_ids_are_encoded_once_and_codes_are_narrow(monkeypatch: pytest.MonkeyPat
         {"key": "a", "rollout_percentage": 10},
         {"key": "b", "rollout_percentage": 90},
     ]
-    second = ev.run(flags=edited)
+    second = ev.run(definitions=edited)
     assert len(calls) == hashed, "a narrower rollout and new variant weights must reuse the cached hashes"
     assert second["r"].sum() < first["r"].sum()
     assert (second["mv"] == "b").sum() > (first["mv"] == "b").sum()
@@ -83,7 +83,7 @@ def test_ids_are_encoded_once_and_codes_are_narrow(monkeypatch: pytest.MonkeyPat
 
 def test_flag_arrays_are_narrow() -> None:
     frame = pd.DataFrame({"distinct_id": [f"u{i}" for i in range(50)], "plan": ["pro"] * 50})
-    ev = FrameEvaluator(frame, copy.deepcopy(FLAGS))
+    ev = FrameEvaluator(frame, definitions=copy.deepcopy(FLAGS))
     state = _frame._RunState(ev, ev._compiled)
     for compiled in ev._compiled.order:
         state.evaluate(compiled)
@@ -98,7 +98,7 @@ def test_reused_output_columns_stay_independent() -> None:
     flags = copy.deepcopy(FLAGS)
     for definition in flags:
         definition["filters"]["payloads"] = {"a": '{"x": 1}', "true": '{"on": true}'}
-    ev = FrameEvaluator(frame, flags)
+    ev = FrameEvaluator(frame, definitions=flags)
     first = ev.run(payloads=True, reasons=True)
     second = ev.run(payloads=True, reasons=True)
     # the category columns are handed back too (their codes are the same array)
@@ -129,6 +129,6 @@ def test_one_shot_evaluation_equals_a_kept_evaluator(reasons: bool, mode: str) -
     holdout = [condition(rollout=10, variant="holdout-1")]
     flags.append(flag("dep", condition(prop("mv", "a", type="flag"), rollout=80), holdout_groups=holdout))
     frame = pd.DataFrame({"distinct_id": [f"u{i}" for i in range(300)], "plan": ["pro", "free", "pro"] * 100})
-    one_shot = evaluate_frame(frame, flags, mode=mode, payloads=True, reasons=reasons)
-    kept = FrameEvaluator(frame, flags, mode=mode).run(payloads=True, reasons=reasons)
+    one_shot = evaluate_frame(frame, definitions=flags, mode=mode, payloads=True, reasons=reasons)
+    kept = FrameEvaluator(frame, definitions=flags, mode=mode).run(payloads=True, reasons=reasons)
     pd.testing.assert_frame_equal(one_shot, kept)

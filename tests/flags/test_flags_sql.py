@@ -174,7 +174,7 @@ def spark() -> Any:
 
 @pytest.mark.parametrize("mode", ["server", "sdk"])
 def test_duckdb_answers_are_the_engines(mode: str) -> None:
-    want = evaluate_frame(FRAME, query_defs, mode=mode, reasons=True, now=NOW)
+    want = evaluate_frame(FRAME, definitions=query_defs, mode=mode, reasons=True, now=NOW)
     got, query = run_sql(FRAME, query_defs, engine="duckdb", mode=mode, now=NOW)
     answered, left = compare(got, want, query)
     # not vacuous: most flags and nearly every row are answered in SQL
@@ -185,7 +185,7 @@ def test_duckdb_answers_are_the_engines(mode: str) -> None:
 @pytest.mark.parametrize("mode", ["server", "sdk"])
 def test_chdb_answers_are_the_engines(mode: str) -> None:
     pytest.importorskip("chdb", reason="chdb is not installed (the chdb extra)")
-    want = evaluate_frame(FRAME, query_defs, mode=mode, reasons=True, now=NOW)
+    want = evaluate_frame(FRAME, definitions=query_defs, mode=mode, reasons=True, now=NOW)
     got, query = run_sql(FRAME, query_defs, engine="clickhouse", mode=mode, now=NOW)
     answered, _ = compare(got, want, query)
     assert answered > 10_000
@@ -193,7 +193,7 @@ def test_chdb_answers_are_the_engines(mode: str) -> None:
 
 @pytest.mark.parametrize("mode", ["server", "sdk"])
 def test_spark_sql_answers_are_the_engines(mode: str, spark: Any) -> None:
-    want = evaluate_frame(FRAME, query_defs, mode=mode, reasons=True, now=NOW)
+    want = evaluate_frame(FRAME, definitions=query_defs, mode=mode, reasons=True, now=NOW)
     got, query = run_sql(FRAME, query_defs, engine="spark", mode=mode, now=NOW, spark=spark)
     answered, _ = compare(got, want, query)
     assert answered > 10_000
@@ -208,7 +208,7 @@ def test_simulate_sql_gives_every_answer_of_the_engine(mode: str, tmp_path: Any)
     sim = simulate_sql(path, query_defs, mode=mode, now=NOW, batch_rows=64, out=tmp_path / "answers.parquet")
     try:
         got = sim.frame()
-        want = evaluate_frame(frame, query_defs, mode=mode, reasons=True, now=NOW)
+        want = evaluate_frame(frame, definitions=query_defs, mode=mode, reasons=True, now=NOW)
         assert len(got) == len(want)
         assert sim.local_flags and sim.local_rows > 0
         assert not (got[[f"{k}:reason" for k in sim.flags]] == NEEDS_LOCAL).any().any()
@@ -267,7 +267,9 @@ def test_a_flag_sql_cannot_express_is_named_never_answered() -> None:
 @pytest.mark.parametrize("mode", ["server", "sdk"])
 def test_duckdb_answers_are_the_engines_with_matching_version_2(mode: str) -> None:
     """property_matching_version 2 compares boolean-like values strictly: the SQL follows."""
-    want = evaluate_frame(FRAME, query_defs, mode=mode, reasons=True, now=NOW, property_matching_version=2)
+    want = evaluate_frame(
+        FRAME, definitions=query_defs, mode=mode, reasons=True, now=NOW, property_matching_version=2
+    )
     got, query = run_sql(FRAME, query_defs, mode=mode, now=NOW, property_matching_version=2)
     answered, _ = compare(got, want, query)
     assert answered > 10_000
@@ -355,7 +357,7 @@ def test_server_mode_sql_follows_early_exit_and_leaves_an_unknown_dependency_to_
             },
         },
     ]
-    want = evaluate_frame(frame, defs, mode="server", reasons=True, now=NOW)
+    want = evaluate_frame(frame, definitions=defs, mode="server", reasons=True, now=NOW)
     got, query = run_sql(frame, defs, engine="duckdb", mode="server", now=NOW)
     compare(got, want, query)
     stopped = got["exit:reason"] == "out_of_rollout_bound"

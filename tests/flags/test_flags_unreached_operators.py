@@ -41,7 +41,9 @@ def test_sdk_mode_short_circuits_as_the_sdk(operator: str, first: list[dict[str,
     definition = flag("f", condition(*first), condition(prop("plan", ["pro"], operator)), id=1)
     got = evaluate_flags([definition], "u", person_properties={"plan": plan}, mode="sdk")["f"]
     assert got.value == _sdk(definition, plan)
-    frame = evaluate_frame(pd.DataFrame({"distinct_id": ["u"], "plan": [plan]}), [definition], mode="sdk")
+    frame = evaluate_frame(
+        pd.DataFrame({"distinct_id": ["u"], "plan": [plan]}), definitions=[definition], mode="sdk"
+    )
     assert (None if pd.isna(frame.loc[0, "f"]) else frame.loc[0, "f"]) == got.value
 
 

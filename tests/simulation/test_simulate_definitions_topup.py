@@ -107,7 +107,7 @@ def test_the_definitions_response_carries_cohorts_and_does_not_warn(client: Clie
     )
     assert named == []
     assert result.frame[COHORT_FLAG].astype(object).tolist() == EU
-    out, named = _recording(lambda: evaluate_frame(SETS, response))
+    out, named = _recording(lambda: evaluate_frame(SETS, definitions=response))
     assert named == [] and out[COHORT_FLAG].astype(object).tolist() == EU
 
 
@@ -123,7 +123,7 @@ def test_a_group_flag_without_the_group_type_mapping_warns(client: Client, flags
     )
     # evaluate_frame with a group column and no mapping: the answer cannot be right, so it says so
     sets = SETS.assign(**{"group:company": "acme"})
-    _, named = _recording(lambda: evaluate_frame(sets, flags_frame))
+    _, named = _recording(lambda: evaluate_frame(sets, definitions=flags_frame))
     assert len(named) == 1 and f"'{GROUP_FLAG}': group type index 0" in named[0]
     # a client fills the mapping: decided, no warning
     filled, named = _recording(
@@ -250,12 +250,12 @@ def test_whatif_over_the_callers_evaluator_asks_the_evaluator(
 
     response = client.feature_flags.definitions()
     # the evaluator holds the cohorts: a flags frame as the definitions runs with them, nothing to say
-    knows = FrameEvaluator(SETS, response)
+    knows = FrameEvaluator(SETS, definitions=response)
     assert not knows.missing_references() and not knows.missing_references(flags_frame)
     session, named = _recording(lambda: WhatIf(knows, flags_frame, flags=[COHORT_FLAG]))
     assert named == [] and session.base[COHORT_FLAG].astype(object).tolist() == EU
     # built on the frame, it lacks them whatever definitions the session is given
-    lacks = FrameEvaluator(SETS, flags_frame)
+    lacks = FrameEvaluator(SETS, definitions=flags_frame)
     assert lacks.missing_references().cohorts[COHORT_FLAG] == ("1",)
     session, named = _recording(lambda: WhatIf(lacks, response, flags=[COHORT_FLAG]))
     assert len(named) == 1 and f"'{COHORT_FLAG}': cohort 1" in named[0]

@@ -122,7 +122,7 @@ def test_whatif_session_reuses_the_evaluator(sets: pd.DataFrame) -> None:
     assert first.moves["flag"].tolist() == ["rollout", "dependent"]  # the dependent flag moves too
     assert first.moves.loc[0, "from"] is False and first.moves.loc[0, "to"] is True
     assert second.moves.empty and second.changes.empty
-    evaluator = FrameEvaluator(sets, FLAGS)
+    evaluator = FrameEvaluator(sets, definitions=FLAGS)
     again = whatif(evaluator, FLAGS, with_rollout(FLAGS, "rollout", 60))
     assert again.moves.to_dict("records") == first.moves.to_dict("records")
 

@@ -39,12 +39,12 @@ def _people(n: int = 200) -> pd.DataFrame:
 
 def _truth(people: pd.DataFrame, countries: list[str]) -> pd.DataFrame:
     """What the service answers, the stored country known: the engine with the column."""
-    return evaluate_frame(people.assign(country=countries), FLAGS)
+    return evaluate_frame(people.assign(country=countries), definitions=FLAGS)
 
 
 def test_engine_marks_only_the_answers_that_depend_on_the_absent_column() -> None:
     people = _people()
-    ev = FrameEvaluator(people, FLAGS, missing_columns="unknown")
+    ev = FrameEvaluator(people, definitions=FLAGS, missing_columns="unknown")
     out = ev.run(reasons=True)
     # whatever each person's stored country, a known answer never changes: check two extremes
     for countries in (["DE"] * len(people), ["FR"] * len(people)):
@@ -75,12 +75,12 @@ def test_engine_marks_only_the_answers_that_depend_on_the_absent_column() -> Non
 
 def test_engine_default_and_not_set_keep_reading_absent_columns_as_not_set() -> None:
     people = _people(20)
-    default = evaluate_frame(people, FLAGS)
-    explicit = FrameEvaluator(people, FLAGS, missing_columns="not_set").run()
+    default = evaluate_frame(people, definitions=FLAGS)
+    explicit = FrameEvaluator(people, definitions=FLAGS, missing_columns="not_set").run()
     assert default.equals(explicit)
     assert default["plan-first"].notna().all()
     with pytest.raises(ValueError, match="missing_columns must be 'unknown'"):
-        FrameEvaluator(people, FLAGS, missing_columns="absent")
+        FrameEvaluator(people, definitions=FLAGS, missing_columns="absent")
 
 
 def test_unknown_value_in_a_dependency_is_unknown_in_the_scalar_engine_too() -> None:
@@ -93,23 +93,23 @@ def test_unknown_value_in_a_dependency_is_unknown_in_the_scalar_engine_too() -> 
     dep["filters"]["groups"] = dep["filters"]["groups"][:1]  # type: ignore[index]
     scalar = evaluate_flags([needs, dep], "u1")["d"]
     assert scalar.value is None and scalar.reason == "inconclusive"
-    frame = evaluate_frame(pd.DataFrame({"distinct_id": ["u1"]}), [needs, dep], reasons=True)
+    frame = evaluate_frame(pd.DataFrame({"distinct_id": ["u1"]}), definitions=[needs, dep], reasons=True)
     assert pd.isna(frame.loc[0, "d"]) and frame.loc[0, "d:reason"] == "inconclusive"
 
 
 def test_multivariate_flag_is_unknown_when_the_unknown_condition_has_its_own_variant() -> None:
     mv = flag("mv", condition(DE, variant="b"), condition(), variants={"a": 50, "b": 50})
     people = _people(100)
-    out = FrameEvaluator(people, [mv], missing_columns="unknown").run()
-    de = evaluate_frame(people.assign(country="DE"), [mv])["mv"]
-    fr = evaluate_frame(people.assign(country="FR"), [mv])["mv"]
+    out = FrameEvaluator(people, definitions=[mv], missing_columns="unknown").run()
+    de = evaluate_frame(people.assign(country="DE"), definitions=[mv])["mv"]
+    fr = evaluate_frame(people.assign(country="FR"), definitions=[mv])["mv"]
     same = (de == fr).astype(bool)
     assert not same.all() and out.loc[~same, "mv"].isna().all()
     known = out["mv"].notna()
     assert out.loc[known, "mv"].tolist() == de[known].tolist()
     # without the override the unknown condition gives the same variant as the next one: all known
     mv["filters"]["groups"][0].pop("variant")
-    out = FrameEvaluator(people, [mv], missing_columns="unknown").run()
+    out = FrameEvaluator(people, definitions=[mv], missing_columns="unknown").run()
     assert out["mv"].notna().all()
 
 
@@ -117,7 +117,9 @@ def test_group_property_without_a_column_is_unknown() -> None:
     tech = prop("industry", ["tech"], type="group", group_type_index=0)
     group = flag("g", {"properties": [tech]}, aggregation_group_type_index=0)
     frame = pd.DataFrame({"distinct_id": ["a", "b"], "group:company": ["acme", None]})
-    ev = FrameEvaluator(frame, [group], group_type_mapping={"0": "company"}, missing_columns="unknown")
+    ev = FrameEvaluator(
+        frame, definitions=[group], group_type_mapping={"0": "company"}, missing_columns="unknown"
+    )
     out = ev.run(reasons=True)
     assert pd.isna(out.loc[0, "g"]) and out.loc[0, "g:reason"] == "missing_property"
     assert out.loc[1, "g"] == False and out.loc[1, "g:reason"] == "no_group_type"  # noqa: E712

@@ -74,7 +74,7 @@ def test_chunked_local_evaluation_equals_one_evaluation(
     sets = normalise_property_sets(_sets(2_300))
     defs = live_flags(load_definitions(demo_definitions))
     whole = conform(
-        make_evaluator(sets, defs).run(None, payloads=payloads, reasons=reasons),
+        make_evaluator(sets, defs).run(payloads=payloads, reasons=reasons),
         sets,
         None,
         payloads=payloads,
@@ -82,7 +82,7 @@ def test_chunked_local_evaluation_equals_one_evaluation(
     )
     chunked_engine = ChunkedEvaluator(sets, defs, chunk_rows=333)  # uneven: the last chunk is short
     chunked = conform(
-        chunked_engine.run(None, payloads=payloads, reasons=reasons),
+        chunked_engine.run(payloads=payloads, reasons=reasons),
         sets,
         None,
         payloads=payloads,
@@ -113,7 +113,7 @@ def test_every_chunk_reads_relative_dates_against_one_instant(monkeypatch: pytes
     defs = live_flags(load_definitions([recent]))
     engine = ChunkedEvaluator(sets, defs, chunk_rows=10)
     for _ in range(2):  # the first run and a re-run
-        got = engine.run(None)["recent"]
+        got = engine.run()["recent"]
         assert got.nunique() == 1, got.tolist()  # the old code: True in the first chunks, then False
 
 

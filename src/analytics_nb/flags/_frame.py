@@ -9,8 +9,9 @@ weights costs a few numpy operations.
 from __future__ import annotations
 
 import datetime as dt
+import difflib
 import functools
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,6 +19,13 @@ import numpy as np
 import pandas as pd
 
 from analytics_nb.flags._definitions import CohortGroup, CompiledFlag, ConditionSpec, FilterSpec
+from analytics_nb.flags._door import (
+    MissingColumns,
+    check_missing_columns_value,
+    flag_keys,
+    retired_flags_argument,
+    warn_missing_properties,
+)
 from analytics_nb.flags._evaluate import (
     INITIAL_PROPERTIES,
     REASON_SCORE,
@@ -233,10 +241,12 @@ def is_group_key_column(name: Any) -> bool:
 class FrameEvaluator:
     """Evaluate flags for every row of a frame, caching hashes and filter matches for what-if re-runs.
 
-    `run()` evaluates the flags given here; `run(flags=edited)` evaluates edited definitions, recomputing
-    only what changed (a new rollout percentage or variant split reuses every hash and property match).
-    Relative dates ("-7d") are resolved once, against `now` (default: the time the evaluator was built;
-    pass one instant to evaluators over parts of one population so that every part reads dates alike).
+    `run()` evaluates the definitions given here; `run(definitions=edited)` evaluates edited definitions,
+    recomputing only what changed (a new rollout percentage or variant split reuses every hash and property
+    match). Relative dates ("-7d") are resolved once, against `now` (default: the time the evaluator was
+    built; pass one instant to evaluators over parts of one population so that every part reads dates alike).
+    The parameters are `simulate`'s: ``flags`` the keys to answer, ``definitions`` the definitions,
+    ``missing_columns="unknown"``.
 
     Missing cells (NaN, None, pd.NA, NaT) mean "this person lacks the property"; `nulls="null"` reads
     them as JSON null instead (present: `is_set` true, `exact "null"` matches in server mode). A `None`
@@ -247,12 +257,13 @@ class FrameEvaluator:
     `strict`, `property_matching_version` and `timezone` are as in compile_flags.
 
     A property the frame has no column for (and no `person_properties` / `group_properties` dict column
-    holds) is "not set" by default (`missing_columns="not_set"`, as in the dict API). With
-    `missing_columns="unknown"` (what `simulate` and `WhatIf` use) it is unknown, as it is when the service
+    holds) is unknown by default (`missing_columns="unknown"`, as at every door), as it is when the service
     reads a person's stored properties: a row whose answer depends on it is `<NA>` with reason
-    "missing_property"; rows an earlier condition decides, or that no value of it could change, keep
-    their answer. `missing_report` says, after each run, which flags read which absent properties and how
-    many rows they made unknown. (sdk mode already finds an absent property inconclusive, as the SDK does.)
+    "missing_property", and each run warns once (`MissingPropertyWarning`); rows an earlier condition
+    decides, or that no value of it could change, keep their answer. `missing_columns="not_set"` reads it as
+    "not set" (as the dict API `evaluate_flags` does). `missing_report` says, after each run, which flags
+    read which absent properties and how many rows they made unknown. (sdk mode finds an absent property
+    inconclusive in either case, as the SDK does.)
 
     `frame` may be pandas, Polars (eager or lazy), a PyArrow table, record batch or dataset, a DuckDB
     relation or a parquet path (read as pandas over Arrow's buffers, without copying the values). `run()`
@@ -261,8 +272,11 @@ class FrameEvaluator:
 
     Args:
         frame: One row per person (pandas, Polars, Arrow, DuckDB, a parquet path).
-        flags: The current flag definitions (any shape `read_definitions` reads).
+        flags: The flag keys `run()` answers (a key or a list). None: every flag of the definitions.
+        definitions: The current flag definitions (any shape `read_definitions` reads).
         mode: ``"server"`` or ``"sdk"``.
+        missing_columns: A property the frame has no column for: ``"unknown"`` (NA with a warning) or
+            ``"not_set"`` (absent).
         cohorts: ``{cohort id: cohort filters}``. None: the definitions'.
         group_type_mapping: ``{group type index: name}``. None: the definitions'.
         strict: Raise on a bad definition instead of answering reason "error".
@@ -271,16 +285,16 @@ class FrameEvaluator:
         nulls: ``"absent"`` (a missing cell means the person lacks the property) or ``"null"``.
         output: The family ``run()`` answers in. None: the frame's.
         now: The instant relative dates are read against. None: when the evaluator is built.
-        missing_columns: A property the frame has no column for: ``"not_set"`` (absent) or ``"unknown"`` (NA
-            with a warning).
     """
 
     def __init__(
         self,
         frame: Any,
-        flags: Any,
+        flags: Sequence[str] | str | None = None,
         *,
+        definitions: Any = None,
         mode: Mode = "server",
+        missing_columns: MissingColumns = "unknown",
         cohorts: Mapping[str, Any] | None = None,
         group_type_mapping: Mapping[str, str] | None = None,
         strict: bool = False,
@@ -289,8 +303,14 @@ class FrameEvaluator:
         nulls: str = "absent",
         output: Output | None = None,
         now: dt.datetime | None = None,
-        missing_columns: str = "not_set",
     ) -> None:
+        flags, definitions = retired_flags_argument(flags, definitions, where="FrameEvaluator(frame, defs)")
+        if definitions is None:
+            raise TypeError(
+                "FrameEvaluator needs definitions= (the flag definitions, any shape read_definitions reads)."
+            )
+        #: the flag keys `run()` answers (None: every flag); dependencies are evaluated all the same
+        self.flags = flag_keys(flags, where="FrameEvaluator")
         chosen = check_output(output)
         frame, family = _read_frame(frame)
         #: the family `run()` answers in: the input's (Polars in, Polars out) or the `output` asked for
@@ -304,7 +324,7 @@ class FrameEvaluator:
             raise ValueError(
                 f"nulls must be 'absent' (missing cells lack the property) or 'null', got {nulls!r}"
             )
-        if missing_columns not in ("not_set", "unknown"):
+        if check_missing_columns_value(missing_columns) is None:
             raise ValueError(
                 "missing_columns must be 'unknown' (a property without a column may have a stored value: "
                 f"answers that depend on it are NA) or 'not_set', got {missing_columns!r}"
@@ -317,7 +337,7 @@ class FrameEvaluator:
         self.missing_report: dict[str, tuple[tuple[str, ...], int]] = {}
         self._strict = strict
         self._compiled = compile_flags(
-            flags,
+            definitions,
             cohorts=cohorts,
             group_type_mapping=group_type_mapping,
             strict=strict,
@@ -344,6 +364,8 @@ class FrameEvaluator:
         #: set by evaluate_frame (no re-run will follow): caches a re-run would need are released as soon as
         #: their flag is done, which lowers the peak memory of a big frame
         self._one_shot = False
+        #: warn (`MissingPropertyWarning`) after each run; the simulation's runners warn once for all chunks
+        self._warn = True
         #: the last object output column of each name, to hand back unchanged ones on a what-if re-run
         self._object_columns: dict[str, tuple[tuple[Any, ...], np.ndarray, pd.Series]] = {}
         self._plain_columns = [
@@ -654,23 +676,23 @@ class FrameEvaluator:
         _put(out, any_false, FALSE)
         return out
 
-    def missing_references(self, flags: Any = None) -> MissingReferences:
+    def missing_references(self, definitions: Any = None) -> MissingReferences:
         """The cohorts and group type names the flags use but this evaluator lacks (a flags frame carries
         neither): their answers are NA, or False for a group flag in server mode (see
         `flags.missing_references`). A group type's name counts only where it changes an answer: in sdk
         mode, or when the frame has a ``group:<type>`` column.
 
         Args:
-            flags: Edited definitions for `run` (any shape `read_definitions` reads; they are evaluated with
-                this evaluator's cohorts and group type mapping). None: the ones given at construction.
+            definitions: Edited definitions for `run` (any shape `read_definitions` reads; they are evaluated
+                with this evaluator's cohorts and group type mapping). None: the ones given at construction.
 
         Returns:
             A `MissingReferences` (falsy when nothing is missing).
         """
         defs = compiled_definitions(self._compiled)
-        if flags is not None:
+        if definitions is not None:
             defs = Definitions(
-                read_definitions(flags).flags, defs.cohorts, defs.group_type_mapping, defs.kind
+                read_definitions(definitions).flags, defs.cohorts, defs.group_type_mapping, defs.kind
             )
         missing = missing_references(defs)
         if self._server and not any(is_group_key_column(c) for c in self._frame.columns):
@@ -681,8 +703,9 @@ class FrameEvaluator:
 
     def run(
         self,
-        flags: Any = None,
+        flags: Sequence[str] | str | None = None,
         *,
+        definitions: Any = None,
         payloads: bool = False,
         reasons: bool = False,
         output: Output | None = None,
@@ -697,8 +720,15 @@ class FrameEvaluator:
         key, "false" where none matched) and a category column a dictionary column, without the pandas
         index.
 
+        A property the frame has no column for makes the answers that depend on it NA (reason
+        ``missing_property``) unless the evaluator was built with ``missing_columns="not_set"``; each run
+        warns once (`MissingPropertyWarning`) with the flags, the properties and the counts.
+
         Args:
-            flags: Edited definitions to evaluate instead. None: the ones given at construction.
+            flags: The flag keys to answer (a key or a list). None: the evaluator's ``flags`` (every flag
+                when it was built without). Flags they depend on are evaluated all the same.
+            definitions: Edited definitions to evaluate instead (what-if). None: the ones given at
+                construction.
             payloads: Add ``<key>:payload`` columns.
             reasons: Add ``<key>:reason`` and ``<key>:condition_index`` columns.
             output: The result's family. None: the evaluator's.
@@ -706,12 +736,13 @@ class FrameEvaluator:
         Returns:
             The result, aligned to the input's index.
         """
+        flags, definitions = retired_flags_argument(flags, definitions, where="FrameEvaluator.run(edited)")
         family = check_output(output) or self.output
         compiled = (
             self._compiled
-            if flags is None
+            if definitions is None
             else compile_flags(
-                flags,
+                definitions,
                 cohorts=None,
                 group_type_mapping=self._mapping,
                 strict=self._strict,
@@ -719,6 +750,8 @@ class FrameEvaluator:
                 timezone=self._compiled.timezone,
             )
         )
+        keys = self.flags if flags is None else flag_keys(flags, where="FrameEvaluator.run")
+        check_keys(keys, [f.key for f in compiled.flags])
         clash = {f.key for f in compiled.flags} & {"distinct_id", "error"}
         if clash:
             raise ValueError(
@@ -741,7 +774,11 @@ class FrameEvaluator:
             # nothing below reads the inputs' codes, matches, hashes or encoded ids: free them before the
             # output columns are built
             self._release_caches()
-        out = state.frame(payloads=payloads, reasons=reasons)
+        if keys is not None:
+            self.missing_report = {k: v for k, v in self.missing_report.items() if k in keys}
+        if self._warn:
+            warn_missing_properties(self.missing_report, self._n)
+        out = state.frame(payloads=payloads, reasons=reasons, keys=keys)
         return out if family == "pandas" else from_pandas(out, family)
 
     def _release_caches(self) -> None:
@@ -1384,13 +1421,17 @@ class _RunState:
         lookup = np.array([*(code(v) for v in labels), -1, code("true"), -1], dtype=narrow)
         return self._category_column(f"{flag.key}:payload", pd.CategoricalDtype(texts), lookup.take(pos))
 
-    def frame(self, *, payloads: bool, reasons: bool) -> pd.DataFrame:
+    def frame(self, *, payloads: bool, reasons: bool, keys: Sequence[str] | None = None) -> pd.DataFrame:
+        """The output columns of the flags in ``keys`` (None: every flag), in the definitions' order."""
         ev = self.ev
         data: dict[str, Any] = {"distinct_id": ev._frame["distinct_id"]}
         extra: dict[str, Any] = {}
         bad_rows = ev._errors != _NO_ERROR
         any_bad = bool(bad_rows.any())
+        wanted = None if keys is None else set(keys)
         for flag in self.compiled.flags:
+            if wanted is not None and flag.key not in wanted:
+                continue
             # one-shot: each flag's arrays are released once its columns are built
             res = self.results.pop(flag.key) if ev._one_shot else self.results[flag.key]
             _put(res.kind, bad_rows, _K_UNKNOWN)
@@ -1435,6 +1476,17 @@ class _RunState:
         return out
 
 
+def check_keys(keys: Sequence[str] | None, known: Sequence[str]) -> None:
+    """Every key asked for is a flag of the definitions, else a ValueError naming the nearest key."""
+    for key in keys or ():
+        if key not in known:
+            near = difflib.get_close_matches(key, list(known), n=1)
+            hint = f" (did you mean {near[0]!r}?)" if near else ""
+            raise ValueError(
+                f"flag {key!r} is not in the definitions{hint}; the definitions have {len(known)} flags."
+            )
+
+
 def _read_frame(frame: Any) -> tuple[pd.DataFrame, Family]:
     """The input as pandas and its family (`analytics_nb.tables.to_pandas`: Polars, Arrow, DuckDB and
     parquet over Arrow's buffers); anything that is not a table is a TypeError naming the families."""
@@ -1449,9 +1501,11 @@ def _read_frame(frame: Any) -> tuple[pd.DataFrame, Family]:
 
 def evaluate_frame(
     frame: Any,
-    flags: Any,
+    flags: Sequence[str] | str | None = None,
     *,
+    definitions: Any = None,
     mode: Mode = "server",
+    missing_columns: MissingColumns = "unknown",
     cohorts: Mapping[str, Any] | None = None,
     group_type_mapping: Mapping[str, str] | None = None,
     payloads: bool = False,
@@ -1463,16 +1517,22 @@ def evaluate_frame(
     output: Output | None = None,
     now: dt.datetime | None = None,
 ) -> Any:
-    """Evaluate flags for every row of `frame` (one user per row); see FrameEvaluator for what-if re-runs,
-    missing cells (`nulls`), the instant relative dates are read against (`now`), the input families and
-    the other options. The result is in the frame's family
-    (Polars in, Polars out; Arrow in, Arrow out) or in `output` ("pandas", "polars", "arrow").
+    """Evaluate flags for every row of `frame` (one user per row): the flag engine without a client, with
+    `simulate`'s parameter names and defaults (``flags`` the keys, ``definitions`` the definitions,
+    ``missing_columns="unknown"``). See FrameEvaluator for what-if re-runs, missing cells (`nulls`), the
+    instant relative dates are read against (`now`), the input families and the other options. The result is
+    in the frame's family (Polars in, Polars out; Arrow in, Arrow out) or in `output` ("pandas", "polars",
+    "arrow").
 
     Args:
         frame: One row per person: ``distinct_id`` plus property columns (pandas, Polars, Arrow, DuckDB, a
             parquet path).
-        flags: The flag definitions (any shape `read_definitions` reads).
+        flags: Flag keys to answer (one key, or a list). None: every flag of the definitions.
+        definitions: The flag definitions (any shape `read_definitions` reads).
         mode: ``"server"`` or ``"sdk"``.
+        missing_columns: A property the frame has no column for: ``"unknown"`` (answers that depend on it
+            are NA, reason ``missing_property``, with one `MissingPropertyWarning`) or ``"not_set"`` (the
+            person lacks it).
         cohorts: ``{cohort id: cohort filters}``. None: the definitions'.
         group_type_mapping: ``{group type index: name}``. None: the definitions'.
         payloads: Add ``<key>:payload`` columns.
@@ -1489,14 +1549,19 @@ def evaluate_frame(
         ``distinct_id`` and one column per flag (NA where the answer is unknown), in the chosen family.
 
     Warns:
+        MissingPropertyWarning: Flags read properties the frame has no column for (``missing_columns=
+            "unknown"``): how many answers are NA, per flag, and the fixes.
         IncompleteDefinitionsWarning: Flags use cohorts or group type indexes the definitions (and
             ``cohorts`` / ``group_type_mapping``) do not carry, as a flags DataFrame does not: their answers
             are NA; pass the definitions response (``client.feature_flags.definitions()``) instead.
     """
+    flags, definitions = retired_flags_argument(flags, definitions, where="evaluate_frame(frame, defs)")
     evaluator = FrameEvaluator(
         frame,
         flags,
+        definitions=definitions,
         mode=mode,
+        missing_columns=missing_columns,
         cohorts=cohorts,
         group_type_mapping=group_type_mapping,
         strict=strict,
@@ -1512,4 +1577,4 @@ def evaluate_frame(
     return evaluator.run(payloads=payloads, reasons=reasons)
 
 
-__all__ = ["FrameEvaluator", "evaluate_frame", "is_group_key_column"]
+__all__ = ["FrameEvaluator", "check_keys", "evaluate_frame", "is_group_key_column"]

@@ -190,7 +190,7 @@ def _evaluate_part(
     sets = normalise_property_sets(part)
     evaluator = make_evaluator(sets, defs, mode=mode, now=now)
     flags = None if only is None else [f for f in defs.flags if f["key"] in set(only)]
-    out = evaluator.run(flags, payloads=payloads, reasons=False)
+    out = evaluator.run(definitions=flags, payloads=payloads, reasons=False)
     return conform(out, sets, keys, payloads=payloads, reasons=False)
 
 

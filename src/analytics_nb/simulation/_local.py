@@ -10,16 +10,19 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-import os
-import sys
-import threading
-import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 import pandas as pd
 
 from analytics_nb.client import progress_bar
+from analytics_nb.flags._door import (
+    MISSING_COLUMNS,
+    MissingColumns,
+    MissingPropertyWarning,
+    check_missing_columns_value,
+    warn_missing_properties,
+)
 
 if TYPE_CHECKING:
     from analytics_nb.flags import FrameEvaluator
@@ -32,6 +35,7 @@ from analytics_nb.simulation._output import concat_frames, select_flags
 __all__ = [
     "LOCAL_CHUNK_ROWS",
     "MISSING_COLUMNS",
+    "MissingColumns",
     "ChunkedEvaluator",
     "MissingPropertyWarning",
     "check_group_mapping",
@@ -46,58 +50,17 @@ __all__ = [
 LOCAL_CHUNK_ROWS = 50_000
 """Rows per chunk of a long local run (about 0.4 s each); runs over twice this many are chunked."""
 
-MissingColumns = Literal["unknown", "not_set"]
-MISSING_COLUMNS: tuple[str, ...] = ("unknown", "not_set")
-"""``missing_columns=``: a property the property sets have no column for is "unknown" (default: the service
-would read the person's stored value, so an answer that depends on it is NA) or "not_set"."""
-
-
-class MissingPropertyWarning(UserWarning):
-    """Flags read properties the property sets have no column for: the answers that depend on them are NA
-    (reason ``missing_property``). Add the columns, use ``engine="remote"``, or pass
-    ``missing_columns="not_set"`` when a missing column does mean "not set"."""
-
 
 def check_missing_columns(value: Any) -> MissingColumns:
     """``missing_columns=`` checked: "unknown" or "not_set", else a `SimulationInputError` naming both."""
-    if value not in MISSING_COLUMNS:
+    checked = check_missing_columns_value(value)
+    if checked is None:
         raise SimulationInputError(
             f"missing_columns={value!r}: use 'unknown' (a property without a column may have a stored value "
             "in PostHog: answers that depend on it are NA) or 'not_set' (a missing column means the "
             "property is not set)."
         )
-    return "unknown" if value == "unknown" else "not_set"
-
-
-def _caller_level() -> int:
-    """The stacklevel of the first frame outside this package (the analyst's cell), for `warnings.warn`."""
-    skip = (os.path.dirname(os.path.dirname(__file__)), os.path.dirname(threading.__file__))
-    frame, level = sys._getframe(2), 2
-    while frame is not None and frame.f_code.co_filename.startswith(skip):
-        frame, level = frame.f_back, level + 1  # type: ignore[assignment]
-    # none outside (the client's loop thread): the run_local / WhatIf line
-    return level if frame is not None else 2
-
-
-def warn_missing_properties(report: Mapping[str, tuple[tuple[str, ...], int]], rows: int) -> None:
-    """One `MissingPropertyWarning` naming how many flags and answers absent properties made NA, each
-    flag with what it needs, and the fixes; nothing when the report is empty."""
-    if not report:
-        return
-    total = sum(count for _, count in report.values())
-    parts = [
-        f"{key!r} needs {', '.join(labels)} ({count:,} row{'s' if count != 1 else ''})"
-        for key, (labels, count) in report.items()
-    ]
-    shown = "; ".join(parts[:10]) + (f"; and {len(parts) - 10} more flags" if len(parts) > 10 else "")
-    warnings.warn(
-        f"{len(report)} flag{'s' if len(report) != 1 else ''} read properties the property sets have no "
-        f"column for, so {total:,} answer{'s' if total != 1 else ''} (over {rows:,} rows) are NA: {shown}. "
-        "Add the column(s), or use engine='remote' (the service reads the stored properties), or pass "
-        "missing_columns='not_set' if a missing column means the property is not set.",
-        MissingPropertyWarning,
-        stacklevel=_caller_level(),
-    )
+    return checked
 
 
 def check_group_mapping(sets: PropertySets | Sequence[str], defs: Definitions) -> None:
@@ -132,9 +95,9 @@ def make_evaluator(
     from analytics_nb.flags import FrameEvaluator
 
     check_group_mapping(sets, defs)
-    return FrameEvaluator(
+    evaluator = FrameEvaluator(
         sets.engine_frame(),
-        defs.flags,
+        definitions=defs.flags,
         mode=mode,
         cohorts=defs.cohorts or None,
         group_type_mapping=defs.group_type_mapping or None,
@@ -142,6 +105,8 @@ def make_evaluator(
         now=now,
         missing_columns=missing_columns,
     )
+    evaluator._warn = False  # the runner warns once for the whole run (all chunks), from the same report
+    return evaluator
 
 
 class ChunkedEvaluator:
@@ -184,7 +149,7 @@ class ChunkedEvaluator:
         return dataclasses.replace(self.sets, frame=self.sets.frame.iloc[start : start + self.chunk_rows])
 
     def run(
-        self, flags: Any = None, *, payloads: bool = False, reasons: bool = False, progress: Any = None
+        self, definitions: Any = None, *, payloads: bool = False, reasons: bool = False, progress: Any = None
     ) -> pd.DataFrame:
         """Evaluate every chunk and concatenate the results (``progress.update(rows)`` after each chunk)."""
         parts = []
@@ -194,7 +159,7 @@ class ChunkedEvaluator:
             if evaluator is None:
                 evaluator = self._evaluator(start)
             self._first = None  # built once; later runs rebuild it like the others
-            part: pd.DataFrame = evaluator.run(flags, payloads=payloads, reasons=reasons)
+            part: pd.DataFrame = evaluator.run(definitions=definitions, payloads=payloads, reasons=reasons)
             for key, (labels, count) in evaluator.missing_report.items():
                 report[key] = (labels, report.get(key, ((), 0))[1] + count)
             self.missing_report = report
@@ -236,7 +201,7 @@ def run_local(
     sets: PropertySets,
     keys: Sequence[str] | None,
     *,
-    flags: list[dict[str, Any]] | None = None,
+    definitions: list[dict[str, Any]] | None = None,
     payloads: bool = True,
     reasons: bool = False,
     progress: bool | None = None,
@@ -250,13 +215,13 @@ def run_local(
     if isinstance(evaluator, ChunkedEvaluator):
         bar = progress_bar(progress, total=len(evaluator), desc="local", unit="row")
         try:
-            out = evaluator.run(flags, payloads=payloads, reasons=reasons, progress=bar)
+            out = evaluator.run(definitions, payloads=payloads, reasons=reasons, progress=bar)
         finally:
             bar.close()
     else:
         # pandas here even when the caller's evaluator was built over Polars / Arrow (it answers in that
         # family by default); the result's `.data` converts at the end
-        out = evaluator.run(flags, payloads=payloads, reasons=reasons, output="pandas")
+        out = evaluator.run(definitions=definitions, payloads=payloads, reasons=reasons, output="pandas")
     report = getattr(evaluator, "missing_report", None) or {}
     if keys is not None:
         report = {k: v for k, v in report.items() if k in keys}

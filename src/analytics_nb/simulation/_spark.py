@@ -62,7 +62,7 @@ def spark_batches(
     for batch in batches:
         sets = normalise_property_sets(batch)
         out = conform(
-            make_evaluator(sets, defs, mode=mode).run(None, payloads=payloads),
+            make_evaluator(sets, defs, mode=mode).run(payloads=payloads),
             sets,
             keys,
             payloads=payloads,

@@ -170,9 +170,16 @@ def _local_answers(
     import pyarrow as pa
 
     engine_input = batch.drop(columns=[c for c in ROW_KEYS if c in batch.columns])
-    got = FrameEvaluator(
-        engine_input, definitions, mode=mode, now=now, output="pandas", missing_columns=missing_columns
-    ).run(reasons=True, payloads=payloads)
+    evaluator = FrameEvaluator(
+        engine_input,
+        definitions=definitions,
+        mode=mode,
+        now=now,
+        output="pandas",
+        missing_columns=missing_columns,  # type: ignore[arg-type]
+    )
+    evaluator._warn = False  # the SQL run warns once, from the report of every batch
+    got = evaluator.run(reasons=True, payloads=payloads)
     data: dict[str, Any] = {"distinct_id": batch["distinct_id"].to_numpy(dtype=object)}
     for name in ROW_KEYS:
         if name in batch.columns:

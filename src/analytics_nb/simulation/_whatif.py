@@ -461,14 +461,16 @@ class WhatIf:
         """Evaluate ``flags``; warn about answers absent properties made NA (of the flags in ``warn``,
         default all)."""
         if self.sets is not None:
-            out: pd.DataFrame = self.evaluator.run(flags, payloads=False, reasons=False)
+            out: pd.DataFrame = self.evaluator.run(definitions=flags, payloads=False, reasons=False)
             report = getattr(self.evaluator, "missing_report", {})
             if warn is not None:
                 report = {k: v for k, v in report.items() if k in warn}
             warn_missing_properties(report, len(self.sets))
             return conform(out, self.sets, None, payloads=False, reasons=False)
         # the caller's own evaluator: pandas here whatever family it answers in (``output`` converts)
-        mine: pd.DataFrame = self.evaluator.run(flags, payloads=False, reasons=False, output="pandas")
+        mine: pd.DataFrame = self.evaluator.run(
+            definitions=flags, payloads=False, reasons=False, output="pandas"
+        )
         return mine
 
     def run(self, edited: Any) -> WhatIfResult:
@@ -500,7 +502,7 @@ class WhatIf:
             evaluator = make_evaluator(
                 self.sets, edited_defs, mode=self.mode, missing_columns=self.missing_columns
             )
-            new = conform(evaluator.run(None), self.sets, None, payloads=False, reasons=False)
+            new = conform(evaluator.run(), self.sets, None, payloads=False, reasons=False)
             warn_missing_properties(evaluator.missing_report, len(self.sets))
             affected = set(edited_defs.keys) | set(self.definitions.keys)
         else:
