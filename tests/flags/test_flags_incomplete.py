@@ -141,6 +141,6 @@ def test_evaluate_frame_warns_for_group_flags_only_where_the_name_matters() -> N
             definitions=[flag],
             mode="sdk",
             group_type_mapping={"2": "team"},
-            missing_columns="not_set",  # no MissingPropertyWarning: this checks the incomplete-definitions one
+            missing_columns="not_set",  # no MissingPropertyWarning: this test is about the other warning
         )
     assert named["group-filter"].isna().all()  # no group properties given: inconclusive, but known why

@@ -35,8 +35,8 @@ from analytics_nb.simulation._output import concat_frames, select_flags
 __all__ = [
     "LOCAL_CHUNK_ROWS",
     "MISSING_COLUMNS",
-    "MissingColumns",
     "ChunkedEvaluator",
+    "MissingColumns",
     "MissingPropertyWarning",
     "check_group_mapping",
     "check_missing_columns",
