@@ -73,14 +73,21 @@ def test_engine_marks_only_the_answers_that_depend_on_the_absent_column() -> Non
     assert "off" not in ev.missing_report
 
 
-def test_engine_default_and_not_set_keep_reading_absent_columns_as_not_set() -> None:
+def test_every_door_defaults_to_unknown_and_not_set_must_be_asked() -> None:
+    """Issue 34: evaluate_frame and FrameEvaluator defaulted to "not_set" (False where simulate said NA)."""
     people = _people(20)
-    default = evaluate_frame(people, definitions=FLAGS)
-    explicit = FrameEvaluator(people, definitions=FLAGS, missing_columns="not_set").run()
+    with pytest.warns(MissingPropertyWarning, match=r"'plan-first' needs"):
+        default = evaluate_frame(people, definitions=FLAGS)
+    with pytest.warns(MissingPropertyWarning):
+        explicit = FrameEvaluator(people, definitions=FLAGS, missing_columns="unknown").run()
     assert default.equals(explicit)
-    assert default["plan-first"].notna().all()
+    assert default["plan-first"].isna().any()  # was: every row answered (False for a missing `plan`)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # asked for: no warning
+        not_set = FrameEvaluator(people, definitions=FLAGS, missing_columns="not_set").run()
+    assert not_set["plan-first"].notna().all()
     with pytest.raises(ValueError, match="missing_columns must be 'unknown'"):
-        FrameEvaluator(people, definitions=FLAGS, missing_columns="absent")
+        FrameEvaluator(people, definitions=FLAGS, missing_columns="absent")  # type: ignore[arg-type]
 
 
 def test_unknown_value_in_a_dependency_is_unknown_in_the_scalar_engine_too() -> None:
