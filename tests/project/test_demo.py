@@ -45,7 +45,8 @@ def test_exit_code_and_summary_lists_every_file(demo_run: tuple[int, str, str, P
     for name in EXPECTED:
         assert str(out / name) in stdout
     assert f"Wrote {len(EXPECTED)} files to {out}" in stdout
-    assert "agree on 1500/1500" in stdout
+    assert "remote decide vs the local engine: 0 disagreements over 1,500 compared" in stdout
+    assert "unknown" not in stdout.split("remote decide vs")[1].splitlines()[0]
     assert "gradual-rollout 25% -> 60%" in stdout
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from analytics_nb.flags import IncompleteDefinitionsWarning
 from analytics_nb.simulation._builders import grid, random_property_sets, sample_persons
+from analytics_nb.simulation._compare import AGREEMENT_COLUMNS, agreement_headline
 from analytics_nb.simulation._definitions import Definitions, load_definitions
 from analytics_nb.simulation._distributed import DaskSimulation, DaskWhatIf, simulate_dask
 from analytics_nb.simulation._errors import LongRunWarning, SimulationInputError
@@ -27,7 +28,7 @@ from analytics_nb.simulation._simulate import Engine, asimulate, simulate
 from analytics_nb.simulation._spark import simulate_spark
 from analytics_nb.simulation._sql import SqlSimulation, simulate_sql
 from analytics_nb.simulation._sql_engine import SqlSimulationResult
-from analytics_nb.simulation._summary import wilson_interval
+from analytics_nb.simulation._summary import SUMMARY_COLUMNS, UnknownShareWarning, wilson_interval
 from analytics_nb.simulation._whatif import (
     WhatIf,
     WhatIfResult,
@@ -40,8 +41,10 @@ from analytics_nb.simulation._whatif import (
 from analytics_nb.tables import Output
 
 __all__ = [
+    "AGREEMENT_COLUMNS",
     "DEFAULT_CONCURRENCY",
     "PLOT_HINT",
+    "SUMMARY_COLUMNS",
     "DaskSimulation",
     "DaskWhatIf",
     "Definitions",
@@ -55,8 +58,10 @@ __all__ = [
     "SimulationResult",
     "SqlSimulation",
     "SqlSimulationResult",
+    "UnknownShareWarning",
     "WhatIf",
     "WhatIfResult",
+    "agreement_headline",
     "asimulate",
     "concat_frames",
     "grid",

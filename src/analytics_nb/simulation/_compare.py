@@ -11,7 +11,7 @@ from analytics_nb.simulation._definitions import Definitions, flag_references
 from analytics_nb.simulation._remote import PARTIAL_ERROR
 from analytics_nb.wire.cells import is_missing
 
-__all__ = ["CAUSES", "compare"]
+__all__ = ["AGREEMENT_COLUMNS", "CAUSES", "agreement_headline", "compare"]
 
 CAUSES = (
     "request error",
@@ -102,6 +102,21 @@ def _cause(
     return "unknown", "no cause found from the definitions"
 
 
+AGREEMENT_COLUMNS = [
+    "flag",
+    "rows",
+    "compared",
+    "agree",
+    "disagree",
+    "unknown_local",
+    "unknown_remote",
+    "share",
+]
+"""The agreement table: ``compared`` rows have a known value on both sides; ``share`` is ``agree /
+compared``; a row unknown on one side (or both) is counted in ``unknown_local`` / ``unknown_remote``, never as
+a disagreement (issue 34: NA on one side read as "agreement 0.000" for flags with no two different values)."""
+
+
 def compare(
     local: pd.DataFrame,
     remote: pd.DataFrame,
@@ -113,8 +128,10 @@ def compare(
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Return ``(agreement, differences)``.
 
-    ``agreement``: flag, rows, agree, share. ``differences``: one row per differing (property set, flag), with
-    row (the input index label), distinct_id, flag, local, remote, cause, detail.
+    ``agreement``: one row per flag with `AGREEMENT_COLUMNS`. ``differences``: one row per (property set,
+    flag) whose values are not the same known value, with row (the input index label), distinct_id, flag,
+    local, remote, kind (``"disagree"``: two different known values; ``"unknown"``: NA on a side), cause,
+    detail.
     """
     by_key = defs.by_key()
     ids = local["distinct_id"].tolist()
@@ -129,11 +146,15 @@ def compare(
         lv = _values(local, key)
         rv = _values(remote, key)
         refs = flag_references(defs, key)
-        agree = 0
+        counts = {"compared": 0, "agree": 0, "unknown_local": 0, "unknown_remote": 0}
         for i, (a, b) in enumerate(zip(lv, rv, strict=True)):
-            if same_value(a, b):
-                agree += 1
-                continue
+            counts["unknown_local"] += a is None
+            counts["unknown_remote"] += b is None
+            if a is not None and b is not None:
+                counts["compared"] += 1
+                if same_value(a, b):
+                    counts["agree"] += 1
+                    continue
             cause, detail = _cause(
                 key, a, b, local_err[i], remote_err[i], requests[i], refs, by_key.get(key), mode
             )
@@ -144,15 +165,24 @@ def compare(
                     "flag": key,
                     "local": pd.NA if a is None else a,
                     "remote": pd.NA if b is None else b,
+                    "kind": "disagree" if a is not None and b is not None else "unknown",
                     "cause": cause,
                     "detail": detail,
                 }
             )
-        n = len(lv)
-        agreement.append({"flag": key, "rows": n, "agree": agree, "share": agree / n if n else float("nan")})
-    agree_df = pd.DataFrame.from_records(agreement, columns=["flag", "rows", "agree", "share"])
-    agree_df = agree_df.astype({"rows": "int64", "agree": "int64", "share": "float64"})
-    diff_cols = ["row", "distinct_id", "flag", "local", "remote", "cause", "detail"]
+        compared, agree = counts["compared"], counts["agree"]
+        agreement.append(
+            {
+                "flag": key,
+                "rows": len(lv),
+                **counts,
+                "disagree": compared - agree,
+                "share": agree / compared if compared else float("nan"),
+            }
+        )
+    agree_df = pd.DataFrame.from_records(agreement, columns=AGREEMENT_COLUMNS)
+    agree_df = agree_df.astype({c: "int64" for c in AGREEMENT_COLUMNS[1:-1]} | {"share": "float64"})
+    diff_cols = ["row", "distinct_id", "flag", "local", "remote", "kind", "cause", "detail"]
     diff_df = (
         pd.DataFrame.from_records(diffs, columns=diff_cols)
         if diffs
@@ -161,3 +191,17 @@ def compare(
     for c in ("local", "remote", "row"):
         diff_df[c] = diff_df[c].astype(object)
     return agree_df, diff_df
+
+
+def agreement_headline(agreement: pd.DataFrame) -> str:
+    """``"2 disagreements over 2,700 compared; 300 unknown (local 300, remote 0)"``: the both-mode result in
+    one line, disagreements first, never a share that counts unknown rows as disagreeing."""
+    disagree = int(agreement["disagree"].sum())
+    compared = int(agreement["compared"].sum())
+    local, remote = int(agreement["unknown_local"].sum()), int(agreement["unknown_remote"].sum())
+    rows = int(agreement["rows"].sum())
+    unknown = rows - compared
+    line = f"{disagree:,} disagreement{'s' if disagree != 1 else ''} over {compared:,} compared"
+    if unknown:
+        line += f"; {unknown:,} unknown (local {local:,}, remote {remote:,})"
+    return line

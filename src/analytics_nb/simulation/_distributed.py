@@ -43,7 +43,13 @@ from analytics_nb.simulation._errors import SimulationInputError
 from analytics_nb.simulation._inputs import check_flag_keys, id_text, normalise_property_sets
 from analytics_nb.simulation._local import conform, make_evaluator
 from analytics_nb.simulation._output import flag_columns
-from analytics_nb.simulation._summary import ValueCounts, add_counts, summary_from_counts, value_counts
+from analytics_nb.simulation._summary import (
+    ValueCounts,
+    add_counts,
+    summary_from_counts,
+    value_counts,
+    warn_unknown,
+)
 from analytics_nb.simulation._whatif import _affected, diff_frames
 from analytics_nb.tables import family_of
 
@@ -315,7 +321,7 @@ class DaskSimulation:
         keys = list(flags) if flags is not None else self.flag_keys
         counts = [dask.delayed(_counts_part)(p, keys) for p in self._delayed_parts(self.frame)]
         total = dask.delayed(_add_all)(counts).compute()
-        return summary_from_counts(total, keys, self.definitions.variants())
+        return warn_unknown(summary_from_counts(total, keys, self.definitions.variants()))
 
     def crosstab(
         self,

@@ -10,10 +10,11 @@ from typing import Any, Literal
 
 import pandas as pd
 
+from analytics_nb.simulation._compare import agreement_headline
 from analytics_nb.simulation._errors import SimulationInputError
 from analytics_nb.simulation._inputs import output_choice
 from analytics_nb.simulation._output import INPUT_COLUMNS_ATTR, flag_columns
-from analytics_nb.simulation._summary import crosstab, format_share, summarize
+from analytics_nb.simulation._summary import crosstab, format_share, summarize, warn_unknown
 from analytics_nb.tables import Output, from_pandas
 
 __all__ = ["INPUT_COLUMNS_ATTR", "SimulationResult", "with_inputs"]
@@ -153,14 +154,14 @@ class SimulationResult:
         if self.partial:
             lines.append("  " + self._partial_note())
         if self.agreement is not None and len(self.agreement):
-            total = int(self.agreement["agree"].sum())
-            rows = int(self.agreement["rows"].sum())
-            lines.append(f"  agreement local vs remote: {total}/{rows} ({total / rows:.1%})" if rows else "")
+            lines.append(f"  local vs remote: {agreement_headline(self.agreement)}")
         return "\n".join(line for line in lines if line)
 
     # -- summaries -------------------------------------------------------------------------------------------
     def summary(self, flags: Sequence[str] | None = None) -> pd.DataFrame:
-        """Per flag and value: count, n (rows with a known value), share, 95% Wilson CI, unknown rows.
+        """Per flag and value: count, rows, share_of_rows (over every row), n (rows with a known value), share
+        (over those), 95% Wilson CI, unknown rows; one `UnknownShareWarning` (and ``attrs["note"]``) when a
+        flag is unknown for 10% of its rows or more.
 
         Args:
             flags: Only these flags. None: every flag.
@@ -169,7 +170,7 @@ class SimulationResult:
             One row per (flag, value).
         """
         keys = self._keys(flags)
-        return summarize(self.frame, keys, self.variants)
+        return warn_unknown(summarize(self.frame, keys, self.variants))
 
     def _keys(self, flags: Sequence[str] | str | None) -> list[str]:
         if flags is None:
@@ -272,7 +273,9 @@ class SimulationResult:
         parts = [f"<div><p><b>{head}</b></p>"]
         if self.partial:
             parts.append(f"<p><b>{html.escape(self._partial_note())}</b></p>")
-        summary = self.summary()
+        summary = summarize(self.frame, self.flags, self.variants)  # the note is shown below, not warned
+        if summary.attrs.get("note"):
+            parts.append(f"<p><i>{html.escape(summary.attrs['note'])}</i></p>")
         if len(summary):
             rows = "".join(
                 f"<tr><td>{html.escape(str(flag))}</td><td>{html.escape(str(value))}</td><td>{count}</td>"

@@ -46,7 +46,7 @@ from analytics_nb.simulation._local import check_group_mapping, check_missing_co
 from analytics_nb.simulation._output import build_frame, select_flags
 from analytics_nb.simulation._result import SimulationResult, with_inputs
 from analytics_nb.simulation._sql import ROW_KEYS, SqlSimulation, _literal, _quote, simulate_sql
-from analytics_nb.simulation._summary import ValueCounts, format_share, summary_from_counts
+from analytics_nb.simulation._summary import ValueCounts, format_share, summary_from_counts, warn_unknown
 from analytics_nb.tables import Output, default_output
 
 __all__ = ["DEFAULT_MEMORY_LIMIT", "SqlSimulationResult", "asql", "check_sql_options", "simulate_in_sql"]
@@ -456,7 +456,7 @@ class SqlSimulationResult(SimulationResult):
         counts are computed in SQL (no row is collected), the intervals from them as ``engine="local"``
         computes them."""
         keys = self._keys_of(flags)
-        return summary_from_counts(self._counts(keys), keys, self.variants)
+        return warn_unknown(summary_from_counts(self._counts(keys), keys, self.variants))
 
     def _keys_of(self, flags: Sequence[str] | str | None) -> list[str]:
         return self._keys(flags)
@@ -533,7 +533,10 @@ class SqlSimulationResult(SimulationResult):
 
     def _repr_html_(self) -> str:
         head = html.escape(repr(self).splitlines()[0])
-        summary = self.summary()
+        keys = list(self._flag_keys)
+        summary = summary_from_counts(self._counts(keys), keys, self.variants)  # the note shown, not warned
+        note = summary.attrs.get("note")
+        head += f"</b></p><p><i>{html.escape(note)}</i>" if note else ""
         rows = "".join(
             f"<tr><td>{html.escape(str(f))}</td><td>{html.escape(str(v))}</td><td>{c}</td>"
             f"<td>{html.escape(format_share(float(s), float(lo), float(hi)))}</td></tr>"

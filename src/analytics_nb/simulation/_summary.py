@@ -3,13 +3,28 @@
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Sequence
 from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
 
-__all__ = ["Z95", "add_counts", "summarize", "summary_from_counts", "value_counts", "wilson_interval"]
+from analytics_nb.flags._door import caller_level
+
+__all__ = [
+    "SUMMARY_COLUMNS",
+    "UNKNOWN_NOTE_SHARE",
+    "Z95",
+    "UnknownShareWarning",
+    "add_counts",
+    "summarize",
+    "summary_from_counts",
+    "unknown_note",
+    "value_counts",
+    "warn_unknown",
+    "wilson_interval",
+]
 
 Z95 = 1.959963984540054
 """The two-sided 95% normal quantile."""
@@ -100,11 +115,14 @@ def add_counts(
 def summarize(
     frame: pd.DataFrame, flag_keys: Sequence[str], variants: dict[str, list[str]] | None = None
 ) -> pd.DataFrame:
-    """Value counts per flag: flag, value, count, n (rows with a known value), share, ci_low, ci_high,
-    unknown.
+    """Value counts per flag: flag, value, count, rows, share_of_rows, n (rows with a known value), share,
+    ci_low, ci_high, unknown.
 
-    Shares are over rows with a known value; ``unknown`` counts the rows where the value is NA (an error or an
-    inconclusive local evaluation) so that nothing is dropped silently.
+    ``share_of_rows`` is over every row; ``share`` (and its 95% Wilson interval) over the rows with a known
+    value; ``unknown`` counts the rows where the value is NA (a property the rows lack, an error, an
+    inconclusive local evaluation) so that nothing is dropped silently. When a flag is unknown for
+    ``UNKNOWN_NOTE_SHARE`` of its rows or more, the table's ``attrs["note"]`` says so in one line and one
+    `UnknownShareWarning` shows it (issue 34: "True 2,500, share 1.0000, unknown 7,500" read as 100% True).
     """
     return summary_from_counts(value_counts(frame, flag_keys), flag_keys, variants)
 
@@ -137,13 +155,70 @@ def summary_from_counts(
     with np.errstate(divide="ignore", invalid="ignore"):
         share = np.where(totals > 0, count / np.where(totals > 0, totals, 1), np.nan)
     low, high = wilson_interval(count, totals)
+    rows = totals + out["unknown"].to_numpy(dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        of_rows = np.where(rows > 0, count / np.where(rows > 0, rows, 1), np.nan)
     out["share"] = share
+    out["rows"] = rows.astype("int64")
+    out["share_of_rows"] = of_rows
     out["ci_low"] = np.asarray(low, dtype=float)
     out["ci_high"] = np.asarray(high, dtype=float)
     out["count"] = out["count"].astype("int64")
     out["n"] = out["n"].astype("int64")
     out["unknown"] = out["unknown"].astype("int64")
-    return out[["flag", "value", "count", "n", "share", "ci_low", "ci_high", "unknown"]]
+    out = out[SUMMARY_COLUMNS]
+    note = unknown_note(counted, flag_keys)
+    if note:
+        out.attrs["note"] = note
+    return out
+
+
+SUMMARY_COLUMNS = [
+    "flag",
+    "value",
+    "count",
+    "rows",
+    "share_of_rows",
+    "n",
+    "share",
+    "ci_low",
+    "ci_high",
+    "unknown",
+]
+"""The columns of ``summary()``, the same for every engine (local, remote, both, SQL, Dask)."""
+
+UNKNOWN_NOTE_SHARE = 0.10
+"""A flag unknown for this share of its rows or more gets the summary's one-line note."""
+
+
+class UnknownShareWarning(UserWarning):
+    """A summary's flag is unknown (NA) for a large share of its rows: ``share`` is over the decided rows
+    only; read ``share_of_rows`` (over every row) and ``unknown`` beside it."""
+
+
+def unknown_note(counted: dict[str, tuple[ValueCounts, int]], flag_keys: Sequence[str]) -> str:
+    """One line naming the flags unknown for `UNKNOWN_NOTE_SHARE` of their rows or more ("" when none)."""
+    heavy = []
+    for key in flag_keys:
+        counts, unknown = counted.get(key, ({}, 0))
+        rows = sum(counts.values()) + unknown
+        if rows and unknown / rows >= UNKNOWN_NOTE_SHARE:
+            heavy.append(f"{key!r} {unknown:,} of {rows:,} ({unknown / rows:.0%})")
+    if not heavy:
+        return ""
+    shown = ", ".join(heavy[:3]) + (f" and {len(heavy) - 3} more" if len(heavy) > 3 else "")
+    return (
+        f"unknown answers: {shown}; `share` is over the decided rows only, `share_of_rows` over every row "
+        "(the frame's error / <key>:reason columns say why)."
+    )
+
+
+def warn_unknown(summary: pd.DataFrame) -> pd.DataFrame:
+    """Show the summary's note (if any) as one `UnknownShareWarning`; returns the summary."""
+    note = summary.attrs.get("note")
+    if note:
+        warnings.warn(note, UnknownShareWarning, stacklevel=caller_level())
+    return summary
 
 
 def crosstab(
