@@ -10,6 +10,7 @@ to a copy of the definitions and the moves against the current ones are shown.
 from __future__ import annotations
 
 import time
+import warnings
 from pathlib import Path
 from typing import Any, Literal
 
@@ -20,6 +21,7 @@ from analytics_nb.client import AsyncApiClient as AsyncClient
 from analytics_nb.simulation import (
     Definitions,
     SimulationResult,
+    UnknownShareWarning,
     concat_frames,
     grid,
     load_definitions,
@@ -414,8 +416,11 @@ class FlagSimulator(Panel):
         self.result = self.simulation.frame
         self._run_bar.finish(True)
         self._export_view.clear()  # a link to the previous result would export the wrong rows
+        with warnings.catch_warnings():  # the note goes to the status line with the run's other news
+            warnings.simplefilter("ignore", UnknownShareWarning)
+            summary = self.simulation.summary()
         self._results_view.show(
-            self.simulation.summary(),
+            summary,
             self.display_frame(),
             moves=self.moves,
             edits_text=describe_edits(edits),
@@ -428,8 +433,10 @@ class FlagSimulator(Panel):
             first = str(self.simulation.errors["error"].iloc[0])
             first = first if len(first) <= 140 else first[:137] + "..."
             extra = f", {errors} row(s) with errors (see the error column; first: {first})"
+        note = f" Note: {summary.attrs['note']}" if summary.attrs.get("note") else ""
         self._done(
             f"Done: {len(self.result)} property sets, {len(self.simulation.flags)} flags ({engine}){extra}."
+            + note
         )
         return self.result
 
