@@ -1422,16 +1422,15 @@ class _RunState:
         return self._category_column(f"{flag.key}:payload", pd.CategoricalDtype(texts), lookup.take(pos))
 
     def frame(self, *, payloads: bool, reasons: bool, keys: Sequence[str] | None = None) -> pd.DataFrame:
-        """The output columns of the flags in ``keys`` (None: every flag), in the definitions' order."""
+        """The output columns of the flags in ``keys``, in that order (None: every flag, in the definitions'
+        order)."""
         ev = self.ev
         data: dict[str, Any] = {"distinct_id": ev._frame["distinct_id"]}
         extra: dict[str, Any] = {}
         bad_rows = ev._errors != _NO_ERROR
         any_bad = bool(bad_rows.any())
-        wanted = None if keys is None else set(keys)
-        for flag in self.compiled.flags:
-            if wanted is not None and flag.key not in wanted:
-                continue
+        by_key = {flag.key: flag for flag in self.compiled.flags}
+        for flag in self.compiled.flags if keys is None else [by_key[k] for k in dict.fromkeys(keys)]:
             # one-shot: each flag's arrays are released once its columns are built
             res = self.results.pop(flag.key) if ev._one_shot else self.results[flag.key]
             _put(res.kind, bad_rows, _K_UNKNOWN)
