@@ -162,11 +162,33 @@ def test_sql_engine_is_the_same_door(reference: Any) -> None:
 
 def test_dask_is_the_same_door(reference: Any) -> None:
     dd = pytest.importorskip("dask.dataframe")
-    from analytics_nb.simulation import simulate_dask
+    from analytics_nb.simulation import MissingPropertyWarning, simulate_dask
 
     mode, want = reference
+    with pytest.warns(MissingPropertyWarning, match=r"'no-column' needs the person's stored `country`"):
+        sim = simulate_dask(dd.from_pandas(PEOPLE, npartitions=3), definitions=POOL, mode=mode)
+    got = sim.frame.compute()
+    _diff("simulate_dask", got, want, reasons=False)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        sim = simulate_dask(dd.from_pandas(PEOPLE, npartitions=3), definitions=POOL, mode=mode)
-        got = sim.frame.compute() if hasattr(sim, "frame") else sim.compute()
-    _diff("simulate_dask", got, want, reasons=False)
+        unknown = sim.summary(["no-column"])["unknown"].iloc[0]
+    assert unknown == sum(1 for k, v in want.items() if k[1] == "no-column" and v[0] is None)
+
+
+def test_spark_batches_are_the_same_door(reference: Any) -> None:
+    """The body of simulate_spark's mapInPandas (the PySpark run itself is in test_simulate_spark.py)."""
+    from analytics_nb.simulation._definitions import live_flags, load_definitions
+    from analytics_nb.simulation._spark import spark_batches
+
+    mode, want = reference
+    defs = live_flags(load_definitions(POOL))
+    batches = [PEOPLE.iloc[:100], PEOPLE.iloc[100:]]
+    got = pd.concat(list(spark_batches(iter(batches), defs, mode=mode)), ignore_index=True)
+    text = {"true": True, "false": False}
+    got = got.assign(  # Spark's variant columns are text: "true" / "false" / the variant key
+        **{
+            key: pd.Series([text.get(v, v) if isinstance(v, str) else v for v in got[key].astype(object)])
+            for key in KEYS
+        }
+    )
+    _diff("simulate_spark", got, want, reasons=False)

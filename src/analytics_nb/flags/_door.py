@@ -31,6 +31,7 @@ __all__ = [
     "check_missing_columns_value",
     "flag_keys",
     "retired_flags_argument",
+    "warn_absent_properties",
     "warn_missing_properties",
 ]
 
@@ -86,6 +87,23 @@ def warn_missing_properties(report: MissingReport, rows: int) -> None:
         f"column for, so {total:,} answer{'s' if total != 1 else ''} (over {rows:,} rows) are NA: {shown}. "
         "Add the column(s), or use engine='remote' (the service reads the stored properties), or pass "
         "missing_columns='not_set' if a missing column means the property is not set.",
+        MissingPropertyWarning,
+        stacklevel=caller_level(),
+    )
+
+
+def warn_absent_properties(absent: Mapping[str, tuple[str, ...]]) -> None:
+    """The lazy runs' `MissingPropertyWarning` (Dask, Spark: the rows are not counted until computed):
+    which flags read which properties no column holds; nothing when none do."""
+    if not absent:
+        return
+    parts = [f"{key!r} needs {', '.join(labels)}" for key, labels in absent.items()]
+    shown = "; ".join(parts[:10]) + (f"; and {len(parts) - 10} more flags" if len(parts) > 10 else "")
+    warnings.warn(
+        f"{len(absent)} flag{'s' if len(absent) != 1 else ''} read properties the frame has no column "
+        f"for: {shown}. Their answers are NA (reason missing_property) wherever a row depends on them; "
+        "summary()'s unknown column counts them. Add the column(s), or pass missing_columns='not_set' if a "
+        "missing column means the property is not set.",
         MissingPropertyWarning,
         stacklevel=caller_level(),
     )

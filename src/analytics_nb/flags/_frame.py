@@ -335,6 +335,9 @@ class FrameEvaluator:
         self._unknown_absent = missing_columns == "unknown"
         #: after each run: {flag key: (the absent properties it reads, rows they made unknown)}
         self.missing_report: dict[str, tuple[tuple[str, ...], int]] = {}
+        #: after each run: {flag key: the absent properties it reads}, whether or not a row depended on them
+        #: (known from the columns alone: what a lazy run over partitions can say before it computes)
+        self.absent_properties: dict[str, tuple[str, ...]] = {}
         self._strict = strict
         self._compiled = compile_flags(
             definitions,
@@ -759,6 +762,7 @@ class FrameEvaluator:
             )
         state = _RunState(self, compiled)
         self.missing_report = {}
+        self.absent_properties = {}
         for flag in compiled.order:
             state.evaluate(flag)
             state.note_absent(flag)
@@ -951,6 +955,7 @@ class _RunState:
         labels = self.absent_reads(flag)
         if not labels:
             return
+        ev.absent_properties[flag.key] = labels
         res = self.results[flag.key]
         unknown = (res.kind == _K_UNKNOWN) & ~(ev._errors != _NO_ERROR)
         if ev._server:

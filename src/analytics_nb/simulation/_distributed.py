@@ -41,7 +41,13 @@ from analytics_nb.simulation._definitions import (
 )
 from analytics_nb.simulation._errors import SimulationInputError
 from analytics_nb.simulation._inputs import check_flag_keys, id_text, normalise_property_sets
-from analytics_nb.simulation._local import conform, make_evaluator
+from analytics_nb.simulation._local import (
+    MissingColumns,
+    check_missing_columns,
+    conform,
+    make_evaluator,
+    warn_absent_columns,
+)
 from analytics_nb.simulation._output import flag_columns
 from analytics_nb.simulation._summary import (
     ValueCounts,
@@ -190,11 +196,12 @@ def _evaluate_part(
     only: Sequence[str] | None,
     payloads: bool,
     now: dt.datetime | None = None,
+    missing_columns: MissingColumns = "unknown",
 ) -> pd.DataFrame:
     """One partition through the local engine; ``only``: evaluate just these flags (a what-if re-run);
     ``now``: the run's instant for relative dates (one for every partition)."""
     sets = normalise_property_sets(part)
-    evaluator = make_evaluator(sets, defs, mode=mode, now=now)
+    evaluator = make_evaluator(sets, defs, mode=mode, now=now, missing_columns=missing_columns)
     flags = None if only is None else [f for f in defs.flags if f["key"] in set(only)]
     out = evaluator.run(definitions=flags, payloads=payloads, reasons=False)
     return conform(out, sets, keys, payloads=payloads, reasons=False)
@@ -209,9 +216,14 @@ def _edit_part(
     affected: Sequence[str],
     payloads: bool,
     now: dt.datetime | None = None,
+    missing_columns: MissingColumns = "unknown",
 ) -> pd.DataFrame:
     """A base result partition with the ``affected`` flags re-evaluated from the input partition."""
-    new = _evaluate_part(part, defs, mode, None, needed, payloads, now) if needed else base.iloc[:, :0]
+    new = (
+        _evaluate_part(part, defs, mode, None, needed, payloads, now, missing_columns)
+        if needed
+        else base.iloc[:, :0]
+    )
     updates: dict[str, Any] = {}
     for key in affected:
         for col in (key, f"{key}:payload"):
@@ -295,6 +307,8 @@ class DaskSimulation:
     #: the instant relative dates ("-7d") are read against, in every partition and what-if re-run: the
     #: time of the `simulate_dask` call (the lazy result may be computed much later)
     now: dt.datetime | None = None
+    #: a property the partitions have no column for: "unknown" (NA where it matters) or "not_set"
+    missing_columns: MissingColumns = "unknown"
 
     def __repr__(self) -> str:
         return f"DaskSimulation(partitions={self.frame.npartitions}, flags={len(self.flag_keys)}, lazy=True)"
@@ -394,6 +408,7 @@ class DaskSimulation:
             keys,
             self.payloads,
             self.now,
+            self.missing_columns,
             meta=self.frame._meta,
             align_dataframes=False,
         )
@@ -418,6 +433,7 @@ def simulate_dask(
     group_type_mapping: dict[str, str] | None = None,
     client: Any = None,
     check_ids: bool = True,
+    missing_columns: MissingColumns = "unknown",
 ) -> DaskSimulation:
     """The local flag engine over a Dask DataFrame, lazily, one partition at a time (see the module doc).
 
@@ -436,6 +452,10 @@ def simulate_dask(
             flags DataFrame carries neither) from its project, before anything is sent to the cluster. None:
             they stay missing (those answers are NA) and an `IncompleteDefinitionsWarning` says so.
         check_ids: Count repeated distinct ids on the cluster first (one pass over the ids).
+        missing_columns: A property the frame has no column for: ``"unknown"`` (answers that depend on it
+            are NA, reason ``missing_property``; one `MissingPropertyWarning` names the flags and
+            properties before anything runs, and ``summary()``'s ``unknown`` counts the rows) or
+            ``"not_set"``.
 
     Returns:
         A lazy `DaskSimulation`.
@@ -460,8 +480,19 @@ def simulate_dask(
         check_unique_ids(ddf)
     # the result's columns and dtypes, from the engine over the (empty) meta partition
     now = dt.datetime.now(dt.UTC)  # one instant for relative dates in every partition
-    meta = _evaluate_part(ddf._meta, defs, mode, keys, None, payloads, now)
+    missing_columns = check_missing_columns(missing_columns)
+    warn_absent_columns(ddf._meta, defs, mode=mode, keys=keys, missing_columns=missing_columns)
+    meta = _evaluate_part(ddf._meta, defs, mode, keys, None, payloads, now, missing_columns)
     frame = ddf.map_partitions(
-        _evaluate_part, _shared(defs), mode, keys, None, payloads, now, meta=meta, align_dataframes=False
+        _evaluate_part,
+        _shared(defs),
+        mode,
+        keys,
+        None,
+        payloads,
+        now,
+        missing_columns,
+        meta=meta,
+        align_dataframes=False,
     )
-    return DaskSimulation(frame, ddf, defs, mode, keys, payloads, now=now)
+    return DaskSimulation(frame, ddf, defs, mode, keys, payloads, now=now, missing_columns=missing_columns)

@@ -21,6 +21,7 @@ from analytics_nb.flags._door import (
     MissingColumns,
     MissingPropertyWarning,
     check_missing_columns_value,
+    warn_absent_properties,
     warn_missing_properties,
 )
 
@@ -29,7 +30,7 @@ if TYPE_CHECKING:
 
 from analytics_nb.simulation._definitions import Definitions
 from analytics_nb.simulation._errors import SimulationInputError
-from analytics_nb.simulation._inputs import PropertySets
+from analytics_nb.simulation._inputs import PropertySets, normalise_property_sets
 from analytics_nb.simulation._output import concat_frames, select_flags
 
 __all__ = [
@@ -44,6 +45,7 @@ __all__ = [
     "local_evaluator",
     "make_evaluator",
     "run_local",
+    "warn_absent_columns",
     "warn_missing_properties",
 ]
 
@@ -61,6 +63,25 @@ def check_missing_columns(value: Any) -> MissingColumns:
             "property is not set)."
         )
     return checked
+
+
+def warn_absent_columns(
+    empty: pd.DataFrame,
+    defs: Definitions,
+    *,
+    mode: Literal["server", "sdk"],
+    keys: Sequence[str] | None,
+    missing_columns: MissingColumns,
+) -> None:
+    """For lazy runs (Dask, Spark) that cannot count before they compute: the engine over the input's
+    columns with no rows says which flags read properties no column holds; one `MissingPropertyWarning`
+    names them before anything runs (the rows are counted in ``summary()``'s ``unknown``)."""
+    if missing_columns != "unknown":
+        return
+    evaluator = make_evaluator(normalise_property_sets(empty), defs, mode=mode, missing_columns="unknown")
+    evaluator.run()
+    absent = {k: v for k, v in evaluator.absent_properties.items() if keys is None or k in keys}
+    warn_absent_properties(absent)
 
 
 def check_group_mapping(sets: PropertySets | Sequence[str], defs: Definitions) -> None:

@@ -18,6 +18,7 @@ from typing import Any, Literal
 
 import pandas as pd
 
+from analytics_nb.flags import compile_flags
 from analytics_nb.simulation._definitions import (
     Definitions,
     fill,
@@ -28,7 +29,13 @@ from analytics_nb.simulation._definitions import (
 )
 from analytics_nb.simulation._errors import SimulationInputError
 from analytics_nb.simulation._inputs import check_flag_keys, normalise_property_sets
-from analytics_nb.simulation._local import conform, make_evaluator
+from analytics_nb.simulation._local import (
+    MissingColumns,
+    check_missing_columns,
+    conform,
+    make_evaluator,
+    warn_absent_columns,
+)
 from analytics_nb.tables import text_column
 
 __all__ = ["simulate_spark", "spark_batches", "spark_columns"]
@@ -37,11 +44,11 @@ Mode = Literal["server", "sdk"]
 
 
 def spark_columns(defs: Definitions, keys: Sequence[str] | None, *, payloads: bool) -> list[tuple[str, str]]:
-    """The result's (column, Spark SQL type) pairs, in result order."""
+    """The result's (column, Spark SQL type) pairs, in result order. A flag that can answer text is a
+    string column: variants, and a boolean flag with a holdout (its ``holdout-<id>`` value; it was typed
+    boolean and the batch failed, found by tests/simulation/test_doors_agree.py)."""
     chosen = list(keys) if keys is not None else list(defs.keys)
-    multivariate = {
-        f["key"] for f in defs.flags if ((f.get("filters") or {}).get("multivariate") or {}).get("variants")
-    }
+    multivariate = {f.key for f in compile_flags(defs.flags).flags if f.multivariate}
     cols = [("distinct_id", "string")]
     cols += [(k, "string" if k in multivariate else "boolean") for k in chosen]
     if payloads:
@@ -56,13 +63,14 @@ def spark_batches(
     mode: Mode = "server",
     keys: Sequence[str] | None = None,
     payloads: bool = True,
+    missing_columns: MissingColumns = "unknown",
 ) -> Iterator[pd.DataFrame]:
     """The ``mapInPandas`` function's body: each batch through the engine, in the `spark_columns` schema."""
     columns = spark_columns(defs, keys, payloads=payloads)
     for batch in batches:
         sets = normalise_property_sets(batch)
         out = conform(
-            make_evaluator(sets, defs, mode=mode).run(payloads=payloads),
+            make_evaluator(sets, defs, mode=mode, missing_columns=missing_columns).run(payloads=payloads),
             sets,
             keys,
             payloads=payloads,
@@ -87,6 +95,7 @@ def simulate_spark(
     payloads: bool = True,
     group_type_mapping: dict[str, str] | None = None,
     client: Any = None,
+    missing_columns: MissingColumns = "unknown",
 ) -> Any:
     """The local engine over a PySpark DataFrame through ``mapInPandas``: a lazy Spark DataFrame of results
     (see the module docstring for its schema).
@@ -101,6 +110,9 @@ def simulate_spark(
         client: A sync ``Client`` that fills the cohorts and group type names the definitions lack (a
             flags DataFrame carries neither) from its project, before anything is sent to the cluster. None:
             they stay missing (those answers are NA) and an `IncompleteDefinitionsWarning` says so.
+        missing_columns: A property the frame has no column for: ``"unknown"`` (answers that depend on it
+            are NA; one `MissingPropertyWarning` names the flags and properties before Spark runs) or
+            ``"not_set"``.
 
     Returns:
         A lazy Spark DataFrame of results.
@@ -113,10 +125,15 @@ def simulate_spark(
     defs = fill(defs, client)
     keys = check_flag_keys(flags, defs.keys)
     warn_unfilled(defs, keys, groups_matter=mode == "sdk" or has_group_columns(sdf.columns))
+    missing_columns = check_missing_columns(missing_columns)
+    empty = pd.DataFrame({name: pd.Series([], dtype=object) for name in sdf.columns})
+    warn_absent_columns(empty, defs, mode=mode, keys=keys, missing_columns=missing_columns)
     shared = sdf.sparkSession.sparkContext.broadcast(defs)  # sent to each executor once
     schema = ", ".join(f"`{name}` {kind}" for name, kind in spark_columns(defs, keys, payloads=payloads))
 
     def run(batches: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
-        yield from spark_batches(batches, shared.value, mode=mode, keys=keys, payloads=payloads)
+        yield from spark_batches(
+            batches, shared.value, mode=mode, keys=keys, payloads=payloads, missing_columns=missing_columns
+        )
 
     return sdf.mapInPandas(run, schema=schema)
