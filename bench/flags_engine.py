@@ -241,7 +241,7 @@ def main() -> None:
     whatif_s = float("inf")
     for _ in range(rounds):
         start = time.perf_counter()
-        rerun = ev.run(flags=edited, payloads=True)
+        rerun = ev.run(definitions=edited, payloads=True)
         whatif_s = min(whatif_s, time.perf_counter() - start)
     assert rerun["rollout-30"].mean() > out["rollout-30"].mean()
     print(
