@@ -192,3 +192,27 @@ def test_spark_batches_are_the_same_door(reference: Any) -> None:
         }
     )
     _diff("simulate_spark", got, want, reasons=False)
+
+
+@pytest.mark.parametrize("engine", ["local", "sql"])
+def test_every_engine_returns_one_kind_of_result(engine: str, tmp_path: Any) -> None:
+    """One result shape (issue 34): len, summary (the same columns), crosstab, frame, to, to_csv,
+    to_parquet, whichever engine computed the answers."""
+    if engine == "sql":
+        pytest.importorskip("duckdb")
+    from analytics_nb.simulation import SUMMARY_COLUMNS, Answers
+
+    keys = ["float-gte", "mv-override", "no-column"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        result = simulate(PEOPLE, keys, engine=engine, definitions=POOL)  # type: ignore[arg-type]
+        summary = result.summary()
+    assert isinstance(result, Answers)
+    assert len(result) == len(PEOPLE)
+    assert list(summary.columns) == SUMMARY_COLUMNS
+    assert summary.groupby("flag")["rows"].first().to_dict() == dict.fromkeys(keys, len(PEOPLE))
+    written = result.to_parquet(tmp_path / "answers.parquet", inputs=False)
+    back = pd.read_parquet(written)
+    assert back["distinct_id"].tolist() == result.outputs["distinct_id"].tolist()
+    for key in keys:
+        assert back[key].isna().tolist() == result.outputs[key].isna().tolist()

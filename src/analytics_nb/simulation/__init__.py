@@ -23,7 +23,7 @@ from analytics_nb.simulation._local import MissingPropertyWarning
 from analytics_nb.simulation._output import concat_frames
 from analytics_nb.simulation._plot import PLOT_HINT
 from analytics_nb.simulation._remote import DEFAULT_CONCURRENCY, FailedFlagsWarning
-from analytics_nb.simulation._result import SimulationResult
+from analytics_nb.simulation._result import Answers, SimulationResult
 from analytics_nb.simulation._simulate import Engine, asimulate, simulate
 from analytics_nb.simulation._spark import simulate_spark
 from analytics_nb.simulation._sql import SqlSimulation, simulate_sql
@@ -45,6 +45,7 @@ __all__ = [
     "DEFAULT_CONCURRENCY",
     "PLOT_HINT",
     "SUMMARY_COLUMNS",
+    "Answers",
     "DaskSimulation",
     "DaskWhatIf",
     "Definitions",

@@ -6,7 +6,7 @@ import html
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Protocol, runtime_checkable
 
 import pandas as pd
 
@@ -17,7 +17,7 @@ from analytics_nb.simulation._output import INPUT_COLUMNS_ATTR, flag_columns
 from analytics_nb.simulation._summary import crosstab, format_share, summarize, warn_unknown
 from analytics_nb.tables import Output, from_pandas
 
-__all__ = ["INPUT_COLUMNS_ATTR", "SimulationResult", "with_inputs"]
+__all__ = ["INPUT_COLUMNS_ATTR", "Answers", "SimulationResult", "with_inputs"]
 
 
 def _outputs_only(frame: pd.DataFrame) -> pd.DataFrame:
@@ -53,6 +53,30 @@ def with_inputs(outputs: pd.DataFrame, inputs: pd.DataFrame) -> pd.DataFrame:
     frame = pd.concat([outputs.iloc[:, :at], rows, outputs.iloc[:, at:]], axis=1)
     frame.attrs = {**outputs.attrs, INPUT_COLUMNS_ATTR: [str(c) for c in names]}
     return frame
+
+
+@runtime_checkable
+class Answers(Protocol):
+    """What every result of the simulation door offers, whichever engine computed it (local, remote, both,
+    sql): the row count, the per-flag summary (the same `SUMMARY_COLUMNS`), a crosstab, the answers as
+    pandas (``frame``) or another family (``to``), and files (``to_csv``, ``to_parquet``). The SQL engine's
+    result keeps its answers in parquet and computes ``len``, ``summary`` and ``crosstab`` in SQL; ``frame``
+    collects them."""
+
+    def __len__(self) -> int: ...
+
+    @property
+    def frame(self) -> pd.DataFrame: ...
+
+    def summary(self, flags: Sequence[str] | None = None) -> pd.DataFrame: ...
+
+    def crosstab(self, flag: str, by: str) -> pd.DataFrame: ...
+
+    def to(self, output: Output, *, inputs: bool = True) -> Any: ...
+
+    def to_csv(self, path: str | Path, *, inputs: bool = True) -> Path: ...
+
+    def to_parquet(self, path: str | Path, *, inputs: bool = True) -> Path: ...
 
 
 @dataclass(repr=False)
@@ -265,6 +289,25 @@ class SimulationResult:
 
         path = Path(path)
         to_csv(self.frame if inputs else self.outputs, path)
+        return path
+
+    def to_parquet(self, path: str | Path, *, inputs: bool = True) -> Path:
+        """Write ``.frame`` to parquet (through Arrow: the flag columns typed as in ``to("arrow")``);
+        ``inputs=False`` writes the outputs only. Needs pyarrow (``pip install "analytics-nb[arrow]"``).
+
+        Args:
+            path: The file to write.
+            inputs: Write the input property columns too.
+
+        Returns:
+            The path written.
+        """
+        try:
+            import pyarrow.parquet as pq
+        except ImportError as exc:  # one line naming the extra, not a bare ModuleNotFoundError
+            raise ImportError('to_parquet needs pyarrow: pip install "analytics-nb[arrow]"') from exc
+        path = Path(path)
+        pq.write_table(self.to("arrow", inputs=inputs), path)
         return path
 
     # -- notebooks -------------------------------------------------------------------------------------------
