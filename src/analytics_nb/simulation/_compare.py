@@ -195,7 +195,14 @@ def compare(
 
 def agreement_headline(agreement: pd.DataFrame) -> str:
     """``"2 disagreements over 2,700 compared; 300 unknown (local 300, remote 0)"``: the both-mode result in
-    one line, disagreements first, never a share that counts unknown rows as disagreeing."""
+    one line, disagreements first, never a share that counts unknown rows as disagreeing.
+
+    Args:
+        agreement: A both-mode result's ``agreement`` table (`AGREEMENT_COLUMNS`).
+
+    Returns:
+        The one-line headline.
+    """
     disagree = int(agreement["disagree"].sum())
     compared = int(agreement["compared"].sum())
     local, remote = int(agreement["unknown_local"].sum()), int(agreement["unknown_remote"].sum())
