@@ -302,7 +302,8 @@ def _entry(row: sqlite3.Row) -> dict[str, Any]:
 def _activity_response(request: Request, project_id: int, flag_id: int | None) -> Response:
     ctx = context_of(request)
     limit, page = _page_params(request)
-    where, params = "a.project_id=? AND a.scope='FeatureFlag'", [project_id]
+    where = "a.project_id=? AND a.scope='FeatureFlag'"
+    params: list[Any] = [project_id]
     if flag_id is not None:
         where += " AND a.item_id=?"
         params.append(str(flag_id))
