@@ -21,6 +21,7 @@ from analytics_nb.client._pagination import MAX_PAGE_SIZE
 from analytics_nb.client._progress import progress_bar, progress_enabled
 from analytics_nb.client._resources import (
     DefinitionsCache,
+    DefinitionsHistoryWarning,
     FeatureFlagFilters,
     FeatureFlags,
     HogFunctionFilters,
@@ -34,6 +35,7 @@ from analytics_nb.client._resources import (
     Playlists,
     Projects,
     Transformations,
+    as_moment,
     cached_definitions,
 )
 from analytics_nb.client._verbs import (
@@ -58,6 +60,7 @@ __all__ = [
     "ClientConfig",
     "Core",
     "DefinitionsCache",
+    "DefinitionsHistoryWarning",
     "FeatureFlagFilters",
     "FeatureFlags",
     "HogFunctionFilters",
@@ -72,6 +75,7 @@ __all__ = [
     "Playlists",
     "Projects",
     "Transformations",
+    "as_moment",
     "async_method",
     "bind_arguments",
     "cached_definitions",

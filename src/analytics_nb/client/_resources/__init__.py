@@ -10,6 +10,7 @@ from analytics_nb.client._resources._feature_flags import (
     LegacyEndpointWarning,
     cached_definitions,
 )
+from analytics_nb.client._resources._flag_history import DefinitionsHistoryWarning, as_moment
 from analytics_nb.client._resources._hog_functions import (
     HogFunctionFilters,
     HogFunctions,
@@ -22,6 +23,7 @@ from analytics_nb.client._resources._transformations import Transformations
 
 __all__ = [
     "DefinitionsCache",
+    "DefinitionsHistoryWarning",
     "FeatureFlagFilters",
     "FeatureFlags",
     "HogFunctionFilters",
@@ -35,5 +37,6 @@ __all__ = [
     "Playlists",
     "Projects",
     "Transformations",
+    "as_moment",
     "cached_definitions",
 ]
