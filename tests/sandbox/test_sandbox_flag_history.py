@@ -15,30 +15,18 @@ Each test names the PostHog source it follows:
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import httpx
 import pytest
 
 from _flags import condition, flag, prop
-from _sandbox_helpers import api, error
+from _sandbox_helpers import api, drop_version_entry, error
 from analytics_nb.sandbox import Sandbox
 
 
 def _path(sb: Sandbox, suffix: str = "") -> str:
     return f"/api/projects/{sb.project_id}/feature_flags/{suffix}"
-
-
-def drop_version_entry(sb: Sandbox, flag_id: int, version: int) -> None:
-    """Delete the activity entry that made ``version`` of the flag (what PostHog's test does with the ORM)."""
-    rows = sb.ctx.store.query("SELECT id, detail FROM activity_log WHERE item_id=?", (str(flag_id),))
-    for row in rows:
-        changes = json.loads(row["detail"]).get("changes") or []
-        if any(c["field"] == "version" and c["after"] == version for c in changes):
-            sb.ctx.store.execute("DELETE FROM activity_log WHERE id=?", (row["id"],))
-            return
-    raise AssertionError(f"no entry made version {version}")
 
 
 def _create(http: httpx.Client, sb: Sandbox, key: str, rollout: float = 10, **extra: Any) -> dict[str, Any]:

@@ -514,35 +514,37 @@ class FeatureFlags(Resource):
         warn_gaps(gaps)
         return out
 
-    async def activity_records(
-        self, flag: int | str | FeatureFlag | None = None, *, since: dt.datetime | None = None
-    ) -> builtins.list[dict[str, Any]]:
-        """A flag's activity entries (``flag`` None: every flag's, ``.../feature_flags/activity/``) as raw
-        wire dicts, newest first, pages of 100 followed until ``next`` is empty or the entries reach
-        ``since`` (entries at or before it are not kept)."""
-        path = (
-            self._path("activity/") if flag is None else self._path(f"{await self._flag_id(flag)}/activity/")
-        )
-        entries: builtins.list[dict[str, Any]] = []
+    async def _activity_pages(self, flag_id: int | None) -> AsyncIterator[builtins.list[dict[str, Any]]]:
+        """The entries of each page of a flag's activity (None: every flag's), newest first, pages of 100
+        until ``next`` is empty; an entry seen on an earlier page (new activity shifts them) is left out."""
+        path = self._path("activity/") if flag_id is None else self._path(f"{flag_id}/activity/")
         seen: set[str] = set()
         page = 1
         while True:
             body = await self._core.get_json(path, params={"page": page, "limit": 100})
             results = body.get("results") if isinstance(body, dict) else None
             if not results:
-                break
+                return
             fresh = [e for e in results if isinstance(e, dict) and dedupe_key(e) not in seen]
             seen.update(dedupe_key(e) for e in fresh)
-            if since is not None:
-                kept = [e for e in fresh if (entry_time(e) or since) > since]
-                entries.extend(kept)
-                if len(kept) < len(fresh):
-                    break  # newest first: the rest is older
-            else:
-                entries.extend(fresh)
+            yield fresh
             if not body.get("next") or not fresh:
-                break
+                return
             page += 1
+
+    async def activity_records(
+        self, flag: int | str | FeatureFlag | None = None, *, since: dt.datetime | None = None
+    ) -> builtins.list[dict[str, Any]]:
+        """A flag's activity entries (``flag`` None: every flag's, ``.../feature_flags/activity/``) as raw
+        wire dicts, newest first, pages of 100 followed until ``next`` is empty or the entries reach
+        ``since`` (entries at or before it are not kept)."""
+        flag_id = None if flag is None else await self._flag_id(flag)
+        entries: builtins.list[dict[str, Any]] = []
+        async for fresh in self._activity_pages(flag_id):
+            kept = fresh if since is None else [e for e in fresh if (entry_time(e) or since) > since]
+            entries.extend(kept)
+            if len(kept) < len(fresh):
+                break  # newest first: the rest is older
         return entries
 
     async def activity(self, flag: int | str | FeatureFlag | None = None) -> builtins.list[ActivityLogEntry]:

@@ -154,6 +154,11 @@ def rebuild_from_activity(
     return fields if fields.get("version") == target else None
 
 
+def _makes_version(entry: Any) -> bool:
+    """Whether an entry makes a version: the creation (version 1) or a version change."""
+    return entry.get("activity") == "created" or version_change(entry) is not None
+
+
 def local_shape(flag: dict[str, Any], project_id: int | None) -> dict[str, Any]:
     """A wire flag (list row or version body) in the shape ``/flags/definitions`` serves a flag."""
     filters = flag.get("filters")
@@ -194,7 +199,8 @@ class _Flag:
 
     id: str
     current: dict[str, Any] | None
-    entries: list[dict[str, Any]] = field(default_factory=list)  # newest first
+    entries: list[dict[str, Any]] = field(default_factory=list)  # newest first, after `since`
+    own: list[dict[str, Any]] | None = None  # its own activity, newest first, back past `since` (read once)
 
     @property
     def name(self) -> str:
@@ -267,10 +273,11 @@ class HistoryReader:
         if bumps[0].get("activity") == "restored":
             return None  # deleted at the moment
         target = (version_change(bumps[0]) or (None, None))[0]
-        if not isinstance(target, int):
-            gaps.append(
-                HistoryGap(flag.name, "its activity entry after this moment has no version change", moment)
-            )
+        if not isinstance(target, int) or target != await self._version_then(flag, moment):
+            # the entries after the moment and the ones at or before it disagree on the version then: one is
+            # missing (find_version_at_timestamp reads only the earlier ones: it would not notice)
+            reason = "the activity log is incomplete around this moment (an entry is missing)"
+            gaps.append(HistoryGap(flag.name, reason, moment))
             return None
         fields = await self._version(flag, target, later)
         if fields is None:
@@ -281,6 +288,22 @@ class HistoryReader:
             )
             return None
         return local_shape({**fields, "id": current.get("id")}, current.get("team_id"))
+
+    async def _version_then(self, flag: _Flag, moment: dt.datetime) -> int | None:
+        """The version in force at ``moment`` read from the entries at or before it, as
+        ``find_version_at_timestamp`` does: the newest version change's ``after`` (1 for the creation, or when
+        none is logged). The flag's own activity is read until an entry at or before ``since`` (once)."""
+        if flag.own is None:
+            flag.own = []
+            async for page in self.resource._activity_pages(int(flag.id)):
+                flag.own.extend(page)
+                if any((entry_time(e) or self.since) <= self.since and _makes_version(e) for e in page):
+                    break
+        for entry in flag.own:
+            if (entry_time(entry) or moment) <= moment and _makes_version(entry):
+                after = (version_change(entry) or (None, 1))[1]
+                return after if isinstance(after, int) else None
+        return 1
 
     def _today_shape(self, current: dict[str, Any]) -> dict[str, Any]:
         """The flag as today's definitions serve it (they resolve dependencies), else from its list row."""
