@@ -13,9 +13,11 @@ import pandas as pd
 import pytest
 
 from _flags import condition, flag, prop
+from _sandbox_helpers import drop_version_entry
 from analytics_nb import Client
 from analytics_nb.client import DefinitionsHistoryWarning
 from analytics_nb.sandbox import Sandbox
+from analytics_nb.sandbox._resources.feature_flags import create_cohort
 from analytics_nb.simulation import FlagTimeline, definitions_as_of, flag_timeline, simulate
 
 PLANS = ("pro", "team", "free")
@@ -144,3 +146,32 @@ def test_timeline_input_is_checked(empty_sandbox: Sandbox, make_client: Callable
         flag_timeline(pd.DataFrame({"distinct_id": ["a"]}), "nope", now - dt.timedelta(1), now, client=client)
     with pytest.raises(TypeError, match="needs client="):
         flag_timeline(pd.DataFrame({"distinct_id": ["a"]}), "nope", now - dt.timedelta(1), now, client=None)
+
+
+def test_timeline_marks_an_unknown_start_and_warns_about_its_flag_only(
+    empty_sandbox: Sandbox, make_client: Callable[..., Client], persons: pd.DataFrame
+) -> None:
+    """A version the log cannot rebuild answers NA (never the neighbouring version's answer), its moves are
+    ``unknown``; the warning names this flag, not an unrelated flag's cohort."""
+    sb = empty_sandbox
+    client = make_client(sb, ids=True)
+    cohort = create_cohort(
+        sb.ctx.store, sb.project_id, "EU", {"type": "OR", "values": [prop("country", "DE")]}
+    )
+    client.feature_flags.create(
+        "other", filters=flag("o", condition(prop("id", cohort, type="cohort")))["filters"]
+    )
+    created = client.feature_flags.create("rollout", filters=flag("r", condition(rollout=10))["filters"])
+    start = _moment()
+    for pct in (50, 30):
+        client.feature_flags.update(created.id, filters=flag("r", condition(rollout=pct))["filters"])
+    drop_version_entry(sb, created.id, 2)
+    with pytest.warns(DefinitionsHistoryWarning) as caught:
+        timeline = flag_timeline(persons, "rollout", start, _moment(), client=client)
+    message = " ".join(str(w.message) for w in caught)
+    assert "rollout" in message and "other" not in message
+    assert timeline.values["start"].isna().all() and not timeline.values["step_1"].isna().any()
+    assert list(timeline.steps["unknown"]) == [len(persons)] and set(timeline.persons["change"]) == {
+        "unknown"
+    }
+    assert [g["flag"] for g in timeline.gaps] == ["rollout"]

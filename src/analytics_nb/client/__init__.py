@@ -24,6 +24,7 @@ from analytics_nb.client._resources import (
     DefinitionsHistoryWarning,
     FeatureFlagFilters,
     FeatureFlags,
+    HistoryGap,
     HogFunctionFilters,
     HogFunctions,
     HogFunctionTemplateFilters,
@@ -37,6 +38,7 @@ from analytics_nb.client._resources import (
     Transformations,
     as_moment,
     cached_definitions,
+    warn_gaps,
 )
 from analytics_nb.client._verbs import (
     async_method,
@@ -63,6 +65,7 @@ __all__ = [
     "DefinitionsHistoryWarning",
     "FeatureFlagFilters",
     "FeatureFlags",
+    "HistoryGap",
     "HogFunctionFilters",
     "HogFunctionTemplateFilters",
     "HogFunctionTemplates",
@@ -90,4 +93,5 @@ __all__ = [
     "sync_method",
     "twin_matches",
     "verb_form_matches",
+    "warn_gaps",
 ]

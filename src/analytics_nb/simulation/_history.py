@@ -16,13 +16,23 @@ cohorts are today's (the history of a cohort is not read: the `DefinitionsHistor
 from __future__ import annotations
 
 import datetime as dt
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import pandas as pd
 
-from analytics_nb.client import ApiClient, AsyncApiClient, Core, FeatureFlags, as_moment
+from analytics_nb.client import (
+    ApiClient,
+    AsyncApiClient,
+    Core,
+    DefinitionsHistoryWarning,
+    FeatureFlags,
+    HistoryGap,
+    as_moment,
+    warn_gaps,
+)
 from analytics_nb.flags import MissingReferences
 from analytics_nb.simulation._definitions import (
     Definitions,
@@ -197,9 +207,10 @@ def _answers(
     return out[key].astype(object)
 
 
-def _unknown_at(defs_response: Any, current_key: str) -> bool:
+def _unknown_at(defs_response: Any, current: Any) -> bool:
+    """Whether the flag was left out at this moment because its history is unknown (not: did not exist)."""
     gaps = (getattr(defs_response, "model_extra", None) or {}).get("history_gaps") or []
-    return any(g.get("flag") == current_key and not g.get("cohort") for g in gaps)
+    return any(g.get("flag_id") == str(current.id) and not g.get("cohort") for g in gaps)
 
 
 def flag_timeline(
@@ -244,8 +255,15 @@ def flag_timeline(
     current = _resolve(api, flag)
     entries = _window_entries(api, current.id, begin, finish)
     moments = [begin, *(_entry_at(e) for e in entries)]
-    responses = api.feature_flags.definitions_at(moments)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", DefinitionsHistoryWarning)
+        responses = api.feature_flags.definitions_at(moments)
+    for other in caught:  # the history warning is said below, about this flag only
+        if not issubclass(other.category, DefinitionsHistoryWarning):
+            warnings.warn(other.message, other.category, stacklevel=2)
     defs_list = [live_flags(load_definitions(r)) for r in responses]
+    gaps = _relevant_gaps(responses, defs_list, current)
+    warn_gaps([HistoryGap.from_payload(g) for g in gaps], stacklevel=2)
     _warn_missing_references(defs_list, current.id)
     values = {
         ("start" if i == 0 else f"step_{i}"): _answers(
@@ -253,13 +271,31 @@ def flag_timeline(
             defs,
             current.id,
             moment,
-            unknown=_unknown_at(responses[i], current.key),
+            unknown=_unknown_at(responses[i], current),
             mode=mode,
             missing_columns=missing_columns,
         )
         for i, (defs, moment) in enumerate(zip(defs_list, moments, strict=True))
     }
-    return _timeline(current.key, begin, finish, sets, entries, moments, values, responses)
+    return _timeline(current.key, begin, finish, sets, entries, moments, values, gaps)
+
+
+def _relevant_gaps(
+    responses: Sequence[Any], defs_list: Sequence[Definitions], current: Any
+) -> list[dict[str, Any]]:
+    """The history gaps about the flag or a flag it depends on (at any of the moments)."""
+    names = {str(current.id), current.key}
+    for defs in defs_list:
+        key, flags = _flag_and_dependencies(defs, current.id)
+        if key is not None:
+            names |= {str(r) for r in flag_references(defs, key)["flags"]}
+            names |= {str(f.get("id")) for f in flags} | {f["key"] for f in flags}
+    return [
+        g
+        for r in responses
+        for g in (getattr(r, "model_extra", None) or {}).get("history_gaps") or []
+        if g.get("flag") in names or g.get("flag_id") in names
+    ]
 
 
 def _resolve(api: ApiClient, flag: Any) -> Any:
@@ -299,7 +335,7 @@ def _timeline(
     entries: list[dict[str, Any]],
     moments: list[dt.datetime],
     values: dict[str, pd.Series],
-    responses: Sequence[Any],
+    gaps: list[dict[str, Any]],
 ) -> FlagTimeline:
     """The frames of a timeline from each moment's answers."""
     names = list(values)
@@ -340,5 +376,4 @@ def _timeline(
         pd.concat(person_parts, ignore_index=True) if person_parts else pd.DataFrame(columns=person_columns)
     )
     frame = pd.DataFrame({"distinct_id": ids, **values})
-    gaps = [g for r in responses for g in ((getattr(r, "model_extra", None) or {}).get("history_gaps") or [])]
     return FlagTimeline(key, begin, finish, steps, persons, frame, gaps)

@@ -10,7 +10,12 @@ from analytics_nb.client._resources._feature_flags import (
     LegacyEndpointWarning,
     cached_definitions,
 )
-from analytics_nb.client._resources._flag_history import DefinitionsHistoryWarning, as_moment
+from analytics_nb.client._resources._flag_history import (
+    DefinitionsHistoryWarning,
+    HistoryGap,
+    as_moment,
+    warn_gaps,
+)
 from analytics_nb.client._resources._hog_functions import (
     HogFunctionFilters,
     HogFunctions,
@@ -26,6 +31,7 @@ __all__ = [
     "DefinitionsHistoryWarning",
     "FeatureFlagFilters",
     "FeatureFlags",
+    "HistoryGap",
     "HogFunctionFilters",
     "HogFunctionTemplateFilters",
     "HogFunctionTemplates",
@@ -39,4 +45,5 @@ __all__ = [
     "Transformations",
     "as_moment",
     "cached_definitions",
+    "warn_gaps",
 ]

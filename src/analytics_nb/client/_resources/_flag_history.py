@@ -71,12 +71,25 @@ class DefinitionsHistoryWarning(UserWarning):
 
 @dataclass(frozen=True)
 class HistoryGap:
-    """One thing the history could not give: ``flag`` (key, or ``#id``), ``reason``, and the ``moment``."""
+    """One thing the history could not give: ``flag`` (key, or ``#id``), ``reason``, the ``moment``, the
+    ``cohort`` read as today (None: the flag is left out) and the flag's id."""
 
     flag: str
     reason: str
     moment: dt.datetime
     cohort: str | None = None
+    flag_id: str | None = None
+
+    @classmethod
+    def from_payload(cls, record: dict[str, Any]) -> HistoryGap:
+        """A gap from its `gaps_payload` record (as kept on rebuilt definitions)."""
+        return cls(
+            str(record.get("flag")),
+            str(record.get("reason")),
+            as_moment("moment", record.get("moment")),
+            None if record.get("cohort") is None else str(record["cohort"]),
+            None if record.get("flag_id") is None else str(record["flag_id"]),
+        )
 
 
 def as_moment(name: str, value: Any) -> dt.datetime:
@@ -258,7 +271,10 @@ class HistoryReader:
             if later:  # deleted since; the service serves no version of a deleted flag
                 gaps.append(
                     HistoryGap(
-                        flag.name, "deleted since; the service serves no history of a deleted flag", moment
+                        flag.name,
+                        "deleted since; the service serves no history of a deleted flag",
+                        moment,
+                        flag_id=flag.id,
                     )
                 )
             return None
@@ -277,13 +293,16 @@ class HistoryReader:
             # the entries after the moment and the ones at or before it disagree on the version then: one is
             # missing (find_version_at_timestamp reads only the earlier ones: it would not notice)
             reason = "the activity log is incomplete around this moment (an entry is missing)"
-            gaps.append(HistoryGap(flag.name, reason, moment))
+            gaps.append(HistoryGap(flag.name, reason, moment, flag_id=flag.id))
             return None
         fields = await self._version(flag, target, later)
         if fields is None:
             gaps.append(
                 HistoryGap(
-                    flag.name, f"version {target} cannot be rebuilt: the activity log is incomplete", moment
+                    flag.name,
+                    f"version {target} cannot be rebuilt: the activity log is incomplete",
+                    moment,
+                    flag_id=flag.id,
                 )
             )
             return None
@@ -343,29 +362,48 @@ class HistoryReader:
         ]
 
 
-def warn_gaps(gaps: Sequence[HistoryGap], stacklevel: int = 3) -> None:
-    """One `DefinitionsHistoryWarning` naming each flag (and cohort) and why, when there are gaps."""
-    if not gaps:
-        return
+def _listing(gaps: Sequence[HistoryGap]) -> str:
     lines: dict[str, list[str]] = {}
     for gap in gaps:
         what = f"{gap.flag} (cohort {gap.cohort})" if gap.cohort else gap.flag
         lines.setdefault(f"{what}: {gap.reason}", []).append(gap.moment.isoformat())
-    flags = sorted({g.flag for g in gaps})
-    detail = "; ".join(f"{text} [at {', '.join(sorted(set(at)))}]" for text, at in lines.items())
-    warnings.warn(
-        f"{len(flags)} flag(s) could not be rebuilt exactly as they were ({', '.join(flags)}): {detail}. "
-        "Flags left out are absent from those definitions (their answers are not simulated); a cohort read "
-        "as it is today gives today's members.",
-        DefinitionsHistoryWarning,
-        stacklevel=stacklevel,
-    )
+    return "; ".join(f"{text} [at {', '.join(sorted(set(at)))}]" for text, at in lines.items())
+
+
+def warn_gaps(gaps: Sequence[HistoryGap], stacklevel: int = 3) -> None:
+    """One `DefinitionsHistoryWarning` naming each flag (and cohort) and why, when there are gaps: first the
+    flags left out (their answers cannot be simulated), then those whose cohorts are today's."""
+    if not gaps:
+        return
+    left_out = [g for g in gaps if g.cohort is None]
+    cohorts = [g for g in gaps if g.cohort is not None]
+    parts = []
+    if left_out:
+        names = sorted({g.flag for g in left_out})
+        parts.append(
+            f"{len(names)} flag(s) left out, their past definition is unknown ({', '.join(names)}): "
+            f"{_listing(left_out)}. They are absent from those definitions: their answers are not simulated."
+        )
+    if cohorts:
+        names = sorted({g.flag for g in cohorts})
+        parts.append(
+            f"{len(names)} flag(s) use cohorts read as they are today ({', '.join(names)}): "
+            f"{_listing(cohorts)}. A cohort edited since gives today's members."
+        )
+    warnings.warn(" ".join(parts), DefinitionsHistoryWarning, stacklevel=stacklevel)
 
 
 def gaps_payload(gaps: Sequence[HistoryGap]) -> list[dict[str, Any]]:
     """The gaps as JSON-ready dicts (kept on the rebuilt definitions as ``history_gaps``)."""
     return [
-        {"flag": g.flag, "cohort": g.cohort, "reason": g.reason, "moment": g.moment.isoformat()} for g in gaps
+        {
+            "flag": g.flag,
+            "flag_id": g.flag_id,
+            "cohort": g.cohort,
+            "reason": g.reason,
+            "moment": g.moment.isoformat(),
+        }
+        for g in gaps
     ]
 
 
