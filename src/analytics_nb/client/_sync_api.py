@@ -1158,6 +1158,13 @@ class SyncFeatureFlags:
         """A flag's activity entries (``flag`` None: every flag's, ``.../feature_flags/activity/``) as raw
         wire dicts, newest first, pages of 100 followed until ``next`` is empty or the entries reach
         ``since`` (entries at or before it are not kept).
+
+        Args:
+            flag: The flag's id, key or model. None: every flag of the project.
+            since: Keep only entries after this moment (and stop reading there). None: the whole log.
+
+        Returns:
+            The entries as dicts.
         """
         return self._loop.run(self._resource.activity_records(flag, since=since))
 

@@ -88,8 +88,15 @@ def definitions_as_of(client: Any, as_of: dt.datetime | str) -> Definitions:
 
 
 async def adefinitions_as_of(client: Any, as_of: dt.datetime | str) -> Definitions:
-    """`definitions_as_of` awaited: ``client`` an `AsyncClient`, or the `Core` of a client whose loop runs
-    this."""
+    """`definitions_as_of` awaited.
+
+    Args:
+        client: An `AsyncClient`, or the `Core` of a client whose loop runs this.
+        as_of: A timezone-aware datetime or ISO text.
+
+    Returns:
+        The `Definitions` in force then.
+    """
     if not isinstance(client, Core | AsyncApiClient):
         raise TypeError("adefinitions_as_of needs client=, an AsyncClient (or a client's Core).")
     core = client if isinstance(client, Core) else client.core

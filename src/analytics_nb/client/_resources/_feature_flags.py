@@ -537,7 +537,15 @@ class FeatureFlags(Resource):
     ) -> builtins.list[dict[str, Any]]:
         """A flag's activity entries (``flag`` None: every flag's, ``.../feature_flags/activity/``) as raw
         wire dicts, newest first, pages of 100 followed until ``next`` is empty or the entries reach
-        ``since`` (entries at or before it are not kept)."""
+        ``since`` (entries at or before it are not kept).
+
+        Args:
+            flag: The flag's id, key or model. None: every flag of the project.
+            since: Keep only entries after this moment (and stop reading there). None: the whole log.
+
+        Returns:
+            The entries as dicts.
+        """
         flag_id = None if flag is None else await self._flag_id(flag)
         entries: builtins.list[dict[str, Any]] = []
         async for fresh in self._activity_pages(flag_id):
