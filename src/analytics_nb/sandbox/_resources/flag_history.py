@@ -361,7 +361,10 @@ async def flag_version(request: Request) -> Response:
     project_id, flag_id = ctx.project_id_of(request), _flag_id(request)
     if ctx.faults.active("no_flag_versions", request.method, request.url.path):
         raise not_found()
-    status, body = version_of(ctx.store, project_id, flag_id, int(request.path_params["version"]))
+    raw = str(request.path_params["version_number"])
+    if not raw.isascii() or not raw.isdigit() or len(raw) > 18:  # the action's url_path is [0-9]+
+        raise not_found()
+    status, body = version_of(ctx.store, project_id, flag_id, int(raw))
     return SafeJSONResponse(body, status_code=status)
 
 
@@ -396,7 +399,7 @@ ENDPOINTS = [
     ),
     _ep(
         "GET",
-        "{flag_id:int}/versions/{version:int}/",
+        "{flag_id:int}/versions/{version_number}/",
         flag_version,
         "feature_flags_versions_retrieve",
         "A flag as it was at version n",
