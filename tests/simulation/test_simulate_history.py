@@ -3,6 +3,7 @@ definitions for the engine, and a flag's timeline names exactly who each change 
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 import time
 import warnings
@@ -14,11 +15,17 @@ import pytest
 
 from _flags import condition, flag, prop
 from _sandbox_helpers import drop_version_entry
-from analytics_nb import Client
+from analytics_nb import AsyncClient, Client
 from analytics_nb.client import DefinitionsHistoryWarning
 from analytics_nb.sandbox import Sandbox
 from analytics_nb.sandbox._resources.feature_flags import create_cohort
-from analytics_nb.simulation import FlagTimeline, definitions_as_of, flag_timeline, simulate
+from analytics_nb.simulation import (
+    FlagTimeline,
+    adefinitions_as_of,
+    definitions_as_of,
+    flag_timeline,
+    simulate,
+)
 
 PLANS = ("pro", "team", "free")
 
@@ -175,3 +182,24 @@ def test_timeline_marks_an_unknown_start_and_warns_about_its_flag_only(
         "unknown"
     }
     assert [g["flag"] for g in timeline.gaps] == ["rollout"]
+
+
+def test_async_definitions_as_of_equals_the_sync_one(
+    empty_sandbox: Sandbox, make_client: Callable[..., Client]
+) -> None:
+    sb = empty_sandbox
+    client = make_client(sb, ids=True)
+    created = client.feature_flags.create("f", filters=flag("f", condition(rollout=10))["filters"])
+    then = _moment()
+    client.feature_flags.update(created.id, filters=flag("f", condition(rollout=90))["filters"])
+
+    async def read() -> Any:
+        async with AsyncClient(
+            sb.url, personal_api_key=sb.personal_api_key, project_id=sb.project_id
+        ) as aclient:
+            return await adefinitions_as_of(aclient, then)
+
+    assert asyncio.run(read()).flags == definitions_as_of(client, then).flags
+    assert definitions_as_of(client, then).flags[0]["filters"]["groups"][0]["rollout_percentage"] == 10
+    with pytest.raises(TypeError, match="AsyncClient"):
+        asyncio.run(adefinitions_as_of(client, then))

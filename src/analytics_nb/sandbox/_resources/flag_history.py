@@ -371,9 +371,22 @@ async def flag_version(request: Request) -> Response:
 _BASE = "/api/projects/{project_id}/feature_flags/"
 _ENV = "/api/environments/{project_id}/feature_flags/"
 _PAGE = (
-    Query("limit", "integer", minimum=1, clamped=True, description="Entries per page (default 10)."),
-    Query("page", "integer", minimum=1, clamped=True, description="1-based page number (default 1)."),
+    Query("limit", "integer", minimum=1, validated=True, description="Entries per page (default 10)."),
+    Query("page", "integer", minimum=1, validated=True, description="1-based page number (default 1)."),
 )
+
+
+#: The ``versions`` action answers its own refusals as ``{"detail": ...}`` (``Response({"detail": str(e)})``
+#: for VersionNotFound, VersionHistoryIncomplete and encrypted payloads); an unknown flag is the usual body.
+_DETAIL = {"type": "object", "required": ["detail"], "properties": {"detail": {"type": "string"}}}
+_DETAIL_ONLY = {
+    str(code): {"description": what, "content": {"application/json": {"schema": _DETAIL}}}
+    for code, what in (
+        (400, "Version history is not available for flags with encrypted payloads."),
+        (404, "No such flag, or version out of range."),
+        (422, "Activity log incomplete; cannot reconstruct this version."),
+    )
+}
 
 
 def _ep(method: str, suffix: str, handler: Any, op: str, summary: str, **kw: Any) -> Endpoint:
@@ -403,7 +416,8 @@ ENDPOINTS = [
         flag_version,
         "feature_flags_versions_retrieve",
         "A flag as it was at version n",
-        errors=(400, 401, 403, 404, 422),
+        errors=(401, 403),
+        extra_responses=_DETAIL_ONLY,
     ),
 ]
 
