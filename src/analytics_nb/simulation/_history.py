@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+import numpy as np
 import pandas as pd
 
 from analytics_nb.client import (
@@ -51,7 +52,6 @@ from analytics_nb.simulation._local import (
     warn_missing_properties,
 )
 from analytics_nb.simulation._whatif import diff_frames
-from analytics_nb.wire.cells import is_missing
 
 __all__ = ["FlagTimeline", "adefinitions_as_of", "definitions_as_of", "flag_timeline"]
 
@@ -135,18 +135,17 @@ class FlagTimeline:
         return f"<div><p><b>{self!r}</b></p>{self.steps.to_html(index=False)}</div>"
 
 
-def _truthy(value: Any) -> bool:
-    return not is_missing(value) and value is not False
+def _truthy(values: pd.Series) -> np.ndarray:
+    """Which answers hold the flag (True or a variant), vectorised: NA and False do not."""
+    filled = values.astype(object).where(values.notna(), False)
+    return filled.ne(False).to_numpy(dtype=bool)
 
 
-def _change_kind(before: Any, after: Any) -> str:
-    if is_missing(before) or is_missing(after):
-        return "unknown"
-    if _truthy(after) and not _truthy(before):
-        return "gained"
-    if _truthy(before) and not _truthy(after):
-        return "lost"
-    return "switched"
+def _change_kinds(before: pd.Series, after: pd.Series) -> np.ndarray:
+    """gained / lost / switched (variant to variant) / unknown (NA on either side), per moved person."""
+    unknown = (before.isna() | after.isna()).to_numpy(dtype=bool)
+    had, has = _truthy(before), _truthy(after)
+    return np.select([unknown, has & ~had, had & ~has], ["unknown", "gained", "lost"], "switched")
 
 
 def _changes(entry: dict[str, Any]) -> list[dict[str, Any]]:
@@ -353,7 +352,7 @@ def _timeline(
         before = pd.DataFrame({"distinct_id": ids, key: values[names[i - 1]]})
         after = pd.DataFrame({"distinct_id": ids, key: values[names[i]]})
         _, moved = diff_frames(before, after, [key])
-        kinds = [_change_kind(a, b) for a, b in zip(moved["from"], moved["to"], strict=True)]
+        kinds = list(_change_kinds(moved["from"], moved["to"]))
         moved = moved.drop(columns=["flag"]).assign(step=i, at=moments[i], change=kinds)
         person_parts.append(moved[["step", "at", "row", "distinct_id", "from", "to", "change"]])
         entry = entries[i - 1]
@@ -369,8 +368,8 @@ def _timeline(
                 "user": user.get("email") or user.get("first_name"),
                 "fields": ",".join(c["field"] for c in _changes(entry) if c.get("field") != "version"),
                 **{k: kinds.count(k) for k in ("gained", "lost", "switched", "unknown")},
-                "holders_before": int(sum(_truthy(v) for v in values[names[i - 1]])),
-                "holders_after": int(sum(_truthy(v) for v in values[names[i]])),
+                "holders_before": int(_truthy(values[names[i - 1]]).sum()),
+                "holders_after": int(_truthy(values[names[i]]).sum()),
             }
         )
     columns = ["step", "at", "activity", "version_from", "version_to", "user", "fields", "gained", "lost"]
