@@ -450,7 +450,7 @@ class FeatureFlags(Resource):
         payloads).
 
         Args:
-            flag: The flag's id, key or model.
+            flag: The flag's id (a text of digits is an id too), key or model.
             n: The version number (1 is the creation).
 
         Returns:

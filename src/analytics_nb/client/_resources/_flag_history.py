@@ -272,7 +272,8 @@ class HistoryReader:
                 gaps.append(
                     HistoryGap(
                         flag.name,
-                        "deleted since; the service serves no history of a deleted flag",
+                        "deleted since (or no longer in the flag list: archived, internal): its past "
+                        "definition is not read",
                         moment,
                         flag_id=flag.id,
                     )
