@@ -59,3 +59,14 @@ def set_flag_fields(sb: Sandbox, key: str, **fields: Any) -> None:
 def days_ago(days: float) -> str:
     """A timestamp ``days`` before now in the service's wire format."""
     return (datetime.now(UTC) - timedelta(days=days)).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def drop_version_entry(sb: Sandbox, flag_id: int, version: int) -> None:
+    """Delete the activity entry that made ``version`` of the flag (what PostHog's test does with the ORM)."""
+    rows = sb.ctx.store.query("SELECT id, detail FROM activity_log WHERE item_id=?", (str(flag_id),))
+    for row in rows:
+        changes = json.loads(row["detail"]).get("changes") or []
+        if any(c["field"] == "version" and c["after"] == version for c in changes):
+            sb.ctx.store.execute("DELETE FROM activity_log WHERE id=?", (row["id"],))
+            return
+    raise AssertionError(f"no entry made version {version}")

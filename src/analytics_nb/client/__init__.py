@@ -21,8 +21,10 @@ from analytics_nb.client._pagination import MAX_PAGE_SIZE
 from analytics_nb.client._progress import progress_bar, progress_enabled
 from analytics_nb.client._resources import (
     DefinitionsCache,
+    DefinitionsHistoryWarning,
     FeatureFlagFilters,
     FeatureFlags,
+    HistoryGap,
     HogFunctionFilters,
     HogFunctions,
     HogFunctionTemplateFilters,
@@ -34,7 +36,9 @@ from analytics_nb.client._resources import (
     Playlists,
     Projects,
     Transformations,
+    as_moment,
     cached_definitions,
+    warn_gaps,
 )
 from analytics_nb.client._verbs import (
     async_method,
@@ -58,8 +62,10 @@ __all__ = [
     "ClientConfig",
     "Core",
     "DefinitionsCache",
+    "DefinitionsHistoryWarning",
     "FeatureFlagFilters",
     "FeatureFlags",
+    "HistoryGap",
     "HogFunctionFilters",
     "HogFunctionTemplateFilters",
     "HogFunctionTemplates",
@@ -72,6 +78,7 @@ __all__ = [
     "Playlists",
     "Projects",
     "Transformations",
+    "as_moment",
     "async_method",
     "bind_arguments",
     "cached_definitions",
@@ -86,4 +93,5 @@ __all__ = [
     "sync_method",
     "twin_matches",
     "verb_form_matches",
+    "warn_gaps",
 ]

@@ -12,6 +12,7 @@ from analytics_nb.client._resources._recordings import CALLS_PER_MINUTE
 
 if TYPE_CHECKING:
     import builtins
+    import datetime as dt
     from collections.abc import Iterable, Iterator, Mapping, Sequence
     from typing import Any, Literal, Unpack
 
@@ -32,9 +33,11 @@ if TYPE_CHECKING:
     from analytics_nb.client._resources._recordings import Incomplete
     from analytics_nb.client._resources._transformations import Transformations
     from analytics_nb.models import (
+        ActivityLogEntry,
         ActivityPage,
         DecideResponse,
         FeatureFlag,
+        FeatureFlagVersion,
         HogFunction,
         HogFunctionTemplate,
         LocalEvaluationResponse,
@@ -1081,10 +1084,16 @@ class SyncFeatureFlags:
         """
         return self._loop.run(self._resource.update(id, **fields))
 
-    def definitions(self, *, refresh: bool = False) -> LocalEvaluationResponse:
+    def definitions(
+        self, *, refresh: bool = False, as_of: dt.datetime | str | None = None
+    ) -> LocalEvaluationResponse:
         """The definitions the SDKs use for local evaluation (flags, group type mapping, cohorts) from
         ``/flags/definitions`` as posthog-python 7.91.1 polls it: ``If-None-Match`` with the ETag the client
         holds, so an unchanged answer (304) reuses them. ``refresh=True`` asks without the ETag.
+
+        ``as_of``: the definitions as they were at that moment instead (see `definitions_at`): each flag at
+        the version in force then, rebuilt from ``versions/:n`` (or the activity log); a flag created after
+        it is absent; what the history cannot give is named in a `DefinitionsHistoryWarning`.
 
         Auth: ``secret_api_key`` (``phs_``) when the client has one, else the personal key. A 404 (an
         older self-hosted PostHog without ``/flags/definitions``) falls back to
@@ -1092,11 +1101,12 @@ class SyncFeatureFlags:
 
         Args:
             refresh: Ask without the ETag (a full answer even when nothing changed).
+            as_of: A past moment (timezone-aware datetime or ISO text). None: today's definitions.
 
         Returns:
             The `LocalEvaluationResponse`.
         """
-        return self._loop.run(self._resource.definitions(refresh=refresh))
+        return self._loop.run(self._resource.definitions(refresh=refresh, as_of=as_of))
 
     def local_evaluation(
         self, *, send_cohorts: bool = True, refresh: bool = False
@@ -1113,6 +1123,90 @@ class SyncFeatureFlags:
             The `LocalEvaluationResponse`.
         """
         return self._loop.run(self._resource.local_evaluation(send_cohorts=send_cohorts, refresh=refresh))
+
+    def version(self, flag: int | str | FeatureFlag, n: int) -> FeatureFlagVersion:
+        """The flag as it was at version ``n``: ``GET .../feature_flags/:id/versions/:n/`` (PostHog rebuilds
+        it from its activity log; 404 out of range, 422 when the log cannot rebuild it, 400 for encrypted
+        payloads).
+
+        Args:
+            flag: The flag's id (a text of digits is an id too), key or model.
+            n: The version number (1 is the creation).
+
+        Returns:
+            The `FeatureFlagVersion`.
+        """
+        return self._loop.run(self._resource.version(flag, n))
+
+    def versions(self, flag: int | str | FeatureFlag) -> builtins.list[FeatureFlagVersion]:
+        """Every version of a flag, oldest first: ``versions/:n`` for n = 1 .. the current version (one
+        request each). Where the instance does not serve ``versions/:n`` (404) they are rebuilt from the
+        activity log's before/after (``rebuilt_locally``); a version neither can rebuild is left out and
+        named in a `DefinitionsHistoryWarning`.
+
+        Args:
+            flag: The flag's id, key or model.
+
+        Returns:
+            The `FeatureFlagVersion` of each version.
+        """
+        return self._loop.run(self._resource.versions(flag))
+
+    def activity_records(
+        self, flag: int | str | FeatureFlag | None = None, *, since: dt.datetime | None = None
+    ) -> builtins.list[dict[str, Any]]:
+        """A flag's activity entries (``flag`` None: every flag's, ``.../feature_flags/activity/``) as raw
+        wire dicts, newest first, pages of 100 followed until ``next`` is empty or the entries reach
+        ``since`` (entries at or before it are not kept).
+
+        Args:
+            flag: The flag's id, key or model. None: every flag of the project.
+            since: Keep only entries after this moment (and stop reading there). None: the whole log.
+
+        Returns:
+            The entries as dicts.
+        """
+        return self._loop.run(self._resource.activity_records(flag, since=since))
+
+    def activity(self, flag: int | str | FeatureFlag | None = None) -> builtins.list[ActivityLogEntry]:
+        """A flag's activity log, newest first: each create and update with who (``user``), when
+        (``created_at``) and what (``detail.changes``: field, before, after; ``version`` included).
+        ``.../feature_flags/:id/activity/`` (scope ``activity_log:read``); ``flag`` None: every flag of the
+        project (``.../feature_flags/activity/``).
+
+        Args:
+            flag: The flag's id, key or model. None: every flag.
+
+        Returns:
+            The `ActivityLogEntry` models.
+        """
+        return self._loop.run(self._resource.activity(flag))
+
+    def live_records(self) -> builtins.list[dict[str, Any]]:
+        """Every live flag as the listing sends it (raw wire dicts, deleted flags not included)."""
+        return self._loop.run(self._resource.live_records())
+
+    def definitions_at(self, moments: Sequence[dt.datetime | str]) -> builtins.list[LocalEvaluationResponse]:
+        """The definitions as they were at each moment: every flag at the version in force then (the entries
+        at or before a moment count, as PostHog's ``find_version_at_timestamp``), rebuilt from
+        ``versions/:n``, or from the activity log's before/after where the instance does not serve it. A
+        flag created after a moment is absent; one deleted at it too. Cohorts, group types and the
+        ``property_matching_version`` are today's.
+
+        One `DefinitionsHistoryWarning` names what the history could not give (a flag deleted since, a
+        version the log cannot rebuild: those flags are left out; every cohort a flag uses: read as it is
+        today). Each answer keeps them as ``history_gaps`` (and the moment as ``as_of``).
+
+        Reads today's definitions, the flag list and the project's flag activity back to the earliest
+        moment once, then one ``versions/:n`` per flag version needed.
+
+        Args:
+            moments: Timezone-aware datetimes or ISO texts.
+
+        Returns:
+            One `LocalEvaluationResponse` per moment, in order.
+        """
+        return self._loop.run(self._resource.definitions_at(moments))
 
 
 class SyncProjects:

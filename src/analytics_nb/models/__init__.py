@@ -12,6 +12,7 @@ from analytics_nb.models._common import Page, User, UtcDatetime, WireModel, to_w
 from analytics_nb.models._decide import DecideRequest, DecideResponse, FlagDetail, FlagMetadata, FlagReason
 from analytics_nb.models._flags import (
     FeatureFlag,
+    FeatureFlagVersion,
     FlagConditionGroup,
     FlagFilters,
     LocalEvaluationResponse,
@@ -52,6 +53,7 @@ __all__ = [
     "DecideRequest",
     "DecideResponse",
     "FeatureFlag",
+    "FeatureFlagVersion",
     "FlagConditionGroup",
     "FlagDetail",
     "FlagFilters",

@@ -10,6 +10,7 @@ from analytics_nb.models._common import Number, User, UtcDatetime, WireModel
 
 __all__ = [
     "FeatureFlag",
+    "FeatureFlagVersion",
     "FlagConditionGroup",
     "FlagFilters",
     "LocalEvaluationResponse",
@@ -143,6 +144,41 @@ class FeatureFlag(WireModel):
                 if prop.type == "flag" and prop.key not in out:
                     out.append(prop.key)
         return out
+
+
+class FeatureFlagVersion(WireModel):
+    """A flag as it was at one version: ``GET .../feature_flags/:id/versions/:n/``
+    (``FeatureFlagVersionResponseSerializer`` in products/feature_flags/backend/api/feature_flag.py).
+
+    ``is_historical`` is False for the current version; ``version_timestamp`` is when the version was made
+    (the activity entry that produced it, or the creation for version 1); ``created_by`` and ``modified_by``
+    are user ids. ``rebuilt_locally`` is True when the client rebuilt it from the activity log (the
+    instance does not serve ``versions/:n``).
+    """
+
+    id: int | None = None
+    key: str | None = None
+    name: str | None = None
+    filters: dict[str, Any] = Field(default_factory=dict)
+    active: bool | None = None
+    deleted: bool | None = None
+    version: int | None = None
+    ensure_experience_continuity: bool | None = None
+    is_remote_configuration: bool | None = None
+    has_encrypted_payloads: bool | None = None
+    evaluation_runtime: str | None = None
+    bucketing_identifier: str | None = None
+    created_at: UtcDatetime | None = None
+    created_by: int | None = None
+    is_historical: bool | None = None
+    version_timestamp: UtcDatetime | None = None
+    modified_by: int | None = None
+    rebuilt_locally: bool = False
+
+    @field_validator("filters", mode="before")
+    @classmethod
+    def _filters_null(cls, value: Any) -> Any:
+        return {} if value is None else value
 
 
 class LocalEvaluationResponse(WireModel):

@@ -60,6 +60,9 @@ class Query:
     #: The longest text a string parameter takes (longer: 400).
     max_length: int | None = None
     description: str | None = None
+    #: A paging number a serializer checks (an integer >= `minimum`, else 400), not DRF's pagination
+    #: (which reads junk as the default): documented as the plain integer it is.
+    validated: bool = False
 
 
 @dataclass(frozen=True)
@@ -287,7 +290,7 @@ def _query_schema(q: Query) -> dict[str, Any]:
     """A query parameter's schema. Paging parameters say what DRF's pagination takes: a number up to
     SQLite's range (past it: 400, `_http.int_param`; `page` is clamped instead) or any text that is not a
     number (read as the default, as `rest_framework/pagination.py` `_positive_int` does), no minimum."""
-    if q.name in _PAGING and q.type == "integer":
+    if q.name in _PAGING and q.type == "integer" and not q.validated:
         number: dict[str, Any] = {"type": "integer"}
         if q.name != "page" and not q.clamped:
             number["maximum"] = q.maximum if q.maximum is not None else MAX_INT_PARAM

@@ -2,7 +2,8 @@
 
 ``simulate(property_sets, flags=None, engine="remote" | "local" | "both" | "sql", client=..., ...)``
 returns a `SimulationResult` (with ``engine="sql"`` a `SqlSimulationResult`: DuckDB over the rows where they
-lie, out of core); `WhatIf` / `whatif` show who moves when definitions are edited; `grid`,
+lie, out of core); `WhatIf` / `whatif` show who moves when definitions are edited;
+`flag_timeline` who each change of a flag moved, `definitions_as_of` the definitions at a past moment; `grid`,
 `sample_persons` and `random_property_sets` build property sets. Property sets may be pandas, Polars, Arrow,
 DuckDB or a parquet path; `simulate_dask` runs the local engine over a Dask DataFrame on a cluster.
 
@@ -18,6 +19,12 @@ from analytics_nb.simulation._compare import AGREEMENT_COLUMNS, agreement_headli
 from analytics_nb.simulation._definitions import Definitions, load_definitions
 from analytics_nb.simulation._distributed import DaskSimulation, DaskWhatIf, simulate_dask
 from analytics_nb.simulation._errors import LongRunWarning, SimulationInputError
+from analytics_nb.simulation._history import (
+    FlagTimeline,
+    adefinitions_as_of,
+    definitions_as_of,
+    flag_timeline,
+)
 from analytics_nb.simulation._inputs import normalise_property_sets
 from analytics_nb.simulation._local import MissingPropertyWarning
 from analytics_nb.simulation._output import concat_frames
@@ -51,6 +58,7 @@ __all__ = [
     "Definitions",
     "Engine",
     "FailedFlagsWarning",
+    "FlagTimeline",
     "IncompleteDefinitionsWarning",
     "LongRunWarning",
     "MissingPropertyWarning",
@@ -62,9 +70,12 @@ __all__ = [
     "UnknownShareWarning",
     "WhatIf",
     "WhatIfResult",
+    "adefinitions_as_of",
     "agreement_headline",
     "asimulate",
     "concat_frames",
+    "definitions_as_of",
+    "flag_timeline",
     "grid",
     "load_definitions",
     "normalise_property_sets",

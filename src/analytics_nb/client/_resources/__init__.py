@@ -10,6 +10,12 @@ from analytics_nb.client._resources._feature_flags import (
     LegacyEndpointWarning,
     cached_definitions,
 )
+from analytics_nb.client._resources._flag_history import (
+    DefinitionsHistoryWarning,
+    HistoryGap,
+    as_moment,
+    warn_gaps,
+)
 from analytics_nb.client._resources._hog_functions import (
     HogFunctionFilters,
     HogFunctions,
@@ -22,8 +28,10 @@ from analytics_nb.client._resources._transformations import Transformations
 
 __all__ = [
     "DefinitionsCache",
+    "DefinitionsHistoryWarning",
     "FeatureFlagFilters",
     "FeatureFlags",
+    "HistoryGap",
     "HogFunctionFilters",
     "HogFunctionTemplateFilters",
     "HogFunctionTemplates",
@@ -35,5 +43,7 @@ __all__ = [
     "Playlists",
     "Projects",
     "Transformations",
+    "as_moment",
     "cached_definitions",
+    "warn_gaps",
 ]

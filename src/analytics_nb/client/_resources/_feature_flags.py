@@ -13,6 +13,7 @@ does not exist (404: an older self-hosted PostHog) does the client fall back to 
 from __future__ import annotations
 
 import builtins
+import datetime as dt
 import json
 import warnings
 import weakref
@@ -36,13 +37,26 @@ from analytics_nb.client._resources._base import (
     paging_of,
     require_text,
 )
-from analytics_nb.models import FeatureFlag, LocalEvaluationResponse
+from analytics_nb.client._resources._flag_history import (
+    DefinitionsHistoryWarning,
+    HistoryGap,
+    HistoryReader,
+    as_moment,
+    dedupe_key,
+    entry_time,
+    gaps_payload,
+    local_shape,
+    rebuild_from_activity,
+    warn_gaps,
+)
+from analytics_nb.models import ActivityLogEntry, FeatureFlag, FeatureFlagVersion, LocalEvaluationResponse
 
 if TYPE_CHECKING:
     import pandas as pd
 
 __all__ = [
     "DefinitionsCache",
+    "DefinitionsHistoryWarning",
     "FeatureFlagFilters",
     "FeatureFlags",
     "LegacyEndpointWarning",
@@ -326,10 +340,16 @@ class FeatureFlags(Resource):
         path = self._path(f"{check_id('id', id)}/")
         return parse_model(FeatureFlag, await self._core.send_json("PATCH", path, fields))
 
-    async def definitions(self, *, refresh: bool = False) -> LocalEvaluationResponse:
+    async def definitions(
+        self, *, refresh: bool = False, as_of: dt.datetime | str | None = None
+    ) -> LocalEvaluationResponse:
         """The definitions the SDKs use for local evaluation (flags, group type mapping, cohorts) from
         ``/flags/definitions`` as posthog-python 7.91.1 polls it: ``If-None-Match`` with the ETag the client
         holds, so an unchanged answer (304) reuses them. ``refresh=True`` asks without the ETag.
+
+        ``as_of``: the definitions as they were at that moment instead (see `definitions_at`): each flag at
+        the version in force then, rebuilt from ``versions/:n`` (or the activity log); a flag created after
+        it is absent; what the history cannot give is named in a `DefinitionsHistoryWarning`.
 
         Auth: ``secret_api_key`` (``phs_``) when the client has one, else the personal key. A 404 (an
         older self-hosted PostHog without ``/flags/definitions``) falls back to
@@ -337,12 +357,15 @@ class FeatureFlags(Resource):
 
         Args:
             refresh: Ask without the ETag (a full answer even when nothing changed).
+            as_of: A past moment (timezone-aware datetime or ISO text). None: today's definitions.
 
         Returns:
             The `LocalEvaluationResponse`.
         """
         from analytics_nb.errors import NotFoundError
 
+        if as_of is not None:
+            return (await self.definitions_at([as_of]))[0]
         core = self._core
         config = core.config
         key = config.secret_api_key or config.personal_api_key
@@ -408,3 +431,187 @@ class FeatureFlags(Resource):
         """
         del send_cohorts
         return await self.definitions(refresh=refresh)
+
+    # -- history: versions/:n, the activity log, definitions at past moments --------------------------------
+    async def _flag_id(self, flag: int | str | FeatureFlag) -> int:
+        """The id of ``flag``: an id, a `FeatureFlag`, or a key (looked up: exactly one live flag)."""
+        if isinstance(flag, FeatureFlag):
+            return check_id("flag", flag.id)
+        if isinstance(flag, str) and not flag.strip().isdigit():
+            found = [f for f in await self.list(key=flag) if f.key == flag]
+            if len(found) != 1 or found[0].id is None:
+                raise ValueError(f"flag={flag!r}: no live flag has this key; give its id or an existing key.")
+            return found[0].id
+        return check_id("flag", int(flag) if isinstance(flag, str) else flag)
+
+    async def version(self, flag: int | str | FeatureFlag, n: int) -> FeatureFlagVersion:
+        """The flag as it was at version ``n``: ``GET .../feature_flags/:id/versions/:n/`` (PostHog rebuilds
+        it from its activity log; 404 out of range, 422 when the log cannot rebuild it, 400 for encrypted
+        payloads).
+
+        Args:
+            flag: The flag's id (a text of digits is an id too), key or model.
+            n: The version number (1 is the creation).
+
+        Returns:
+            The `FeatureFlagVersion`.
+        """
+        flag_id = await self._flag_id(flag)
+        path = self._path(f"{flag_id}/versions/{check_id('n', n)}/")
+        explain = {422: "the activity log cannot rebuild this version (an entry is missing)."}
+        return parse_model(FeatureFlagVersion, await self._core.get_json(path, explain=explain))
+
+    async def versions(self, flag: int | str | FeatureFlag) -> builtins.list[FeatureFlagVersion]:
+        """Every version of a flag, oldest first: ``versions/:n`` for n = 1 .. the current version (one
+        request each). Where the instance does not serve ``versions/:n`` (404) they are rebuilt from the
+        activity log's before/after (``rebuilt_locally``); a version neither can rebuild is left out and
+        named in a `DefinitionsHistoryWarning`.
+
+        Args:
+            flag: The flag's id, key or model.
+
+        Returns:
+            The `FeatureFlagVersion` of each version.
+        """
+        from analytics_nb.errors import NotFoundError, PostHogError
+
+        flag_id = await self._flag_id(flag)
+        current = await self._core.get_json(self._path(f"{flag_id}/"))
+        last = check_id("version", current.get("version") or 1)
+        out: builtins.list[FeatureFlagVersion] = []
+        entries: builtins.list[dict[str, Any]] | None = None
+        gaps: builtins.list[HistoryGap] = []
+        now = dt.datetime.now(dt.UTC)
+        for n in range(1, last + 1):
+            try:
+                out.append(await self.version(flag_id, n))
+                continue
+            except NotFoundError:
+                pass  # in range: the instance has no versions/:n
+            except PostHogError as exc:
+                if exc.status not in (400, 422):
+                    raise
+            if entries is None:
+                entries = await self.activity_records(flag_id)
+            fields = rebuild_from_activity(current, entries, n)
+            if fields is None:
+                gaps.append(
+                    HistoryGap(str(current.get("key")), f"version {n}: the activity log is incomplete", now)
+                )
+                continue
+            out.append(
+                parse_model(
+                    FeatureFlagVersion,
+                    {
+                        **local_shape(current, None),
+                        **fields,
+                        "id": flag_id,
+                        "is_historical": n != last,
+                        "rebuilt_locally": True,
+                    },
+                )
+            )
+        warn_gaps(gaps)
+        return out
+
+    async def _activity_pages(self, flag_id: int | None) -> AsyncIterator[builtins.list[dict[str, Any]]]:
+        """The entries of each page of a flag's activity (None: every flag's), newest first, pages of 100
+        until ``next`` is empty; an entry seen on an earlier page (new activity shifts them) is left out."""
+        path = self._path("activity/") if flag_id is None else self._path(f"{flag_id}/activity/")
+        seen: set[str] = set()
+        page = 1
+        while True:
+            body = await self._core.get_json(path, params={"page": page, "limit": 100})
+            results = body.get("results") if isinstance(body, dict) else None
+            if not results:
+                return
+            fresh = [e for e in results if isinstance(e, dict) and dedupe_key(e) not in seen]
+            seen.update(dedupe_key(e) for e in fresh)
+            yield fresh
+            if not body.get("next") or not fresh:
+                return
+            page += 1
+
+    async def activity_records(
+        self, flag: int | str | FeatureFlag | None = None, *, since: dt.datetime | None = None
+    ) -> builtins.list[dict[str, Any]]:
+        """A flag's activity entries (``flag`` None: every flag's, ``.../feature_flags/activity/``) as raw
+        wire dicts, newest first, pages of 100 followed until ``next`` is empty or the entries reach
+        ``since`` (entries at or before it are not kept).
+
+        Args:
+            flag: The flag's id, key or model. None: every flag of the project.
+            since: Keep only entries after this moment (and stop reading there). None: the whole log.
+
+        Returns:
+            The entries as dicts.
+        """
+        flag_id = None if flag is None else await self._flag_id(flag)
+        entries: builtins.list[dict[str, Any]] = []
+        async for fresh in self._activity_pages(flag_id):
+            kept = fresh if since is None else [e for e in fresh if (entry_time(e) or since) > since]
+            entries.extend(kept)
+            if len(kept) < len(fresh):
+                break  # newest first: the rest is older
+        return entries
+
+    async def activity(self, flag: int | str | FeatureFlag | None = None) -> builtins.list[ActivityLogEntry]:
+        """A flag's activity log, newest first: each create and update with who (``user``), when
+        (``created_at``) and what (``detail.changes``: field, before, after; ``version`` included).
+        ``.../feature_flags/:id/activity/`` (scope ``activity_log:read``); ``flag`` None: every flag of the
+        project (``.../feature_flags/activity/``).
+
+        Args:
+            flag: The flag's id, key or model. None: every flag.
+
+        Returns:
+            The `ActivityLogEntry` models.
+        """
+        return [parse_model(ActivityLogEntry, e) for e in await self.activity_records(flag)]
+
+    async def live_records(self) -> builtins.list[dict[str, Any]]:
+        """Every live flag as the listing sends it (raw wire dicts, deleted flags not included)."""
+        records: builtins.list[dict[str, Any]] = []
+        async for page in self._pages({}):
+            records.extend(page)
+        return records
+
+    async def definitions_at(
+        self, moments: Sequence[dt.datetime | str]
+    ) -> builtins.list[LocalEvaluationResponse]:
+        """The definitions as they were at each moment: every flag at the version in force then (the entries
+        at or before a moment count, as PostHog's ``find_version_at_timestamp``), rebuilt from
+        ``versions/:n``, or from the activity log's before/after where the instance does not serve it. A
+        flag created after a moment is absent; one deleted at it too. Cohorts, group types and the
+        ``property_matching_version`` are today's.
+
+        One `DefinitionsHistoryWarning` names what the history could not give (a flag deleted since, a
+        version the log cannot rebuild: those flags are left out; every cohort a flag uses: read as it is
+        today). Each answer keeps them as ``history_gaps`` (and the moment as ``as_of``).
+
+        Reads today's definitions, the flag list and the project's flag activity back to the earliest
+        moment once, then one ``versions/:n`` per flag version needed.
+
+        Args:
+            moments: Timezone-aware datetimes or ISO texts.
+
+        Returns:
+            One `LocalEvaluationResponse` per moment, in order.
+        """
+        when = [as_moment("as_of", m) for m in moments]
+        if not when:
+            return []
+        reader = HistoryReader(self, min(when))
+        await reader.load()
+        out: builtins.list[LocalEvaluationResponse] = []
+        all_gaps: builtins.list[HistoryGap] = []
+        today = reader.today.to_wire(exclude_unset=False)
+        for moment in when:
+            gaps: builtins.list[HistoryGap] = []
+            flags = await reader.at(moment, gaps)
+            gaps.extend(reader.cohort_gaps(flags, moment))
+            all_gaps.extend(gaps)
+            body = {**today, "flags": flags, "as_of": moment.isoformat(), "history_gaps": gaps_payload(gaps)}
+            out.append(parse_model(LocalEvaluationResponse, body))
+        warn_gaps(all_gaps)
+        return out

@@ -38,7 +38,7 @@ from .._errors import APIError, method_not_allowed, not_found, validation_error
 from .._http import SafeJSONResponse, limit_offset, page_response, parse_json_body, read_body, safe_dumps
 from .._store import Store, dumps, loads, now_iso
 from .._validation import JSONObject, JSONValue, RequestModel, StrictBool, Text, validate
-from . import demo_flags, persons
+from . import demo_flags, flag_history, persons
 from .flag_listing import EVALUATION_RUNTIMES, FLAG_TYPES, MAX_SEARCH, ORDERS, FlagListFilters, is_stale
 
 __all__ = [
@@ -565,14 +565,14 @@ def create_flag(
             (project_id, body["key"], dumps(body), int(bool(body.get("deleted")))),
         )
         flag_id = int(cur.lastrowid or 0)
-        store.log_activity(
-            scope="FeatureFlag",
-            item_id=flag_id,
-            activity="created",
-            detail={"key": body["key"]},
-            user_id=(user or {}).get("id"),
+        flag_history.record(
+            conn,
             project_id=project_id,
-            conn=conn,
+            flag_id=flag_id,
+            before=None,
+            after=body,
+            user_id=(user or {}).get("id"),
+            stamp=stamp,
         )
     invalidate_flags(store, project_id)
     return get_flag(store, project_id, flag_id)
@@ -605,7 +605,7 @@ def update_flag(
             raise validation_error(
                 "There is already a feature flag with this key.", attr="key", code="unique"
             )
-        merged["updated_at"] = now_iso()
+        stamp = merged["updated_at"] = now_iso()
         merged["last_modified_by"] = user
         version = int(row["version"]) + 1
         merged.pop("id", None)
@@ -614,14 +614,14 @@ def update_flag(
             "UPDATE feature_flags SET key=?, body=?, deleted=?, version=? WHERE id=?",
             (merged["key"], dumps(merged), int(bool(merged.get("deleted"))), version, flag_id),
         )
-        store.log_activity(
-            scope="FeatureFlag",
-            item_id=flag_id,
-            activity="updated",
-            detail={"key": merged["key"], "fields": sorted(clean)},
-            user_id=(user or {}).get("id"),
+        flag_history.record(  # who, when, and each changed field's before/after (the versions' source)
+            conn,
             project_id=project_id,
-            conn=conn,
+            flag_id=flag_id,
+            before=current,
+            after={**merged, "version": version},
+            user_id=(user or {}).get("id"),
+            stamp=stamp,
         )
     invalidate_flags(store, project_id)
     return get_flag(store, project_id, flag_id, include_deleted=True)
