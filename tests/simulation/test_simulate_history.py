@@ -80,6 +80,14 @@ def test_as_of_between_two_edits_answers_as_the_older_definition(
     second = _local(persons, definitions_as_of(client, t2), keys)
     pd.testing.assert_frame_equal(second, _local(persons, [{**v2, "id": edited.id}, older[1]], keys))
     assert not second["edited"].equals(got["edited"])  # the edit is seen: the test can fail
+    # the one door: simulate(as_of=) reads the same definitions (local and SQL engines)
+    for engine in ("local", "sql"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DefinitionsHistoryWarning)
+            door = simulate(persons, keys, engine=engine, client=client, as_of=t1).frame  # type: ignore[arg-type]
+        pd.testing.assert_frame_equal(door[["distinct_id", *keys]].reset_index(drop=True), expected)
+    with pytest.raises(ValueError, match="as_of= .* needs client=, engine='local' or 'sql'"):
+        simulate(persons, keys, engine="remote", client=client, as_of=t1)
 
 
 def _holders(persons: pd.DataFrame, filters: dict[str, Any]) -> set[str]:

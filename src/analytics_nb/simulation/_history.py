@@ -207,7 +207,11 @@ def _answers(
         return pd.Series([filler] * len(sets.frame), index=sets.frame.index, dtype=object)
     evaluator = make_evaluator(sets, defs, mode=mode, now=moment, missing_columns=missing_columns)
     out = conform(
-        evaluator.run(flags, payloads=False, reasons=False), sets, None, payloads=False, reasons=False
+        evaluator.run(definitions=flags, payloads=False, reasons=False),
+        sets,
+        None,
+        payloads=False,
+        reasons=False,
     )
     warn_missing_properties({k: v for k, v in evaluator.missing_report.items() if k == key}, len(sets))
     return out[key].astype(object)

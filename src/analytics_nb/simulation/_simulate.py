@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import datetime as dt
 import functools
 import sys
 import threading
@@ -544,6 +545,7 @@ def simulate(
     missing_columns: MissingColumns = "unknown",
     out: str | Path | None = None,
     memory_limit: str | None = None,
+    as_of: dt.datetime | str | None = None,
 ) -> SimulationResult:
     """Evaluate flags for every property set: ``engine="remote"`` (one decide per row, concurrent),
     ``"local"`` (the flag engine over definitions), ``"both"`` (and compare them) or ``"sql"`` (the flags
@@ -612,6 +614,9 @@ def simulate(
             ``"not_set"`` (absent, as for a person who lacks it).
         out: ``engine="sql"``: the parquet file for the answers. None: a temporary file.
         memory_limit: ``engine="sql"``: DuckDB's memory limit (it spills to disk beyond it). None: "1GB".
+        as_of: A past moment (timezone-aware datetime or ISO text): evaluate the project's definitions as
+            they were then (rebuilt from each flag's version history; see `definitions_as_of`), with
+            ``engine="local"`` or ``"sql"`` and ``client=``. None: today's definitions.
 
     Returns:
         A `SimulationResult`: ``frame`` (inputs and outputs), ``summary()``, ``crosstab()``, ``agreement``
@@ -626,6 +631,8 @@ def simulate(
         MissingPropertyWarning: Flags read properties the property sets have no column for.
     """
     check_sql_options(engine, out, memory_limit)
+    if as_of is not None:
+        definitions = _as_of_definitions(as_of, engine, client, definitions)
     if engine == "sql":  # DuckDB over the source where it lies (simulation/_sql_engine.py)
         return simulate_in_sql(
             property_sets,
@@ -677,12 +684,35 @@ def simulate(
     return result
 
 
+def _check_as_of(engine: Any, client: Any, definitions: Any) -> None:
+    """``as_of=`` reads the project's history: it needs a client and the local engine, and no definitions."""
+    if engine not in ("local", "sql") or definitions is not None or client is None:
+        raise SimulationInputError(
+            "as_of= evaluates the project's definitions as they were then: it needs client=, "
+            "engine='local' or 'sql', and no definitions= (the service's /flags answers today only)."
+        )
+
+
+def _as_of_definitions(as_of: Any, engine: Any, client: Any, definitions: Any) -> Any:
+    """The definitions in force at ``as_of``, read with a sync client (`definitions_as_of`)."""
+    from analytics_nb.simulation._history import definitions_as_of
+
+    _check_as_of(engine, client, definitions)
+    return definitions_as_of(client, as_of)
+
+
 @same_signature(simulate)
 async def asimulate(*args: Any, **kwargs: Any) -> SimulationResult:
     # `simulate` for async code and `AsyncClient` (same parameters and docstring): the decide requests run on
     # the caller's event loop. Cancelled during a remote or both run (``task.cancel()``, Ctrl-C in Jupyter),
     # it returns the rows answered so far as a partial result (``result.partial``); with none it re-raises.
     arguments = bind_arguments(simulate, args, kwargs)
+    as_of = arguments.pop("as_of")
+    if as_of is not None and not isinstance(arguments["client"], ApiClient):
+        from analytics_nb.simulation._history import adefinitions_as_of
+
+        _check_as_of(arguments["engine"], arguments["client"], arguments["definitions"])
+        arguments["definitions"] = await adefinitions_as_of(arguments["client"], as_of)
     if arguments["engine"] == "sql":  # DuckDB works in a thread; an async client only fetches definitions
         return await asql(arguments)
     check_sql_options(arguments["engine"], arguments.pop("out"), arguments.pop("memory_limit"))
