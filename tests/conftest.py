@@ -122,3 +122,12 @@ def make_client() -> Iterator[Callable[..., Client]]:
     yield make
     for client in made:
         client.close()
+
+
+@pytest.fixture(autouse=True)
+def capture_journal_dir(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """Each test gets its own capture journal folder (``ANALYTICS_NB_CACHE_DIR``, inherited by the
+    subprocesses it starts), so no test sees another's runs or writes to the user's cache."""
+    folder = tmp_path_factory.mktemp("cache")
+    monkeypatch.setenv("ANALYTICS_NB_CACHE_DIR", str(folder))
+    return folder
