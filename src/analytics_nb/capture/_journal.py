@@ -341,11 +341,11 @@ def prune(target: str, keep: str | None = None) -> None:
     total = 0
     per_target: dict[str, int] = {}
     for mtime, size, path in files:
-        if path.stem == keep:
-            continue
         count = per_target.get(path.parent.name, 0) + 1
         per_target[path.parent.name] = count
         total += size
+        if path.stem == keep:
+            continue
         if now - mtime > MAX_AGE.total_seconds() or count > MAX_RUNS or total > MAX_BYTES:
             with contextlib.suppress(OSError):
                 path.unlink()
