@@ -22,17 +22,17 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pytest
+from _journal_script import journal_frame
 
 import analytics_nb
 from _clients import client_for
-from _journal_script import journal_frame
 from analytics_nb.capture import (
     AlreadySentWarning,
     CaptureJournalWarning,
     ResumedRunWarning,
+    _journal,
     capture_frame,
 )
-from analytics_nb.capture import _journal
 
 SCRIPT = Path(__file__).with_name("_journal_script.py")
 
