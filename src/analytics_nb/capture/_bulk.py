@@ -478,7 +478,7 @@ def _target(client: AnyApiClient, key: str | None) -> str | None:
 
 def needs_key(prepared: PreparedFrame) -> bool:
     """Whether choosing the run needs the project key (rows with a content identity to journal)."""
-    return prepared.run_key is not None and bool(prepared.identified())
+    return prepared.content and bool(prepared.identified())
 
 
 def _prepare_run(
@@ -528,7 +528,9 @@ def _check(df: pd.DataFrame, options: dict[str, Any]) -> PreparedFrame:
     )
     if not isinstance(options["again"], bool):
         raise TypeError(f"again={options['again']!r} must be True or False")
-    return prepare_frame(df, on_naive_timestamp=options["on_naive_timestamp"], uuids=options["uuids"])
+    return prepare_frame(
+        df, on_naive_timestamp=options["on_naive_timestamp"], uuids=options["uuids"], derive=False
+    )
 
 
 def _begin(

@@ -277,8 +277,11 @@ class PreparedFrame:
     core_ids: list[int | None] = field(default_factory=list)
     #: Whether the row carries its own ``uuid`` (sent as given).
     own_uuid: list[bool] = field(default_factory=list)
-    #: The run the rows belong to (a UUID text; ``set_run``); None with ``uuids="random"``.
+    #: The run the rows belong to (a UUID text; ``set_run``); None with ``uuids="random"`` or before a run
+    #: is chosen.
     run_key: str | None = None
+    #: ``uuids="content"``: the uuids of rows without one are derived from their run slot.
+    content: bool = True
 
     def identified(self) -> list[int]:
         """Positions of the rows that have a content identity (not refused, ``uuids="content"``)."""
@@ -660,13 +663,15 @@ def prepare_frame(
     on_naive_timestamp: NaivePolicy = "local",
     uuids: UuidPolicy = "content",
     run_key: str | None = None,
+    derive: bool = True,
 ) -> PreparedFrame:
     """Validate and convert an events frame (see ``capture_frame``) without per-row pandas indexing.
 
     Rows without a ``uuid`` get one derived from the run key and their slot (``uuids="content"``, the
     default: the k-th row of a core key is slot ``(core, k)``, see ``first_slots``; ``capture_frame``
     then assigns slots from the journal, ``capture._runs``; ``run_key=None`` starts a new run) or a fresh
-    UUIDv7 (``uuids="random"``).
+    UUIDv7 (``uuids="random"``). ``derive=False`` leaves them to ``PreparedFrame.set_run`` (``capture_frame``
+    chooses the run first).
     """
     _check_frame(df, uuids)
     n = len(df)
@@ -714,7 +719,8 @@ def prepare_frame(
         content_ids=content_ids,
         core_ids=core_ids,
         own_uuid=own,
+        content=uuids == "content",
     )
-    if uuids == "content":
+    if uuids == "content" and derive:
         prepared.set_run(run_key or new_uuid7(), first_slots(prepared))
     return prepared

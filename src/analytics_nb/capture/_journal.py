@@ -124,13 +124,15 @@ class JournalRun:
 
     def ks(self) -> list[int]:
         """Each slot's k: how many earlier slots share its core key."""
-        seen: dict[int, int] = {}
-        out = []
-        for core in self.cores.tolist():
-            k = seen.get(core, 0)
-            out.append(k)
-            seen[core] = k + 1
-        return out
+        if self.cores.size == 0:
+            return []
+        order = np.argsort(self.cores, kind="stable")
+        ordered = self.cores[order]
+        starts = np.r_[True, ordered[1:] != ordered[:-1]]
+        first = np.maximum.accumulate(np.where(starts, np.arange(ordered.size), 0))
+        ranks = np.empty(ordered.size, dtype=np.int64)
+        ranks[order] = np.arange(ordered.size) - first
+        return ranks.tolist()
 
 
 # -- the store: files on disk, or (folder not writable) bytes in memory -----------------------------------

@@ -35,7 +35,7 @@ from analytics_nb.capture._events import PreparedFrame, first_slots
 from analytics_nb.capture._journal import JournalRun, JournalWriter, load_runs, prune, target_lock
 from analytics_nb.capture._values import new_uuid7, slot_uuids
 
-__all__ = ["AlreadySentWarning", "Plan", "Resume", "ResumedRunWarning", "choose_run"]
+__all__ = ["AlreadySentWarning", "Plan", "Resume", "ResumedRunWarning", "choose_run", "occurrence_ranks"]
 
 Resume: TypeAlias = pd.DataFrame | str | Literal[False] | None
 """``capture_frame(resume=...)``: a report or its run key (resume that run), False (a new run, as
@@ -103,24 +103,45 @@ def _explicit_key(resume: Any) -> str:
     )
 
 
+def occurrence_ranks(keys: np.ndarray) -> np.ndarray:
+    """For each element, how many earlier elements hold the same key (0 for the first of each key)."""
+    if keys.size == 0:
+        return np.zeros(0, dtype=np.int64)
+    order = np.argsort(keys, kind="stable")
+    ordered = keys[order]
+    starts = np.r_[True, ordered[1:] != ordered[:-1]]
+    first = np.maximum.accumulate(np.where(starts, np.arange(ordered.size), 0))
+    ranks = np.empty(keys.size, dtype=np.int64)
+    ranks[order] = np.arange(ordered.size) - first
+    return ranks
+
+
 def _match(
     rows: list[int], keys: list[int | None], slot_keys: np.ndarray, free: np.ndarray
 ) -> dict[int, int]:
     """Each row of ``rows`` paired with a ``free`` slot whose key equals the row's (``keys[pos]``), each
-    slot at most once, lowest slots first; rows without one are left out."""
-    open_slots: dict[int, list[int]] = {}
-    for slot in np.flatnonzero(free)[::-1].tolist():
-        open_slots.setdefault(int(slot_keys[slot]), []).append(slot)
+    slot at most once: the r-th row of a key (in ``rows`` order) takes the r-th free slot of that key (in
+    slot order); rows without one are left out. Vectorized one occurrence level at a time."""
+    if not rows:
+        return {}
+    row_keys = np.array([keys[pos] or 0 for pos in rows], dtype=np.uint64)
+    free_slots = np.flatnonzero(free)
+    free_keys = slot_keys[free_slots].astype(np.uint64)
+    row_ranks, slot_ranks = occurrence_ranks(row_keys), occurrence_ranks(free_keys)
+    positions = np.asarray(rows, dtype=np.int64)
     out: dict[int, int] = {}
-    for pos in rows:
-        stack = open_slots.get(keys[pos] or 0)
-        if stack:
-            out[pos] = stack.pop()
+    for level in range(int(min(row_ranks.max(), slot_ranks.max(initial=-1))) + 1):
+        at_rows = np.flatnonzero(row_ranks == level)
+        at_slots = np.flatnonzero(slot_ranks == level)  # one slot per key at a level: keys are unique
+        level_keys = free_keys[at_slots]
+        order = np.argsort(level_keys)
+        sorted_keys = level_keys[order]
+        where = np.searchsorted(sorted_keys, row_keys[at_rows]).clip(max=max(sorted_keys.size - 1, 0))
+        hit = sorted_keys.size > 0 and sorted_keys[where] == row_keys[at_rows]
+        hit = np.asarray(hit, dtype=bool)
+        matched_slots = free_slots[at_slots[order[where[hit]]]]
+        out.update(zip(positions[at_rows[hit]].tolist(), matched_slots.tolist(), strict=True))
     return out
-
-
-def _uuid_in(run: JournalRun, slot: int, ks: list[int]) -> str:
-    return slot_uuids([int(run.cores[slot])], [ks[slot]], run.run_key)[0]
 
 
 class _Chooser:
@@ -144,20 +165,26 @@ class _Chooser:
             rest = [pos for pos in self.rows if pos not in slot_of]
             slot_of.update(_match(rest, p.core_ids, run.cores, free))
         self.plan.slot_of = slot_of
-        ks = run.ks()
-        for pos, slot in slot_of.items():
-            if run.settled[slot] == 1:
-                self._already(pos, run, _uuid_in(run, slot, ks))
+        self._already(run, {pos: slot for pos, slot in slot_of.items() if run.settled[slot] == 1})
         return [pos for pos in self.rows if pos not in slot_of]
 
-    def _already(self, pos: int, run: JournalRun, uid: str) -> None:
+    def _already(self, run: JournalRun, stored: dict[int, int]) -> None:
+        """Rows (position -> slot of ``run``) whose slot the service stored: reported ``already_sent``
+        with the uuid they were stored under."""
+        if not stored:
+            return
         previous = self.senders.get(run.run_key, (run, 0))[1]
-        self.senders[run.run_key] = (run, previous + 1)
-        self.plan.already[pos] = (
+        self.senders[run.run_key] = (run, previous + len(stored))
+        reason = (
             f"already stored by run {run.run_key} (started {_when(run.at)}); not sent again "
             "(again=True sends it as a new event)"
         )
-        self.prepared.uuids[pos] = uid
+        ks = run.ks()
+        slots = list(stored.values())
+        made = slot_uuids(run.cores[slots].tolist(), [ks[s] for s in slots], run.run_key)
+        for pos, uid in zip(stored, made, strict=True):
+            self.plan.already[pos] = reason
+            self.prepared.uuids[pos] = uid
 
     def sent_elsewhere(self, rest: list[int], runs: list[JournalRun], skip: str | None) -> list[int]:
         """Rows of ``rest`` whose content some other run stored (each stored slot used once): already
@@ -169,9 +196,7 @@ class _Chooser:
                 continue
             matched = _match(rest, self.prepared.content_ids, run.contents, run.settled == 1)
             if matched:
-                ks = run.ks()
-                for pos, slot in matched.items():
-                    self._already(pos, run, _uuid_in(run, slot, ks))
+                self._already(run, matched)
                 rest = [pos for pos in rest if pos not in matched]
         return rest
 
@@ -187,17 +212,17 @@ class _Chooser:
             run = JournalRun(new_uuid7(), dt.datetime.now(dt.UTC))
             new = True
         ks_all = run.ks()
-        counts = Counter(run.cores.tolist())
-        ks = {pos: ks_all[slot] for pos, slot in self.plan.slot_of.items()}
-        cores: list[int] = []
-        contents: list[int] = []
-        for pos in rest:
-            core = p.core_ids[pos] or 0
-            ks[pos] = counts[core]
-            counts[core] += 1
-            self.plan.slot_of[pos] = run.size + len(cores)
-            cores.append(core)
-            contents.append(p.content_ids[pos] or 0)
+        counts: dict[int, int] = Counter(run.cores.tolist()) if run.size else {}
+        slot_of = self.plan.slot_of
+        ks = {pos: ks_all[slot] for pos, slot in slot_of.items()}
+        cores = [p.core_ids[pos] or 0 for pos in rest]
+        contents = [p.content_ids[pos] or 0 for pos in rest]
+        base = run.size
+        for n, (pos, core) in enumerate(zip(rest, cores, strict=True)):
+            k = counts.get(core, 0)
+            ks[pos] = k
+            counts[core] = k + 1
+            slot_of[pos] = base + n
         for pos in self.plan.already:
             self.plan.slot_of.pop(pos, None)
             ks.pop(pos, None)
@@ -264,7 +289,7 @@ def choose_run(
         raise ValueError(
             "again=True sends every row as new events; it cannot resume a run: drop resume= (or again=True)"
         )
-    if prepared.run_key is None:  # uuids="random": nothing to derive
+    if not prepared.content:  # uuids="random": nothing to derive
         if resume is not None and resume is not False:
             raise ValueError("resume= needs uuids='content' (the default): random uuids cannot be re-derived")
         return Plan()
