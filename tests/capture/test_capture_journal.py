@@ -268,3 +268,18 @@ def test_the_journal_is_bounded_in_runs_and_age(empty_sandbox: Any, monkeypatch:
             os.utime(path, (old, old))
         capture_frame(client, journal_frame(5, "other"))
     assert len(list(folder.glob("*.jrn"))) == 1  # runs older than MAX_AGE went
+
+
+def test_a_folder_that_cannot_be_written_warns_and_journals_in_memory(
+    empty_sandbox: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    blocked = tmp_path / "not-a-folder"
+    blocked.write_text("a file where the cache folder should be")
+    monkeypatch.setenv("ANALYTICS_NB_CACHE_DIR", str(blocked))
+    row = journal_frame(3)
+    with client_for(empty_sandbox, keys="project") as client:
+        with pytest.warns(CaptureJournalWarning, match="cannot be written .* in memory only"):
+            capture_frame(client, row)
+        with pytest.warns(AlreadySentWarning):  # this process still knows what it sent
+            assert (capture_frame(client, row)["status"] == "already_sent").all()
+    assert len(_stored(empty_sandbox)) == 3

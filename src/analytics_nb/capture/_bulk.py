@@ -36,7 +36,7 @@ from analytics_nb.capture._events import (
     prepare_frame,
     too_big_reason,
 )
-from analytics_nb.capture._journal import target_of
+from analytics_nb.capture._journal import CaptureJournalWarning, target_of
 from analytics_nb.capture._runs import Plan, Resume, choose_run
 from analytics_nb.capture._send import (
     core_of,
@@ -409,6 +409,12 @@ def _remember(client: AnyApiClient, report: pd.DataFrame, run: _Run) -> None:
     writer = run.plan.writer
     if writer is not None and writer.failed:
         report.attrs["journal"] = writer.failed
+        warnings.warn(
+            f"{writer.failed}: a re-run of this call in a new kernel may not know what was stored; "
+            f"finish it with resume={report.attrs.get('run_key')!r} (the same uuids), not again=True",
+            CaptureJournalWarning,
+            stacklevel=2,
+        )
 
 
 def _how_to_finish(run_key: str | None) -> str:

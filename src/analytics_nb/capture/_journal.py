@@ -139,12 +139,11 @@ class JournalRun:
 
 _memory: dict[str, dict[str, bytearray]] = {}
 _memory_lock = threading.RLock()
-_warned_memory = False
+_warned_memory: set[Path] = set()
 
 
 def _usable_dir(target: str) -> Path | None:
-    """The target's folder (created 0700), or None when it cannot be written (warned once)."""
-    global _warned_memory
+    """The target's folder (created 0700), or None when it cannot be written (warned once a folder)."""
     folder = journal_dir() / target
     try:
         for part in (folder.parent.parent, folder.parent, folder):
@@ -157,8 +156,8 @@ def _usable_dir(target: str) -> Path | None:
         os.close(fd)
         return folder
     except OSError as exc:
-        if not _warned_memory:
-            _warned_memory = True
+        if folder.parent not in _warned_memory:
+            _warned_memory.add(folder.parent)
             warnings.warn(
                 f"the capture journal folder {folder.parent} cannot be written ({exc.strerror}): runs are "
                 f"journaled in memory only, so a new kernel cannot resume them; set {ENV_DIR} to a "
