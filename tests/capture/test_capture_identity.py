@@ -1,9 +1,11 @@
 """Issue 27 finding 1: exactly once *and* never merged.
 
 Content-only uuids (index label, event, distinct_id, timestamp, properties) merged genuinely different
-events sent by separate calls. Now a uuid is the row keyed with the call's run key: separate calls never
-share one, a resume of the same run (``resume=report``, or automatically for an unfinished run of this
-client) re-derives the same uuids. Each case of the finding fails on the content-only uuids.
+events sent by separate calls. Now a uuid is the row's slot keyed with the run key: separate runs never
+share one, a resume of the same run (``resume=report``, or automatically for an unfinished run found in the
+journal) re-derives the same uuids. Each case of the finding fails on the content-only uuids. Since issue 37
+a repeated call of a *finished* run sends nothing by default and says so (``AlreadySentWarning``); the
+identical events of these cases are sent on purpose with ``again=True``.
 """
 
 from __future__ import annotations
