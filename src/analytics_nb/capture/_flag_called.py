@@ -361,9 +361,10 @@ def flag_called(
     reported; a failed send raises and is not remembered. With an ``AsyncClient`` use ``aflag_called``.
 
     A ``key`` the project has no flag for (a typo) gives an `UnknownFlagKeyWarning` naming the closest
-    keys and is sent as posthog-python sends a read of a missing flag (a null response, ``$feature_flag_error
-    "flag_missing"``), or `UnknownFlagKeyError` before anything is sent with ``unknown_keys="raise"``
-    (``"ignore"``: no check, the value sent as given). The check uses the definitions the client holds (read once, then kept with their ETag).
+    keys and is sent as posthog-python sends a read of a missing flag (a null response,
+    ``$feature_flag_error "flag_missing"``), or `UnknownFlagKeyError` before anything is sent with
+    ``unknown_keys="raise"`` (``"ignore"``: no check, the value sent as given). The check uses the
+    definitions the client holds (read once, then kept with their ETag).
 
     Args:
         client: The sync ``Client`` that sends the event and remembers what it reported.
