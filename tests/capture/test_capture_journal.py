@@ -283,3 +283,22 @@ def test_a_folder_that_cannot_be_written_warns_and_journals_in_memory(
         with pytest.warns(AlreadySentWarning):  # this process still knows what it sent
             assert (capture_frame(client, row)["status"] == "already_sent").all()
     assert len(_stored(empty_sandbox)) == 3
+
+
+def test_a_line_cut_short_by_a_kill_is_dropped_not_taken_for_corruption(empty_sandbox: Any) -> None:
+    sb = empty_sandbox
+    df = journal_frame(30)
+    fault = sb.faults.add(path="/batch*", status=503)
+    with client_for(sb, keys="project", max_retries=0) as client:
+        failed = capture_frame(client, df, batch_attempts=1)  # an unfinished run: slots, no outcome
+        sb.faults.remove(fault)
+        path = _journal.journal_dir() / _target(sb) / f"{failed.attrs['run_key']}.jrn"
+        with path.open("ab") as fh:
+            fh.write(b"As AAAA")  # a kill inside a write: no newline
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", CaptureJournalWarning)
+            with pytest.warns(ResumedRunWarning, match="0 of 30 rows were already stored"):
+                capture_frame(client, df)
+            with pytest.warns(AlreadySentWarning, match="all 30 rows"):  # the file read whole again
+                capture_frame(client, df)
+    _assert_exactly_once(sb, 30)

@@ -206,6 +206,21 @@ class JournalWriter:
         if new:
             header = {"v": VERSION, "run": run_key, "target": target, "at": at.isoformat()}
             self._append(json.dumps(header, separators=(",", ":")).encode("ascii") + b"\n")
+        elif self.folder is not None:
+            self._cut_torn_tail()
+
+    def _cut_torn_tail(self) -> None:
+        """Drop a last line cut short (a process killed inside a large write) before appending to the file,
+        so that the next line does not run into it (under the file's lock: no append is half done)."""
+        path = self.folder / f"{self.run_key}.jrn" if self.folder is not None else None
+        if path is None or not path.exists():
+            return
+        with contextlib.suppress(OSError), path.open("r+b") as fh:
+            if fcntl is not None:
+                fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
+            data = fh.read()
+            if data and not data.endswith(b"\n"):
+                fh.truncate(data.rfind(b"\n") + 1)
 
     def _append(self, data: bytes) -> None:
         if not data or self.failed is not None:
