@@ -50,6 +50,7 @@ __all__ = [
     "JournalWriter",
     "journal_dir",
     "load_runs",
+    "occurrence_ranks",
     "target_lock",
     "target_of",
 ]
@@ -71,6 +72,19 @@ try:
     import fcntl
 except ImportError:  # Windows: appends stay single writes; no advisory lock
     fcntl = None  # type: ignore[assignment]
+
+
+def occurrence_ranks(keys: np.ndarray) -> np.ndarray:
+    """For each element, how many earlier elements hold the same key (0 for the first of each key)."""
+    if keys.size == 0:
+        return np.zeros(0, dtype=np.int64)
+    order = np.argsort(keys, kind="stable")
+    ordered = keys[order]
+    starts = np.r_[True, ordered[1:] != ordered[:-1]]
+    first = np.maximum.accumulate(np.where(starts, np.arange(ordered.size), 0))
+    ranks = np.empty(keys.size, dtype=np.int64)
+    ranks[order] = np.arange(ordered.size) - first
+    return ranks
 
 
 class CaptureJournalWarning(UserWarning):
@@ -124,15 +138,8 @@ class JournalRun:
 
     def ks(self) -> list[int]:
         """Each slot's k: how many earlier slots share its core key."""
-        if self.cores.size == 0:
-            return []
-        order = np.argsort(self.cores, kind="stable")
-        ordered = self.cores[order]
-        starts = np.r_[True, ordered[1:] != ordered[:-1]]
-        first = np.maximum.accumulate(np.where(starts, np.arange(ordered.size), 0))
-        ranks = np.empty(ordered.size, dtype=np.int64)
-        ranks[order] = np.arange(ordered.size) - first
-        return ranks.tolist()
+        ranks: list[int] = occurrence_ranks(self.cores).tolist()
+        return ranks
 
 
 # -- the store: files on disk, or (folder not writable) bytes in memory -----------------------------------

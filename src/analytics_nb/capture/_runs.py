@@ -32,10 +32,17 @@ import numpy as np
 import pandas as pd
 
 from analytics_nb.capture._events import PreparedFrame, first_slots
-from analytics_nb.capture._journal import JournalRun, JournalWriter, load_runs, prune, target_lock
+from analytics_nb.capture._journal import (
+    JournalRun,
+    JournalWriter,
+    load_runs,
+    occurrence_ranks,
+    prune,
+    target_lock,
+)
 from analytics_nb.capture._values import new_uuid7, slot_uuids
 
-__all__ = ["AlreadySentWarning", "Plan", "Resume", "ResumedRunWarning", "choose_run", "occurrence_ranks"]
+__all__ = ["AlreadySentWarning", "Plan", "Resume", "ResumedRunWarning", "choose_run"]
 
 Resume: TypeAlias = pd.DataFrame | str | Literal[False] | None
 """``capture_frame(resume=...)``: a report or its run key (resume that run), False (a new run, as
@@ -101,19 +108,6 @@ def _explicit_key(resume: Any) -> str:
     raise TypeError(
         f"resume= takes a capture report, its run key (text), False or None, not {type(resume).__name__}"
     )
-
-
-def occurrence_ranks(keys: np.ndarray) -> np.ndarray:
-    """For each element, how many earlier elements hold the same key (0 for the first of each key)."""
-    if keys.size == 0:
-        return np.zeros(0, dtype=np.int64)
-    order = np.argsort(keys, kind="stable")
-    ordered = keys[order]
-    starts = np.r_[True, ordered[1:] != ordered[:-1]]
-    first = np.maximum.accumulate(np.where(starts, np.arange(ordered.size), 0))
-    ranks = np.empty(keys.size, dtype=np.int64)
-    ranks[order] = np.arange(ordered.size) - first
-    return ranks
 
 
 def _match(
