@@ -204,7 +204,7 @@ def test_a_repeated_one_row_send_raises_no_false_resumed_warning(empty_sandbox: 
     with client_for(empty_sandbox, keys="project") as client, warnings.catch_warnings():
         warnings.simplefilter("error", ResumedRunWarning)  # nothing is resumed here
         capture_frame(client, row)
-        with pytest.warns(AlreadySentWarning, match="all 1 rows of this call were already sent") as caught:
+        with pytest.warns(AlreadySentWarning, match="the 1 row of this call was already sent at ") as caught:
             same = capture_frame(client, row)  # the same cell run again: nothing sent, said so
         assert not [w for w in caught if isinstance(w.message, ResumedRunWarning)]
         assert same["status"].tolist() == ["already_sent"]

@@ -82,6 +82,12 @@ class Plan:
     already: dict[int, str] = field(default_factory=dict)
 
 
+def _last_written(run: JournalRun) -> str:
+    """When ``run`` last recorded an answer (its file's time; its start for a run kept in memory)."""
+    at = dt.datetime.fromtimestamp(run.mtime, dt.UTC) if run.mtime else run.at
+    return _when(at)
+
+
 def _when(at: dt.datetime) -> str:
     return at.astimezone(dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
@@ -170,7 +176,7 @@ class _Chooser:
         previous = self.senders.get(run.run_key, (run, 0))[1]
         self.senders[run.run_key] = (run, previous + len(stored))
         reason = (
-            f"already stored by run {run.run_key} (started {_when(run.at)}); not sent again "
+            f"already stored by run {run.run_key} (by {_last_written(run)}); not sent again "
             "(again=True sends it as a new event)"
         )
         ks = run.ks()
@@ -232,7 +238,7 @@ def _sent_notice(chooser: _Chooser) -> tuple[int, str, str]:
     """(rows already sent, the newest run that sent them, its start time) for the warnings."""
     count = sum(n for _, n in chooser.senders.values())
     newest = max((r for r, _ in chooser.senders.values()), key=lambda r: r.at)
-    return count, newest.run_key, _when(newest.at)
+    return count, newest.run_key, _last_written(newest)
 
 
 def _auto(chooser: _Chooser) -> None:
@@ -264,10 +270,13 @@ def _auto(chooser: _Chooser) -> None:
         )
     elif chooser.plan.already:
         count, key, when = _sent_notice(chooser)
-        what = f"all {count:,} rows" if count == total else f"{count:,} of {total:,} rows"
+        if count == total:
+            what = "the 1 row of this call was" if total == 1 else f"all {total:,} rows of this call were"
+        else:
+            what = f"{count:,} of {total:,} rows of this call were"
         rest_text = "nothing is sent" if count == total else f"the other {total - count:,} are sent"
         chooser.plan.warning = AlreadySentWarning(
-            f"{what} of this call were already sent (run {key}, started {when}): {rest_text} (report "
+            f"{what} already sent at {when} (run {key}): {rest_text} (report "
             "status 'already_sent'). Pass again=True to send them again as new events.",
             run_key=key,
             count=count,
