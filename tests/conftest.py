@@ -71,6 +71,10 @@ SLOW_TESTS = frozenset(
         "test_simulate_progress.py::test_a_cancelled_async_run_returns_the_rows_done",
         "test_simulate_progress.py::test_long_local_simulation_shows_a_bar_of_rows_and_equals_the_unchunked_result",
         "test_sandbox_server.py::test_process_mode",
+        # a new Python process per kernel (2-3 each; 5 s to import under load): kill -9, Ctrl-C, two at once
+        "test_capture_journal.py::test_kill_9_mid_run_then_the_same_cell_in_a_new_process_doubles_nothing",
+        "test_capture_journal.py::test_ctrl_c_then_a_new_process_doubles_nothing",
+        "test_capture_journal.py::test_two_processes_sending_the_same_frame_at_once_store_it_once",
     }
 )
 """Single tests in the slow tier: ``<file name>::<test function>`` (every parameter of it)."""
@@ -122,3 +126,12 @@ def make_client() -> Iterator[Callable[..., Client]]:
     yield make
     for client in made:
         client.close()
+
+
+@pytest.fixture(autouse=True)
+def capture_journal_dir(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """Each test gets its own capture journal folder (``ANALYTICS_NB_CACHE_DIR``, inherited by the
+    subprocesses it starts), so no test sees another's runs or writes to the user's cache."""
+    folder = tmp_path_factory.mktemp("cache")
+    monkeypatch.setenv("ANALYTICS_NB_CACHE_DIR", str(folder))
+    return folder

@@ -136,7 +136,8 @@ class ResponseFormatError(PostHogError):
 class CaptureInterrupted(KeyboardInterrupt):
     """``capture_frame`` was interrupted (Ctrl-C); ``report`` is its report (one row per input row: sent,
     failed, refused, not_attempted). A ``KeyboardInterrupt``, so scripts still stop; re-running the same
-    call is safe because the rows' uuids are derived from their content."""
+    call, in this kernel or a new one, is safe: the capture journal resumes the run (same uuids, rows
+    already stored not sent again)."""
 
     def __init__(self, message: str, *, report: Any = None) -> None:
         super().__init__(message)

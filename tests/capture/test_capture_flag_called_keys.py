@@ -92,3 +92,17 @@ def test_a_key_without_definitions_scope_says_the_check_was_skipped(sandbox: San
             warnings.simplefilter("error", UnknownFlagKeyWarning)
             c.flag_called("user-7", "new-chekout", True)  # said once per client, tried once
         assert not [p for p in sandbox.requests()["path"] if "definitions" in p]
+
+
+def test_a_missing_key_in_a_frame_is_sent_as_a_missing_flag(sandbox: Sandbox, client: Client) -> None:
+    # issue 37 #8: the warning's words and the stored events agree (flag_missing, no value recorded)
+    frame = pd.DataFrame({"distinct_id": ["m-1", "m-2"], "no-such-flaggg": [True, "test"]})
+    with pytest.warns(UnknownFlagKeyWarning, match="'flag_missing' \\(the value passed is not recorded\\)"):
+        report = client.flag_called_frame(frame, ["no-such-flaggg"])
+    assert (report["status"] == "sent").all() and report["response"].isna().all()
+    ev = sandbox.events()
+    props = [p for p in ev["properties"] if p.get("$feature_flag") == "no-such-flaggg"]
+    assert len(props) == 2
+    for p in props:
+        assert p["$feature_flag_error"] == "flag_missing"
+        assert p.get("$feature_flag_response") is None and p.get("$feature/no-such-flaggg") is None

@@ -118,3 +118,20 @@ def test_a_failed_flag_reads_as_the_sdk_reports_it(sandbox: Sandbox, sdk: Any, o
     assert "evaluation_failed" in sdk_props["$feature_flag_error"]
     ours.flag_called("user-00040-ours", "new-checkout", answer)
     _compare(sdk_props, _flag_called(sandbox, "user-00040-ours", "new-checkout"))
+
+
+def test_a_value_passed_for_a_flag_that_does_not_exist_is_sent_as_the_sdk_reads_it(
+    sandbox: Sandbox, sdk: Any, ours: Client
+) -> None:
+    # issue 37 #8: the warning said "with $feature_flag_error 'flag_missing'", but the event carried the
+    # value passed (True) and no error; the SDK reads a flag that does not exist as None, flag_missing
+    assert sdk.get_feature_flag("new-chekout", "user-00045") is None
+    sdk.flush()
+    sdk_props = _flag_called(sandbox, "user-00045", "new-chekout")
+    with pytest.warns(UnknownFlagKeyWarning, match="null \\$feature_flag_response and \\$feature_flag_error"):
+        assert ours.flag_called("user-00045-ours", "new-chekout", True) is True
+    stored = _flag_called(sandbox, "user-00045-ours", "new-chekout")
+    assert stored["$feature_flag_error"] == "flag_missing" and stored["$feature_flag_response"] is None
+    assert stored["$feature/new-chekout"] is None
+    # the SDK's read of a missing flag has its /flags request id and time; a value passed has none
+    _compare({k: v for k, v in sdk_props.items() if k not in PER_REQUEST}, stored)

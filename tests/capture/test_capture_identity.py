@@ -1,9 +1,11 @@
 """Issue 27 finding 1: exactly once *and* never merged.
 
 Content-only uuids (index label, event, distinct_id, timestamp, properties) merged genuinely different
-events sent by separate calls. Now a uuid is the row keyed with the call's run key: separate calls never
-share one, a resume of the same run (``resume=report``, or automatically for an unfinished run of this
-client) re-derives the same uuids. Each case of the finding fails on the content-only uuids.
+events sent by separate calls. Now a uuid is the row's slot keyed with the run key: separate runs never
+share one, a resume of the same run (``resume=report``, or automatically for an unfinished run found in the
+journal) re-derives the same uuids. Each case of the finding fails on the content-only uuids. Since issue 37
+a repeated call of a *finished* run sends nothing by default and says so (``AlreadySentWarning``); the
+identical events of these cases are sent on purpose with ``again=True``.
 """
 
 from __future__ import annotations
@@ -15,7 +17,12 @@ import pandas as pd
 import pytest
 
 from _clients import client_for
-from analytics_nb.capture import MissingTimestampWarning, ResumedRunWarning, capture_frame
+from analytics_nb.capture import (
+    AlreadySentWarning,
+    MissingTimestampWarning,
+    ResumedRunWarning,
+    capture_frame,
+)
 
 
 def _click(second: str = "2026-11-20T10:00:00Z") -> pd.DataFrame:
@@ -27,8 +34,7 @@ def _click(second: str = "2026-11-20T10:00:00Z") -> pd.DataFrame:
 def test_the_same_click_twice_in_one_second_as_two_frames_is_two_events(empty_sandbox: Any) -> None:
     with client_for(empty_sandbox, keys="project") as client:
         first = capture_frame(client, _click())
-        with pytest.warns(ResumedRunWarning, match="again as new events"):
-            second = capture_frame(client, _click())  # a second click, a separate call
+        second = capture_frame(client, _click(), again=True)  # a second click, said so
     assert (first["status"] == "sent").all() and (second["status"] == "sent").all()
     assert first["uuid"].iloc[0] != second["uuid"].iloc[0]
     assert first.attrs["run_key"] != second.attrs["run_key"]
@@ -59,9 +65,8 @@ def test_two_chunks_whose_index_restarts_at_zero_are_all_stored(empty_sandbox: A
     )  # rows i and i+100 are alike: one event each, twice
     first, second = frame.iloc[:100].reset_index(drop=True), frame.iloc[100:].reset_index(drop=True)
     with client_for(empty_sandbox, keys="project") as client, warnings.catch_warnings():
-        warnings.simplefilter("ignore", ResumedRunWarning)
         a = capture_frame(client, first)
-        b = capture_frame(client, second)
+        b = capture_frame(client, second, again=True)  # rows alike a's: new events, said so
     assert (a["status"] == "sent").all() and (b["status"] == "sent").all()
     assert len(empty_sandbox.events()) == 200  # stored 100 of 200 with content-only uuids
 
@@ -116,7 +121,9 @@ def test_an_unfinished_run_is_resumed_by_the_same_call_with_a_warning(empty_sand
         with pytest.warns(ResumedRunWarning, match="resumes run"):
             rerun = capture_frame(client, df)
         assert rerun.attrs["resumed"] and rerun["uuid"].tolist() == failed["uuid"].tolist()
-        with pytest.warns(ResumedRunWarning, match="again as new events"):
-            fresh = capture_frame(client, df)  # the run has finished: a new call is new events
+        with pytest.warns(AlreadySentWarning, match="all 30 rows of this call were already sent"):
+            same = capture_frame(client, df)  # the run has finished: nothing is sent, and it says so
+        assert (same["status"] == "already_sent").all() and same["uuid"].tolist() == rerun["uuid"].tolist()
+        fresh = capture_frame(client, df, again=True)  # new events only when asked for
         assert not set(fresh["uuid"]) & set(rerun["uuid"])
     assert len(sb.events()) == 60

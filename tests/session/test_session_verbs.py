@@ -128,7 +128,7 @@ def test_no_verb_parameter_list_is_written_twice() -> None:
         "asimulate": ["_simulate.py:0"],
         "capture_event": ["_bulk.py:8"],
         "acapture_event": ["_bulk.py:0"],
-        "capture_frame": ["_bulk.py:12"],
+        "capture_frame": ["_bulk.py:13"],
         "acapture_frame": ["_bulk.py:0"],
         "flag_called": ["_flag_called.py:12"],
         "aflag_called": ["_flag_called.py:0"],

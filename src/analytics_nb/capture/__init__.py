@@ -35,7 +35,8 @@ from analytics_nb.capture._flag_called import (
     flag_called_frame,
     flag_called_properties,
 )
-from analytics_nb.capture._runs import Resume, ResumedRunWarning
+from analytics_nb.capture._journal import CaptureJournalWarning
+from analytics_nb.capture._runs import AlreadySentWarning, Resume, ResumedRunWarning
 from analytics_nb.capture._values import NaivePolicy, json_value, new_uuid7
 
 __all__ = [
@@ -44,6 +45,8 @@ __all__ = [
     "FLAG_CALLED_CACHE_SIZE",
     "MAX_EVENT_BYTES",
     "MAX_REQUEST_BYTES",
+    "AlreadySentWarning",
+    "CaptureJournalWarning",
     "EventError",
     "FlagCalledCache",
     "MissingTimestampWarning",

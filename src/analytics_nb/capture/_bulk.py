@@ -36,7 +36,8 @@ from analytics_nb.capture._events import (
     prepare_frame,
     too_big_reason,
 )
-from analytics_nb.capture._runs import Resume, choose_run, remember_run
+from analytics_nb.capture._journal import CaptureJournalWarning, target_of
+from analytics_nb.capture._runs import Plan, Resume, choose_run
 from analytics_nb.capture._send import (
     core_of,
     is_retryable,
@@ -110,9 +111,10 @@ class _Run:
     """State of one ``capture_frame`` call: per-row status, reason and batch number; shared with the
     calling thread, which reads it after an interrupt (``started``/``settled`` say how far the send got)."""
 
-    def __init__(self, prepared: PreparedFrame) -> None:
+    def __init__(self, prepared: PreparedFrame, plan: Plan | None = None) -> None:
         n = prepared.n
         self.prepared = prepared
+        self.plan = plan or Plan()
         self.status: list[str | None] = [None] * n
         self.reason: list[str | None] = [None] * n
         self.batch: list[int | None] = [None] * n
@@ -125,12 +127,19 @@ class _Run:
         for pos, why in prepared.refused.items():
             self.status[pos] = "refused"
             self.reason[pos] = why
+        for pos, why in self.plan.already.items():
+            self.status[pos] = "already_sent"
+            self.reason[pos] = why
 
-    def mark(self, positions: list[int], status: str, reason: str | None, batch: int) -> None:
+    def mark(self, positions: list[int], status: str, reason: str | None, batch: int | None) -> None:
         for pos in positions:
             self.status[pos] = status
             self.reason[pos] = reason
             self.batch[pos] = batch
+        writer = self.plan.writer
+        if writer is not None and status in ("sent", "refused"):  # the journal: what the service answered
+            slots = [self.plan.slot_of[p] for p in positions if p in self.plan.slot_of]
+            writer.settle(slots, "s" if status == "sent" else "r")
 
     def mark_open(self, positions: list[int], status: str, reason: str, batch: int) -> None:
         """Mark the positions that have no outcome yet (a split batch may have settled some)."""
@@ -256,13 +265,13 @@ async def _send_batches(
     attempts: int,
 ) -> None:
     prepared = run.prepared
-    todo = [pos for pos in range(prepared.n) if pos not in prepared.refused]
+    todo = [pos for pos in range(prepared.n) if run.status[pos] is None]
     if not todo:
         return
     key = await project_key(client)
     bar = _progress(progress, client, prepared.n, -(-len(todo) // batch_size))
-    if bar is not None and prepared.refused:
-        bar.update(len(prepared.refused))
+    if bar is not None and len(todo) < prepared.n:
+        bar.update(prepared.n - len(todo))
     sem = asyncio.Semaphore(concurrency)
     tasks: list[asyncio.Task[None]] = []
     batch_no = 0
@@ -324,8 +333,7 @@ async def _send_batches(
                     too_big_reason(n_message) if n_message > MAX_EVENT_BYTES else _unicode_problem(one_text)
                 )
                 if problem is not None:
-                    run.status[pos] = "refused"
-                    run.reason[pos] = problem
+                    run.mark([pos], "refused", problem, None)
                     if bar is not None:
                         bar.update(1)
                     continue
@@ -395,18 +403,26 @@ def _report(df: pd.DataFrame, run: _Run, historical: bool) -> pd.DataFrame:
 
 
 def _remember(client: AnyApiClient, report: pd.DataFrame, run: _Run) -> None:
-    """Keep the last report on the client (``client.last_capture_report``), interrupted or not, and the
-    run's rows for a later ``resume`` (``_runs.remember_run``)."""
+    """Keep the last report on the client (``client.last_capture_report``), interrupted or not (the run's
+    rows and outcomes are in the journal, written as the answers came)."""
     client.last_capture_report = report
-    remember_run(client, run.prepared, run.status)
+    writer = run.plan.writer
+    if writer is not None and writer.failed:
+        report.attrs["journal"] = writer.failed
+        warnings.warn(
+            f"{writer.failed}: a re-run of this call in a new kernel may not know what was stored; "
+            f"finish it with resume={report.attrs.get('run_key')!r} (the same uuids), not again=True",
+            CaptureJournalWarning,
+            stacklevel=2,
+        )
 
 
 def _how_to_finish(run_key: str | None) -> str:
     if run_key is None:
         return "send only the rest: df[report['status'] != 'sent'] (the rows' own or random uuids)."
     return (
-        "same capture_frame(df) again with this client (it resumes this run: the same uuids, nothing "
-        f"doubled), or from any session with capture_frame(df, resume={run_key!r})."
+        "same capture_frame(df) again, in this kernel or a new one (the journal resumes this run: the same "
+        f"uuids, nothing doubled), or capture_frame(df, resume={run_key!r}) for a rebuilt frame."
     )
 
 
@@ -461,21 +477,30 @@ def _historical(prepared: PreparedFrame, historical_migration: bool | None) -> b
     return bool(historical_migration)
 
 
+def _target(client: AnyApiClient, key: str | None) -> str | None:
+    """The journal's name of the project the events go to (host + a digest of the key), or None."""
+    return None if key is None else target_of(core_of(client).config.ingest_url, key)
+
+
+def needs_key(prepared: PreparedFrame) -> bool:
+    """Whether choosing the run needs the project key (rows with a content identity to journal)."""
+    return prepared.content and bool(prepared.identified())
+
+
 def _prepare_run(
-    client: AnyApiClient, df: pd.DataFrame, on_naive: NaivePolicy, uuids: UuidPolicy, resume: Resume
+    client: AnyApiClient, prepared: PreparedFrame, options: dict[str, Any], key: str | None
 ) -> _Run:
-    """Prepare the frame, choose its run (``_runs.choose_run``) and warn about what the caller should know:
-    a resumed or repeated run, events without a timestamp (in the caller's thread: the warnings point at
-    the caller's line)."""
-    prepared = prepare_frame(df, on_naive_timestamp=on_naive, uuids=uuids)
-    resumed, notice = choose_run(client, prepared, resume)
-    if notice is not None:
-        warnings.warn(notice, stacklevel=4)
+    """Choose the run of the prepared frame (``_runs.choose_run``, from the journal of the project ``key``
+    sends to) and warn about what the caller should know: a resumed run, rows already sent, events without
+    a timestamp (in the caller's thread: the warnings point at the caller's line)."""
+    plan = choose_run(prepared, options["resume"], again=options["again"], target=_target(client, key))
+    if plan.warning is not None:
+        warnings.warn(plan.warning, stacklevel=4)
     missing = prepared.missing_timestamps()
     if missing:
         warnings.warn(missing_timestamp_warning(missing, prepared.n - len(prepared.refused)), stacklevel=4)
-    run = _Run(prepared)
-    run.resumed = resumed
+    run = _Run(prepared, plan)
+    run.resumed = plan.resumed
     return run
 
 
@@ -497,12 +522,29 @@ async def _acapture_run(
     return report
 
 
+def _check(df: pd.DataFrame, options: dict[str, Any]) -> PreparedFrame:
+    """Check the options (``capture_frame``'s keyword arguments by name) and prepare the frame."""
+    _options(
+        options["batch_size"],
+        options["max_batch_bytes"],
+        options["concurrency"],
+        options["on_naive_timestamp"],
+        options["batch_attempts"],
+        options["uuids"],
+    )
+    if not isinstance(options["again"], bool):
+        raise TypeError(f"again={options['again']!r} must be True or False")
+    return prepare_frame(
+        df, on_naive_timestamp=options["on_naive_timestamp"], uuids=options["uuids"], derive=False
+    )
+
+
 def _begin(
-    client: AnyApiClient, df: pd.DataFrame, options: dict[str, Any]
+    client: AnyApiClient, df: pd.DataFrame, options: dict[str, Any], prepared: PreparedFrame, key: str | None
 ) -> tuple[_Run, bool, Coroutine[Any, Any, pd.DataFrame]]:
-    """What both forms of `capture_frame` do before anything is sent, in the caller's thread: check the
-    options (``capture_frame``'s keyword arguments by name), prepare the frame and its run (warnings point
-    at the caller's line), and the coroutine that sends and reports."""
+    """What both forms of `capture_frame` do before anything is sent, in the caller's thread, once the
+    frame is prepared (``_check``) and the project key known: choose the run (warnings point at the
+    caller's line), and the coroutine that sends and reports."""
     size = _options(
         options["batch_size"],
         options["max_batch_bytes"],
@@ -511,7 +553,7 @@ def _begin(
         options["batch_attempts"],
         options["uuids"],
     )
-    run = _prepare_run(client, df, options["on_naive_timestamp"], options["uuids"], options["resume"])
+    run = _prepare_run(client, prepared, options, key)
     historical = _historical(run.prepared, options["historical_migration"])
     coro = _acapture_run(
         client,
@@ -542,6 +584,7 @@ def capture_frame(
     batch_attempts: int = 2,
     uuids: UuidPolicy = "content",
     resume: Resume = None,
+    again: bool = False,
 ) -> pd.DataFrame:
     """Send a DataFrame of events through ``/batch/`` and return a report with one row per event (same index).
 
@@ -550,21 +593,25 @@ def capture_frame(
     are dropped from properties. Naive datetimes are read in the kernel's local time zone, as the official
     SDK reads ``datetime.now()`` (``on_naive_timestamp="utc"`` takes them as UTC, ``"raise"`` refuses them).
 
-    Exactly once, never merged: rows without a ``uuid`` get one derived from the call's run key and the
-    row (index label, its repeat, content; ``uuids="content"``). Retries within the call, and the same rows
-    sent again with ``resume=report`` (or ``resume=report.attrs["run_key"]``), carry the same uuids, which
-    the service keeps once; separate calls never share a uuid, so identical events sent in two calls stay
-    two events. ``resume=None`` resumes an unfinished run of this client holding every row (after Ctrl-C or
-    failed batches), with a ``ResumedRunWarning``; ``resume=False`` always starts a new run (see
+    Exactly once across kernel deaths, never merged: a run journal on disk (``capture._journal``: the
+    user's cache folder, digests only) records each run's rows by content identity (the fields sent, not
+    the index label) and what the service acknowledged. Rows without a ``uuid`` get one derived from the
+    run key and their slot (the k-th row of its event/distinct_id/timestamp in the run), so a retry, a
+    resume in any kernel and two identical rows (two slots) all come out right. ``resume=None`` resumes an
+    unfinished run of this project holding any row of the call (after a kernel death, Ctrl-C or failed
+    batches) with a ``ResumedRunWarning``; rows a finished run stored are not sent again (status
+    ``already_sent``, ``AlreadySentWarning`` "all N rows were sent at T"); ``again=True`` sends every row
+    as new events; ``resume=report`` (or its run key) finishes that run, matching rows by content (see
     ``capture._runs``). Events without a timestamp get a ``MissingTimestampWarning``: the service stamps
-    them on arrival. ``uuids="random"`` gives fresh UUIDv7s instead.
+    them on arrival. ``uuids="random"`` gives fresh UUIDv7s instead (no journal).
     Rows the service would refuse (empty name or id, a name or id over 200 characters, over the service's
     1,000,000-byte per-event limit, infinite numbers, text that is not valid
     Unicode, nesting deeper than ``MAX_NESTING``) are refused here with the reason; the rest go on.
 
     Batches hold at most ``batch_size`` (1000) events and ``max_batch_bytes`` (5 MB) of JSON, ``concurrency``
     are in flight at once. ``historical_migration=None`` sets the flag when every event is over 48 h old.
-    Report columns: uuid, event, distinct_id, status (sent/refused/failed/not_attempted), reason, batch;
+    Report columns: uuid, event, distinct_id, status (sent/already_sent/refused/failed/not_attempted),
+    reason, batch;
     ``report.attrs["run_key"]`` names the run; it is also kept as ``client.last_capture_report``. Ctrl-C lets
     batches in flight finish and raises ``CaptureInterrupted`` (a ``KeyboardInterrupt``) whose ``.report``
     says what was sent, failed and not attempted. With an ``AsyncClient`` use ``await acapture_frame(...)``.
@@ -585,13 +632,16 @@ def capture_frame(
         batch_attempts: Rounds of the client's retries for each batch before it is reported ``failed``.
         uuids: ``"content"`` derives uuids from the run and each row (a resume never doubles); ``"random"``
             gives fresh UUIDv7s.
-        resume: A report (or its ``run_key``) whose run to finish; False: a new run; None: resume an
-            unfinished run of this client that holds every row.
+        resume: A report (or its ``run_key``) whose run to finish (rows matched by content); False: a new
+            run (as ``again=True``); None: resume an unfinished run of this project from the journal.
+        again: Send every row as new events in a new run, even rows the journal shows already stored
+            (by default those are reported ``already_sent`` and not sent).
 
     Returns:
         The report: one row per input row (same index) with ``uuid``, ``event``, ``distinct_id``, ``status``
-            (``sent``, ``refused``, ``failed``, ``not_attempted``), ``reason`` and ``batch``; ``report.attrs``
-            holds ``run_key``, ``counts`` and ``historical_migration``.
+            (``sent``, ``already_sent``, ``refused``, ``failed``, ``not_attempted``), ``reason`` and
+            ``batch``; ``report.attrs`` holds ``run_key``, ``resumed``, ``counts`` and
+            ``historical_migration``.
 
     Raises:
         CaptureInterrupted: Ctrl-C; its ``.report`` says what was sent.
@@ -608,10 +658,13 @@ def capture_frame(
         "batch_attempts": batch_attempts,
         "uuids": uuids,
         "resume": resume,
+        "again": again,
     }
-    run, historical, coro = _begin(client, df, options)
     if not isinstance(client, ApiClient):
-        return run_blocking(client, coro, "acapture_frame")  # raises: an AsyncClient awaits acapture_frame
+        return run_blocking(client, project_key(client), "acapture_frame")  # raises: use acapture_frame
+    prepared = _check(df, options)
+    key = client.run(project_key(client)) if needs_key(prepared) else None
+    run, historical, coro = _begin(client, df, options, prepared, key)
     run.sync_caller = True
 
     def stop() -> None:
@@ -640,7 +693,10 @@ async def acapture_frame(*args: Any, **kwargs: Any) -> pd.DataFrame:
     docstring is `capture_frame`'s). Cancelling it lets batches in flight settle, leaves the report on
     ``client.last_capture_report`` and re-raises."""
     options = bind_arguments(capture_frame, args, kwargs)
-    _, _, coro = _begin(options.pop("client"), options.pop("df"), options)
+    client, df = options.pop("client"), options.pop("df")
+    prepared = _check(df, options)
+    key = await project_key(client) if needs_key(prepared) else None
+    _, _, coro = _begin(client, df, options, prepared, key)
     return await coro
 
 

@@ -21,7 +21,7 @@ from analytics_nb.capture._values import (
     MISSING,
     NaivePolicy,
     ValueConversionError,
-    content_uuids,
+    content_digests,
     convert_column,
     has_lone_surrogate,
     is_missing,
@@ -29,7 +29,7 @@ from analytics_nb.capture._values import (
     json_value,
     new_uuid7,
     new_uuids,
-    run_uuids,
+    slot_uuids,
 )
 from analytics_nb.wire import check_distinct_id, distinct_id_problem
 
@@ -44,6 +44,7 @@ __all__ = [
     "PreparedFrame",
     "build_event",
     "encode_event",
+    "first_slots",
     "message_bytes",
     "prepare_frame",
     "too_big_reason",
@@ -268,19 +269,33 @@ class PreparedFrame:
     timestamps: list[str | None]
     properties: list[dict[str, Any]]
     refused: dict[int, str] = field(default_factory=dict)
-    #: Each row's identity within a run (``content_uuids`` of its index label, repeat of that label and
-    #: content); None for a row with its own ``uuid`` and with ``uuids="random"``.
-    row_ids: list[str | None] = field(default_factory=list)
-    #: The run the derived uuids belong to (a UUID text; ``set_run``); None when no uuid is derived.
+    #: Each row's *content identity*: a 64-bit digest of the fields that are sent (event, distinct_id,
+    #: timestamp, its own uuid, properties), independent of the index label, the row's place and the
+    #: column order; None for a refused row and with ``uuids="random"``.
+    content_ids: list[int | None] = field(default_factory=list)
+    #: Each row's *core key*: the digest of event, distinct_id, timestamp and own uuid (not properties).
+    core_ids: list[int | None] = field(default_factory=list)
+    #: Whether the row carries its own ``uuid`` (sent as given).
+    own_uuid: list[bool] = field(default_factory=list)
+    #: The run the rows belong to (a UUID text; ``set_run``); None with ``uuids="random"`` or before a run
+    #: is chosen.
     run_key: str | None = None
+    #: ``uuids="content"``: the uuids of rows without one are derived from their run slot.
+    content: bool = True
 
-    def set_run(self, run_key: str) -> None:
-        """Derive the uuids of the rows without one for the run ``run_key`` (``run_uuids``)."""
-        where = [i for i, r in enumerate(self.row_ids) if r is not None]
-        made = run_uuids([self.row_ids[i] or "" for i in where], run_key)
+    def identified(self) -> list[int]:
+        """Positions of the rows that have a content identity (not refused, ``uuids="content"``)."""
+        return [i for i, c in enumerate(self.content_ids) if c is not None and i not in self.refused]
+
+    def set_run(self, run_key: str, ks: dict[int, int]) -> None:
+        """Give each row ``pos`` of ``ks`` its run slot ``(core key, ks[pos])`` and, unless it has its own
+        uuid, the slot's uuid in ``run_key`` (``slot_uuids``)."""
+        where = [i for i in ks if not self.own_uuid[i]]
+        cores = [self.core_ids[i] or 0 for i in where]
+        made = slot_uuids(cores, [ks[i] for i in where], run_key)
         for i, uid in zip(where, made, strict=True):
             self.uuids[i] = uid
-        self.run_key = run_key if where else None
+        self.run_key = run_key
 
     def missing_timestamps(self) -> int:
         """How many events to send (not refused) have no timestamp."""
@@ -399,49 +414,61 @@ def _stable_properties(
     return [",".join(filter(None, row)) for row in zip(*fragments, strict=True)]
 
 
-def _content_uuids(
-    df: pd.DataFrame,
+def _text_or_null(value: str | None) -> str:
+    return "null" if value is None else _encode_text(value)
+
+
+def _identities(
     rows: list[int],
     parts: list[tuple[Any, ...]],
     properties_text: list[str | None] | None = None,
     refused: dict[int, str] | None = None,
-) -> list[str]:
-    """Row ids (``PreparedFrame.row_ids``; the uuids are these keyed with the run) from each row's content
-    and place: its index label (and which repeat of that label it is, for
-    a non-unique index) plus event, distinct_id, timestamp and properties. Keyed on the label, not the
-    position, so re-sending a subset (``df[report.status != "sent"]``) gives each row the uuid it had.
+) -> tuple[list[int], list[int]]:
+    """The content identity and the core key (``PreparedFrame.content_ids`` / ``core_ids``) of each row
+    of ``rows``; ``parts`` are (event, distinct_id, timestamp, own uuid, properties) of those rows.
 
-    The hashed text is ``_stable.encode([label, occurrence, event, distinct_id, timestamp, properties])``;
-    with ``properties_text`` (from ``_stable_properties``) the text of a row that is not ``refused`` is put
+    Content identity: the digest of ``_stable.encode([event, distinct_id, timestamp, uuid, properties])``,
+    the fields that are sent, so the index label, the row's place and the column order change nothing; an
+    added column (a new property) is new content. Core key: the digest of the same without properties.
+    With ``properties_text`` (from ``_stable_properties``) the text of a row that is not ``refused`` is put
     together from column-wise pieces instead, the same text in a fraction of the time."""
-    labels = df.index.tolist()
-    label_texts = _stable_texts(labels)
     refused = refused or {}
-    seen: dict[str, int] = {}
-    payloads: list[bytes] = []
+    contents: list[bytes] = []
+    cores: list[bytes] = []
     for pos, part in zip(rows, parts, strict=True):
-        label = label_texts[pos]
-        occurrence = seen.get(label, 0)
-        seen[label] = occurrence + 1
         inner = None if properties_text is None or pos in refused else properties_text[pos]
-        name, did, stamp = part[0], part[1], part[2]
+        name, did, stamp, own = part[0], part[1], part[2], part[3]
         if (
             inner is not None
             and type(name) is str
             and type(did) is str
             and (stamp is None or type(stamp) is str)
+            and (own is None or type(own) is str)
         ):
-            text = (
-                f"[{_encode_text(label)},{occurrence},{_encode_text(name)},{_encode_text(did)},"
-                f"{'null' if stamp is None else _encode_text(stamp)},{{{inner}}}]"
-            )
+            core = f"[{_encode_text(name)},{_encode_text(did)},{_text_or_null(stamp)},{_text_or_null(own)}"
+            text = f"{core},{{{inner}}}]"
+            core += "]"
         else:
             try:
-                text = _stable.encode([label, occurrence, *part])
+                text = _stable.encode(list(part))
+                core = _stable.encode(list(part[:4]))
             except (ValueError, TypeError, RecursionError):  # a refused row's leftovers: its place is enough
-                text = _stable.encode([label, occurrence, "row", pos])
-        payloads.append(text.encode("utf-8", "surrogatepass"))
-    return content_uuids(payloads)
+                text = core = _stable.encode(["row", pos])
+        contents.append(text.encode("utf-8", "surrogatepass"))
+        cores.append(core.encode("utf-8", "surrogatepass"))
+    return content_digests(contents), content_digests(cores)
+
+
+def first_slots(prepared: PreparedFrame) -> dict[int, int]:
+    """Slots of a run with no journaled rows: the k-th row (in frame order) of each core key gets k, so
+    two identical rows are two slots, two events."""
+    seen: dict[int, int] = {}
+    ks: dict[int, int] = {}
+    for i in prepared.identified():
+        core = prepared.core_ids[i] or 0
+        ks[i] = seen.get(core, 0)
+        seen[core] = ks[i] + 1
+    return ks
 
 
 def _check_frame(df: Any, uuids: Any) -> None:
@@ -636,12 +663,15 @@ def prepare_frame(
     on_naive_timestamp: NaivePolicy = "local",
     uuids: UuidPolicy = "content",
     run_key: str | None = None,
+    derive: bool = True,
 ) -> PreparedFrame:
     """Validate and convert an events frame (see ``capture_frame``) without per-row pandas indexing.
 
-    Rows without a ``uuid`` get one derived from the run key and their row id (``uuids="content"``, the
-    default: index label, its repeat, and content; the same frame in the same run carries the same uuids,
-    in another run other ones; ``run_key=None`` starts a new run) or a fresh UUIDv7 (``uuids="random"``).
+    Rows without a ``uuid`` get one derived from the run key and their slot (``uuids="content"``, the
+    default: the k-th row of a core key is slot ``(core, k)``, see ``first_slots``; ``capture_frame``
+    then assigns slots from the journal, ``capture._runs``; ``run_key=None`` starts a new run) or a fresh
+    UUIDv7 (``uuids="random"``). ``derive=False`` leaves them to ``PreparedFrame.set_run`` (``capture_frame``
+    chooses the run first).
     """
     _check_frame(df, uuids)
     n = len(df)
@@ -655,21 +685,28 @@ def prepare_frame(
         _merge_properties_column(df, props, on_naive_timestamp, refused)
     _add_groups(df, props)
 
-    absent = [i for i, u in enumerate(row_uuids) if u is None]
-    row_ids: list[str | None] = [None] * n
+    own = [u is not None for u in row_uuids]
+    content_ids: list[int | None] = [None] * n
+    core_ids: list[int | None] = [None] * n
     if uuids == "random":
+        absent = [i for i, u in enumerate(row_uuids) if u is None]
         for i, uid in zip(absent, new_uuids(len(absent)), strict=True):
             row_uuids[i] = uid
     else:
-        made = _content_uuids(
-            df,
-            absent,
-            [(names[i], dids[i], timestamps[i], props[i]) for i in absent],
+        unsent = [i for i in refused if row_uuids[i] is None]  # never sent: a uuid only for the report
+        for i, uid in zip(unsent, new_uuids(len(unsent)), strict=True):
+            row_uuids[i] = uid
+            own[i] = True
+        kept = [i for i in range(n) if i not in refused]
+        made, cores = _identities(
+            kept,
+            [(names[i], dids[i], timestamps[i], row_uuids[i], props[i]) for i in kept],
             properties_text,
             refused,
         )
-        for i, rid in zip(absent, made, strict=True):
-            row_ids[i] = rid
+        for i, content, core in zip(kept, made, cores, strict=True):
+            content_ids[i] = content
+            core_ids[i] = core
 
     prepared = PreparedFrame(
         n=n,
@@ -679,8 +716,11 @@ def prepare_frame(
         timestamps=timestamps,
         properties=props,
         refused=refused,
-        row_ids=row_ids,
+        content_ids=content_ids,
+        core_ids=core_ids,
+        own_uuid=own,
+        content=uuids == "content",
     )
-    if uuids == "content":
-        prepared.set_run(run_key or new_uuid7())
+    if uuids == "content" and derive:
+        prepared.set_run(run_key or new_uuid7(), first_slots(prepared))
     return prepared

@@ -121,7 +121,8 @@ UnknownKeys = Literal["warn", "raise", "ignore"]
 
 class UnknownFlagKeyWarning(UserWarning):
     """``flag_called`` was given a key the project has no flag for (a typo?): the event is still sent, as
-    the SDKs send it (``$feature_flag_error: flag_missing``), and the warning names the closest keys."""
+    posthog-python sends a read of a flag that does not exist (a null response and ``$feature_flag_error:
+    flag_missing``, not the value passed), and the warning names the closest keys."""
 
 
 class UnknownFlagKeyError(ValueError):
@@ -161,20 +162,22 @@ async def _known_keys(client: AnyApiClient) -> set[str] | None:
     return None if cache is None else {f.key for f in cache.response.flags}
 
 
-async def check_flag_keys(client: AnyApiClient, keys: Iterable[str], unknown_keys: UnknownKeys) -> None:
+async def check_flag_keys(
+    client: AnyApiClient, keys: Iterable[str], unknown_keys: UnknownKeys
+) -> frozenset[str]:
     """Warn (or raise, for ``unknown_keys="raise"``) about keys the project has no flag for, naming the
-    closest existing keys (difflib); ``"ignore"`` skips the check. No request when the client already
-    holds the definitions."""
+    closest existing keys (difflib), and return them (the caller sends them as missing flags); ``"ignore"``
+    skips the check. No request when the client already holds the definitions."""
     if unknown_keys not in ("warn", "raise", "ignore"):
         raise ValueError(f"unknown_keys={unknown_keys!r} must be 'warn', 'raise' or 'ignore'.")
     if unknown_keys == "ignore":
-        return
+        return frozenset()
     known = await _known_keys(client)
     if known is None:
-        return
+        return frozenset()
     missing = [k for k in dict.fromkeys(str(k) for k in keys) if k not in known]
     if not missing:
-        return
+        return frozenset()
     parts = []
     for key in missing[:5]:
         close = difflib.get_close_matches(key, sorted(known), n=3, cutoff=0.6)
@@ -185,11 +188,13 @@ async def check_flag_keys(client: AnyApiClient, keys: Iterable[str], unknown_key
     if unknown_keys == "raise":
         raise UnknownFlagKeyError(f"{what}. Nothing was sent; fix the key (or pass unknown_keys='warn').")
     warnings.warn(
-        f"{what}: $feature_flag_called is sent anyway (as the SDKs do, with $feature_flag_error "
-        "'flag_missing'); pass unknown_keys='raise' to refuse.",
+        f"{what}: $feature_flag_called is sent as posthog-python sends a read of a flag that does not "
+        "exist, with a null $feature_flag_response and $feature_flag_error 'flag_missing' (the value "
+        "passed is not recorded); pass unknown_keys='raise' to refuse.",
         UnknownFlagKeyWarning,
         stacklevel=4,
     )
+    return frozenset(missing)
 
 
 def _groups_key(groups: Mapping[str, Any] | None) -> tuple[tuple[str, str], ...]:
@@ -321,6 +326,19 @@ def _from_decide(decide: Any, key: str, kw: dict[str, Any]) -> Any:
     return decide.get_value(key)
 
 
+def _as_missing(kw: dict[str, Any]) -> None:
+    """Make ``kw`` a read of a flag the project does not have, as posthog-python 7.91.1 reports one: the
+    remote read finds no record, so the response is None and ``$feature_flag_error`` is ``flag_missing``
+    (``posthog/client.py``: ``_remote_flag_result_error`` appends ``FeatureFlagError.FLAG_MISSING`` when
+    ``flag_details is None``, and ``FeatureFlagResult.from_flag_details(None, ...)`` is None, sent as
+    ``$feature_flag_response`` by ``_capture_feature_flag_called``); the caller sends a None response."""
+    errors = [e for e in str(kw.get("error") or "").split(",") if e]
+    if FLAG_MISSING not in errors:
+        errors.append(FLAG_MISSING)
+    kw["error"] = ",".join(errors)
+    kw["payload"] = None
+
+
 def flag_called(
     client: ApiClient,
     distinct_id: Any,
@@ -343,8 +361,10 @@ def flag_called(
     reported; a failed send raises and is not remembered. With an ``AsyncClient`` use ``aflag_called``.
 
     A ``key`` the project has no flag for (a typo) gives an `UnknownFlagKeyWarning` naming the closest
-    keys, or `UnknownFlagKeyError` before anything is sent with ``unknown_keys="raise"`` (``"ignore"``:
-    no check). The check uses the definitions the client holds (read once, then kept with their ETag).
+    keys and is sent as posthog-python sends a read of a missing flag (a null response,
+    ``$feature_flag_error "flag_missing"``), or `UnknownFlagKeyError` before anything is sent with
+    ``unknown_keys="raise"`` (``"ignore"``: no check, the value sent as given). The check uses the
+    definitions the client holds (read once, then kept with their ETag).
 
     Args:
         client: The sync ``Client`` that sends the event and remembers what it reported.
@@ -402,12 +422,15 @@ async def _flag_called(
     unknown_keys: UnknownKeys,
 ) -> bool:
     """`flag_called`'s flow; ``given`` holds the payload and metadata the caller passed."""
-    await check_flag_keys(client, [key], unknown_keys)
+    missing = await check_flag_keys(client, [key], unknown_keys)
     kw: dict[str, Any] = {k: v for k, v in given.items() if v is not None or k not in _OPTIONAL_METADATA}
     kw["error"] = None
     if isinstance(response, DecideResponse):
         response = _from_decide(response, key, kw)
     response = _plain(response)
+    if key in missing:
+        _as_missing(kw)
+        response = None
     props = flag_called_properties(key, response, locally_evaluated=locally_evaluated, **kw)
     event = build_event(EVENT, distinct_id, props, groups=groups)  # validates before the key is reserved
     if response is None:  # a missing flag is reported as null, as the SDKs do (build_event drops None)
@@ -496,7 +519,7 @@ async def _flag_called_frame(
             "flag_called_frame needs a simulation frame (or SimulationResult) with a 'distinct_id' column"
         )
     keys = flag_columns(frame, flags)
-    await check_flag_keys(client, keys, unknown_keys)
+    missing = await check_flag_keys(client, keys, unknown_keys)
     defs = _definitions(flags)
     cache = flag_called_cache(client)
     labels = list(frame.index)
@@ -519,10 +542,10 @@ async def _flag_called_frame(
         reasons = column(f"{key}:reason")
         flag_id, version, has_experiment = defs.get(key, (None, None, None))
         for i, did in enumerate(dids):
-            value = _plain(values[i])
+            value = None if key in missing else _plain(values[i])  # a missing flag reads as None
             groups = {t: v[i] for t, v in group_vals.items() if not is_missing(v[i])}
             row = {"row": labels[i], "distinct_id": did, "key": key, "response": value}
-            if value is None:
+            if value is None and key not in missing:
                 rows.append({**row, "status": "skipped", "reason": "the flag's value is unknown (NA) here"})
                 continue
             if is_missing(did):
@@ -541,7 +564,12 @@ async def _flag_called_frame(
                 reason=None if reasons is None else _plain(reasons[i]),
                 locally_evaluated=locally_evaluated,
                 has_experiment=has_experiment,
+                error=FLAG_MISSING if key in missing else None,
             )
+            if key in missing:  # as the SDK sends a flag that does not exist: no value, no payload (the
+                # null response is left out here: capture_frame drops top-level nulls, and PostHog reads
+                # an absent property as null)
+                props.pop("$feature_flag_payload", None)
             if groups:
                 props["$groups"] = {t: str(v) for t, v in groups.items()}
             rows.append(row)

@@ -30,7 +30,7 @@ __all__ = [
     "ColumnValues",
     "NaiveTimestampError",
     "ValueConversionError",
-    "content_uuids",
+    "content_digests",
     "convert_column",
     "has_lone_surrogate",
     "is_missing",
@@ -39,7 +39,7 @@ __all__ = [
     "local_zone",
     "new_uuid7",
     "new_uuids",
-    "run_uuids",
+    "slot_uuids",
 ]
 
 NaivePolicy = Literal["local", "utc", "raise"]
@@ -417,26 +417,25 @@ def _v8_texts(digest: bytes, n: int) -> list[str]:
     ]
 
 
-def content_uuids(payloads: list[bytes]) -> list[str]:
-    """One UUID per payload, derived from its bytes: the same payload always gives the same UUID.
-
-    RFC 9562 UUIDv8 (the custom layout): the 128-bit BLAKE2b digest of the payload with the version (8) and
-    variant bits set. ``capture_frame`` hashes each row's place and content into this *row id*; the uuid it
-    sends is ``run_uuids`` of the row id and the run's key, so only a resume of the same run repeats it.
-    """
-    digest = b"".join(hashlib.blake2b(p, digest_size=16).digest() for p in payloads)
-    return _v8_texts(digest, len(payloads))
+def content_digests(payloads: list[bytes]) -> list[int]:
+    """A 64-bit BLAKE2b digest of each payload (big-endian integer): the same bytes always give the same
+    number. ``capture_frame`` hashes each row's sent fields into its *content identity* and its event,
+    distinct_id, timestamp and own uuid into its *core key* (``capture._events``); the capture journal
+    stores these numbers, never the content itself."""
+    return [int.from_bytes(hashlib.blake2b(p, digest_size=8).digest(), "big") for p in payloads]
 
 
-def run_uuids(row_ids: list[str], run_key: str) -> list[str]:
-    """The uuids of rows with these row ids (``content_uuids``) in the run ``run_key`` (a UUID text): the
-    128-bit BLAKE2b of the row id keyed with the run key, as a UUIDv8. The same row in the same run always
-    gets the same uuid (a retry, a resume); the same row in another run gets another (a separate event)."""
+def slot_uuids(cores: list[int], ks: list[int], run_key: str) -> list[str]:
+    """The uuids of run slots: slot = (core key, k), the k-th event of that core key in the run. The 128-bit
+    BLAKE2b of the core key and k, keyed with the run key (a UUID text), as a UUIDv8. The same slot of the
+    same run always gets the same uuid (a retry, a resume in any process); another run gets another (a
+    separate event)."""
     key = uuid_mod.UUID(run_key).bytes
     digest = b"".join(
-        hashlib.blake2b(bytes.fromhex(r.replace("-", "")), digest_size=16, key=key).digest() for r in row_ids
+        hashlib.blake2b(core.to_bytes(8, "big") + k.to_bytes(4, "big"), digest_size=16, key=key).digest()
+        for core, k in zip(cores, ks, strict=True)
     )
-    return _v8_texts(digest, len(row_ids))
+    return _v8_texts(digest, len(cores))
 
 
 def new_uuids(n: int) -> list[str]:
