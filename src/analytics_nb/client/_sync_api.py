@@ -7,14 +7,16 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from analytics_nb.client._config import hold_key
 from analytics_nb.client._resources._playlists import _UNSET
 from analytics_nb.client._resources._recordings import CALLS_PER_MINUTE
 
 if TYPE_CHECKING:
     import builtins
-    from collections.abc import Iterable, Iterator, Mapping, Sequence
+    from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
     from typing import Any, Literal, Unpack
 
+    import httpx
     import pandas as pd
 
     from analytics_nb.client._client import AsyncApiClient
@@ -1178,6 +1180,80 @@ class ApiClientMethods:
 
     _async: AsyncApiClient
     _loop: LoopThread
+    _open: Callable[..., None]  # the sync client's: builds the async client, the loop
+
+    def __init__(
+        self,
+        host: str = "us",
+        *,
+        personal_api_key: str | None = None,
+        project_api_key: str | None = None,
+        secret_api_key: str | None = None,
+        project_id: int | str = "@current",
+        organization_id: str | None = None,
+        timeout: float = 30.0,
+        max_retries: int = 4,
+        rate_limit: bool = False,
+        max_concurrency: int = 8,
+        progress: bool | None = None,
+        retry_backoff: float = 0.5,
+        max_retry_wait: float = 60.0,
+        transport: httpx.AsyncBaseTransport | None = None,
+        http_transport: str = "auto",
+    ) -> None:
+        """Connect to a PostHog Cloud region, a self-hosted PostHog or a sandbox (nothing is sent yet).
+
+        Args:
+            host: ``"us"`` or ``"eu"`` for PostHog Cloud (``/api`` goes to the app host, flags and capture to
+                the ingestion host), or the base URL of a self-hosted PostHog or a sandbox, which serves both.
+            personal_api_key: A personal API key (``phx_...``) for everything under ``/api``, with the scopes
+                of what you do. None: no ``/api`` calls.
+            project_api_key: The project API key (``phc_...``, public) for ``/flags`` and capture. None: read
+                from the project with the personal key when needed.
+            secret_api_key: A Project Secret API Key (``phs_...``, ``feature_flag:read``) for flag
+                definitions, as today's PostHog wants. None: the personal key is used.
+            project_id: The project's id. ``"@current"``: the personal key's current project.
+            organization_id: The organization's id (the legacy plugin API needs it). None: read from
+                ``/api/organizations/@current/`` when needed.
+            timeout: Seconds before one request gives up (then retried).
+            max_retries: Retries of a failed request (network errors, 5xx, 408, 429), with jittered backoff.
+            rate_limit: Keep under the service's per-key rate limits on the client side.
+            max_concurrency: Requests in flight at once for listings and bulk calls.
+            progress: Progress bars on long listings; False hides them. None: shown unless ``TQDM_DISABLE`` is
+                set.
+            retry_backoff: The first retry's wait in seconds; it doubles per attempt.
+            max_retry_wait: The longest wait between retries, in seconds; a ``Retry-After`` asking more is not
+                waited for.
+            transport: An httpx transport to send through (tests, proxies). None: the default.
+            http_transport: ``"auto"`` (aiohttp under httpx with the ``fast`` extra), ``"aiohttp"`` or
+                ``"httpx"``.
+
+        Raises:
+            ValueError: A key has a character no key has, or an argument is out of range (the message names
+                it, never the key).
+        """
+        __tracebackhide__ = True  # IPython and pytest show the caller's line
+        # held first: no frame below holds a key as text (issue 27 #6)
+        personal_api_key = hold_key(personal_api_key)
+        project_api_key = hold_key(project_api_key)
+        secret_api_key = hold_key(secret_api_key)
+        self._open(
+            host,
+            personal_api_key=personal_api_key,
+            project_api_key=project_api_key,
+            secret_api_key=secret_api_key,
+            project_id=project_id,
+            organization_id=organization_id,
+            timeout=timeout,
+            max_retries=max_retries,
+            rate_limit=rate_limit,
+            max_concurrency=max_concurrency,
+            progress=progress,
+            retry_backoff=retry_backoff,
+            max_retry_wait=max_retry_wait,
+            transport=transport,
+            http_transport=http_transport,
+        )
 
     def decide(
         self,

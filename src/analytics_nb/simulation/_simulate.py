@@ -42,10 +42,8 @@ from analytics_nb.client import (
     AsyncApiClient,
     Core,
     FeatureFlags,
-    bind_arguments,
     progress_bar,
     run_interruptible,
-    same_signature,
 )
 from analytics_nb.errors import PostHogError
 from analytics_nb.simulation._compare import compare
@@ -88,7 +86,7 @@ from analytics_nb.tables import Family, Output, default_output
 if TYPE_CHECKING:
     from analytics_nb.flags import FrameEvaluator
 
-__all__ = ["Engine", "SimulationOptions", "asimulate", "check_options", "simulate"]
+__all__ = ["Engine", "SimulationOptions", "check_options", "simulate"]
 
 Engine = Literal["remote", "local", "both", "sql"]
 Mode = Literal["server", "sdk"]
@@ -677,12 +675,14 @@ def simulate(
     return result
 
 
-@same_signature(simulate)
-async def asimulate(*args: Any, **kwargs: Any) -> SimulationResult:
-    # `simulate` for async code and `AsyncClient` (same parameters and docstring): the decide requests run on
-    # the caller's event loop. Cancelled during a remote or both run (``task.cancel()``, Ctrl-C in Jupyter),
-    # it returns the rows answered so far as a partial result (``result.partial``); with none it re-raises.
-    arguments = bind_arguments(simulate, args, kwargs)
+async def _asimulate(**kwargs: Any) -> SimulationResult:
+    """`simulate` for async code and `AsyncClient`: the decide requests run on the caller's event loop.
+
+    Cancelled during a remote or both run (``task.cancel()``, Ctrl-C in Jupyter), it returns the rows
+    answered so far as a partial result (``result.partial``); with none it re-raises. (``asimulate``,
+    written from `simulate`'s signature by ``scripts/generate_sync.py``, passes every argument by name.)
+    """
+    arguments = dict(kwargs)
     if arguments["engine"] == "sql":  # DuckDB works in a thread; an async client only fetches definitions
         return await asql(arguments)
     check_sql_options(arguments["engine"], arguments.pop("out"), arguments.pop("memory_limit"))
@@ -692,7 +692,7 @@ async def asimulate(*args: Any, **kwargs: Any) -> SimulationResult:
     )
     if isinstance(client, ApiClient):
         # A sync Client awaited from async code: its calls block, so run them off this loop.
-        return await asyncio.to_thread(functools.partial(simulate, *args, **kwargs))
+        return await asyncio.to_thread(functools.partial(simulate, **kwargs))
     if client is not None and not isinstance(client, AsyncApiClient):
         raise TypeError(
             f"client= must be an analytics_nb Client or AsyncClient, got {type(client).__name__}."
