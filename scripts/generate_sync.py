@@ -1,19 +1,26 @@
-"""Write the sync API from the async source: ``python scripts/generate_sync.py`` (``--check``: fail if stale).
+"""Write the typed forms from their one source: ``python scripts/generate_sync.py`` (``--check``: stale?).
 
-The async classes are the one source (``client/_resources/*.py``, ``AsyncApiClient``). (``session``'s
-``Client`` / ``AsyncClient`` verbs are not generated: each verb is one function and both clients' methods
-delegate to it through ``client.sync_method`` / ``client.async_method``.) For each public ``async def`` this
-script writes an ordinary sync method with the same parameters, defaults, annotations and docstring, whose
-body hands the coroutine to the client's loop thread:
+Two kinds of generated source, both plain Python committed to the repository (so ``inspect.getsource``,
+``help()``, editors, mypy and pyright read them like any other code; nothing is built at import time):
 
-    def get(self, short_id: str) -> Playlist:
-        \"\"\"One playlist by ``short_id`` ...\"\"\"
-        return self._loop.run(self._async.get(short_id))
+1. The sync data-access API from the async classes (``client/_resources/*.py``, ``AsyncApiClient``): for
+   each public ``async def`` an ordinary sync method with the same parameters, defaults, annotations and
+   docstring, whose body hands the coroutine to the client's loop thread::
 
-An async generator (``AsyncIterator[X]``) becomes a method returning ``Iterator[X]`` through
-``self._loop.iterate``. The output is plain Python committed to the repository (so ``inspect.getsource``,
-``help()``, editors and mypy read it like any other code); ``tests/project/test_sync_generated.py`` fails
-when it no longer matches the async source. Nothing is built at import time.
+       def get(self, short_id: str) -> Playlist:
+           \"\"\"One playlist by ``short_id`` ...\"\"\"
+           return self._loop.run(self._async.get(short_id))
+
+   An async generator (``AsyncIterator[X]``) becomes a method returning ``Iterator[X]`` through
+   ``self._loop.iterate``; ``ApiClient.__init__`` is written from ``AsyncApiClient.__init__``.
+2. The analyst verbs' other forms from each verb (``VERBS``: ``simulate``, ``capture_frame``, ...; a sync
+   function with the one parameter list and docstring): the async twin ``a<verb>`` (``<module>_twins.py``;
+   it awaits the module's hand-written ``_a<verb>`` with every argument by name), and the methods of
+   ``Client`` / ``AsyncClient`` (``session/_verbs.py``). The sync method carries the verb's whole docstring
+   (what Shift-Tab shows in a notebook); the async forms say what differs and point to the verb.
+
+The signatures are read from the source, so a parameter added to a verb reaches every form in one run.
+``--check`` (``scripts/test``, ``tests/project/test_sync_generated.py``) fails when a file is stale.
 """
 
 from __future__ import annotations
