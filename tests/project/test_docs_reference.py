@@ -46,9 +46,10 @@ PRIVATE = {
     "DefinitionsCache",
     "progress_bar",
     "progress_enabled",
-    "run",
-    "core",
-    "config",
+}
+#: the clients' own machinery (``client.run(coro)``, the ``Core``, the config object)
+PRIVATE_MEMBERS = {
+    f"analytics_nb.{c}.{m}" for c in ("Client", "AsyncClient") for m in ("run", "core", "config")
 }
 OBJECT = re.compile(r'id="(analytics_nb\.[\w.]+)"')
 BASES = re.compile(r"Bases:.*?</p>", re.S)
@@ -64,7 +65,11 @@ FIRST_PAGES = [
 def private_objects(html: str) -> list[str]:
     """The rendered objects of a page whose dotted path has a private part (``_x``, or in `PRIVATE`), and
     private names in a ``Bases:`` line."""
-    found = [path for path in OBJECT.findall(html) if {*path.split(".")} & PRIVATE or "._" in path]
+    found = [
+        path
+        for path in OBJECT.findall(html)
+        if {*path.split(".")} & PRIVATE or "._" in path or path in PRIVATE_MEMBERS
+    ]
     for bases in BASES.findall(html):
         found += [name for name in PRIVATE if re.search(rf"\b{name}\b", bases)]
     return sorted(set(found))
