@@ -679,9 +679,10 @@ async def _asimulate(**kwargs: Any) -> SimulationResult:
     """`simulate` for async code and `AsyncClient`: the decide requests run on the caller's event loop.
 
     Cancelled during a remote or both run (``task.cancel()``, Ctrl-C in Jupyter), it returns the rows
-    answered so far as a partial result (``result.partial``); with none it re-raises. (``asimulate``,
-    written from `simulate`'s signature by ``scripts/generate_sync.py``, passes every argument by name.)
+    answered so far as a partial result (``result.partial``); with none it re-raises.
     """
+    # asimulate (simulation/_simulate_twins.py, written from simulate's signature by scripts/generate_sync.py)
+    # passes every argument by name, defaults filled in
     arguments = dict(kwargs)
     if arguments["engine"] == "sql":  # DuckDB works in a thread; an async client only fetches definitions
         return await asql(arguments)

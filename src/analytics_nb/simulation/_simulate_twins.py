@@ -49,8 +49,7 @@ async def asimulate(
     """`simulate` for async code and `AsyncClient`: the decide requests run on the caller's event loop.
 
     Cancelled during a remote or both run (``task.cancel()``, Ctrl-C in Jupyter), it returns the rows
-    answered so far as a partial result (``result.partial``); with none it re-raises. (``asimulate``,
-    written from `simulate`'s signature by ``scripts/generate_sync.py``, passes every argument by name.)
+    answered so far as a partial result (``result.partial``); with none it re-raises.
 
     The parameters, defaults and answer of `simulate`: see it for each parameter.
     """
