@@ -8,8 +8,10 @@ attributes flags to events, captures them and reads them back, and prints what i
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 import time
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,6 +31,8 @@ SIMULATED_FLAGS = ["new-checkout", "beta-feature", "gradual-rollout", "paid-upse
 #: The what-if: this flag's first condition goes from its seeded rollout to ``WHATIF_PERCENT``.
 WHATIF_FLAG = "gradual-rollout"
 WHATIF_PERCENT = 60
+#: the longest first clause a warning line keeps (the whole warning can run to 1,400 characters)
+WARNING_HEAD = 110
 
 
 @dataclass
@@ -39,6 +43,7 @@ class DemoSummary:
     lines: list[tuple[str, str]] = field(default_factory=list)
     files: list[Path] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
 
     def add(self, label: str, text: str) -> None:
         """Record one workflow's result line."""
@@ -53,7 +58,21 @@ class DemoSummary:
         out.append(f"Wrote {n} file{'' if n == 1 else 's'} to {self.out}:")
         out += [f"  {path}" for path in self.files]
         out += [f"Note: {note}" for note in self.notes]
+        out += [f"Warning: {text}" for text in self.warnings]
         return "\n".join(out)
+
+
+def short_warning(message: warnings.WarningMessage) -> str:
+    """One short line for a warning: its class, the first clause of its text (the count; the details
+    that follow can run to 1,400 characters) and where to read more: ``help()`` on the public class, whose
+    docstring says what it means and the fix (installed users have no docs folder)."""
+    cls = message.category
+    text = " ".join(str(message.message).split())
+    head = re.split(r"(?<=[.;:])\s", text, maxsplit=1)[0].rstrip(".;:")
+    if len(head) > WARNING_HEAD:
+        head = head[: WARNING_HEAD - 3].rstrip() + "..."
+    public = ".".join(cls.__module__.split(".")[:2])
+    return f"{cls.__name__}: {head} (more: help({public}.{cls.__name__}))"
 
 
 def _write_csv(summary: DemoSummary, df: pd.DataFrame, name: str) -> Path:
@@ -199,17 +218,21 @@ def run(out: str | Path = DEFAULT_OUT, *, echo: Callable[[str], Any] | None = No
     say = echo or (lambda _text: None)
     say("starting the embedded sandbox ...")
     client = Client.sandbox(seed="demo", progress=False)
-    try:
-        say("playlists ...")
-        _playlists(client, summary)
-        say("pipeline transformations ...")
-        _transformations(client, summary)
-        say("flag simulation and what-if ...")
-        sets = _flags(client, summary)
-        say("attribution and capture ...")
-        _attribution(client, sets, summary)
-    finally:
-        client.close()
+    # the workflows' warnings become one short line each in the summary, not a paragraph amid the output
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("default")
+        try:
+            say("playlists ...")
+            _playlists(client, summary)
+            say("pipeline transformations ...")
+            _transformations(client, summary)
+            say("flag simulation and what-if ...")
+            sets = _flags(client, summary)
+            say("attribution and capture ...")
+            _attribution(client, sets, summary)
+        finally:
+            client.close()
+    summary.warnings += dict.fromkeys(short_warning(w) for w in caught)
     return summary
 
 

@@ -129,3 +129,30 @@ def test_summary_render_lists_files_and_notes(tmp_path: Path) -> None:
     assert "  playlists: 3 playlists" in text
     assert f"Wrote 1 file to {tmp_path}:\n  {tmp_path / 'a.csv'}" in text
     assert text.endswith("Note: the chart was skipped")
+
+
+def test_each_warning_is_one_short_line_with_where_to_read_more(demo_run: tuple[int, str, str, Path]) -> None:
+    """Issue 38: the demo printed a 1,400-character `MissingPropertyWarning` in the middle of its output.
+    Now each warning is one line of the summary: its class, its count, and ``help()`` on the class."""
+    _, stdout, stderr, _ = demo_run
+    lines = [line for line in stdout.splitlines() if line.startswith("Warning: ")]
+    assert lines, stdout  # the demo's simulation does warn (properties the property sets lack)
+    assert any("MissingPropertyWarning: 10 flags read properties" in line for line in lines)
+    for line in lines:
+        assert len(line) < 200 and "(more: help(analytics_nb." in line, line
+    assert max(len(line) for line in (stdout + stderr).splitlines()) < 200
+    assert "Warning" not in stderr
+
+
+def test_short_warning_keeps_the_first_clause() -> None:
+    import warnings
+
+    from analytics_nb.simulation import MissingPropertyWarning
+
+    message = warnings.WarningMessage(
+        MissingPropertyWarning("3 flags read 2 properties: " + "x" * 1400), MissingPropertyWarning, "f.py", 1
+    )
+    assert demo.short_warning(message) == (
+        "MissingPropertyWarning: 3 flags read 2 properties "
+        "(more: help(analytics_nb.simulation.MissingPropertyWarning))"
+    )

@@ -49,7 +49,7 @@ def test_fresh_machine_makes_the_venv_installs_the_notebook_extra_and_starts_lab
     assert done.returncode == 0, done.stderr
     commands = _commands(done.stdout)
     assert commands[0] == ["python3", "-m", "venv", str(venv)]
-    assert commands[2][-2:] == ["-e", ".[notebook,fast,scale]"]
+    assert commands[2][-2:] == ["-e", ".[notebook,fast,scale,sql]"]
     lab = commands[-1]
     assert lab[:2] == [f"{venv}/bin/jupyter", "lab"]
     assert "--ServerApp.ip=127.0.0.1" in lab
@@ -86,7 +86,7 @@ def test_voila_port_and_passthrough_arguments() -> None:
     done = _run("--voila", "--port", "9001", "--dry-run", "--", "--no-browser", ANALYTICS_NB_LAB_TOKEN="t")
     assert done.returncode == 0, done.stderr
     commands = _commands(done.stdout)
-    assert any(c[-2:] == ["-e", ".[notebook,fast,scale,voila]"] for c in commands)
+    assert any(c[-2:] == ["-e", ".[notebook,fast,scale,sql,voila]"] for c in commands)
     voila = commands[-1]
     assert voila[0].endswith("/bin/voila") and voila[1] == "notebooks"
     assert "--Voila.ip=127.0.0.1" in voila and "--port=9001" in voila
@@ -350,6 +350,45 @@ def test_the_script_installs_what_every_example_notebook_imports() -> None:
             if not dists & installed:
                 missing[module] = sorted(notebooks)
         assert missing == {}, f"scripts/lab {' '.join(args)} installs .[{','.join(extras)}] without {missing}"
+
+
+#: what a notebook calls that imports an optional engine inside the package (not a notebook import), and
+#: the extra that installs it
+ENGINE_CALLS = {
+    r"engine=\\?[\"']sql": "sql",
+    r"\bsimulate_sql\(": "sql",
+    r"\bto_sql\(": "sql",
+    r"\bsimulate_dask\(": "dask",
+    r"\bsimulate_spark\(": "spark",
+}
+
+
+def test_the_script_installs_the_engines_the_notebooks_run() -> None:
+    """Issue 38: ``06_scale`` stopped at its ``engine="sql"`` / ``to_sql`` cells (2 of 11 cells unrun) in
+    the lab environment: DuckDB and SQLGlot are imported by the package, not by the notebook, so the import
+    check above did not see them."""
+    import re
+    from importlib import metadata
+
+    from packaging.requirements import Requirement
+
+    extras_of = {}
+    for text in metadata.requires("analytics-nb") or []:
+        req = Requirement(text)
+        for extra in re.findall(r'extra == "([\w-]+)"', str(req.marker)):
+            extras_of.setdefault(extra, set()).add(req.name)
+    commands = _commands(_run("--dry-run").stdout)
+    (spec,) = [c[-1] for c in commands if c[-2:-1] == ["-e"]]
+    installed = set().union(
+        *(extras_of.get(e, set()) for e in spec.removeprefix(".[").removesuffix("]").split(","))
+    )
+    for path in sorted((ROOT / "notebooks").glob("*.ipynb")):
+        text = path.read_text(encoding="utf-8")
+        for pattern, extra in ENGINE_CALLS.items():
+            if re.search(pattern, text):
+                assert extras_of[extra] <= installed, (
+                    f"{path.name} calls {pattern}; install the {extra} extra"
+                )
 
 
 @pytest.mark.slow

@@ -165,3 +165,55 @@ def test_transformations_say_the_plugin_api_is_gone() -> None:
                 call()
             assert "client.hog_functions" in str(gone.value)
         assert client.hog_functions.list(type="transformation")  # the replacement still answers
+
+
+def test_create_hog_function_compiles_empty_filters_to_true(sb: Sandbox) -> None:
+    """PostHog's `posthog/api/test/test_hog_function.py::test_create_hog_function` (commit 7661ca5): a
+    function created without filters returns ``{"source": "events", "bytecode": ["_H",
+    HOGQL_BYTECODE_VERSION, 29]}`` (29: the constant ``true``; HOGQL_BYTECODE_VERSION is 1). The sandbox
+    said ``["_H", 1]``, a program that leaves nothing on the stack."""
+    with api(sb) as http:
+        made = http.post(
+            _path(sb),
+            json={
+                "type": "destination",
+                "name": "Fetch URL",
+                "description": "Test description",
+                "hog": "fetch(inputs.url);",
+                "inputs": {},
+            },
+        )
+        empty = http.post(_path(sb), json={"type": "destination", "hog": "return event", "filters": {}})
+    assert made.status_code == 201, made.text
+    assert made.json()["filters"] == {"source": "events", "bytecode": ["_H", 1, 29]}
+    assert made.json()["inputs_schema"] == [] and made.json()["inputs"] == {}
+    assert empty.json()["filters"] == {"source": "events", "bytecode": ["_H", 1, 29]}
+
+
+def test_creates_with_template_values_if_not_provided(sb: Sandbox) -> None:
+    """PostHog's `posthog/api/test/test_hog_function.py::test_creates_with_template_values_if_not_provided`
+    (commit 7661ca5): without ``inputs`` the required ``url`` is a 400 at ``inputs__url``; with it, the
+    function takes the template's code, name, description, icon and ``inputs_schema`` as the template
+    endpoint shows them. The sandbox added ``"hidden": false`` to each schema item the template showed
+    without one (PostHog's templates carry ``secret``, ``hidden`` and ``required`` on every item:
+    `posthog/api/test/__data__/hog_function_templates.json`, ``template-webhook``)."""
+    payload: dict[str, Any] = {"template_id": "template-webhook", "type": "destination"}
+    with api(sb) as http:
+        missing = http.post(_path(sb), json=payload)
+        made = http.post(_path(sb), json={**payload, "inputs": {"url": {"value": "https://example.com"}}})
+        tpl = http.get(f"/api/projects/{sb.project_id}/hog_function_templates/template-webhook/").json()
+    assert missing.status_code == 400
+    assert missing.json() == {
+        "attr": "inputs__url",
+        "code": "invalid_input",
+        "detail": "This field is required.",
+        "type": "validation_error",
+    }
+    assert made.status_code == 201, made.text
+    body = made.json()
+    assert body["hog"] == tpl["code"].strip()
+    assert body["inputs_schema"] == tpl["inputs_schema"]
+    assert body["name"] == tpl["name"]
+    assert body["description"] == tpl["description"]
+    assert body["icon_url"] == tpl["icon_url"]
+    assert all("hidden" in item for item in tpl["inputs_schema"])

@@ -86,7 +86,7 @@ def test_as_of_between_two_edits_answers_as_the_older_definition(
             warnings.simplefilter("ignore", DefinitionsHistoryWarning)
             door = simulate(persons, keys, engine=engine, client=client, as_of=t1).frame  # type: ignore[arg-type]
         pd.testing.assert_frame_equal(door[["distinct_id", *keys]].reset_index(drop=True), expected)
-    with pytest.raises(ValueError, match="as_of= .* needs client=, engine='local' or 'sql'"):
+    with pytest.raises(ValueError, match=r"as_of= .* needs client=, engine='local' or 'sql'"):
         simulate(persons, keys, engine="remote", client=client, as_of=t1)
 
 

@@ -10,11 +10,10 @@ from analytics_nb.capture._attribution import attribute, feature_properties, fla
 from analytics_nb.capture._bulk import (
     DEFAULT_BATCH_BYTES,
     DEFAULT_BATCH_SIZE,
-    acapture_event,
-    acapture_frame,
     capture_event,
     capture_frame,
 )
+from analytics_nb.capture._bulk_twins import CaptureFrameOptions, acapture_event, acapture_frame
 from analytics_nb.capture._events import (
     MAX_EVENT_BYTES,
     MAX_REQUEST_BYTES,
@@ -28,13 +27,12 @@ from analytics_nb.capture._flag_called import (
     FlagCalledCache,
     UnknownFlagKeyError,
     UnknownFlagKeyWarning,
-    aflag_called,
-    aflag_called_frame,
     flag_called,
     flag_called_cache,
     flag_called_frame,
     flag_called_properties,
 )
+from analytics_nb.capture._flag_called_twins import aflag_called, aflag_called_frame
 from analytics_nb.capture._journal import CaptureJournalWarning
 from analytics_nb.capture._runs import AlreadySentWarning, Resume, ResumedRunWarning
 from analytics_nb.capture._values import NaivePolicy, json_value, new_uuid7
@@ -46,6 +44,7 @@ __all__ = [
     "MAX_EVENT_BYTES",
     "MAX_REQUEST_BYTES",
     "AlreadySentWarning",
+    "CaptureFrameOptions",
     "CaptureJournalWarning",
     "EventError",
     "FlagCalledCache",

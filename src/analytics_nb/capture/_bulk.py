@@ -50,10 +50,8 @@ from analytics_nb.capture._values import NAIVE_POLICIES, NaivePolicy, is_missing
 from analytics_nb.client import (
     AnyApiClient,
     ApiClient,
-    bind_arguments,
     progress_enabled,
     run_interruptible,
-    same_signature,
 )
 from analytics_nb.errors import (
     AuthenticationError,
@@ -68,8 +66,6 @@ from analytics_nb.errors import (
 __all__ = [
     "DEFAULT_BATCH_BYTES",
     "DEFAULT_BATCH_SIZE",
-    "acapture_event",
-    "acapture_frame",
     "capture_event",
     "capture_frame",
 ]
@@ -687,12 +683,11 @@ def capture_frame(
     )
 
 
-@same_signature(capture_frame, client="AnyApiClient")
-async def acapture_frame(*args: Any, **kwargs: Any) -> pd.DataFrame:
-    """`capture_frame` for async code and `AsyncClient`: the same parameters and report (at run time this
-    docstring is `capture_frame`'s). Cancelling it lets batches in flight settle, leaves the report on
-    ``client.last_capture_report`` and re-raises."""
-    options = bind_arguments(capture_frame, args, kwargs)
+async def _acapture_frame(**options: Any) -> pd.DataFrame:
+    """`capture_frame` for async code and `AsyncClient` (either client).
+
+    Cancelling it lets batches in flight settle, leaves the report on ``client.last_capture_report`` and
+    re-raises."""
     client, df = options.pop("client"), options.pop("df")
     prepared = _check(df, options)
     key = await project_key(client) if needs_key(prepared) else None
@@ -761,10 +756,7 @@ async def _post(client: AnyApiClient, body: dict[str, Any]) -> str:
     return str(body["uuid"])
 
 
-@same_signature(capture_event, client="AnyApiClient")
-async def acapture_event(*args: Any, **kwargs: Any) -> str:
-    """`capture_event` for async code and `AsyncClient`: the same parameters (at run time this docstring
-    is `capture_event`'s)."""
-    arguments = bind_arguments(capture_event, args, kwargs)
+async def _acapture_event(**arguments: Any) -> str:
+    """`capture_event` for async code and `AsyncClient` (either client): one event through ``/capture/``."""
     client = arguments.pop("client")
     return await _post(client, _event_with_flags(**arguments))

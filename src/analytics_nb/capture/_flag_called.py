@@ -15,12 +15,12 @@ import warnings
 import weakref
 from collections import OrderedDict
 from collections.abc import Hashable, Iterable, Mapping
-from typing import Any, Literal
+from typing import Any, Literal, Unpack
 
 import pandas as pd
 
 from analytics_nb.capture._attribution import _plain, flag_columns, flag_items, outcome_frame
-from analytics_nb.capture._bulk import acapture_frame
+from analytics_nb.capture._bulk_twins import CaptureFrameOptions, acapture_frame
 from analytics_nb.capture._events import build_event
 from analytics_nb.capture._send import core_of, post_event, run_blocking
 from analytics_nb.capture._values import is_missing
@@ -29,9 +29,7 @@ from analytics_nb.client import (
     ApiClient,
     Core,
     FeatureFlags,
-    bind_arguments,
     cached_definitions,
-    same_signature,
 )
 from analytics_nb.flags import is_group_key_column
 from analytics_nb.models import DecideResponse
@@ -41,8 +39,6 @@ __all__ = [
     "FlagCalledCache",
     "UnknownFlagKeyError",
     "UnknownFlagKeyWarning",
-    "aflag_called",
-    "aflag_called_frame",
     "flag_called",
     "flag_called_frame",
     "flag_called_properties",
@@ -447,11 +443,9 @@ async def _flag_called(
     return True
 
 
-@same_signature(flag_called, client="AnyApiClient")
-async def aflag_called(*args: Any, **kwargs: Any) -> bool:
-    """`flag_called` for async code and `AsyncClient`: the same parameters (at run time this docstring is
-    `flag_called`'s)."""
-    a = bind_arguments(flag_called, args, kwargs)
+async def _aflag_called(**a: Any) -> bool:
+    """`flag_called` for async code and `AsyncClient` (either client): ``$feature_flag_called`` once per
+    (distinct_id, key, response, groups)."""
     given = {k: a.pop(k) for k in ("payload", "flag_id", "version", "reason", "request_id")}
     return await _flag_called(given=given, **a)
 
@@ -473,7 +467,7 @@ def flag_called_frame(
     *,
     locally_evaluated: bool | None = None,
     unknown_keys: UnknownKeys = "warn",
-    **capture_kw: Any,
+    **capture_kw: Unpack[CaptureFrameOptions],
 ) -> pd.DataFrame:
     """Send ``$feature_flag_called`` for every (row, flag) of a simulation frame in one bulk call, with dedup.
 
@@ -508,7 +502,7 @@ async def _flag_called_frame(
     flags: Any,
     locally_evaluated: bool | None,
     unknown_keys: UnknownKeys,
-    capture_kw: dict[str, Any],
+    capture_kw: CaptureFrameOptions,
 ) -> pd.DataFrame:
     """`flag_called_frame`'s flow."""
     if locally_evaluated is None:
@@ -596,8 +590,7 @@ async def _flag_called_frame(
     return out
 
 
-@same_signature(flag_called_frame, client="AnyApiClient")
-async def aflag_called_frame(*args: Any, **kwargs: Any) -> pd.DataFrame:
-    """`flag_called_frame` for async code and `AsyncClient`: the same parameters (at run time this
-    docstring is `flag_called_frame`'s)."""
-    return await _flag_called_frame(**bind_arguments(flag_called_frame, args, kwargs))
+async def _aflag_called_frame(**arguments: Any) -> pd.DataFrame:
+    """`flag_called_frame` for async code and `AsyncClient` (either client): ``$feature_flag_called`` for
+    every (row, flag) of a simulation frame in one bulk call."""
+    return await _flag_called_frame(**arguments)

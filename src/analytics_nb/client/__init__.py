@@ -40,17 +40,7 @@ from analytics_nb.client._resources import (
     cached_definitions,
     warn_gaps,
 )
-from analytics_nb.client._verbs import (
-    async_method,
-    bind_arguments,
-    method_doc,
-    run_interruptible,
-    same_constructor_doc,
-    same_signature,
-    sync_method,
-    twin_matches,
-    verb_form_matches,
-)
+from analytics_nb.client._verbs import run_interruptible
 
 __all__ = [
     "MAX_PAGE_SIZE",
@@ -79,19 +69,11 @@ __all__ = [
     "Projects",
     "Transformations",
     "as_moment",
-    "async_method",
-    "bind_arguments",
     "cached_definitions",
     "decide_body",
     "loads_json",
-    "method_doc",
     "progress_bar",
     "progress_enabled",
     "run_interruptible",
-    "same_constructor_doc",
-    "same_signature",
-    "sync_method",
-    "twin_matches",
-    "verb_form_matches",
     "warn_gaps",
 ]

@@ -48,7 +48,6 @@ from analytics_nb.client._sync_api import (
     SyncProjects,
     SyncTransformations,
 )
-from analytics_nb.client._verbs import same_constructor_doc, same_signature
 from analytics_nb.models import DecideResponse
 
 if TYPE_CHECKING:
@@ -184,37 +183,9 @@ class AsyncApiClient(_Common):
     """Async data-access client for a PostHog-style service: ``await client.playlists.list()``; use
     ``async with``.
 
-    The constructor's arguments are described here once; ``ApiClient``, ``AsyncClient`` and ``Client`` take
-    the same ones (their docstrings carry this ``Args:`` section at run time).
-
-    Args:
-        host: ``"us"`` or ``"eu"`` for PostHog Cloud (``/api`` goes to the app host, flags and capture to the
-            ingestion host), or the base URL of a self-hosted PostHog or a sandbox, which serves both.
-        personal_api_key: A personal API key (``phx_...``) for everything under ``/api``, with the scopes of
-            what you do. None: no ``/api`` calls.
-        project_api_key: The project API key (``phc_...``, public) for ``/flags`` and capture. None: read from
-            the project with the personal key when needed.
-        secret_api_key: A Project Secret API Key (``phs_...``, ``feature_flag:read``) for flag definitions, as
-            today's PostHog wants. None: the personal key is used.
-        project_id: The project's id. ``"@current"``: the personal key's current project.
-        organization_id: The organization's id (the legacy plugin API needs it). None: read from
-            ``/api/organizations/@current/`` when needed.
-        timeout: Seconds before one request gives up (then retried).
-        max_retries: Retries of a failed request (network errors, 5xx, 408, 429), with jittered backoff.
-        rate_limit: Keep under the service's per-key rate limits on the client side.
-        max_concurrency: Requests in flight at once for listings and bulk calls.
-        progress: Progress bars on long listings; False hides them. None: shown unless ``TQDM_DISABLE`` is
-            set.
-        retry_backoff: The first retry's wait in seconds; it doubles per attempt.
-        max_retry_wait: The longest wait between retries, in seconds; a ``Retry-After`` asking more is not
-            waited for.
-        transport: An httpx transport to send through (tests, proxies). None: the default.
-        http_transport: ``"auto"`` (aiohttp under httpx with the ``fast`` extra), ``"aiohttp"`` or
-            ``"httpx"``.
-
-    Raises:
-        ValueError: A key has a character no key has, or an argument is out of range (the message names it,
-            never the key).
+    The constructor's arguments are described once, on ``__init__``; ``ApiClient`` and ``Client`` take the
+    same ones (their constructor is written from this one by ``scripts/generate_sync.py``) and ``AsyncClient``
+    inherits it.
     """
 
     def __init__(
@@ -236,6 +207,37 @@ class AsyncApiClient(_Common):
         transport: httpx.AsyncBaseTransport | None = None,
         http_transport: str = "auto",
     ) -> None:
+        """Connect to a PostHog Cloud region, a self-hosted PostHog or a sandbox (nothing is sent yet).
+
+        Args:
+            host: ``"us"`` or ``"eu"`` for PostHog Cloud (``/api`` goes to the app host, flags and capture to
+                the ingestion host), or the base URL of a self-hosted PostHog or a sandbox, which serves both.
+            personal_api_key: A personal API key (``phx_...``) for everything under ``/api``, with the scopes
+                of what you do. None: no ``/api`` calls.
+            project_api_key: The project API key (``phc_...``, public) for ``/flags`` and capture. None: read
+                from the project with the personal key when needed.
+            secret_api_key: A Project Secret API Key (``phs_...``, ``feature_flag:read``) for flag
+                definitions, as today's PostHog wants. None: the personal key is used.
+            project_id: The project's id. ``"@current"``: the personal key's current project.
+            organization_id: The organization's id (the legacy plugin API needs it). None: read from
+                ``/api/organizations/@current/`` when needed.
+            timeout: Seconds before one request gives up (then retried).
+            max_retries: Retries of a failed request (network errors, 5xx, 408, 429), with jittered backoff.
+            rate_limit: Keep under the service's per-key rate limits on the client side.
+            max_concurrency: Requests in flight at once for listings and bulk calls.
+            progress: Progress bars on long listings; False hides them. None: shown unless ``TQDM_DISABLE`` is
+                set.
+            retry_backoff: The first retry's wait in seconds; it doubles per attempt.
+            max_retry_wait: The longest wait between retries, in seconds; a ``Retry-After`` asking more is not
+                waited for.
+            transport: An httpx transport to send through (tests, proxies). None: the default.
+            http_transport: ``"auto"`` (aiohttp under httpx with the ``fast`` extra), ``"aiohttp"`` or
+                ``"httpx"``.
+
+        Raises:
+            ValueError: A key has a character no key has, or an argument is out of range (the message names
+                it, never the key).
+        """
         __tracebackhide__ = True  # IPython and pytest show the caller's line and the sentence
         # Wrapped first: a malformed key fails its check below; no frame may hold it as text (issue 27 #6).
         personal_api_key, project_api_key = hold_key(personal_api_key), hold_key(project_api_key)
@@ -352,26 +354,23 @@ def _shutdown(loop: LoopStopper, core: Core, callbacks: list[Callable[[], Any]])
             pass
 
 
-@same_constructor_doc(AsyncApiClient)
 class ApiClient(ApiClientMethods, _Common):
     """Sync data-access client for a PostHog-style service: ``client.playlists.frame()``; works in scripts
     and Jupyter.
 
     Same arguments and methods as ``AsyncApiClient``; each call runs on the client's private event loop in a
     daemon thread (never ``asyncio.run``), so it is safe inside a running Jupyter kernel. Use ``with`` or
-    ``close()``.
+    ``close()``. The constructor (``ApiClientMethods.__init__``) is written from ``AsyncApiClient``'s by
+    ``scripts/generate_sync.py``; it holds the keys and calls ``_open``.
     """
 
     async_class: ClassVar[type[AsyncApiClient]] = AsyncApiClient
     """The async client this class wraps (``analytics_nb.Client`` wraps ``analytics_nb.AsyncClient``)."""
 
-    @same_signature(AsyncApiClient.__init__)
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        """The arguments of `AsyncApiClient` (its signature at run time; written once, there): the sync
-        client builds one and runs its calls on a private loop thread."""
+    def _open(self, *args: Any, **kwargs: Any) -> None:
+        """Build the async client from the constructor's arguments (the keys already held) and the loop
+        thread the sync calls run on."""
         __tracebackhide__ = True  # IPython and pytest show the caller's line and the sentence
-        # Wrapped first: a malformed key fails its check in the async client; no frame holds it as text.
-        kwargs = {k: hold_key(v) if k in KEY_ARGUMENTS else v for k, v in kwargs.items()}
         try:
             self._async = self.async_class(*args, **kwargs)
         except ValueError as exc:

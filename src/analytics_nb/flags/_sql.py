@@ -37,6 +37,7 @@ from analytics_nb.flags._evaluate import INITIAL_PROPERTIES, CompiledFlags, _now
 from analytics_nb.flags._hashing import LONG_SCALE
 from analytics_nb.flags._operators import EQUALITY, INCONCLUSIVE, MULTI, NUMERIC, PRESENCE, TEXT
 from analytics_nb.flags._values import ascii_lower, is_boolish, service_text, to_text, truthy
+from analytics_nb.tables._extras import require
 
 if TYPE_CHECKING:
     from sqlglot import exp
@@ -840,10 +841,7 @@ def compile_sql(
     if dialect not in DIALECTS:
         raise ValueError(f"dialect must be one of {', '.join(DIALECTS)}, got {dialect!r}")
     server = check_mode(mode)
-    try:
-        import sqlglot  # noqa: F401
-    except ImportError:  # pragma: no cover - the sql extra is not installed
-        raise ImportError("flags.to_sql needs sqlglot: pip install 'analytics-nb[sql]'") from None
+    require("sqlglot", "flags.to_sql / compile_sql")
     from sqlglot import exp
 
     compiled = compile_flags(

@@ -2,29 +2,26 @@
 
 Each analyst verb is written once, as a function with its full docstring (``capture.capture_event``,
 ``capture.capture_frame``, ``capture.flag_called``, ``capture.flag_called_frame``, ``simulation.simulate``);
-the methods here are one-line delegations to its async twin made by ``client.async_method``, carrying the
-verb's signature (the client is ``self``) and docstring, so Shift-Tab on ``aclient.capture_frame`` shows the
-whole docstring.
+the methods (``AsyncClientVerbs``) are written from it by ``scripts/generate_sync.py``: the verb's typed
+parameters (the client is ``self``), awaiting its async twin.
 """
 
 from __future__ import annotations
 
 from typing import Any, Self
 
-import analytics_nb.capture as _capture
-import analytics_nb.simulation as _simulation
-from analytics_nb.client import AsyncApiClient, async_method, same_constructor_doc
 from analytics_nb.embedded import connect_sandbox
+from analytics_nb.session._verbs import AsyncClientVerbs
 
 __all__ = ["AsyncClient"]
 
 
-@same_constructor_doc(AsyncApiClient)
-class AsyncClient(AsyncApiClient):
+class AsyncClient(AsyncClientVerbs):
     """Async client for a PostHog-style service: ``await client.playlists.list()``; use ``async with``.
 
-    The arguments and API of ``AsyncApiClient``, plus the analyst verbs as methods: ``capture``,
-    ``capture_frame``, ``flag_called``, ``flag_called_frame`` and ``simulate``.
+    The arguments and API of ``AsyncApiClient`` (``client.playlists``, ``client.hog_functions``,
+    ``client.feature_flags``, ...), plus the analyst verbs as methods: ``capture``, ``capture_frame``,
+    ``flag_called``, ``flag_called_frame`` and ``simulate``.
     """
 
     @classmethod
@@ -42,9 +39,3 @@ class AsyncClient(AsyncApiClient):
             An AsyncClient that owns the sandbox.
         """
         return connect_sandbox(seed, client_class=cls, **kw)
-
-    capture = async_method(_capture.capture_event, _capture.acapture_event, name="capture")
-    capture_frame = async_method(_capture.capture_frame, _capture.acapture_frame)
-    flag_called = async_method(_capture.flag_called, _capture.aflag_called)
-    flag_called_frame = async_method(_capture.flag_called_frame, _capture.aflag_called_frame)
-    simulate = async_method(_simulation.simulate, _simulation.asimulate)

@@ -1,7 +1,7 @@
 """``Client``: the sync twin of ``AsyncClient``.
 
-Its capture and simulation methods are one-line delegations to the verbs themselves (``client.sync_method``:
-the verb's signature with the client as ``self``, and its docstring), so Ctrl-C behaves as in the plain
+Its capture and simulation methods (``ClientVerbs``, written by ``scripts/generate_sync.py`` from each verb's
+signature and docstring) call the verbs themselves with the client, so Ctrl-C behaves as in the plain
 functions, which handle it in one place (``client.run_interruptible``): ``simulate`` returns the rows done as
 a partial result, ``capture_frame`` lets the batches in flight settle and raises ``CaptureInterrupted``.
 """
@@ -10,23 +10,20 @@ from __future__ import annotations
 
 from typing import Any, ClassVar, Self
 
-import analytics_nb.capture as _capture
-import analytics_nb.simulation as _simulation
-from analytics_nb.client import ApiClient, AsyncApiClient, same_constructor_doc, sync_method
 from analytics_nb.embedded import connect_sandbox
 from analytics_nb.session._async_client import AsyncClient
+from analytics_nb.session._verbs import ClientVerbs
 
 __all__ = ["Client"]
 
 
-@same_constructor_doc(AsyncApiClient)
-class Client(ApiClient):
+class Client(ClientVerbs):
     """Sync client for a PostHog-style service: ``client.playlists.frame()``; works in scripts and Jupyter.
 
     Same arguments and methods as ``AsyncClient``; each call runs on the client's private event loop in a
     daemon thread (never ``asyncio.run``), so it is safe inside a running Jupyter kernel. Use ``with`` or
-    ``close()``. Besides the API: ``capture``, ``capture_frame``, ``flag_called``, ``flag_called_frame`` and
-    ``simulate``.
+    ``close()``. Besides the API (``client.playlists``, ``client.hog_functions``, ``client.feature_flags``,
+    ...): ``capture``, ``capture_frame``, ``flag_called``, ``flag_called_frame`` and ``simulate``.
     """
 
     async_class: ClassVar[type[AsyncClient]] = AsyncClient
@@ -48,9 +45,3 @@ class Client(ApiClient):
             A client that owns the sandbox.
         """
         return connect_sandbox(seed, client_class=cls, **kw)
-
-    capture = sync_method(_capture.capture_event, name="capture")
-    capture_frame = sync_method(_capture.capture_frame)
-    flag_called = sync_method(_capture.flag_called)
-    flag_called_frame = sync_method(_capture.flag_called_frame)
-    simulate = sync_method(_simulation.simulate)

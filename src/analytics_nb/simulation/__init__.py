@@ -31,7 +31,8 @@ from analytics_nb.simulation._output import concat_frames
 from analytics_nb.simulation._plot import PLOT_HINT
 from analytics_nb.simulation._remote import DEFAULT_CONCURRENCY, FailedFlagsWarning
 from analytics_nb.simulation._result import Answers, SimulationResult
-from analytics_nb.simulation._simulate import Engine, asimulate, simulate
+from analytics_nb.simulation._simulate import Engine, simulate
+from analytics_nb.simulation._simulate_twins import asimulate
 from analytics_nb.simulation._spark import simulate_spark
 from analytics_nb.simulation._sql import SqlSimulation, simulate_sql
 from analytics_nb.simulation._sql_engine import SqlSimulationResult

@@ -58,6 +58,7 @@ from analytics_nb.simulation._summary import (
 )
 from analytics_nb.simulation._whatif import _affected, diff_frames
 from analytics_nb.tables import family_of
+from analytics_nb.tables._extras import require
 
 __all__ = ["DaskSimulation", "DaskWhatIf", "is_dask", "simulate_dask"]
 
@@ -70,12 +71,7 @@ def is_dask(obj: Any) -> bool:
 
 
 def _dask() -> tuple[Any, Any]:
-    try:
-        import dask
-        import dask.dataframe as dd
-    except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise SimulationInputError("a Dask DataFrame needs dask: pip install 'analytics-nb[dask]'.") from exc
-    return dask, dd
+    return require("dask", "simulate_dask"), require("dask.dataframe", "simulate_dask")
 
 
 def _shared(value: Any) -> Any:

@@ -43,10 +43,8 @@ from analytics_nb.client import (
     AsyncApiClient,
     Core,
     FeatureFlags,
-    bind_arguments,
     progress_bar,
     run_interruptible,
-    same_signature,
 )
 from analytics_nb.errors import PostHogError
 from analytics_nb.simulation._compare import compare
@@ -89,7 +87,7 @@ from analytics_nb.tables import Family, Output, default_output
 if TYPE_CHECKING:
     from analytics_nb.flags import FrameEvaluator
 
-__all__ = ["Engine", "SimulationOptions", "asimulate", "check_options", "simulate"]
+__all__ = ["Engine", "SimulationOptions", "check_options", "simulate"]
 
 Engine = Literal["remote", "local", "both", "sql"]
 Mode = Literal["server", "sdk"]
@@ -701,12 +699,15 @@ def _as_of_definitions(as_of: Any, engine: Any, client: Any, definitions: Any) -
     return definitions_as_of(client, as_of)
 
 
-@same_signature(simulate)
-async def asimulate(*args: Any, **kwargs: Any) -> SimulationResult:
-    # `simulate` for async code and `AsyncClient` (same parameters and docstring): the decide requests run on
-    # the caller's event loop. Cancelled during a remote or both run (``task.cancel()``, Ctrl-C in Jupyter),
-    # it returns the rows answered so far as a partial result (``result.partial``); with none it re-raises.
-    arguments = bind_arguments(simulate, args, kwargs)
+async def _asimulate(**kwargs: Any) -> SimulationResult:
+    """`simulate` for async code and `AsyncClient`: the decide requests run on the caller's event loop.
+
+    Cancelled during a remote or both run (``task.cancel()``, Ctrl-C in Jupyter), it returns the rows
+    answered so far as a partial result (``result.partial``); with none it re-raises.
+    """
+    # asimulate (simulation/_simulate_twins.py, written from simulate's signature by scripts/generate_sync.py)
+    # passes every argument by name, defaults filled in
+    arguments = dict(kwargs)
     as_of = arguments.pop("as_of")
     if as_of is not None and not isinstance(arguments["client"], ApiClient):
         from analytics_nb.simulation._history import adefinitions_as_of
@@ -722,7 +723,7 @@ async def asimulate(*args: Any, **kwargs: Any) -> SimulationResult:
     )
     if isinstance(client, ApiClient):
         # A sync Client awaited from async code: its calls block, so run them off this loop.
-        return await asyncio.to_thread(functools.partial(simulate, *args, **kwargs))
+        return await asyncio.to_thread(functools.partial(simulate, **kwargs))
     if client is not None and not isinstance(client, AsyncApiClient):
         raise TypeError(
             f"client= must be an analytics_nb Client or AsyncClient, got {type(client).__name__}."

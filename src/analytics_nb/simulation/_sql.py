@@ -11,7 +11,6 @@ every answer is the local engine's answer.
 from __future__ import annotations
 
 import datetime as dt
-import importlib
 import os
 import shutil
 import tempfile
@@ -26,6 +25,7 @@ from analytics_nb.flags import FrameEvaluator
 from analytics_nb.flags._evaluate import Mode
 from analytics_nb.flags._sql import NEEDS_LOCAL, SqlQuery, compile_sql
 from analytics_nb.simulation._summary import Z95
+from analytics_nb.tables._extras import require, require_extra
 
 __all__ = ["SqlSimulation", "arrow_schema", "run_sql", "simulate_sql"]
 
@@ -88,8 +88,7 @@ def run_sql(
         property_matching_version=property_matching_version,
     )
     if dialect == "duckdb":
-        import duckdb
-
+        duckdb = require("duckdb", "run_sql(engine='duckdb')", "sql")
         con = duckdb.connect()
         try:
             con.register(_TABLE, table)
@@ -111,7 +110,7 @@ def _run_chdb(query: SqlQuery, table: Any) -> pd.DataFrame:
     query's answer read back as Arrow."""
     import pyarrow.parquet as pq
 
-    chdb_session: Any = importlib.import_module("chdb.session")
+    chdb_session: Any = require("chdb.session", "engine='clickhouse' (chDB)", "chdb")
 
     folder = tempfile.mkdtemp(prefix="anb-chdb-")
     try:
@@ -133,7 +132,7 @@ def _run_chdb(query: SqlQuery, table: Any) -> pd.DataFrame:
 
 
 def _spark_schema(table: Any) -> Any:
-    from pyspark.sql import types as T
+    T = require("pyspark.sql.types", "engine='spark'", "spark")
 
     kinds = {
         "string": T.StringType(),
@@ -456,6 +455,7 @@ def simulate_sql(
     Returns:
         The `SqlSimulation`.
     """
+    require_extra("sql", "simulate_sql")
     import duckdb
 
     now = now or dt.datetime.now(dt.UTC)

@@ -48,6 +48,7 @@ from analytics_nb.simulation._result import SimulationResult, with_inputs
 from analytics_nb.simulation._sql import ROW_KEYS, SqlSimulation, _literal, _quote, simulate_sql
 from analytics_nb.simulation._summary import ValueCounts, format_share, summary_from_counts, warn_unknown
 from analytics_nb.tables import Output, default_output
+from analytics_nb.tables._extras import require_extra
 
 __all__ = ["DEFAULT_MEMORY_LIMIT", "SqlSimulationResult", "asql", "check_sql_options", "simulate_in_sql"]
 
@@ -150,6 +151,7 @@ def simulate_in_sql(
     now: dt.datetime | None = None,
 ) -> SqlSimulationResult:
     """`simulate` with ``engine="sql"`` (its arguments, checked the same way)."""
+    require_extra("sql", "engine='sql'")
     started = time.perf_counter()
     if isinstance(client, AsyncApiClient):
         raise TypeError("client= is an AsyncClient: use `await asimulate(..., client=client)` in async code.")
@@ -207,6 +209,7 @@ def simulate_in_sql(
 async def asql(arguments: dict[str, Any]) -> SqlSimulationResult:
     """``asimulate(..., engine="sql")``: an `AsyncClient` fetches the definitions on the caller's loop;
     DuckDB runs in a worker thread, so the loop stays free."""
+    require_extra("sql", "engine='sql'")
     arguments = dict(arguments)
     client = arguments.pop("client")
     for name in ("engine", "concurrency", "estimate", "warn_minutes"):

@@ -22,10 +22,12 @@ from analytics_nb.tables._convert import (
     to_pandas,
 )
 from analytics_nb.tables._errors import TableInputError
+from analytics_nb.tables._extras import MissingExtraError
 
 __all__ = [
     "OUTPUTS",
     "Family",
+    "MissingExtraError",
     "Output",
     "TableInputError",
     "check_output",

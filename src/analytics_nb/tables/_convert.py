@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 
 from analytics_nb.tables._errors import TableInputError
+from analytics_nb.tables._extras import require
 
 __all__ = [
     "OUTPUTS",
@@ -79,15 +80,7 @@ def check_output(output: Any) -> Output | None:
 
 
 def _need(module: str) -> Any:
-    import importlib
-
-    try:
-        return importlib.import_module(module)
-    except ImportError as exc:  # pragma: no cover - depends on the environment
-        extra = _EXTRAS.get(module.split(".", 1)[0], module)
-        raise TableInputError(
-            f"this needs {module!r}, which is not installed: pip install 'analytics-nb[{extra}]'."
-        ) from exc
+    return require(module, "this table family", _EXTRAS.get(module.split(".", 1)[0]))
 
 
 def _arrow_to_pandas(table: Any) -> pd.DataFrame:

@@ -86,6 +86,11 @@ INPUT_TYPES = (
 MAX_HOG_BYTES = 100 * 1024
 MAX_ENABLED_TRANSFORMATIONS = 20
 BYTECODE_STUB = ["_H", 1]
+#: Filters that select every event compile to the constant ``true`` (op 29): `posthog/api/test/
+#: test_hog_function.py::test_create_hog_function` shows ``["_H", HOGQL_BYTECODE_VERSION, 29]`` for none.
+BYTECODE_TRUE = ["_H", 1, 29]
+#: the filter keys that narrow the events a function sees; none of them set -> ``BYTECODE_TRUE``
+_NARROWING_FILTERS = ("events", "actions", "properties", "filter_test_accounts")
 HEALTHY = {"state": 1, "tokens": 10000}
 IDLE = {"state": 0, "tokens": 0}
 #: Fields of the list (minimal) serializer; `?full=true` and detail views send every field.
@@ -144,7 +149,18 @@ CREATE INDEX IF NOT EXISTS hog_functions_project ON hog_functions(project_id, ty
 def templates() -> tuple[dict[str, Any], ...]:
     """The template catalog (`fixtures/hog_function_templates.json`), as the template serializer sends it."""
     text = resources.files(__package__).joinpath("fixtures/hog_function_templates.json").read_text("utf-8")
-    return tuple(json.loads(text))
+    return tuple(_with_item_flags(t) for t in json.loads(text))
+
+
+def _with_item_flags(tpl: dict[str, Any]) -> dict[str, Any]:
+    """The template with ``secret``, ``hidden`` and ``required`` on every ``inputs_schema`` item, as PostHog's
+    templates carry them (`posthog/api/test/__data__/hog_function_templates.json`, ``template-webhook``): a
+    function made from it then shows the template's schema unchanged
+    (`posthog/api/test/test_hog_function.py::test_creates_with_template_values_if_not_provided`)."""
+    if not tpl.get("inputs_schema"):
+        return tpl
+    items = [{"required": False, "secret": False, "hidden": False, **item} for item in tpl["inputs_schema"]]
+    return {**tpl, "inputs_schema": items}
 
 
 def template(template_id: str | None) -> dict[str, Any] | None:
@@ -666,12 +682,13 @@ def compile_filters(filters: dict[str, Any], type_: str) -> dict[str, Any]:
     """`filters` as the service stores and returns them after `compile_filters_bytecode`: `source` (given,
     else "internal-events" for an internal destination, as `test_hog_function.py`
     `test_internal_destinations_can_be_managed_without_addon` shows, else "events") and `bytecode` added,
-    `bytecode_error` cleared. The bytecode is a stand-in (`BYTECODE_STUB`): the sandbox does not compile
-    filters."""
+    `bytecode_error` cleared. Filters that narrow nothing compile to ``true`` (`BYTECODE_TRUE`, as PostHog
+    answers); otherwise the bytecode is a stand-in (`BYTECODE_STUB`): the sandbox does not compile filters."""
     out = {k: v for k, v in filters.items() if k not in ("bytecode", "bytecode_error")}
     if not out.get("source"):
         out["source"] = "internal-events" if type_ == "internal_destination" else "events"
-    out["bytecode"] = list(BYTECODE_STUB)
+    narrowed = any(out.get(key) for key in _NARROWING_FILTERS)
+    out["bytecode"] = list(BYTECODE_STUB if narrowed else BYTECODE_TRUE)
     return out
 
 
