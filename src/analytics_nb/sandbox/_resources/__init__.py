@@ -20,6 +20,7 @@ from . import (
     persons,
     playlists,
     projects,
+    query,
     transformations,
 )
 
@@ -31,6 +32,7 @@ RESOURCES: tuple[ModuleType, ...] = (
     events,
     projects,
     persons,
+    query,
     feature_flags,
     playlists,
     transformations,
