@@ -118,7 +118,7 @@ class _Translation:
     """The SQL being built: parameters, the tables in scope (alias -> table name) and output columns."""
 
     params: dict[str, Any] = field(default_factory=dict)
-    scope: dict[str, str] = field(default_factory=dict)
+    scope: dict[str, _Table] = field(default_factory=dict)
     order: list[str] = field(default_factory=list)
 
     def param(self, value: Any) -> str:
@@ -153,13 +153,13 @@ def _column(chain: list[Any], tr: _Translation) -> tuple[str, str, str]:
     if names[0] in tr.scope and len(names) > 1:
         alias, names = names[0], names[1:]
     if alias is None:
-        owners = [a for a, t in tr.scope.items() if names[0] in _TABLES[t].columns]
+        owners = [a for a, t in tr.scope.items() if names[0] in t.columns]
         if not owners:
             raise Unsupported(f"Unable to resolve field: {names[0]}")
         if len(owners) > 1:
             raise Unsupported(f"Field {names[0]!r} is ambiguous: prefix it with a table alias")
         alias = owners[0]
-    table = _TABLES[tr.scope[alias]]
+    table = tr.scope[alias]
     if names[0] not in table.columns:
         raise Unsupported(f"Unable to resolve field: {'.'.join(names)}")
     sql, kind = table.columns[names[0]]
@@ -302,23 +302,42 @@ def _from(node: Any, tr: _Translation) -> str:
 
 def _table_ref(node: dict[str, Any], tr: _Translation) -> str:
     table = node.get("table") or {}
-    if table.get("node") != "Field" or len(table.get("chain") or []) != 1:
-        raise _unsupported("A subquery or table function in FROM")
-    name = str(table["chain"][0])
-    if name not in _TABLES:
-        raise Unsupported(f"Unknown table `{name}`. The sandbox has persons, person_distinct_ids and events")
-    alias = str(node.get("alias") or name)
+    if table.get("node") == "SelectQuery":  # a subquery: its answer's columns are the table's
+        inner = _Translation(params=tr.params)
+        sql, columns, types = _select_sql(table, inner, limit=None)
+        alias = str(node.get("alias") or "_subquery")
+        names = [f'"{c}"' for c in columns]
+        sql = f"SELECT {', '.join(f'{n} AS {n}' for n in names)} FROM ({sql})"
+        found = _Table(sql, {c: (f'"{c}"', t) for c, t in zip(columns, types, strict=True)})
+    elif table.get("node") == "Field" and len(table.get("chain") or []) == 1:
+        name = str(table["chain"][0])
+        if name not in _TABLES:
+            raise Unsupported(
+                f"Unknown table `{name}`. The sandbox has persons, person_distinct_ids and events"
+            )
+        alias, found = str(node.get("alias") or name), _TABLES[name]
+    else:
+        raise _unsupported("A table function in FROM")
     if alias in tr.scope:
         raise Unsupported(f"The table alias {alias!r} is used twice")
-    tr.scope[alias] = name
-    return f'({_TABLES[name].sql}) AS "{alias}"'
+    tr.scope[alias] = found
+    return f'({found.sql}) AS "{alias}"'
 
 
 def _select_items(items: list[Any], tr: _Translation) -> tuple[list[str], list[str], list[str]]:
-    sqls, columns, types = [], [], []
+    sqls: list[str] = []
+    columns: list[str] = []
+    types: list[str] = []
     for item in items:
         if isinstance(item, dict) and item.get("node") == "Field" and item.get("chain") == ["*"]:
-            raise _unsupported("SELECT *")
+            if len(tr.scope) != 1:
+                raise _unsupported("SELECT * over a JOIN")
+            alias, table = next(iter(tr.scope.items()))
+            for name, (sql, typ) in table.columns.items():
+                sqls.append(f'"{alias}".{sql}')
+                columns.append(name)
+                types.append(typ)
+            continue
         sql, typ = _expr(item, tr)
         sqls.append(sql)
         types.append(typ)
@@ -394,13 +413,26 @@ def compile_hogql(text: str, project_id: int, *, default_rows: int, max_rows: in
         raise Unsupported(f"Syntax error: {ast.get('message') if isinstance(ast, dict) else ast}")
     if ast.get("node") != "SelectQuery":
         raise _unsupported("UNION / a set of SELECTs")
+    tr = _Translation()
+    tr.params["project"] = project_id
+    asked = _limit_value(ast.get("limit"), "LIMIT")
+    limit = min(asked if asked is not None else default_rows, max_rows)
+    sql, columns, types = _select_sql(ast, tr, limit=limit + 1)
+    return Compiled(sql, tr.params, columns, types, limit, _limit_value(ast.get("offset"), "OFFSET") or 0)
+
+
+def _select_sql(
+    ast: dict[str, Any], tr: _Translation, *, limit: int | None
+) -> tuple[str, list[str], list[str]]:
+    """One SELECT as SQL (`limit` rows read: the outer query's cap plus one; a subquery keeps its own
+    LIMIT, if any), its column names and types."""
     for key, clause in _REFUSED_CLAUSES.items():
         if ast.get(key):
             raise _unsupported(clause)
-    tr = _Translation()
-    tr.params["project"] = project_id
     source = _from(ast.get("select_from"), tr)
     sqls, columns, types = _select_items(ast.get("select") or [], tr)
+    if "COUNT(*)" in sqls and len(sqls) > 1:
+        raise _unsupported("count() next to other columns (GROUP BY)")
     where = f" WHERE {_expr(ast['where'], tr)[0]}" if ast.get("where") else ""
     order = ""
     if ast.get("order_by"):
@@ -409,14 +441,12 @@ def compile_hogql(text: str, project_id: int, *, default_rows: int, max_rows: in
             for o in ast["order_by"]
         ]
         order = " ORDER BY " + ", ".join(parts)
-    asked = _limit_value(ast.get("limit"), "LIMIT")
-    limit = min(asked if asked is not None else default_rows, max_rows)
-    offset = _limit_value(ast.get("offset"), "OFFSET") or 0
-    aggregate = any(s == "COUNT(*)" for s in sqls)
-    if aggregate and len(sqls) > 1:
-        raise _unsupported("count() next to other columns (GROUP BY)")
-    sql = f"SELECT {', '.join(sqls)} FROM {source}{where}{order} LIMIT {limit + 1} OFFSET {offset}"
-    return Compiled(sql, tr.params, columns, types, limit, offset)
+    if limit is None:
+        limit = _limit_value(ast.get("limit"), "LIMIT")
+    tail = ""
+    if limit is not None:
+        tail = f" LIMIT {limit} OFFSET {_limit_value(ast.get('offset'), 'OFFSET') or 0}"
+    return f"SELECT {', '.join(sqls)} FROM {source}{where}{order}{tail}", columns, types
 
 
 def _cell(value: Any, typ: str) -> Any:
