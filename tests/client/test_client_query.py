@@ -10,11 +10,11 @@ from collections.abc import Iterator
 import httpx
 import pandas as pd
 import pytest
+from tests._clients import client_for
 
 from analytics_nb import Client, simulate
 from analytics_nb.errors import ServerError, ValidationError
 from analytics_nb.sandbox import Sandbox, start
-from tests._clients import client_for
 
 
 @pytest.fixture(scope="module")

@@ -77,7 +77,8 @@ class _Table:
 _TABLES: dict[str, _Table] = {
     "persons": _Table(
         "SELECT person_id AS id, MIN(properties) AS properties, MIN(created_at) AS created_at, "
-        "MAX(is_identified) AS is_identified FROM persons WHERE project_id=:project GROUP BY person_id",
+        "MAX(is_identified) AS is_identified FROM persons INDEXED BY persons_person "
+        "WHERE project_id=:project GROUP BY person_id",
         {
             "id": ("id", "UUID"),
             "properties": ("properties", "String"),
