@@ -17,7 +17,7 @@ import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
-from analytics_nb.client._core import Core, RateLimiter
+from analytics_nb.client._core import Core, RateLimiter, decode_json, loads_json
 from analytics_nb.errors import ResponseFormatError, ValidationError
 
 if TYPE_CHECKING:
@@ -120,10 +120,7 @@ async def _post(core: Core, hogql: str) -> dict[str, Any]:
                 stacklevel=2,
             )
             await asyncio.sleep(WARNING_PAUSE)
-    try:
-        body = response.json()
-    except ValueError:
-        body = None
+    body = decode_json(response, core.scrub(str(response.url)))
     if not isinstance(body, dict) or not isinstance(body.get("results"), list):
         raise ResponseFormatError(
             "The query endpoint answered without a `results` list; check that host= points at PostHog.",
@@ -308,7 +305,9 @@ async def persons_frame(
         return f"{_PERSONS_QUERY}{where} ORDER BY pdi.distinct_id LIMIT {limit}"
 
     _, _, rows, requests = await _pages(core, build, 0, page_size)
-    decoded = [(str(r[0]), str(r[1]), _properties(r[3])) for r in rows]
+    decoded = list(
+        zip([str(r[0]) for r in rows], [str(r[1]) for r in rows], _all_properties(rows), strict=True)
+    )
     if keys is None:
         keys = list(dict.fromkeys(k for _, _, props in decoded for k in props))
     if distinct_ids == "identified":
@@ -322,6 +321,17 @@ async def persons_frame(
             raise ValueError(f"persons: the property {key!r} has the name of a column; it cannot be a column")
         data[key] = pd.Series([props.get(key) for _, _, props in decoded], dtype="object")
     return pd.DataFrame(data), requests
+
+
+def _all_properties(rows: list[list[Any]]) -> list[dict[str, Any]]:
+    """Every row's `properties` (JSON text, as HogQL answers it) decoded in one pass (one JSON array: a
+    tenth of the time of a decode per row); a row whose text is not an object reads as `{}`."""
+    texts = [r[3] if isinstance(r[3], str) and r[3].startswith("{") else "{}" for r in rows]
+    try:
+        values = loads_json(("[" + ",".join(texts) + "]").encode())
+    except ValueError:
+        values = [_properties(t) for t in texts]
+    return [v if isinstance(v, dict) else {} for v in values]
 
 
 def _properties(text: Any) -> dict[str, Any]:

@@ -130,7 +130,9 @@ def _now() -> str:
 def ensure_person_ids(store: Store) -> None:
     """Give rows written by an older build (no person id) their deterministic id, and index person ids.
     Cheap when there is nothing to fill (one indexed query)."""
-    store.execute("CREATE INDEX IF NOT EXISTS persons_person ON persons(project_id, person_id)")
+    store.execute(
+        "CREATE INDEX IF NOT EXISTS persons_person_ids ON persons(project_id, person_id, distinct_id)"
+    )
     rows = store.query("SELECT project_id, distinct_id FROM persons WHERE person_id IS NULL")
     if rows:
         stamp = _now()

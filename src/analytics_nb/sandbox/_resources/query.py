@@ -76,9 +76,13 @@ class _Table:
 
 _TABLES: dict[str, _Table] = {
     "persons": _Table(
-        "SELECT person_id AS id, MIN(properties) AS properties, MIN(created_at) AS created_at, "
-        "MAX(is_identified) AS is_identified FROM persons INDEXED BY persons_person "
-        "WHERE project_id=:project GROUP BY person_id",
+        # one row per person (its smallest distinct id's row: every row of a person holds the same
+        # properties, see persons.py), chosen by NOT EXISTS rather than GROUP BY so that SQLite can flatten
+        # it into a join and read only the rows a keyset page needs (no whole-table pass per page)
+        "SELECT a.person_id AS id, a.properties AS properties, a.created_at AS created_at, "
+        "a.is_identified AS is_identified FROM persons a WHERE a.project_id=:project AND NOT EXISTS "
+        "(SELECT 1 FROM persons b WHERE b.project_id=a.project_id AND b.person_id=a.person_id "
+        "AND b.distinct_id < a.distinct_id)",
         {
             "id": ("id", "UUID"),
             "properties": ("properties", "String"),
