@@ -59,6 +59,8 @@ def test_query_returns_a_typed_frame(client: Client) -> None:
 
 
 def test_query_pages_past_the_row_cap_by_keyset(sb: Sandbox, client: Client) -> None:
+    # the cap (250 here) is below page_size (50,000) and a LIMIT query does not say it was cut
+    # (hasMore null): the pages still follow until one comes back shorter than a full one
     sb.set_query_row_limits(max_rows=250)
     sb.clear_requests()
     try:
@@ -66,7 +68,7 @@ def test_query_pages_past_the_row_cap_by_keyset(sb: Sandbox, client: Client) -> 
             "SELECT distinct_id, person_id FROM person_distinct_ids", page_by="distinct_id"
         )
         with pytest.warns(UserWarning, match="page_by="):
-            cut = client.query("SELECT distinct_id FROM person_distinct_ids LIMIT 100000")
+            cut = client.query("SELECT distinct_id FROM person_distinct_ids")  # no LIMIT: 100 and hasMore
     finally:
         sb.set_query_row_limits()
     log = sb.requests()
@@ -74,7 +76,7 @@ def test_query_pages_past_the_row_cap_by_keyset(sb: Sandbox, client: Client) -> 
     total = 3000 + 40 * 2 + 10  # demo persons, 40 anon + member ids, 10 aliases
     assert len(everything) == total and everything["distinct_id"].is_unique
     assert everything["distinct_id"].tolist() == sorted(everything["distinct_id"].tolist())
-    assert len(cut) == 250
+    assert len(cut) == 100
     assert len(queries) >= total // 250 + 1  # one probe and a page per 250 rows; no OFFSET in any of them
     assert not queries["body"].astype(str).str.contains("OFFSET").any()
 
@@ -142,3 +144,58 @@ def test_persons_refuses_bad_arguments(client: Client) -> None:
         client.persons(distinct_ids="first")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="list of property keys"):
         client.persons("plan")  # type: ignore[arg-type]
+
+
+def test_persons_reports_its_plan(client: Client) -> None:
+    frame = client.persons(["plan"], page_size=1000)
+    plan = frame.attrs["plan"]
+    assert plan["rows"] == len(frame) and plan["pages"] == -(-len(frame) // 1000)
+    assert plan["requests"] == plan["pages"] + 1 and plan["min_minutes_at_limits"] == 0.0
+
+
+def test_plan_counts_the_minutes_the_limits_impose() -> None:
+    from analytics_nb.client._resources._query import describe_plan, plan
+
+    assert plan(1_000_000, 50_000)["pages"] == 20
+    assert plan(50_000 * 480, 50_000)["min_minutes_at_limits"] == 1.0  # 480 pages: two minutes of 240
+    assert plan(50_000 * 2401, 50_000)["min_minutes_at_limits"] == 60.0  # past 2,400 an hour
+    assert "20 pages" in describe_plan(plan(1_000_000, 50_000))
+
+
+def test_the_rate_limit_warning_header_slows_the_client(sb: Sandbox, client: Client) -> None:
+    import time
+
+    from analytics_nb.client._resources._query import QueryRateLimitWarning
+
+    fault = sb.faults.add(path="/api/projects/*/query*", kind="rate_limit_warning")
+    try:
+        started = time.perf_counter()
+        with pytest.warns(QueryRateLimitWarning, match="X-PostHog-Rate-Limit-Warning"):
+            client.query("SELECT id FROM persons LIMIT 1")
+        assert time.perf_counter() - started >= 0.9  # the pause
+    finally:
+        sb.faults.remove(fault)
+    started = time.perf_counter()
+    client.query("SELECT id FROM persons LIMIT 1")
+    assert time.perf_counter() - started < 0.9
+
+
+def test_at_most_three_queries_in_flight(sb: Sandbox) -> None:
+    import asyncio
+    import time
+
+    from analytics_nb import AsyncClient
+
+    fault = sb.faults.add(path="/api/projects/*/query*", delay=0.4)
+
+    async def run() -> float:
+        async with AsyncClient(sb.url, personal_api_key=sb.personal_api_key, progress=False) as c:
+            started = time.perf_counter()
+            await asyncio.gather(*(c.query("SELECT id FROM persons LIMIT 1") for _ in range(6)))
+            return time.perf_counter() - started
+
+    try:
+        elapsed = asyncio.run(run())
+    finally:
+        sb.faults.remove(fault)
+    assert elapsed >= 0.8  # two waves of three, not one wave of six

@@ -150,7 +150,9 @@ def test_answer_has_the_services_shape_and_types(sb: Sandbox) -> None:
 
 def test_default_and_max_rows_follow_hogql_constants(sb: Sandbox) -> None:
     # constants.py DEFAULT_RETURNED_ROWS (no LIMIT) and MAX_SELECT_RETURNED_ROWS (a LIMIT is capped);
-    # test_query.py `test_full_hogql_query_limit` patches them to 10 / 15 the same way.
+    # test_query.py `test_full_hogql_query_limit` patches them to 10 / 15 the same way. hogql_query_runner.py
+    # `_calculate`: only a query without LIMIT goes through HogQLHasMorePaginator (hasMore / limit / offset);
+    # one with a LIMIT answers them as null, even when the cap cut it.
     sb.add_persons([([f"cap-{i:03d}"], {"cap": "yes"}, False) for i in range(20)])
     sb.set_query_row_limits(max_rows=15, default_rows=10)
     try:
@@ -163,10 +165,16 @@ def test_default_and_max_rows_follow_hogql_constants(sb: Sandbox) -> None:
     finally:
         sb.set_query_row_limits()
     assert (len(plain["results"]), plain["hasMore"], plain["limit"]) == (10, True, 10)
-    assert (len(capped["results"]), capped["hasMore"], capped["limit"]) == (15, True, 15)
+    assert (len(capped["results"]), capped["hasMore"], capped["limit"], capped["offset"]) == (
+        15,
+        None,
+        None,
+        None,
+    )
 
 
 def test_keyset_paging_reads_each_row_once(sb: Sandbox) -> None:
+    # the paging user_query_validator.py's message advises: WHERE key > last ORDER BY key LIMIT N
     rows: list[str] = []
     last = ""
     while True:
@@ -176,7 +184,7 @@ def test_keyset_paging_reads_each_row_once(sb: Sandbox) -> None:
             f"AND distinct_id > '{last}' ORDER BY distinct_id LIMIT 7",
         ).json()
         rows += [r[0] for r in body["results"]]
-        if not body["hasMore"]:
+        if len(body["results"]) < 7:
             break
         last = rows[-1]
     assert rows == [f"cap-{i:03d}" for i in range(20)]
@@ -199,6 +207,21 @@ def test_a_bad_or_unsupported_query_is_a_400_validation_error(sb: Sandbox, text:
     body = r.json()
     assert (body["type"], body["code"], body["attr"]) == ("validation_error", "invalid_input", None)
     assert needle in body["detail"]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "SELECT id FROM persons LIMIT 10 OFFSET 10",
+        "SELECT * FROM (SELECT id FROM persons LIMIT 5 OFFSET 5)",
+    ],
+)
+def test_offset_is_refused_for_api_keys(sb: Sandbox, text: str) -> None:
+    # posthog/hogql/user_query_validator.py `_OffsetDetectingVisitor`: OFFSET anywhere -> QueryError (400),
+    # OFFSET_NOT_ALLOWED_MESSAGE, for queries made with a personal API key
+    r = _query(sb, text)
+    assert r.status_code == 400
+    assert r.json()["detail"].startswith("OFFSET is not supported on queries made with a personal API key.")
 
 
 def test_missing_query_and_other_kinds_are_400(sb: Sandbox) -> None:

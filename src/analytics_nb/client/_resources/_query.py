@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import re
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 from analytics_nb.client._core import Core, RateLimiter, decode_json, loads_json
+from analytics_nb.client._progress import progress_bar
 from analytics_nb.errors import ResponseFormatError, ValidationError
 
 if TYPE_CHECKING:
@@ -28,11 +30,15 @@ __all__ = [
     "QUERY_CONCURRENCY",
     "QUERY_RATES",
     "QueryRateLimitWarning",
+    "describe_plan",
     "frame_from_answer",
     "person_property_keys",
     "persons_frame",
+    "plan",
     "run_query",
 ]
+
+log = logging.getLogger("analytics_nb.client")
 
 #: `MAX_SELECT_RETURNED_ROWS`, posthog/hogql/constants.py: rows one query answers at most.
 MAX_ROWS = 50_000
@@ -183,24 +189,64 @@ def _literal(value: Any) -> str:
 
 
 async def _pages(
-    core: Core, build: Callable[[str | None, int], str], key_index: int, page_size: int
+    core: Core,
+    build: Callable[[str | None, int], str],
+    key_index: int,
+    page_size: int,
+    bar: Any = None,
+    total: int | None = None,
 ) -> tuple[list[str], list[str], list[list[Any]], int]:
-    """Keyset paging: `build(after, limit)` is the query of the page after the key `after`; pages follow
-    while the service says `hasMore` (or filled the page). Returns columns, types, rows and requests."""
+    """Keyset paging: `build(after, limit)` is the query of the page after the key `after`. Returns columns,
+    types, rows and requests.
+
+    A query with a `LIMIT` answers no `hasMore` (`HogQLQueryRunner._calculate` paginates only queries
+    without one), and a service may cap the `LIMIT` below `page_size` without saying so. So a page shorter
+    than `page_size` ends the run only when it is also shorter than a page already read (then it is the
+    last of a capped run) or `total` rows (a count read first) are in; otherwise one more page is asked for,
+    and an empty page ends it."""
     after: str | None = None
     rows: list[list[Any]] = []
     columns: list[str] = []
     types: list[str] = []
-    requests = 0
+    requests, longest = 0, 0
     while True:
         body = await _post(core, build(after, page_size))
         requests += 1
         columns, types = list(body.get("columns") or []), list(body.get("types") or [])
         page = body["results"]
         rows += page
-        if not page or not body.get("hasMore"):
+        if bar is not None:
+            bar.update(len(page))
+        done = total is not None and len(rows) >= total
+        short = len(page) < page_size and len(page) < longest
+        if not page or done or (body.get("hasMore") is not True and short):
             return columns, types, rows, requests
+        longest = max(longest, len(page))
         after = _literal(page[-1][key_index])
+
+
+def plan(rows: int, page_size: int) -> dict[str, Any]:
+    """What reading `rows` rows takes at the query API's limits: pages (queries) and the least minutes the
+    limits allow (240 a minute, then 2,400 an hour), not counting PostHog's own time per query."""
+    pages = max(1, -(-rows // page_size))
+    per_minute, per_hour = QUERY_RATES[0][0], QUERY_RATES[1][0]
+    if pages <= per_minute:
+        minutes = 0.0
+    elif pages <= per_hour:
+        minutes = float(-(-pages // per_minute) - 1)
+    else:
+        minutes = float((-(-pages // per_hour) - 1) * 60)
+    return {"rows": rows, "pages": pages, "queries": pages + 1, "min_minutes_at_limits": minutes}
+
+
+def describe_plan(p: Mapping[str, Any]) -> str:
+    """The plan as one line (the progress bar's title, the log)."""
+    wait = (
+        "no wait for the limits"
+        if not p["min_minutes_at_limits"]
+        else f"at least {p['min_minutes_at_limits']:g} min at 240/min, 2,400/h"
+    )
+    return f"persons: {p['rows']:,} distinct ids in {p['pages']:,} pages ({p['queries']:,} queries, {wait})"
 
 
 async def run_query(
@@ -213,11 +259,14 @@ async def run_query(
         raise ValueError(f"query: page_size must be between 1 and {MAX_ROWS:,} (the service's row cap)")
     if page_by is None:
         body = await _post(core, hogql)
-        if body.get("hasMore"):
+        cut = body.get("hasMore") is True or (
+            body.get("hasMore") is None and len(body["results"]) >= MAX_ROWS
+        )
+        if cut:
             warnings.warn(
-                f"The query answered {len(body['results']):,} rows and PostHog says more match (its cap is "
-                f"{body.get('limit')} rows here); pass page_by='<a unique column>' to read them all by "
-                "keyset, or add a LIMIT.",
+                f"The query answered {len(body['results']):,} rows, PostHog's cap for it (100 without a "
+                "LIMIT, 50,000 at most), and more may match; pass page_by='<a unique column>' to read them "
+                "all by keyset.",
                 stacklevel=3,
             )
         return frame_from_answer(body.get("columns") or [], body.get("types") or [], body["results"])
@@ -304,7 +353,19 @@ async def persons_frame(
         where = f" WHERE pdi.distinct_id > {after}" if after is not None else ""
         return f"{_PERSONS_QUERY}{where} ORDER BY pdi.distinct_id LIMIT {limit}"
 
-    _, _, rows, requests = await _pages(core, build, 0, page_size)
+    counted = await _post(core, "SELECT count() FROM person_distinct_ids")
+    the_plan = plan(int(counted["results"][0][0]) if counted["results"] else 0, page_size)
+    log.info(describe_plan(the_plan))
+    bar = progress_bar(
+        core.config.progress if the_plan["pages"] > 1 else False,
+        total=the_plan["rows"],
+        desc=describe_plan(the_plan),
+        unit="id",
+    )
+    try:
+        _, _, rows, requests = await _pages(core, build, 0, page_size, bar, total=the_plan["rows"])
+    finally:
+        bar.close()
     decoded = list(
         zip([str(r[0]) for r in rows], [str(r[1]) for r in rows], _all_properties(rows), strict=True)
     )
@@ -320,7 +381,9 @@ async def persons_frame(
         if key in data:
             raise ValueError(f"persons: the property {key!r} has the name of a column; it cannot be a column")
         data[key] = pd.Series([props.get(key) for _, _, props in decoded], dtype="object")
-    return pd.DataFrame(data), requests
+    frame = pd.DataFrame(data)
+    frame.attrs["plan"] = {**the_plan, "requests": requests + 1}
+    return frame, requests + 1
 
 
 def _all_properties(rows: list[list[Any]]) -> list[dict[str, Any]]:

@@ -19,18 +19,25 @@ service's shape (`HogQLQueryResponse`, `posthog/schema.py`): `results` (rows as 
 (ClickHouse type names, as `posthog/api/test/test_query.py` `test_select_hogql_expressions` shows them),
 `hasMore`, `limit`, `offset`, `hogql`, `query_status: null`, ...
 
-**Row cap** (`posthog/hogql/constants.py`): a query without `LIMIT` answers 100 rows
-(`DEFAULT_RETURNED_ROWS`, `LimitContext.QUERY`), any `LIMIT` is capped at 50,000
-(`MAX_SELECT_RETURNED_ROWS`); one more row is read to set `hasMore` (the `HogQLHasMorePaginator` of
-`posthog/hogql_queries/query_runner.py`). `sb.set_query_row_limits(...)` lowers both for tests.
+**Row cap** (`posthog/hogql/constants.py`; `posthog/hogql_queries/hogql_query_runner.py`, `_calculate`): a
+query without `LIMIT` goes through `HogQLHasMorePaginator`: 100 rows (`DEFAULT_RETURNED_ROWS`), one more is
+read to set `hasMore`, and the answer carries `hasMore`, `limit` and `offset`. A query with a `LIMIT` runs as
+written, its `LIMIT` capped at 50,000 (`MAX_SELECT_RETURNED_ROWS`), and `hasMore` / `limit` / `offset` are
+null: a capped answer does not say it was cut. `sb.set_query_row_limits(...)` lowers both for tests.
+
+**No OFFSET with an API key** (`posthog/hogql/user_query_validator.py`, `validate_user_query`, applied to
+queries of the query service): any `OFFSET` is a 400 with PostHog's message pointing at keyset pagination
+(the organisation allow-list flag that exempts a few customers is not emulated; every sandbox request is
+made with a key).
 
 **Errors** (`posthog/api/query.py`): a parse error or an unsupported query is an `ExposedHogQLError` there,
 raised as DRF's `ValidationError`: 400 `{"type": "validation_error", "code": "invalid_input", ...}`; a body
 without `query` or with another `kind` is a 400 too (`test_missing_query`, `test_query_not_supported`).
 `sb.faults.add(path="/api/projects/*/query*", kind="query_timeout")` answers `ClickHouseQueryTimeOut`
-(`posthog/exceptions.py`: 504, its detail). Scope `query:read` (personal key) or a `phs_` project secret
-key with `query:read`; throttle `query` (240/min, 2,400/h: `posthog/rate_limit.py`,
-`APIQueriesBurstThrottle` / `APIQueriesSustainedThrottle`).
+(`posthog/exceptions.py`: 504, its detail); `kind="rate_limit_warning"` adds the
+`X-PostHog-Rate-Limit-Warning: true` header the service's warn tier sends before it throttles. Scope
+`query:read` (personal key) or a `phs_` project secret key with `query:read`; throttle `query` (240/min,
+2,400/h: `posthog/rate_limit.py`, `APIQueriesBurstThrottle` / `APIQueriesSustainedThrottle`).
 """
 
 from __future__ import annotations
@@ -57,6 +64,12 @@ SCHEMA = ""
 #: `posthog/hogql/constants.py`.
 DEFAULT_RETURNED_ROWS = 100
 MAX_SELECT_RETURNED_ROWS = 50_000
+#: `OFFSET_NOT_ALLOWED_MESSAGE`, posthog/hogql/user_query_validator.py.
+OFFSET_NOT_ALLOWED_MESSAGE = (
+    "OFFSET is not supported on queries made with a personal API key. For pagination, use keyset pagination "
+    "on the `timestamp` column, e.g. `WHERE timestamp > :last_seen_timestamp ORDER BY timestamp LIMIT N`. "
+    "For bulk data extraction, use batch exports: https://posthog.com/docs/cdp/batch-exports"
+)
 #: `ClickHouseQueryTimeOut.default_detail`, `posthog/exceptions.py`.
 TIMEOUT_DETAIL = (
     "Query has hit the max execution time before completing. See our docs for how to improve your query "
@@ -394,14 +407,15 @@ def _limit_value(node: Any, what: str) -> int | None:
 
 @dataclass
 class Compiled:
-    """A translated query: SQL (reads `limit + 1` rows), parameters, the answer's columns and types."""
+    """A translated query: SQL (reads `limit + 1` rows when `paginated`), parameters, the answer's columns
+    and types."""
 
     sql: str
     params: dict[str, Any]
     columns: list[str]
     types: list[str]
     limit: int
-    offset: int
+    paginated: bool
 
 
 def compile_hogql(text: str, project_id: int, *, default_rows: int, max_rows: int) -> Compiled:
@@ -420,10 +434,24 @@ def compile_hogql(text: str, project_id: int, *, default_rows: int, max_rows: in
         raise _unsupported("UNION / a set of SELECTs")
     tr = _Translation()
     tr.params["project"] = project_id
+    _refuse_offset(ast)
     asked = _limit_value(ast.get("limit"), "LIMIT")
     limit = min(asked if asked is not None else default_rows, max_rows)
-    sql, columns, types = _select_sql(ast, tr, limit=limit + 1)
-    return Compiled(sql, tr.params, columns, types, limit, _limit_value(ast.get("offset"), "OFFSET") or 0)
+    paginated = asked is None  # HogQLQueryRunner: the paginator only for a query without LIMIT
+    sql, columns, types = _select_sql(ast, tr, limit=limit + 1 if paginated else limit)
+    return Compiled(sql, tr.params, columns, types, limit, paginated)
+
+
+def _refuse_offset(node: Any) -> None:
+    """`_OffsetDetectingVisitor`: an OFFSET anywhere (subqueries too) is refused."""
+    if isinstance(node, dict):
+        if node.get("node") == "SelectQuery" and node.get("offset") is not None:
+            raise Unsupported(OFFSET_NOT_ALLOWED_MESSAGE)
+        for value in node.values():
+            _refuse_offset(value)
+    elif isinstance(node, list):
+        for value in node:
+            _refuse_offset(value)
 
 
 def _select_sql(
@@ -470,7 +498,7 @@ def run_hogql(
         rows = store.query(compiled.sql, compiled.params)
     except sqlite3.Error as exc:  # a translation the engine refuses is still the caller's query
         raise Unsupported(f"The sandbox could not run this query ({exc})") from None
-    has_more = len(rows) > compiled.limit
+    has_more = len(rows) > compiled.limit if compiled.paginated else None
     results = [
         [_cell(v, t) for v, t in zip(tuple(r), compiled.types, strict=True)] for r in rows[: compiled.limit]
     ]
@@ -483,10 +511,10 @@ def run_hogql(
         "hasMore": has_more,
         "hogql": text,
         "is_cached": False,
-        "limit": compiled.limit,
+        "limit": compiled.limit if compiled.paginated else None,
         "metadata": None,
         "modifiers": {},
-        "offset": compiled.offset,
+        "offset": 0 if compiled.paginated else None,
         "query": text,
         "query_status": None,
         "results": results,
@@ -558,7 +586,10 @@ async def query_create(request: Request) -> Response:
         )
     except Unsupported as exc:
         raise validation_error(str(exc)) from None
-    return SafeJSONResponse(answer)
+    headers = {}
+    if ctx.faults.active("rate_limit_warning", request.method, request.url.path):
+        headers["X-PostHog-Rate-Limit-Warning"] = "true"  # the warn tier's header (flags_rate_limiter.rs)
+    return SafeJSONResponse(answer, headers=headers)
 
 
 ENDPOINTS = [
