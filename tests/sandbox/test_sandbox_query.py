@@ -250,3 +250,53 @@ def test_timeout_fault_answers_clickhouse_query_timeout(sb: Sandbox) -> None:
     finally:
         sb.faults.remove(fault)
     assert r.status_code == 504 and "max execution time" in r.json()["detail"]
+
+
+def test_flags_see_the_merged_persons_properties_from_every_id(sb: Sandbox) -> None:
+    # after a merge every distinct id reads the one person's properties (the service keys a person's
+    # properties by person, not by distinct id): a $set sent under the identified id reaches the anon id
+    t = _tag()
+    anon, user = f"fa-{t}", f"fu-{t}"
+    _capture(sb, [{"event": "view", "distinct_id": anon, "properties": {"$set": {"plan": "free"}}}])
+    _capture(sb, [{"event": "$identify", "distinct_id": user, "properties": {"$anon_distinct_id": anon}}])
+    _capture(
+        sb, [{"event": "x", "distinct_id": user, "properties": {"$set": {"plan": "pro", "email": "a@b.c"}}}]
+    )
+    ids = _ids_of(sb, anon, user)
+    assert ids[anon][1] == ids[user][1] == {"plan": "pro", "email": "a@b.c"}
+    from analytics_nb.sandbox._resources.persons import person_properties
+
+    assert person_properties(sb.ctx.store, sb.project_id, anon) == {"plan": "pro", "email": "a@b.c"}
+
+
+def test_rows_of_an_older_build_get_their_person_id(sb: Sandbox) -> None:
+    # a database written before person ids: rows without one read with PostHog's deterministic id
+    d = f"old-{_tag()}"
+    sb.ctx.store.execute(
+        "INSERT INTO persons(project_id, distinct_id, properties) VALUES (?,?,?)",
+        (sb.project_id, d, '{"k": 1}'),
+    )
+    expected = uuid.uuid5(uuid.UUID("932979b4-65c3-4424-8467-0b66ec27bc22"), f"{sb.project_id}:{d}")
+    assert _ids_of(sb, d)[d] == (str(expected), {"k": 1}, False)
+
+
+def test_a_database_file_of_an_older_build_opens_with_person_ids(tmp_path: Any) -> None:
+    # persons written before person ids (no person_id / created_at / is_identified columns, no index)
+    import sqlite3
+
+    db = str(tmp_path / "old.sqlite")
+    with start(seed="empty", db=db) as first:
+        project = first.project_id
+    conn = sqlite3.connect(db)
+    conn.executescript(
+        "DROP INDEX IF EXISTS persons_person_ids; DROP TABLE persons; "
+        "CREATE TABLE persons (project_id INTEGER NOT NULL, distinct_id TEXT NOT NULL, "
+        "properties TEXT NOT NULL DEFAULT '{}', PRIMARY KEY (project_id, distinct_id));"
+    )
+    conn.execute("INSERT INTO persons VALUES (?, 'legacy-1', '{\"plan\": \"pro\"}')", (project,))
+    conn.commit()
+    conn.close()
+    with start(seed="empty", db=db) as again:
+        ids = _ids_of(again, "legacy-1")
+    expected = uuid.uuid5(uuid.UUID("932979b4-65c3-4424-8467-0b66ec27bc22"), f"{project}:legacy-1")
+    assert ids["legacy-1"] == (str(expected), {"plan": "pro"}, False)

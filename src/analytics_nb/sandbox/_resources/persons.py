@@ -91,6 +91,9 @@ ADDED_COLUMNS = (
     ("persons", "created_at", "TEXT"),
     ("persons", "is_identified", "INTEGER NOT NULL DEFAULT 0"),
 )
+#: Indexes over the added columns (`_seeding.open_store` runs them after `ADDED_COLUMNS`): a person's rows
+#: by person id, for the writes that keep them alike and the HogQL `persons` table (one row per person).
+INDEXES = "CREATE INDEX IF NOT EXISTS persons_person_ids ON persons(project_id, person_id, distinct_id);"
 #: PostHog's namespace for person uuids (`uuidFromDistinctId`, plugin-server `person-uuid.ts`).
 PERSON_UUIDV5_NAMESPACE = uuid.UUID("932979b4-65c3-4424-8467-0b66ec27bc22")
 #: Ids PostHog refuses to merge (`isDistinctIdIllegal`, person-merge-service.ts), bare and quoted.
@@ -128,11 +131,8 @@ def _now() -> str:
 
 
 def ensure_person_ids(store: Store) -> None:
-    """Give rows written by an older build (no person id) their deterministic id, and index person ids.
-    Cheap when there is nothing to fill (one indexed query)."""
-    store.execute(
-        "CREATE INDEX IF NOT EXISTS persons_person_ids ON persons(project_id, person_id, distinct_id)"
-    )
+    """Give rows written by an older build (no person id) their deterministic id. Cheap when there is
+    nothing to fill (one query over the person-id index, `INDEXES`)."""
     rows = store.query("SELECT project_id, distinct_id FROM persons WHERE person_id IS NULL")
     if rows:
         stamp = _now()
