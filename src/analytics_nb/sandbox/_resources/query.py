@@ -52,7 +52,7 @@ from starlette.responses import Response
 
 from .._auth import hash_key
 from .._context import SandboxContext, context_of
-from .._endpoints import Endpoint
+from .._endpoints import Endpoint, Refusal
 from .._errors import APIError, throttled, validation_error
 from .._http import SafeJSONResponse, parse_json_body, read_body
 from .._store import Store, loads
@@ -606,11 +606,24 @@ ENDPOINTS = [
                 "query": {
                     "type": "object",
                     "required": ["kind", "query"],
-                    "properties": {"kind": {"type": "string"}, "query": {"type": "string"}},
+                    "properties": {
+                        "kind": {"type": "string", "enum": ["HogQLQuery"]},
+                        "query": {"type": "string", "minLength": 1, "pattern": "\\S"},
+                    },
                 },
                 "refresh": {"type": "string"},
             },
         },
+        # Any text is a schema-valid query; one that is not HogQL (or not the sandbox's subset) is refused
+        refusals=(
+            Refusal(
+                400,
+                "invalid_input",
+                None,
+                "posthog/api/query.py (an ExposedHogQLError raised as ValidationError); "
+                "posthog/hogql/user_query_validator.py (OFFSET)",
+            ),
+        ),
         errors=(400, 401, 403, 404, 429, 504),
         aliases=("/api/environments/{project_id}/query/",),
     )
