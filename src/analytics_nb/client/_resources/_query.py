@@ -195,6 +195,7 @@ async def _pages(
     page_size: int,
     bar: Any = None,
     total: int | None = None,
+    on_page: Callable[[list[list[Any]]], None] | None = None,
 ) -> tuple[list[str], list[str], list[list[Any]], int]:
     """Keyset paging: `build(after, limit)` is the query of the page after the key `after`. Returns columns,
     types, rows and requests.
@@ -203,21 +204,26 @@ async def _pages(
     without one), and a service may cap the `LIMIT` below `page_size` without saying so. So a page shorter
     than `page_size` ends the run only when it is also shorter than a page already read (then it is the
     last of a capped run) or `total` rows (a count read first) are in; otherwise one more page is asked for,
-    and an empty page ends it."""
+    and an empty page ends it. `on_page` takes each page instead of the returned rows (so a caller can keep
+    only what it needs of a page and let the rest go)."""
     after: str | None = None
     rows: list[list[Any]] = []
     columns: list[str] = []
     types: list[str] = []
-    requests, longest = 0, 0
+    requests, longest, seen = 0, 0, 0
     while True:
         body = await _post(core, build(after, page_size))
         requests += 1
         columns, types = list(body.get("columns") or []), list(body.get("types") or [])
         page = body["results"]
-        rows += page
+        seen += len(page)
+        if on_page is not None:
+            on_page(page)
+        else:
+            rows += page
         if bar is not None:
             bar.update(len(page))
-        done = total is not None and len(rows) >= total
+        done = total is not None and seen >= total
         short = len(page) < page_size and len(page) < longest
         if not page or done or (body.get("hasMore") is not True and short):
             return columns, types, rows, requests
@@ -362,13 +368,18 @@ async def persons_frame(
         desc=describe_plan(the_plan),
         unit="id",
     )
+    decoded: list[tuple[str, str, dict[str, Any]]] = []
+
+    def keep(page: list[list[Any]]) -> None:  # only the wanted properties of a page stay in memory
+        props = _all_properties(page)
+        if keys is not None:
+            props = [{k: p[k] for k in keys if k in p} for p in props]
+        decoded.extend(zip([str(r[0]) for r in page], [str(r[1]) for r in page], props, strict=True))
+
     try:
-        _, _, rows, requests = await _pages(core, build, 0, page_size, bar, total=the_plan["rows"])
+        _, _, _, requests = await _pages(core, build, 0, page_size, bar, total=the_plan["rows"], on_page=keep)
     finally:
         bar.close()
-    decoded = list(
-        zip([str(r[0]) for r in rows], [str(r[1]) for r in rows], _all_properties(rows), strict=True)
-    )
     if keys is None:
         keys = list(dict.fromkeys(k for _, _, props in decoded for k in props))
     if distinct_ids == "identified":
