@@ -38,6 +38,7 @@ from analytics_nb.client._resources import (
     Projects,
     Transformations,
 )
+from analytics_nb.client._resources._query import MAX_ROWS, persons_frame, run_query
 from analytics_nb.client._sync_api import (
     ApiClientMethods,
     SyncFeatureFlags,
@@ -311,6 +312,79 @@ class AsyncApiClient(_Common):
             "group_properties": group_properties,
         }
         return await _decide(self._core, distinct_id, overrides, ip=ip, endpoint=endpoint, version=version)
+
+    async def query(
+        self, hogql: str, *, page_by: str | None = None, page_size: int = MAX_ROWS
+    ) -> pd.DataFrame:
+        """Run a HogQL query (``POST /api/projects/:id/query/``) and return its answer as a typed DataFrame
+        (columns named and typed from the answer's ``columns`` / ``types``: strings, ``Int64``, ``Float64``,
+        ``boolean``, UTC times).
+
+        One query answers at most 50,000 rows (PostHog's ``MAX_SELECT_RETURNED_ROWS``; 100 when the query
+        has no ``LIMIT``). ``page_by`` reads every row by keyset, as PostHog advises over ``OFFSET``: the
+        client sends ``SELECT * FROM (<hogql>) WHERE <page_by> > <last> ORDER BY <page_by> LIMIT
+        <page_size>`` until the service says no more rows match. Without it, an answer the service says is
+        cut short gives a warning naming the fix. Queries are paced to the query API's limits (240 a minute,
+        2,400 an hour, 3 at once) and slow down when an answer carries ``X-PostHog-Rate-Limit-Warning``.
+        Works with a personal key (scope ``query:read``) or a project secret key (``secret_api_key=``).
+
+        Args:
+            hogql: The HogQL ``SELECT``.
+            page_by: A column of the answer whose values are unique and never null (``id``,
+                ``distinct_id``): read every row, page after page. None: one request.
+            page_size: Rows per page (at most 50,000).
+
+        Returns:
+            The answer as a DataFrame.
+
+        Raises:
+            ValidationError: PostHog refused the query (the message is its own, with the fix).
+            ServerError: The query hit PostHog's execution time limit (504; the message says how to
+                narrow it).
+        """
+        return await run_query(self._core, hogql, page_by=page_by, page_size=page_size)
+
+    async def persons(
+        self,
+        properties: list[str] | None = None,
+        *,
+        flags: Any = None,
+        distinct_ids: Literal["all", "identified"] = "all",
+        page_size: int = MAX_ROWS,
+    ) -> pd.DataFrame:
+        """The project's persons as a frame for the simulation door (``simulate(client.persons(...))``):
+        ``person_id``, ``distinct_id`` and one column per property, values as PostHog stores them (numbers
+        stay numbers; a property the person lacks is None).
+
+        Read with HogQL over ``person_distinct_ids`` joined to ``persons``, paged by keyset on the
+        distinct id. No property filter is sent to PostHog: HogQL's comparisons are not the flag service's
+        (its case rules, ``is_not`` on a missing property, numbers in text), so every person is read and
+        the flag engine decides.
+
+        ``distinct_ids="all"`` (the default) gives one row per distinct id: a flag is evaluated per
+        distinct id, and two ids of one person can get different rollout buckets. ``"identified"`` gives
+        one row per person, with the person's id that is not a UUID (the SDKs give anonymous users a UUID
+        as distinct id; the id you identify them with usually is not one), the smallest when several (a
+        warning counts those persons), else the smallest id.
+
+        Args:
+            properties: The person property keys to read as columns. None: those the ``flags`` read, or
+                every key found when ``flags`` is None too.
+            flags: Flag definitions (``client.feature_flags.definitions()``, a list of flags, ...) whose
+                person properties become the columns when ``properties`` is None.
+            distinct_ids: ``"all"`` (a row per distinct id) or ``"identified"`` (a row per person).
+            page_size: Rows per query (at most 50,000, the service's cap).
+
+        Returns:
+            The persons frame.
+
+        Raises:
+            ValueError: A bad argument (named).
+        """
+        frame, _requests = await persons_frame(
+            self._core, properties=properties, flags=flags, distinct_ids=distinct_ids, page_size=page_size
+        )
+        return frame
 
     async def organization_id(self) -> str:
         """The organization id the client uses (given, or resolved once from the service)."""

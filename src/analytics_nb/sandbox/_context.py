@@ -54,6 +54,10 @@ class SandboxContext:
     faults: Faults
     owner_user_id: int
     limiter: RateLimiter | None = None
+    #: The query endpoint's row cap and default (`posthog/hogql/constants.py`; lowered by tests through
+    #: `Sandbox.set_query_row_limits`).
+    query_max_rows: int = 50_000
+    query_default_rows: int = 100
     geoip: bool = True
     #: Whether the `/_sandbox/` admin endpoints are served.
     admin: bool = False

@@ -1,5 +1,6 @@
 """Per-key token buckets like the real throttles: 480/min + 4800/h by default, 240/min + 1200/h on playlists,
-600/min on flag local evaluation."""
+600/min on flag local evaluation,
+240/min + 2400/h on the query API."""
 
 from __future__ import annotations
 
@@ -12,6 +13,8 @@ DEFAULT_RATES: dict[str, list[tuple[int, float]]] = {
     "default": [(480, 60.0), (4800, 3600.0)],
     "playlists": [(240, 60.0), (1200, 3600.0)],
     "local_evaluation": [(600, 60.0)],
+    # `APIQueriesBurstThrottle` / `APIQueriesSustainedThrottle` (posthog/rate_limit.py): the query API
+    "query": [(240, 60.0), (2400, 3600.0)],
 }
 
 

@@ -63,6 +63,8 @@ def open_store(db: str | None, *, seed: str, profile: str) -> Opened:
                 names = {r["name"] for r in store.query(f"PRAGMA table_info({table})")}
                 if column not in names:
                     store.execute(f"ALTER TABLE {table} ADD COLUMN {column} {kind}")
+            if getattr(module, "INDEXES", ""):  # indexes over added columns: after they exist
+                store.executescript(module.INDEXES)
         with store.transaction():
             state = store.get_meta("seed")
             has_core = store.query_one("SELECT 1 FROM organizations LIMIT 1") is not None

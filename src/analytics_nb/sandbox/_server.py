@@ -144,6 +144,29 @@ class Sandbox:
         """
         persons.set_person(self.ctx.store, self.project_id, str(distinct_id), dict(properties))
 
+    def add_persons(self, persons_: Iterable[tuple[Iterable[str], dict[str, Any], bool]]) -> None:
+        """Store many persons at once, as if ingestion had merged their ids: `(distinct_ids, properties,
+        is_identified)` each; the person id is the first id's deterministic one (PostHog's
+        `uuidFromDistinctId`). For test and bench data; captured `$identify` / `$create_alias` events merge
+        persons the service's way (see `persons.py`).
+
+        Args:
+            persons_: `(distinct_ids, properties, is_identified)` per person.
+        """
+        persons.bulk_set_person_ids(self.ctx.store, self.project_id, persons_)
+
+    def set_query_row_limits(self, max_rows: int = 50_000, default_rows: int = 100) -> None:
+        """Set the query endpoint's row cap and its default (PostHog's `MAX_SELECT_RETURNED_ROWS` 50,000 and
+        `DEFAULT_RETURNED_ROWS` 100, `posthog/hogql/constants.py`): a small cap lets a test page past it.
+
+        Args:
+            max_rows: Rows a query answers at most.
+            default_rows: Rows a query without LIMIT answers.
+        """
+        if max_rows < 1 or default_rows < 1:
+            raise ValueError("set_query_row_limits: max_rows and default_rows must be at least 1")
+        self.ctx.query_max_rows, self.ctx.query_default_rows = int(max_rows), int(default_rows)
+
     def set_group(self, type_name: str, key: str, properties: dict[str, Any]) -> None:
         """Merge stored group properties (the group type gets the next free index when new).
 

@@ -21,6 +21,7 @@ from . import (
     persons,
     playlists,
     projects,
+    query,
     transformations,
 )
 
@@ -32,6 +33,7 @@ RESOURCES: tuple[ModuleType, ...] = (
     events,
     projects,
     persons,
+    query,
     feature_flags,
     flag_history,
     playlists,

@@ -463,7 +463,7 @@ def _over_limit(event: dict[str, Any], checked: bool, distinct_id: str, token: A
 def _updates_people(name: str, props: dict[str, Any], extra: dict[str, Any]) -> bool:
     """Whether `persons.apply_event_updates` may change anything for this event (a cheap superset test:
     most events carry no `$set` and are written without it)."""
-    if name == "$groupidentify":
+    if name == "$groupidentify" or name in persons.MERGE_EVENTS:
         return True
     return any(key in props or key in extra for key in _PERSON_UPDATES)
 

@@ -1,0 +1,436 @@
+"""HogQL queries (`POST /api/projects/:id/query/`) and the project's persons as a frame.
+
+PostHog's query API (posthog.com `contents/docs/api/queries.mdx`; `posthog/hogql/constants.py`) answers at
+most 50,000 rows per query (`MAX_SELECT_RETURNED_ROWS`; 100 without a `LIMIT`), allows 240 queries a minute,
+2,400 an hour and 3 at once per project, stops a query after its execution limit, and advises keyset paging
+(`ORDER BY key ... WHERE key > last`) over `OFFSET`. This module pages that way, paces itself to those
+limits whatever the client's `rate_limit=` says (one sliding window shared by the client's queries, at most
+3 in flight), and slows down when an answer carries `X-PostHog-Rate-Limit-Warning`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import re
+import warnings
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Literal
+
+from analytics_nb.client._core import Core, RateLimiter, decode_json, loads_json
+from analytics_nb.client._progress import progress_bar
+from analytics_nb.errors import ResponseFormatError, ValidationError
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = [
+    "MAX_ROWS",
+    "QUERY_CONCURRENCY",
+    "QUERY_RATES",
+    "QueryRateLimitWarning",
+    "describe_plan",
+    "frame_from_answer",
+    "person_property_keys",
+    "persons_frame",
+    "plan",
+    "run_query",
+]
+
+log = logging.getLogger("analytics_nb.client")
+
+#: `MAX_SELECT_RETURNED_ROWS`, posthog/hogql/constants.py: rows one query answers at most.
+MAX_ROWS = 50_000
+#: The query API's limits per project (posthog/rate_limit.py `APIQueriesBurstThrottle` /
+#: `APIQueriesSustainedThrottle`; docs: 3 concurrent queries).
+QUERY_RATES: tuple[tuple[int, float], ...] = ((240, 60.0), (2400, 3600.0))
+QUERY_CONCURRENCY = 3
+#: Pause after an answer carrying `X-PostHog-Rate-Limit-Warning` (seconds): the service is about to 429.
+WARNING_PAUSE = 1.0
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_$][A-Za-z0-9_$]*)*")
+_UUID = re.compile(r"[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}")
+_TIMEOUT_FIX = (
+    "The query hit PostHog's execution time limit: narrow it (a shorter date range, a WHERE that selects "
+    "fewer rows), select fewer columns (one property instead of all `properties`), or page with a smaller "
+    "page_size."
+)
+
+
+class QueryRateLimitWarning(UserWarning):
+    """The service said it is close to throttling queries (`X-PostHog-Rate-Limit-Warning`)."""
+
+
+class _Pacing:
+    """The client's query pacing: one sliding window (240/min, 2,400/h) and a semaphore of 3."""
+
+    def __init__(self) -> None:
+        self.limiter = RateLimiter({"query": QUERY_RATES})
+        self.semaphore = asyncio.Semaphore(QUERY_CONCURRENCY)
+        self.requests = 0
+
+
+def _pacing(core: Core) -> _Pacing:
+    pacing = getattr(core, "_query_pacing", None)
+    if pacing is None:
+        pacing = _Pacing()
+        core._query_pacing = pacing  # type: ignore[attr-defined]
+    return pacing
+
+
+def _auth(core: Core) -> Any:
+    """The personal key when there is one, else the project secret key (`phs_`, scope `query:read`)."""
+    config = core.config
+    if config.personal_api_key is not None:
+        return True
+    if config.secret_api_key is not None:
+        return Core.key_auth(config.secret_api_key)
+    raise ValueError(
+        "query needs a key: pass personal_api_key= (scope query:read) or secret_api_key= (a project secret "
+        "key, phs_..., with query:read)"
+    )
+
+
+async def _post(core: Core, hogql: str) -> dict[str, Any]:
+    """One query request, paced; the answer's JSON body."""
+    pacing = _pacing(core)
+    async with pacing.semaphore:
+        await pacing.limiter.acquire("query")
+        pacing.requests += 1
+        try:
+            response = await core.request(
+                "POST",
+                core.project_path("query/"),
+                json={"query": {"kind": "HogQLQuery", "query": hogql}},
+                auth=_auth(core),
+                idempotent=False,  # a timed-out query is not sent again as is (the fix is to narrow it)
+                explain={504: _TIMEOUT_FIX},
+            )
+        except ValidationError as exc:
+            raise ValidationError(
+                f"PostHog refused the HogQL query: {exc.detail or exc.message} Fix the query text "
+                "(client.query sends it as written).",
+                status=exc.status,
+                type=exc.type,
+                code=exc.code,
+                detail=exc.detail,
+                attr=exc.attr,
+                method=exc.method,
+                url=exc.url,
+            ) from None
+        if response.headers.get("X-PostHog-Rate-Limit-Warning"):
+            warnings.warn(
+                "PostHog says queries are close to its rate limit (X-PostHog-Rate-Limit-Warning); the "
+                f"client pauses {WARNING_PAUSE:g} s between queries while it says so.",
+                QueryRateLimitWarning,
+                stacklevel=2,
+            )
+            await asyncio.sleep(WARNING_PAUSE)
+    body = decode_json(response, core.scrub(str(response.url)))
+    if not isinstance(body, dict) or not isinstance(body.get("results"), list):
+        raise ResponseFormatError(
+            "The query endpoint answered without a `results` list; check that host= points at PostHog.",
+            status=response.status_code,
+            method="POST",
+            url=core.scrub(str(response.url)),
+        )
+    return body
+
+
+def _dtype(kind: str) -> str | None:
+    """The pandas dtype of a ClickHouse type name (None: keep the values as they came)."""
+    base = kind.removeprefix("Nullable(").rstrip(")") if kind.startswith("Nullable(") else kind
+    if base in ("String", "UUID") or base.startswith(("FixedString", "LowCardinality(String")):
+        return "string"
+    if re.fullmatch(r"U?Int(8|16|32|64)", base):
+        return "Int64"
+    if base.startswith("Float") or base.startswith("Decimal"):
+        return "Float64"
+    if base == "Bool":
+        return "boolean"
+    if base.startswith("DateTime") or base == "Date":
+        return "datetime"
+    return None
+
+
+def frame_from_answer(columns: Sequence[str], types: Sequence[str], rows: list[list[Any]]) -> pd.DataFrame:
+    """A DataFrame typed by the answer's ClickHouse `types` (strings, Int64, Float64, boolean, UTC times)."""
+    import pandas as pd
+
+    names = _unique(columns)
+    frame = pd.DataFrame.from_records(rows, columns=names) if rows else pd.DataFrame(columns=names)
+    for name, kind in zip(names, types, strict=False):
+        dtype = _dtype(str(kind))
+        if dtype == "datetime":
+            frame[name] = pd.to_datetime(frame[name], utc=True, format="ISO8601")
+        elif dtype is not None:
+            frame[name] = frame[name].astype(dtype)  # type: ignore[call-overload]
+    return frame
+
+
+def _unique(columns: Sequence[str]) -> list[str]:
+    """Column names made unique (`id`, `id_2`): two `properties.x` of two tables share the name `x`."""
+    seen: dict[str, int] = {}
+    out = []
+    for name in columns:
+        seen[name] = seen.get(name, 0) + 1
+        out.append(name if seen[name] == 1 else f"{name}_{seen[name]}")
+    return out
+
+
+def _literal(value: Any) -> str:
+    """A HogQL literal of a key value (a string quoted with its quotes escaped, or a number)."""
+    if isinstance(value, bool) or value is None:
+        raise ValueError(f"page_by: cannot page on the value {value!r}; page by a column without nulls")
+    if isinstance(value, int | float):
+        return repr(value)
+    text = str(value).replace("\\", "\\\\").replace("'", "\\'")
+    return f"'{text}'"
+
+
+async def _pages(
+    core: Core,
+    build: Callable[[str | None, int], str],
+    key_index: int,
+    page_size: int,
+    bar: Any = None,
+    total: int | None = None,
+    on_page: Callable[[list[list[Any]]], None] | None = None,
+) -> tuple[list[str], list[str], list[list[Any]], int]:
+    """Keyset paging: `build(after, limit)` is the query of the page after the key `after`. Returns columns,
+    types, rows and requests.
+
+    A query with a `LIMIT` answers no `hasMore` (`HogQLQueryRunner._calculate` paginates only queries
+    without one), and a service may cap the `LIMIT` below `page_size` without saying so. So a page shorter
+    than `page_size` ends the run only when it is also shorter than a page already read (then it is the
+    last of a capped run) or `total` rows (a count read first) are in; otherwise one more page is asked for,
+    and an empty page ends it. `on_page` takes each page instead of the returned rows (so a caller can keep
+    only what it needs of a page and let the rest go)."""
+    after: str | None = None
+    rows: list[list[Any]] = []
+    columns: list[str] = []
+    types: list[str] = []
+    requests, longest, seen = 0, 0, 0
+    while True:
+        body = await _post(core, build(after, page_size))
+        requests += 1
+        columns, types = list(body.get("columns") or []), list(body.get("types") or [])
+        page = body["results"]
+        seen += len(page)
+        if on_page is not None:
+            on_page(page)
+        else:
+            rows += page
+        if bar is not None:
+            bar.update(len(page))
+        done = total is not None and seen >= total
+        short = len(page) < page_size and len(page) < longest
+        if not page or done or (body.get("hasMore") is not True and short):
+            return columns, types, rows, requests
+        longest = max(longest, len(page))
+        after = _literal(page[-1][key_index])
+
+
+def plan(rows: int, page_size: int) -> dict[str, Any]:
+    """What reading `rows` rows takes at the query API's limits: pages (queries) and the least minutes the
+    limits allow (240 a minute, then 2,400 an hour), not counting PostHog's own time per query."""
+    pages = max(1, -(-rows // page_size))
+    per_minute, per_hour = QUERY_RATES[0][0], QUERY_RATES[1][0]
+    if pages <= per_minute:
+        minutes = 0.0
+    elif pages <= per_hour:
+        minutes = float(-(-pages // per_minute) - 1)
+    else:
+        minutes = float((-(-pages // per_hour) - 1) * 60)
+    return {"rows": rows, "pages": pages, "queries": pages + 1, "min_minutes_at_limits": minutes}
+
+
+def describe_plan(p: Mapping[str, Any]) -> str:
+    """The plan as one line (the progress bar's title, the log)."""
+    wait = (
+        "no wait for the limits"
+        if not p["min_minutes_at_limits"]
+        else f"at least {p['min_minutes_at_limits']:g} min at 240/min, 2,400/h"
+    )
+    return f"persons: {p['rows']:,} distinct ids in {p['pages']:,} pages ({p['queries']:,} queries, {wait})"
+
+
+async def run_query(
+    core: Core, hogql: str, *, page_by: str | None = None, page_size: int = MAX_ROWS
+) -> pd.DataFrame:
+    """`client.query`: the answer as a typed frame; with `page_by`, every row, paged by keyset."""
+    if not isinstance(hogql, str) or not hogql.strip():
+        raise ValueError("query: hogql must be the text of a HogQL SELECT, e.g. 'SELECT id FROM persons'")
+    if not 1 <= int(page_size) <= MAX_ROWS:
+        raise ValueError(f"query: page_size must be between 1 and {MAX_ROWS:,} (the service's row cap)")
+    if page_by is None:
+        body = await _post(core, hogql)
+        cut = body.get("hasMore") is True or (
+            body.get("hasMore") is None and len(body["results"]) >= MAX_ROWS
+        )
+        if cut:
+            warnings.warn(
+                f"The query answered {len(body['results']):,} rows, PostHog's cap for it (100 without a "
+                "LIMIT, 50,000 at most), and more may match; pass page_by='<a unique column>' to read them "
+                "all by keyset.",
+                stacklevel=3,
+            )
+        return frame_from_answer(body.get("columns") or [], body.get("types") or [], body["results"])
+    if not _IDENT.fullmatch(page_by):
+        raise ValueError(f"query: page_by must name one column of the query's answer, got {page_by!r}")
+    inner = hogql.strip().rstrip(";")
+
+    def build(after: str | None, limit: int) -> str:
+        where = f" WHERE {page_by} > {after}" if after is not None else ""
+        return f"SELECT * FROM ({inner}){where} ORDER BY {page_by} LIMIT {limit}"
+
+    first = await _post(core, build(None, 1))
+    names = list(first.get("columns") or [])
+    if page_by.split(".")[-1] not in names:
+        raise ValueError(f"query: page_by={page_by!r} is not a column of the answer ({', '.join(names)})")
+    columns, types, rows, _ = await _pages(core, build, names.index(page_by.split(".")[-1]), int(page_size))
+    return frame_from_answer(columns, types, rows)
+
+
+def person_property_keys(flags: Any) -> list[str]:
+    """The person property keys the definitions read (filters of `type: "person"`, cohorts' included), in
+    first-seen order. Takes what `flags=` takes elsewhere: a definitions object (`.flags` / `.cohorts`), the
+    local-evaluation answer, a list of flag dicts or models."""
+    found: dict[str, None] = {}
+
+    def walk(node: Any) -> None:
+        if hasattr(node, "model_dump"):
+            node = node.model_dump(by_alias=True, mode="json")
+        if isinstance(node, Mapping):
+            if node.get("type") == "person" and isinstance(node.get("key"), str):
+                found.setdefault(node["key"], None)
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list | tuple):
+            for value in node:
+                walk(value)
+
+    if hasattr(flags, "flags") and not isinstance(flags, Mapping):
+        walk(getattr(flags, "flags", None))
+        walk(getattr(flags, "cohorts", None))
+    else:
+        walk(flags)
+    return list(found)
+
+
+_PERSONS_QUERY = (
+    "SELECT pdi.distinct_id AS distinct_id, p.id AS person_id, p.is_identified AS is_identified, "
+    "p.properties AS properties FROM person_distinct_ids pdi JOIN persons p ON pdi.person_id = p.id"
+)
+
+
+def _identified_id(ids: list[str]) -> tuple[str, bool]:
+    """The documented rule for `distinct_ids="identified"`: the person's id that is not a UUID (the SDKs give
+    anonymous users a UUID; your own ids usually are not one), the smallest of them when several (then
+    `True`: ambiguous), else the smallest id."""
+    named = sorted(i for i in ids if not _UUID.fullmatch(i))
+    if named:
+        return named[0], len(named) > 1
+    return sorted(ids)[0], False
+
+
+async def persons_frame(
+    core: Core,
+    *,
+    properties: Iterable[str] | None,
+    flags: Any,
+    distinct_ids: Literal["all", "identified"],
+    page_size: int,
+) -> tuple[pd.DataFrame, int]:
+    """`client.persons`: the frame and the number of requests it took."""
+    import pandas as pd
+
+    if distinct_ids not in ("all", "identified"):
+        raise ValueError(f"persons: distinct_ids must be 'all' or 'identified', got {distinct_ids!r}")
+    if isinstance(properties, str):
+        raise ValueError("persons: properties must be a list of property keys, e.g. ['email', 'plan']")
+    keys = (
+        list(properties)
+        if properties is not None
+        else (person_property_keys(flags) if flags is not None else None)
+    )
+
+    def build(after: str | None, limit: int) -> str:
+        where = f" WHERE pdi.distinct_id > {after}" if after is not None else ""
+        return f"{_PERSONS_QUERY}{where} ORDER BY pdi.distinct_id LIMIT {limit}"
+
+    counted = await _post(core, "SELECT count() FROM person_distinct_ids")
+    the_plan = plan(int(counted["results"][0][0]) if counted["results"] else 0, page_size)
+    log.info(describe_plan(the_plan))
+    bar = progress_bar(
+        core.config.progress if the_plan["pages"] > 1 else False,
+        total=the_plan["rows"],
+        desc=describe_plan(the_plan),
+        unit="id",
+    )
+    decoded: list[tuple[str, str, dict[str, Any]]] = []
+
+    def keep(page: list[list[Any]]) -> None:  # only the wanted properties of a page stay in memory
+        props = _all_properties(page)
+        if keys is not None:
+            props = [{k: p[k] for k in keys if k in p} for p in props]
+        decoded.extend(zip([str(r[0]) for r in page], [str(r[1]) for r in page], props, strict=True))
+
+    try:
+        _, _, _, requests = await _pages(core, build, 0, page_size, bar, total=the_plan["rows"], on_page=keep)
+    finally:
+        bar.close()
+    if keys is None:
+        keys = list(dict.fromkeys(k for _, _, props in decoded for k in props))
+    if distinct_ids == "identified":
+        decoded = _one_per_person(decoded)
+    data: dict[str, Any] = {
+        "person_id": pd.array([d[1] for d in decoded], dtype="string"),
+        "distinct_id": pd.array([d[0] for d in decoded], dtype="string"),
+    }
+    for key in keys:
+        if key in data:
+            raise ValueError(f"persons: the property {key!r} has the name of a column; it cannot be a column")
+        data[key] = pd.Series([props.get(key) for _, _, props in decoded], dtype="object")
+    frame = pd.DataFrame(data)
+    frame.attrs["plan"] = {**the_plan, "requests": requests + 1}
+    return frame, requests + 1
+
+
+def _all_properties(rows: list[list[Any]]) -> list[dict[str, Any]]:
+    """Every row's `properties` (JSON text, as HogQL answers it) decoded in one pass (one JSON array: a
+    tenth of the time of a decode per row); a row whose text is not an object reads as `{}`."""
+    texts = [r[3] if isinstance(r[3], str) and r[3].startswith("{") else "{}" for r in rows]
+    try:
+        values = loads_json(("[" + ",".join(texts) + "]").encode())
+    except ValueError:
+        values = [_properties(t) for t in texts]
+    return [v if isinstance(v, dict) else {} for v in values]
+
+
+def _properties(text: Any) -> dict[str, Any]:
+    if isinstance(text, dict):
+        return text
+    try:
+        value = json.loads(text) if isinstance(text, str) else {}
+    except ValueError:
+        value = {}
+    return value if isinstance(value, dict) else {}
+
+
+def _one_per_person(rows: list[tuple[str, str, dict[str, Any]]]) -> list[tuple[str, str, dict[str, Any]]]:
+    by_person: dict[str, list[tuple[str, str, dict[str, Any]]]] = {}
+    for row in rows:
+        by_person.setdefault(row[1], []).append(row)
+    out, ambiguous = [], 0
+    for members in by_person.values():
+        chosen, several = _identified_id([m[0] for m in members])
+        ambiguous += several
+        out.append(next(m for m in members if m[0] == chosen))
+    if ambiguous:
+        warnings.warn(
+            f"{ambiguous:,} persons have several distinct ids that are not UUIDs; the smallest was taken as "
+            "the identified one. Use distinct_ids='all' to see every id.",
+            stacklevel=4,
+        )
+    return sorted(out, key=lambda r: r[0])

@@ -1,0 +1,302 @@
+"""Contract tests of the sandbox's persons (ids, merges) and its HogQL query endpoint.
+
+Each assertion names the PostHog source it ports: `posthog/api/test/test_query.py` (response shape, 400s),
+`posthog/api/query.py` (HogQL errors as `ValidationError`), `posthog/hogql/constants.py` (row cap),
+`plugin-server/src/worker/ingestion/persons/person-merge-service.ts` (merges) and
+`plugin-server/src/worker/ingestion/person-uuid.ts` (person ids).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+
+from analytics_nb.sandbox import Sandbox, start
+
+pytestmark = pytest.mark.filterwarnings("ignore::ResourceWarning")
+
+
+@pytest.fixture(scope="module")
+def sb() -> Iterator[Sandbox]:
+    with start(seed="empty", profile="spec") as sandbox:
+        yield sandbox
+
+
+def _query(sb: Sandbox, text: str, *, key: str | None = None, body: Any = None) -> httpx.Response:
+    payload = body if body is not None else {"query": {"kind": "HogQLQuery", "query": text}}
+    return httpx.post(
+        f"{sb.url}/api/projects/@current/query/",
+        json=payload,
+        headers={"Authorization": f"Bearer {key or sb.personal_api_key}"},
+    )
+
+
+def _capture(sb: Sandbox, events: list[dict[str, Any]]) -> None:
+    r = httpx.post(f"{sb.url}/batch/", json={"api_key": sb.project_api_key, "batch": events})
+    assert r.status_code == 200, r.text
+
+
+def _ids_of(sb: Sandbox, *distinct_ids: str) -> dict[str, tuple[str, dict[str, Any], bool]]:
+    quoted = ", ".join(f"'{d}'" for d in distinct_ids)
+    r = _query(
+        sb,
+        "SELECT pdi.distinct_id, p.id, p.properties, p.is_identified FROM person_distinct_ids pdi "
+        f"JOIN persons p ON pdi.person_id = p.id WHERE pdi.distinct_id IN ({quoted})",
+    )
+    assert r.status_code == 200, r.text
+    import json
+
+    return {row[0]: (row[1], json.loads(row[2]), row[3]) for row in r.json()["results"]}
+
+
+def _tag() -> str:
+    return uuid.uuid4().hex[:8]
+
+
+# -- persons: ids and merges --------------------------------------------------------------------------------
+def test_a_new_person_gets_posthogs_deterministic_uuid(sb: Sandbox) -> None:
+    # person-uuid.ts `uuidFromDistinctId`: UUIDv5("<team id>:<distinct id>") in namespace 932979b4-...
+    d = f"solo-{_tag()}"
+    _capture(sb, [{"event": "e", "distinct_id": d, "properties": {"$set": {"a": 1}}}])
+    expected = uuid.uuid5(uuid.UUID("932979b4-65c3-4424-8467-0b66ec27bc22"), f"{sb.project_id}:{d}")
+    assert _ids_of(sb, d)[d] == (str(expected), {"a": 1}, False)
+
+
+def test_identify_joins_the_anonymous_id_to_the_identified_person(sb: Sandbox) -> None:
+    # person-merge-service.ts `mergeDistinctIds`: only one id has a person -> the other id is added to it,
+    # and the person is marked identified.
+    t = _tag()
+    anon, user = f"anon-{t}", f"user-{t}"
+    _capture(sb, [{"event": "view", "distinct_id": anon, "properties": {"$set": {"plan": "free"}}}])
+    _capture(sb, [{"event": "$identify", "distinct_id": user, "properties": {"$anon_distinct_id": anon}}])
+    ids = _ids_of(sb, anon, user)
+    assert ids[anon][0] == ids[user][0]
+    assert ids[user][1] == {"plan": "free"} and ids[user][2] is True
+
+
+def test_neither_id_known_makes_one_identified_person_from_the_event_id(sb: Sandbox) -> None:
+    # `mergeDistinctIds` "Neither Distinct ID points at an existing Person": createPerson(.., true, ..)
+    # with [mergeIntoDistinctId, otherPersonDistinctId]: the uuid is the event's distinct id's.
+    t = _tag()
+    _capture(
+        sb, [{"event": "$create_alias", "distinct_id": f"main-{t}", "properties": {"alias": f"alt-{t}"}}]
+    )
+    ids = _ids_of(sb, f"main-{t}", f"alt-{t}")
+    expected = uuid.uuid5(uuid.UUID("932979b4-65c3-4424-8467-0b66ec27bc22"), f"{sb.project_id}:main-{t}")
+    assert ids[f"main-{t}"][0] == ids[f"alt-{t}"][0] == str(expected)
+    assert ids[f"alt-{t}"][2] is True
+
+
+def test_merging_two_persons_keeps_the_targets_properties_on_conflict(sb: Sandbox) -> None:
+    # `mergePeople`: properties {...otherPerson, ...mergeInto}; the target (event's distinct id) person stays.
+    t = _tag()
+    a, b = f"a-{t}", f"b-{t}"
+    _capture(
+        sb,
+        [
+            {"event": "x", "distinct_id": a, "properties": {"$set": {"plan": "free", "only_a": 1}}},
+            {"event": "x", "distinct_id": b, "properties": {"$set": {"plan": "pro", "only_b": 2}}},
+        ],
+    )
+    before = _ids_of(sb, b)[b][0]
+    _capture(sb, [{"event": "$identify", "distinct_id": b, "properties": {"$anon_distinct_id": a}}])
+    ids = _ids_of(sb, a, b)
+    assert ids[a][0] == ids[b][0] == before
+    assert ids[b][1] == {"plan": "pro", "only_a": 1, "only_b": 2}
+
+
+def test_an_identified_person_is_not_merged_away_except_dangerously(sb: Sandbox) -> None:
+    # `isMergeAllowed`: $identify / $create_alias never merge an identified person; $merge_dangerously does.
+    t = _tag()
+    a, b, c = f"ia-{t}", f"ib-{t}", f"ic-{t}"
+    _capture(sb, [{"event": "$create_alias", "distinct_id": a, "properties": {"alias": c}}])  # a+c identified
+    _capture(sb, [{"event": "x", "distinct_id": b, "properties": {"$set": {"k": 1}}}])
+    _capture(sb, [{"event": "$identify", "distinct_id": b, "properties": {"$anon_distinct_id": a}}])
+    ids = _ids_of(sb, a, b)
+    assert ids[a][0] != ids[b][0]
+    _capture(sb, [{"event": "$merge_dangerously", "distinct_id": b, "properties": {"alias": a}}])
+    ids = _ids_of(sb, a, b, c)
+    assert ids[a][0] == ids[b][0] == ids[c][0]
+
+
+@pytest.mark.parametrize("illegal", ["anonymous", "null", "0", "undefined", '"guest"', " "])
+def test_illegal_ids_are_never_merged(sb: Sandbox, illegal: str) -> None:
+    # `isDistinctIdIllegal` (BARE_CASE_*_ILLEGAL_IDS, quoted forms, blank)
+    t = _tag()
+    _capture(sb, [{"event": "x", "distinct_id": f"ok-{t}", "properties": {"$set": {"k": 1}}}])
+    _capture(
+        sb, [{"event": "$identify", "distinct_id": f"ok-{t}", "properties": {"$anon_distinct_id": illegal}}]
+    )
+    assert set(_ids_of(sb, f"ok-{t}", illegal)) == {f"ok-{t}"}
+
+
+# -- the query endpoint ------------------------------------------------------------------------------------
+def test_answer_has_the_services_shape_and_types(sb: Sandbox) -> None:
+    # test_query.py `test_select_hogql_expressions`: results as lists, columns, ClickHouse types
+    # (`Nullable(String)` for a property), hasMore.
+    sb.add_persons([([f"shape-{_tag()}"], {"email": "x@y.z"}, False)])
+    r = _query(sb, "SELECT id, properties.email, is_identified FROM persons WHERE properties.email = 'x@y.z'")
+    assert r.status_code == 200
+    body = r.json()
+    assert body["columns"] == ["id", "email", "is_identified"]
+    assert body["types"] == ["UUID", "Nullable(String)", "Bool"]
+    assert body["hasMore"] is False and body["limit"] == 100 and body["offset"] == 0
+    assert [row[1:] for row in body["results"]] == [["x@y.z", False]]
+
+
+def test_default_and_max_rows_follow_hogql_constants(sb: Sandbox) -> None:
+    # constants.py DEFAULT_RETURNED_ROWS (no LIMIT) and MAX_SELECT_RETURNED_ROWS (a LIMIT is capped);
+    # test_query.py `test_full_hogql_query_limit` patches them to 10 / 15 the same way. hogql_query_runner.py
+    # `_calculate`: only a query without LIMIT goes through HogQLHasMorePaginator (hasMore / limit / offset);
+    # one with a LIMIT answers them as null, even when the cap cut it.
+    sb.add_persons([([f"cap-{i:03d}"], {"cap": "yes"}, False) for i in range(20)])
+    sb.set_query_row_limits(max_rows=15, default_rows=10)
+    try:
+        plain = _query(
+            sb, "SELECT distinct_id FROM person_distinct_ids WHERE distinct_id LIKE 'cap-%'"
+        ).json()
+        capped = _query(
+            sb, "SELECT distinct_id FROM person_distinct_ids WHERE distinct_id LIKE 'cap-%' LIMIT 1000"
+        ).json()
+    finally:
+        sb.set_query_row_limits()
+    assert (len(plain["results"]), plain["hasMore"], plain["limit"]) == (10, True, 10)
+    assert (len(capped["results"]), capped["hasMore"], capped["limit"], capped["offset"]) == (
+        15,
+        None,
+        None,
+        None,
+    )
+
+
+def test_keyset_paging_reads_each_row_once(sb: Sandbox) -> None:
+    # the paging user_query_validator.py's message advises: WHERE key > last ORDER BY key LIMIT N
+    rows: list[str] = []
+    last = ""
+    while True:
+        body = _query(
+            sb,
+            "SELECT distinct_id FROM person_distinct_ids WHERE distinct_id LIKE 'cap-%' "
+            f"AND distinct_id > '{last}' ORDER BY distinct_id LIMIT 7",
+        ).json()
+        rows += [r[0] for r in body["results"]]
+        if len(body["results"]) < 7:
+            break
+        last = rows[-1]
+    assert rows == [f"cap-{i:03d}" for i in range(20)]
+
+
+@pytest.mark.parametrize(
+    ("text", "needle"),
+    [
+        ("selec 1", "Syntax error"),
+        ("SELECT nope FROM persons", "nope"),
+        ("SELECT id FROM nowhere", "nowhere"),
+        ("SELECT id FROM persons GROUP BY id", "GROUP BY"),
+        ("SELECT id FROM persons WHERE properties.age > 3", "text with a number"),
+    ],
+)
+def test_a_bad_or_unsupported_query_is_a_400_validation_error(sb: Sandbox, text: str, needle: str) -> None:
+    # posthog/api/query.py: an ExposedHogQLError becomes DRF's ValidationError -> 400 validation_error
+    r = _query(sb, text)
+    assert r.status_code == 400
+    body = r.json()
+    assert (body["type"], body["code"], body["attr"]) == ("validation_error", "invalid_input", None)
+    assert needle in body["detail"]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "SELECT id FROM persons LIMIT 10 OFFSET 10",
+        "SELECT * FROM (SELECT id FROM persons LIMIT 5 OFFSET 5)",
+    ],
+)
+def test_offset_is_refused_for_api_keys(sb: Sandbox, text: str) -> None:
+    # posthog/hogql/user_query_validator.py `_OffsetDetectingVisitor`: OFFSET anywhere -> QueryError (400),
+    # OFFSET_NOT_ALLOWED_MESSAGE, for queries made with a personal API key
+    r = _query(sb, text)
+    assert r.status_code == 400
+    assert r.json()["detail"].startswith("OFFSET is not supported on queries made with a personal API key.")
+
+
+def test_missing_query_and_other_kinds_are_400(sb: Sandbox) -> None:
+    # test_query.py `test_missing_query`, `test_missing_body`, `test_query_not_supported`
+    assert _query(sb, "", body={"query": {}}).status_code == 400
+    assert _query(sb, "", body={}).status_code == 400
+    r = _query(sb, "", body={"query": {"kind": "SavedInsightNode", "shortId": "1"}})
+    assert r.status_code == 400 and r.json()["detail"] == "Unsupported query kind: SavedInsightNode"
+
+
+def test_scope_and_secret_key(sb: Sandbox) -> None:
+    # scope query:read for personal keys; a project secret key with query:read works (docs queries.mdx)
+    no_scope = sb.create_personal_key(scopes=["feature_flag:read"])
+    assert _query(sb, "SELECT 1 FROM persons LIMIT 1", key=no_scope).status_code == 403
+    secret = sb.create_secret_key(scopes=["query:read"])
+    assert _query(sb, "SELECT id FROM persons LIMIT 1", key=secret).status_code == 200
+    flags_only = sb.create_secret_key(scopes=["feature_flag:read"])
+    assert _query(sb, "SELECT id FROM persons LIMIT 1", key=flags_only).status_code == 401
+
+
+def test_timeout_fault_answers_clickhouse_query_timeout(sb: Sandbox) -> None:
+    # posthog/exceptions.py ClickHouseQueryTimeOut: status 504 and its detail
+    fault = sb.faults.add(path="/api/projects/*/query*", kind="query_timeout")
+    try:
+        r = _query(sb, "SELECT id FROM persons")
+    finally:
+        sb.faults.remove(fault)
+    assert r.status_code == 504 and "max execution time" in r.json()["detail"]
+
+
+def test_flags_see_the_merged_persons_properties_from_every_id(sb: Sandbox) -> None:
+    # after a merge every distinct id reads the one person's properties (the service keys a person's
+    # properties by person, not by distinct id): a $set sent under the identified id reaches the anon id
+    t = _tag()
+    anon, user = f"fa-{t}", f"fu-{t}"
+    _capture(sb, [{"event": "view", "distinct_id": anon, "properties": {"$set": {"plan": "free"}}}])
+    _capture(sb, [{"event": "$identify", "distinct_id": user, "properties": {"$anon_distinct_id": anon}}])
+    _capture(
+        sb, [{"event": "x", "distinct_id": user, "properties": {"$set": {"plan": "pro", "email": "a@b.c"}}}]
+    )
+    ids = _ids_of(sb, anon, user)
+    assert ids[anon][1] == ids[user][1] == {"plan": "pro", "email": "a@b.c"}
+    from analytics_nb.sandbox._resources.persons import person_properties
+
+    assert person_properties(sb.ctx.store, sb.project_id, anon) == {"plan": "pro", "email": "a@b.c"}
+
+
+def test_rows_of_an_older_build_get_their_person_id(sb: Sandbox) -> None:
+    # a database written before person ids: rows without one read with PostHog's deterministic id
+    d = f"old-{_tag()}"
+    sb.ctx.store.execute(
+        "INSERT INTO persons(project_id, distinct_id, properties) VALUES (?,?,?)",
+        (sb.project_id, d, '{"k": 1}'),
+    )
+    expected = uuid.uuid5(uuid.UUID("932979b4-65c3-4424-8467-0b66ec27bc22"), f"{sb.project_id}:{d}")
+    assert _ids_of(sb, d)[d] == (str(expected), {"k": 1}, False)
+
+
+def test_a_database_file_of_an_older_build_opens_with_person_ids(tmp_path: Any) -> None:
+    # persons written before person ids (no person_id / created_at / is_identified columns, no index)
+    import sqlite3
+
+    db = str(tmp_path / "old.sqlite")
+    with start(seed="empty", db=db) as first:
+        project = first.project_id
+    conn = sqlite3.connect(db)
+    conn.executescript(
+        "DROP INDEX IF EXISTS persons_person_ids; DROP TABLE persons; "
+        "CREATE TABLE persons (project_id INTEGER NOT NULL, distinct_id TEXT NOT NULL, "
+        "properties TEXT NOT NULL DEFAULT '{}', PRIMARY KEY (project_id, distinct_id));"
+    )
+    conn.execute("INSERT INTO persons VALUES (?, 'legacy-1', '{\"plan\": \"pro\"}')", (project,))
+    conn.commit()
+    conn.close()
+    with start(seed="empty", db=db) as again:
+        ids = _ids_of(again, "legacy-1")
+    expected = uuid.uuid5(uuid.UUID("932979b4-65c3-4424-8467-0b66ec27bc22"), f"{project}:legacy-1")
+    assert ids["legacy-1"] == (str(expected), {"plan": "pro"}, False)
