@@ -17,6 +17,7 @@ from analytics_nb.simulation._builders import grid, random_property_sets, sample
 from analytics_nb.simulation._definitions import Definitions, load_definitions
 from analytics_nb.simulation._distributed import DaskSimulation, DaskWhatIf, simulate_dask
 from analytics_nb.simulation._errors import LongRunWarning, SimulationInputError
+from analytics_nb.simulation._exports import read_posthog_export
 from analytics_nb.simulation._inputs import normalise_property_sets
 from analytics_nb.simulation._local import MissingPropertyWarning
 from analytics_nb.simulation._output import concat_frames
@@ -63,6 +64,7 @@ __all__ = [
     "load_definitions",
     "normalise_property_sets",
     "random_property_sets",
+    "read_posthog_export",
     "sample_persons",
     "simulate",
     "simulate_dask",
