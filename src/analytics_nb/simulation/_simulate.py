@@ -76,9 +76,12 @@ from analytics_nb.simulation._remote import (
     DEFAULT_CONCURRENCY,
     WARN_MINUTES,
     RemoteRow,
+    Runtime,
     decide_rows,
     default_concurrency,
+    check_remote_runtime,
     remote_frame,
+    warn_runtime_filtered,
     with_estimate,
 )
 from analytics_nb.simulation._result import SimulationResult
@@ -110,6 +113,7 @@ class SimulationOptions:
     estimate: bool = True
     warn_minutes: float | None = WARN_MINUTES
     missing_columns: MissingColumns = "unknown"
+    runtime: str = "server"  # the runtime remote requests ask as (evaluation_runtime)
 
     @property
     def local(self) -> bool:
@@ -138,6 +142,7 @@ def check_options(
     estimate: Any = True,
     warn_minutes: Any = WARN_MINUTES,
     missing_columns: Any = "unknown",
+    runtime: Any = "server",
 ) -> SimulationOptions:
     """Every option of `simulate` checked in one place; raises `SimulationInputError` naming the fix."""
     if engine not in ("remote", "local", "both"):
@@ -195,6 +200,7 @@ def check_options(
         estimate=estimate,
         warn_minutes=None if warn_minutes is None else float(warn_minutes),
         missing_columns=check_missing_columns(missing_columns),
+        runtime=check_remote_runtime(runtime),
     )
 
 
@@ -301,6 +307,8 @@ def _remote_result(prepared: _Prepared, rows: Sequence[RemoteRow]) -> pd.DataFra
         payloads=options.payloads,
         reasons=options.reasons,
     )
+    if defs is not None:
+        warn_runtime_filtered(defs.flags, prepared.keys, options.runtime)
     return _inactive_off(frame, rows, defs) if defs is not None else frame
 
 
@@ -317,7 +325,13 @@ async def _remote_rows(prepared: _Prepared, core: Core, into: list[RemoteRow | N
         first: list[RemoteRow] = []
         if prepared.keys is not None and prepared.definitions is None:
             first = await decide_rows(
-                core, requests[:1], concurrency=1, detailed=options.reasons, progress=bar, into=into
+                core,
+                requests[:1],
+                concurrency=1,
+                detailed=options.reasons,
+                progress=bar,
+                into=into,
+                runtime=options.runtime,
             )
             _check_remote_keys(prepared.keys, first[0])
             requests = requests[1:]
@@ -330,6 +344,7 @@ async def _remote_rows(prepared: _Prepared, core: Core, into: list[RemoteRow | N
             flag_keys=prepared.keys,
             into=into,
             offset=len(first),
+            runtime=options.runtime,
         )
         return first + rest
     finally:
@@ -544,6 +559,7 @@ def simulate(
     missing_columns: MissingColumns = "unknown",
     out: str | Path | None = None,
     memory_limit: str | None = None,
+    runtime: Runtime = "server",
 ) -> SimulationResult:
     """Evaluate flags for every property set: ``engine="remote"`` (one decide per row, concurrent),
     ``"local"`` (the flag engine over definitions), ``"both"`` (and compare them) or ``"sql"`` (the flags
@@ -612,6 +628,8 @@ def simulate(
             ``"not_set"`` (absent, as for a person who lacks it).
         out: ``engine="sql"``: the parquet file for the answers. None: a temporary file.
         memory_limit: ``engine="sql"``: DuckDB's memory limit (it spills to disk beyond it). None: "1GB".
+        runtime: The runtime remote requests ask as: ``"server"`` (what server SDKs get) or ``"client"``
+            (what browsers get); flags scoped to the other runtime are NA with a `FilteredFlagsWarning`.
 
     Returns:
         A `SimulationResult`: ``frame`` (inputs and outputs), ``summary()``, ``crosstab()``, ``agreement``
@@ -666,6 +684,7 @@ def simulate(
         estimate=estimate,
         warn_minutes=warn_minutes,
         missing_columns=missing_columns,
+        runtime=runtime,
     )
     if client is None:  # local only: nothing to await, so no event loop at all
         prepared = _prepare(options, sets, given)
