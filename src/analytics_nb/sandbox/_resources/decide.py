@@ -15,7 +15,13 @@ detailed records, ``value: null, failed: true`` in the typed ones, and plain ``f
 
 Errors are the Rust service's plain-text bodies. Controls for tests: :func:`set_flags_quota_limited`,
 :func:`set_flag_failures`, and fault rules with ``kind="quota_limited"``, ``kind="flag_failure"`` (every flag
-fails) or ``kind="flag_failure:<key>"``.
+fails) or ``kind="flag_failure:<key>"``; ``kind="rate_limit_warning"`` adds the warn tier's
+``X-PostHog-Rate-Limit-Warning: true`` to the 200.
+
+Runtime and tags: a flag whose ``evaluation_runtime`` is "server" or "client" is left out of the answer for
+a caller of the other runtime or of one the service cannot tell (no ``evaluation_runtime`` in the body, an
+unknown User-Agent, no browser headers); a flag with ``evaluation_tags`` is left out when the body's
+``evaluation_environments`` name none of them (`rust/feature-flags/src/handler/flags.rs`).
 """
 
 from __future__ import annotations
@@ -56,6 +62,9 @@ MSG_NO_TOKEN = "No API token provided. Please include a valid API token in your 
 MSG_BAD_TOKEN = "The provided API key is invalid or has expired. Please check your API key and try again."
 MSG_NO_DISTINCT_ID = "The distinct_id field is missing from the request. Please include a valid identifier."
 _ACCEPTED_TYPES = ("", "application/json", "text/plain", "application/x-www-form-urlencoded")
+#: Added to a 200 by the service's warn tier before its 429s (`rust/feature-flags/src/api/
+#: flags_rate_limiter.rs`).
+RATE_LIMIT_WARNING = "X-PostHog-Rate-Limit-Warning"
 
 
 # -- controls ------------------------------------------------------------------------------------------------
@@ -262,9 +271,9 @@ def excluded_by_scope(fs: _feature_flags.FlagSet, runtime: str | None, env_tags:
     out: set[str] = set()
     wanted = set(env_tags)
     for key, (flag_runtime, tags) in fs.scoped.items():
-        if flag_runtime != "all" and runtime != "all" and flag_runtime != runtime:
-            out.add(key)
-        elif wanted and tags and not wanted.intersection(tags):
+        if (flag_runtime != "all" and runtime != "all" and flag_runtime != runtime) or (
+            wanted and tags and not wanted.intersection(tags)
+        ):
             out.add(key)
     return out
 
@@ -704,7 +713,10 @@ async def _handle(request: Request, endpoint: str) -> Response:
         )
     except _Reject as exc:
         return _text(exc.status, exc.text)
-    return _json(answer)
+    response = _json(answer)
+    if "rate_limit_warning" in kinds:  # the warn tier: a 200 that says 429s come next
+        response.headers[RATE_LIMIT_WARNING] = "true"
+    return response
 
 
 async def decide_endpoint(request: Request) -> Response:

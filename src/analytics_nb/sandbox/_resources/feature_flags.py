@@ -286,7 +286,8 @@ def _build_flag_set(store: Store, project_id: int) -> FlagSet:
 
 def _scoped(stored: list[dict[str, Any]]) -> dict[str, tuple[str, tuple[str, ...]]]:
     """key -> (runtime, tags) of the flags the runtime or tags filter may leave out; a runtime other than
-    "server"/"client" counts as "all" (`EvaluationRuntime::from` in `rust/feature-flags/src/handler/flags.rs`)."""
+    "server"/"client" counts as "all" (`EvaluationRuntime::from` in
+    `rust/feature-flags/src/handler/flags.rs`)."""
     out: dict[str, tuple[str, tuple[str, ...]]] = {}
     for flag in stored:
         raw = flag.get("evaluation_runtime")
