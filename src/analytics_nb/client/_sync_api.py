@@ -35,6 +35,7 @@ if TYPE_CHECKING:
         ActivityPage,
         DecideResponse,
         FeatureFlag,
+        FlagTestEvaluation,
         HogFunction,
         HogFunctionTemplate,
         LocalEvaluationResponse,
@@ -1068,6 +1069,42 @@ class SyncFeatureFlags:
             The created `FeatureFlag`.
         """
         return self._loop.run(self._resource.create(key, name=name, filters=filters, active=active, **extra))
+
+    def test_evaluation(
+        self,
+        id: int,
+        *,
+        distinct_id: str | None = None,
+        person_id: str | None = None,
+        timestamp: str | None = None,
+        groups: Mapping[str, Any] | None = None,
+    ) -> FlagTestEvaluation:
+        """PostHog's own answer for one person and flag, explained condition by condition
+        (``POST .../feature_flags/:id/test_evaluation/``, posthog-notes §11; PostHog/posthog #55149).
+
+        The service reads the person's **stored** properties (returned as ``person_properties``): an oracle
+        for rows that carry a real person's properties, not for made-up property sets.
+
+        Args:
+            id: The flag's numeric id.
+            distinct_id: The person, by a distinct id (the rollout hashes this id). Give it or ``person_id``.
+            person_id: The person, by person id (the service picks the id it hashes and does not say which).
+            timestamp: ISO 8601: evaluate the flag and the person as they were then. None: now.
+            groups: ``{group type: group key}`` for group flags. None: none.
+
+        Returns:
+            The `FlagTestEvaluation`: ``result``, ``reason``, ``condition_index``, ``person_properties``,
+            ``evaluation_distinct_id`` and one record per condition.
+
+        Raises:
+            ValueError: Neither ``distinct_id`` nor ``person_id`` is given.
+            NotFoundError: No such flag or person.
+        """
+        return self._loop.run(
+            self._resource.test_evaluation(
+                id, distinct_id=distinct_id, person_id=person_id, timestamp=timestamp, groups=groups
+            )
+        )
 
     def update(self, id: int, **fields: Any) -> FeatureFlag:
         """PATCH the fields given (e.g. ``active=False`` or new ``filters``).

@@ -798,6 +798,11 @@ async def create_flag_endpoint(request: Request) -> Response:
     return SafeJSONResponse(flag, status_code=201)
 
 
+def flag_id_of(request: Request) -> int:
+    """The ``flag_id`` path parameter (404 for one that cannot exist)."""
+    return _flag_id(request)
+
+
 def _flag_id(request: Request) -> int:
     raw = str(request.path_params["flag_id"])
     try:
