@@ -692,7 +692,7 @@ def simulate(
     else:
         # the I/O steps on the client's own loop thread (never asyncio.run in a Jupyter cell)
         result = _run_sync(client, options, sets, given, started)
-    result.output = chosen or default_output(family)
+    result.output, result.client = chosen or default_output(family), client  # client: for result.verify
     return result
 
 
@@ -724,5 +724,5 @@ async def asimulate(*args: Any, **kwargs: Any) -> SimulationResult:
         result = _result(prepared, _local(prepared), None, started)
     else:
         result = await _evaluate(options, sets, given, core, started)
-    result.output = chosen or default_output(family)
+    result.output, result.client = chosen or default_output(family), client  # client: for result.verify
     return result
