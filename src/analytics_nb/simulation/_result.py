@@ -308,7 +308,17 @@ class SimulationResult:
     async def averify(
         self, n: int = 50, client: Any = None, *, flags: Sequence[str] | None = None, seed: int = 0
     ) -> Any:
-        """`verify` for async code with an `AsyncClient` (same arguments and answer)."""
+        """`verify` for async code with an `AsyncClient`.
+
+        Args:
+            n: How many rows (without an error) to check, sampled with ``seed``.
+            client: An `AsyncClient`. None: the client the run used.
+            flags: Only these flags. None: every flag of the result.
+            seed: The sample's random seed.
+
+        Returns:
+            A `Verification` (see `verify`).
+        """
         from analytics_nb.client import AsyncApiClient
         from analytics_nb.simulation._verify import averify_result
 
