@@ -321,21 +321,16 @@ async def _remote_rows(prepared: _Prepared, core: Core, into: list[RemoteRow | N
     bar = progress_bar(options.progress, total=len(requests), desc="decide", unit="row")
     if options.estimate:
         bar = with_estimate(bar, len(requests), warn_minutes=options.warn_minutes)
+    ask = functools.partial(decide_rows, runtime=options.runtime)  # every request says its runtime
     try:
         first: list[RemoteRow] = []
         if prepared.keys is not None and prepared.definitions is None:
-            first = await decide_rows(
-                core,
-                requests[:1],
-                concurrency=1,
-                detailed=options.reasons,
-                progress=bar,
-                into=into,
-                runtime=options.runtime,
+            first = await ask(
+                core, requests[:1], concurrency=1, detailed=options.reasons, progress=bar, into=into
             )
             _check_remote_keys(prepared.keys, first[0])
             requests = requests[1:]
-        rest = await decide_rows(
+        rest = await ask(
             core,
             requests,
             concurrency=options.concurrency,
@@ -344,7 +339,6 @@ async def _remote_rows(prepared: _Prepared, core: Core, into: list[RemoteRow | N
             flag_keys=prepared.keys,
             into=into,
             offset=len(first),
-            runtime=options.runtime,
         )
         return first + rest
     finally:
