@@ -27,7 +27,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from .._context import context_of
-from .._endpoints import Endpoint
+from .._endpoints import Endpoint, Refusal
 from .._errors import not_found, validation_error
 from .._http import SafeJSONResponse, parse_json_body, read_body
 from .._store import Store
@@ -219,6 +219,17 @@ async def test_evaluation_endpoint(request: Request) -> Response:
     return SafeJSONResponse(explain(ctx.store, project_id, flag_id, str(data.distinct_id), data.groups))
 
 
+_SOURCE = (
+    "products/feature_flags/backend/api/feature_flag.py FeatureFlagViewSet test_evaluation (PostHog #55149)"
+)
+#: Schema-valid bodies the action refuses: no person named; a timestamp the sandbox cannot serve (no history)
+#: or cannot read.
+_REFUSALS = (
+    Refusal(400, "invalid_input", "distinct_id", _SOURCE, "Either distinct_id or person_id is required."),
+    Refusal(400, "invalid_input", "timestamp", _SOURCE, "Could not build person properties"),
+    Refusal(400, "invalid_input", "timestamp", "the sandbox's own check", "Enter a valid ISO 8601 timestamp"),
+)
+
 ENDPOINTS = [
     Endpoint(
         "POST",
@@ -227,6 +238,7 @@ ENDPOINTS = [
         "feature_flags_test_evaluation_create",
         "One person's answer for a flag, each condition explained",
         body=TestEvaluationBody,
+        refusals=_REFUSALS,
         aliases=("/api/environments/{project_id}/feature_flags/{flag_id:int}/test_evaluation/",),
     ),
 ]
