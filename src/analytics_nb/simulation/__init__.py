@@ -3,7 +3,8 @@
 ``simulate(property_sets, flags=None, engine="remote" | "local" | "both" | "sql", client=..., ...)``
 returns a `SimulationResult` (with ``engine="sql"`` a `SqlSimulationResult`: DuckDB over the rows where they
 lie, out of core); `WhatIf` / `whatif` show who moves when definitions are edited; `grid`,
-`sample_persons` and `random_property_sets` build property sets. Property sets may be pandas, Polars, Arrow,
+`sample_persons` and `random_property_sets` build property sets; `read_posthog_export` reads PostHog's persons
+and actors CSV exports (``simulate`` also reads them directly). Property sets may be pandas, Polars, Arrow,
 DuckDB or a parquet path; `simulate_dask` runs the local engine over a Dask DataFrame on a cluster.
 
 ``analytics_nb.simulate`` is the function ``simulate`` (``analytics_nb.simulate(df, client=c)``);
@@ -22,13 +23,14 @@ from analytics_nb.simulation._inputs import normalise_property_sets
 from analytics_nb.simulation._local import MissingPropertyWarning
 from analytics_nb.simulation._output import concat_frames
 from analytics_nb.simulation._plot import PLOT_HINT
-from analytics_nb.simulation._remote import DEFAULT_CONCURRENCY, FailedFlagsWarning
+from analytics_nb.simulation._remote import DEFAULT_CONCURRENCY, FailedFlagsWarning, FilteredFlagsWarning
 from analytics_nb.simulation._result import SimulationResult
 from analytics_nb.simulation._simulate import Engine, asimulate, simulate
 from analytics_nb.simulation._spark import simulate_spark
 from analytics_nb.simulation._sql import SqlSimulation, simulate_sql
 from analytics_nb.simulation._sql_engine import SqlSimulationResult
 from analytics_nb.simulation._summary import wilson_interval
+from analytics_nb.simulation._verify import Verification
 from analytics_nb.simulation._whatif import (
     WhatIf,
     WhatIfResult,
@@ -48,6 +50,7 @@ __all__ = [
     "Definitions",
     "Engine",
     "FailedFlagsWarning",
+    "FilteredFlagsWarning",
     "IncompleteDefinitionsWarning",
     "LongRunWarning",
     "MissingPropertyWarning",
@@ -56,6 +59,7 @@ __all__ = [
     "SimulationResult",
     "SqlSimulation",
     "SqlSimulationResult",
+    "Verification",
     "WhatIf",
     "WhatIfResult",
     "asimulate",
