@@ -227,3 +227,12 @@ def test_properties_prefix_read_without_the_export_shape() -> None:
         normalise_property_sets(
             pd.DataFrame({"distinct_id": ["a"], "email": ["y"], "properties.email": ["x@example.com"]})
         )
+
+
+def test_export_through_the_sql_engine_gives_the_same_answers(
+    persons: list[dict[str, Any]], stored: tuple[Sandbox, Client, pd.DataFrame]
+) -> None:
+    _sb, client, oracle = stored
+    export = pd.read_csv(io.StringIO(persons_csv(persons)))
+    result = client.simulate(export, FLAGS, engine="sql", missing_columns="not_set")
+    assert _same_answers(result.frame, oracle) == 0

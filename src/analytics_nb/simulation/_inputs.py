@@ -348,7 +348,7 @@ def id_text(ids: pd.Series) -> pd.Series:
 
 #: Column names that may hold a distinct id under another name (a hint names them). Never a person id
 #: (``id``, ``person_id``, ``uuid``): flags hash the distinct id, so renaming a person id answers for others.
-_DISTINCT_ID_SPELLINGS = {"distinct_id", "distinctid", "user_id", "userid", "$distinct_id", "distinct_ids"}
+_DISTINCT_ID_SPELLINGS = {"distinct_id", "distinctid", "user_id", "userid", "$distinct_id"}
 _PERSON_ID_SPELLINGS = {"id", "person_id", "personid", "uuid", "person_uuid", "person.id"}
 
 
