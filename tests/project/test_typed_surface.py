@@ -78,7 +78,7 @@ def test_the_check_fails_when_a_form_accepts_any_keyword(surface: Any, tmp_path:
 
 
 def test_one_generator_run_updates_every_form_when_a_verb_gains_a_parameter(tmp_path: Path) -> None:
-    """The signatures are read from the source: a parameter added to ``simulate`` (as ``runtime=`` will be)
+    """The signatures are read from the source: a parameter added to ``simulate`` (any new keyword)
     reaches ``asimulate``, ``Client.simulate`` and ``AsyncClient.simulate`` in one run, and ``--check``
     (CI) fails until that run is made."""
     generator = _script("generate_sync")
@@ -90,16 +90,16 @@ def test_one_generator_run_updates_every_form_when_a_verb_gains_a_parameter(tmp_
     text = path.read_text(encoding="utf-8")
     anchor = "    as_of: dt.datetime | str | None = None,\n) -> SimulationResult:"
     assert anchor in text
-    path.write_text(text.replace(anchor, anchor.replace("\n)", '\n    runtime: str = "auto",\n)')), "utf-8")
+    path.write_text(text.replace(anchor, anchor.replace("\n)", '\n    new_option: str = "auto",\n)')), "utf-8")
     generator.SRC = src
     generator._PARSED.clear()
     texts = generator.generated()
     for name in ("simulation/_simulate_twins.py", "session/_verbs.py"):
         current = (ROOT / "src" / "analytics_nb" / name).read_text(encoding="utf-8")
         assert texts[f"analytics_nb/{name}"] != current
-    assert texts["analytics_nb/simulation/_simulate_twins.py"].count('runtime: str = "auto"') == 1
-    assert texts["analytics_nb/session/_verbs.py"].count('runtime: str = "auto"') == 2  # sync and async
-    assert texts["analytics_nb/session/_verbs.py"].count("runtime=runtime") == 2
+    assert texts["analytics_nb/simulation/_simulate_twins.py"].count('new_option: str = "auto"') == 1
+    assert texts["analytics_nb/session/_verbs.py"].count('new_option: str = "auto"') == 2  # sync and async
+    assert texts["analytics_nb/session/_verbs.py"].count("new_option=new_option") == 2
     for name, text in texts.items():  # written where the script writes them
         (src / name).write_text(text, encoding="utf-8")
     assert generator.main(["--check"]) == 0

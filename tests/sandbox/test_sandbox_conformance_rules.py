@@ -145,6 +145,7 @@ def test_refusals_are_documented_and_the_run_config_names_exactly_them(document:
     assert with_refusals == {
         "feature_flags_create",
         "feature_flags_partial_update",
+        "feature_flags_test_evaluation_create",
         "feature_flags_update",
         "hog_functions_create",
         "hog_functions_rearrange_partial_update",

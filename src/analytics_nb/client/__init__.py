@@ -14,7 +14,13 @@ from __future__ import annotations
 from analytics_nb.client._client import AnyApiClient, ApiClient, AsyncApiClient
 from analytics_nb.client._config import REGIONS, ClientConfig
 from analytics_nb.client._core import Core, loads_json
-from analytics_nb.client._decide import decide_body
+from analytics_nb.client._decide import (
+    RUNTIMES,
+    FlagsRateLimitWarning,
+    check_runtime,
+    decide_body,
+    note_rate_limit_warning,
+)
 from analytics_nb.client._loop import LoopThread
 from analytics_nb.client._pacing import AdaptiveLimit
 from analytics_nb.client._pagination import MAX_PAGE_SIZE
@@ -45,6 +51,7 @@ from analytics_nb.client._verbs import run_interruptible
 __all__ = [
     "MAX_PAGE_SIZE",
     "REGIONS",
+    "RUNTIMES",
     "AdaptiveLimit",
     "AnyApiClient",
     "ApiClient",
@@ -55,6 +62,7 @@ __all__ = [
     "DefinitionsHistoryWarning",
     "FeatureFlagFilters",
     "FeatureFlags",
+    "FlagsRateLimitWarning",
     "HistoryGap",
     "HogFunctionFilters",
     "HogFunctionTemplateFilters",
@@ -70,8 +78,10 @@ __all__ = [
     "Transformations",
     "as_moment",
     "cached_definitions",
+    "check_runtime",
     "decide_body",
     "loads_json",
+    "note_rate_limit_warning",
     "progress_bar",
     "progress_enabled",
     "run_interruptible",

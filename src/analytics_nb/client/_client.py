@@ -282,6 +282,7 @@ class AsyncApiClient(_Common):
         ip: str | None = None,
         endpoint: Literal["decide", "flags"] = "flags",
         version: int | None = None,
+        runtime: Literal["server", "client"] = "server",
     ) -> DecideResponse:
         """Evaluate every flag for one user remotely: ``POST /flags/?v=4`` as posthog-python 7.91.1 does,
         or the legacy ``/decide/?v=3`` with ``endpoint="decide"``. A flag the service failed to evaluate
@@ -299,19 +300,27 @@ class AsyncApiClient(_Common):
             ip: The person's IP address, for the ``$geoip_*`` properties. None: none sent.
             endpoint: ``"flags"`` (today's ``/flags``) or ``"decide"`` (the legacy ``/decide``).
             version: The API version asked for. None: 4 for ``/flags``, 3 for ``/decide``.
+            runtime: The runtime the request asks as (sent as ``evaluation_runtime``): ``"server"`` (what a
+                server SDK gets) or ``"client"`` (what browsers and mobile apps get). PostHog answers a flag
+                scoped to one runtime only to callers of it, and to neither when it cannot tell.
 
         Returns:
             The `DecideResponse`.
 
         Raises:
-            ValueError: ``version`` is not a positive integer.
+            ValueError: ``version`` is not a positive integer, or ``runtime`` not "server"/"client".
+
+        Warns:
+            FlagsRateLimitWarning: The service says this token or IP is near its rate limit (once per client).
         """
         overrides = {
             "groups": groups,
             "person_properties": person_properties,
             "group_properties": group_properties,
         }
-        return await _decide(self._core, distinct_id, overrides, ip=ip, endpoint=endpoint, version=version)
+        return await _decide(
+            self._core, distinct_id, overrides, ip=ip, endpoint=endpoint, version=version, runtime=runtime
+        )
 
     async def query(
         self, hogql: str, *, page_by: str | None = None, page_size: int = MAX_ROWS

@@ -41,6 +41,7 @@ if TYPE_CHECKING:
         DecideResponse,
         FeatureFlag,
         FeatureFlagVersion,
+        FlagTestEvaluation,
         HogFunction,
         HogFunctionTemplate,
         LocalEvaluationResponse,
@@ -1075,6 +1076,42 @@ class SyncFeatureFlags:
         """
         return self._loop.run(self._resource.create(key, name=name, filters=filters, active=active, **extra))
 
+    def test_evaluation(
+        self,
+        id: int,
+        *,
+        distinct_id: str | None = None,
+        person_id: str | None = None,
+        timestamp: str | None = None,
+        groups: Mapping[str, Any] | None = None,
+    ) -> FlagTestEvaluation:
+        """PostHog's own answer for one person and flag, explained condition by condition
+        (``POST .../feature_flags/:id/test_evaluation/``, posthog-notes §11; PostHog/posthog #55149).
+
+        The service reads the person's **stored** properties (returned as ``person_properties``): an oracle
+        for rows that carry a real person's properties, not for made-up property sets.
+
+        Args:
+            id: The flag's numeric id.
+            distinct_id: The person, by a distinct id (the rollout hashes this id). Give it or ``person_id``.
+            person_id: The person, by person id (the service picks the id it hashes and does not say which).
+            timestamp: ISO 8601: evaluate the flag and the person as they were then. None: now.
+            groups: ``{group type: group key}`` for group flags. None: none.
+
+        Returns:
+            The `FlagTestEvaluation`: ``result``, ``reason``, ``condition_index``, ``person_properties``,
+            ``evaluation_distinct_id`` and one record per condition.
+
+        Raises:
+            ValueError: Neither ``distinct_id`` nor ``person_id`` is given.
+            NotFoundError: No such flag or person.
+        """
+        return self._loop.run(
+            self._resource.test_evaluation(
+                id, distinct_id=distinct_id, person_id=person_id, timestamp=timestamp, groups=groups
+            )
+        )
+
     def update(self, id: int, **fields: Any) -> FeatureFlag:
         """PATCH the fields given (e.g. ``active=False`` or new ``filters``).
 
@@ -1360,6 +1397,7 @@ class ApiClientMethods:
         ip: str | None = None,
         endpoint: Literal["decide", "flags"] = "flags",
         version: int | None = None,
+        runtime: Literal["server", "client"] = "server",
     ) -> DecideResponse:
         """Evaluate every flag for one user remotely: ``POST /flags/?v=4`` as posthog-python 7.91.1 does,
         or the legacy ``/decide/?v=3`` with ``endpoint="decide"``. A flag the service failed to evaluate
@@ -1377,12 +1415,18 @@ class ApiClientMethods:
             ip: The person's IP address, for the ``$geoip_*`` properties. None: none sent.
             endpoint: ``"flags"`` (today's ``/flags``) or ``"decide"`` (the legacy ``/decide``).
             version: The API version asked for. None: 4 for ``/flags``, 3 for ``/decide``.
+            runtime: The runtime the request asks as (sent as ``evaluation_runtime``): ``"server"`` (what a
+                server SDK gets) or ``"client"`` (what browsers and mobile apps get). PostHog answers a flag
+                scoped to one runtime only to callers of it, and to neither when it cannot tell.
 
         Returns:
             The `DecideResponse`.
 
         Raises:
-            ValueError: ``version`` is not a positive integer.
+            ValueError: ``version`` is not a positive integer, or ``runtime`` not "server"/"client".
+
+        Warns:
+            FlagsRateLimitWarning: The service says this token or IP is near its rate limit (once per client).
         """
         return self._loop.run(
             self._async.decide(
@@ -1393,6 +1437,7 @@ class ApiClientMethods:
                 ip=ip,
                 endpoint=endpoint,
                 version=version,
+                runtime=runtime,
             )
         )
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from analytics_nb.models._capture import CaptureBatch, CaptureEvent
 from analytics_nb.models._common import Page, User, UtcDatetime, WireModel, to_wire
 from analytics_nb.models._decide import DecideRequest, DecideResponse, FlagDetail, FlagMetadata, FlagReason
+from analytics_nb.models._flag_test import ConditionAnalysis, FlagTestEvaluation, PropertyAnalysis
 from analytics_nb.models._flags import (
     FeatureFlag,
     FeatureFlagVersion,
@@ -50,6 +51,7 @@ __all__ = [
     "CaptureBatch",
     "CaptureEvent",
     "CollectionCounts",
+    "ConditionAnalysis",
     "DecideRequest",
     "DecideResponse",
     "FeatureFlag",
@@ -59,6 +61,7 @@ __all__ = [
     "FlagFilters",
     "FlagMetadata",
     "FlagReason",
+    "FlagTestEvaluation",
     "HogFunction",
     "HogFunctionStatus",
     "HogFunctionTemplate",
@@ -69,6 +72,7 @@ __all__ = [
     "Playlist",
     "PluginConfig",
     "Project",
+    "PropertyAnalysis",
     "PropertyFilter",
     "Recording",
     "RecordingsCounts",

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from analytics_nb.capture._values import NaivePolicy
     from analytics_nb.flags import FrameEvaluator
     from analytics_nb.simulation._local import MissingColumns
+    from analytics_nb.simulation._remote import Runtime
     from analytics_nb.simulation._result import SimulationResult
     from analytics_nb.simulation._simulate import Engine, Mode
     from analytics_nb.tables import Output
@@ -301,6 +302,7 @@ class ClientVerbs(ApiClient):
         missing_columns: MissingColumns = "unknown",
         out: str | Path | None = None,
         memory_limit: str | None = None,
+        runtime: Runtime = "server",
         as_of: dt.datetime | str | None = None,
     ) -> SimulationResult:
         """Evaluate flags for every property set: ``engine="remote"`` (one decide per row, concurrent),
@@ -368,6 +370,8 @@ class ClientVerbs(ApiClient):
                 ``"not_set"`` (absent, as for a person who lacks it).
             out: ``engine="sql"``: the parquet file for the answers. None: a temporary file.
             memory_limit: ``engine="sql"``: DuckDB's memory limit (it spills to disk beyond it). None: "1GB".
+            runtime: The runtime remote requests ask as: ``"server"`` (what server SDKs get) or ``"client"``
+                (what browsers get); flags scoped to the other runtime are NA with a `FilteredFlagsWarning`.
             as_of: A past moment (timezone-aware datetime or ISO text): evaluate the project's definitions as
                 they were then (rebuilt from each flag's version history; see `definitions_as_of`), with
                 ``engine="local"`` or ``"sql"`` and ``client=``. None: today's definitions.
@@ -403,6 +407,7 @@ class ClientVerbs(ApiClient):
             missing_columns=missing_columns,
             out=out,
             memory_limit=memory_limit,
+            runtime=runtime,
             as_of=as_of,
         )
 
@@ -550,6 +555,7 @@ class AsyncClientVerbs(AsyncApiClient):
         missing_columns: MissingColumns = "unknown",
         out: str | Path | None = None,
         memory_limit: str | None = None,
+        runtime: Runtime = "server",
         as_of: dt.datetime | str | None = None,
     ) -> SimulationResult:
         """``await aclient.simulate(...)``: `asimulate` with this client.
@@ -579,5 +585,6 @@ class AsyncClientVerbs(AsyncApiClient):
             missing_columns=missing_columns,
             out=out,
             memory_limit=memory_limit,
+            runtime=runtime,
             as_of=as_of,
         )

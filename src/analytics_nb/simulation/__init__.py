@@ -4,7 +4,8 @@
 returns a `SimulationResult` (with ``engine="sql"`` a `SqlSimulationResult`: DuckDB over the rows where they
 lie, out of core); `WhatIf` / `whatif` show who moves when definitions are edited;
 `flag_timeline` who each change of a flag moved, `definitions_as_of` the definitions at a past moment; `grid`,
-`sample_persons` and `random_property_sets` build property sets. Property sets may be pandas, Polars, Arrow,
+`sample_persons` and `random_property_sets` build property sets; `read_posthog_export` reads PostHog's persons
+and actors CSV exports (``simulate`` also reads them directly). Property sets may be pandas, Polars, Arrow,
 DuckDB or a parquet path; `simulate_dask` runs the local engine over a Dask DataFrame on a cluster.
 
 ``analytics_nb.simulate`` is the function ``simulate`` (``analytics_nb.simulate(df, client=c)``);
@@ -19,6 +20,7 @@ from analytics_nb.simulation._compare import AGREEMENT_COLUMNS, agreement_headli
 from analytics_nb.simulation._definitions import Definitions, load_definitions
 from analytics_nb.simulation._distributed import DaskSimulation, DaskWhatIf, simulate_dask
 from analytics_nb.simulation._errors import LongRunWarning, SimulationInputError
+from analytics_nb.simulation._exports import read_posthog_export
 from analytics_nb.simulation._history import (
     FlagTimeline,
     adefinitions_as_of,
@@ -29,7 +31,7 @@ from analytics_nb.simulation._inputs import normalise_property_sets
 from analytics_nb.simulation._local import MissingPropertyWarning
 from analytics_nb.simulation._output import concat_frames
 from analytics_nb.simulation._plot import PLOT_HINT
-from analytics_nb.simulation._remote import DEFAULT_CONCURRENCY, FailedFlagsWarning
+from analytics_nb.simulation._remote import DEFAULT_CONCURRENCY, FailedFlagsWarning, FilteredFlagsWarning
 from analytics_nb.simulation._result import Answers, SimulationResult
 from analytics_nb.simulation._simulate import Engine, simulate
 from analytics_nb.simulation._simulate_twins import asimulate
@@ -37,6 +39,7 @@ from analytics_nb.simulation._spark import simulate_spark
 from analytics_nb.simulation._sql import SqlSimulation, simulate_sql
 from analytics_nb.simulation._sql_engine import SqlSimulationResult
 from analytics_nb.simulation._summary import SUMMARY_COLUMNS, UnknownShareWarning, wilson_interval
+from analytics_nb.simulation._verify import Verification
 from analytics_nb.simulation._whatif import (
     WhatIf,
     WhatIfResult,
@@ -59,6 +62,7 @@ __all__ = [
     "Definitions",
     "Engine",
     "FailedFlagsWarning",
+    "FilteredFlagsWarning",
     "FlagTimeline",
     "IncompleteDefinitionsWarning",
     "LongRunWarning",
@@ -69,6 +73,7 @@ __all__ = [
     "SqlSimulation",
     "SqlSimulationResult",
     "UnknownShareWarning",
+    "Verification",
     "WhatIf",
     "WhatIfResult",
     "adefinitions_as_of",
@@ -81,6 +86,7 @@ __all__ = [
     "load_definitions",
     "normalise_property_sets",
     "random_property_sets",
+    "read_posthog_export",
     "sample_persons",
     "simulate",
     "simulate_dask",

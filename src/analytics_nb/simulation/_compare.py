@@ -66,6 +66,12 @@ def _cause(
             )
         return "request error", remote_error
     if remote_value is None:
+        scope = str((flag or {}).get("evaluation_runtime") or "all").lower()
+        if scope in ("server", "client"):
+            return "filtered by runtime", (
+                f"{key!r} has evaluation_runtime {scope!r}: the service answers it only to {scope} callers "
+                "(simulate's runtime= chooses which one the requests ask as)"
+            )
         return "not returned by the service", f"the decide response has no value for {key!r} (inactive flag?)"
     if local_value is None:
         if mode == "sdk":

@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from analytics_nb.simulation._errors import SimulationInputError
+from analytics_nb.simulation._exports import PERSON_ID, duplicate_columns_error, export_shape, from_export
 from analytics_nb.tables import Family, Output, TableInputError, check_output, to_pandas
 from analytics_nb.wire import distinct_id_problem
 from analytics_nb.wire.cells import is_missing
@@ -87,6 +88,8 @@ class PropertySets:
     """Validated property sets: the normalised frame plus which columns play which part.
 
     ``frame`` keeps the input's index, ``distinct_id`` (text) first, group keys as ``group:<type>`` columns.
+    ``info_columns`` (``person_id``: PostHog's person id, not a person property) are shown in the result
+    and never sent nor read by the engine.
     """
 
     frame: pd.DataFrame
@@ -94,6 +97,7 @@ class PropertySets:
     group_key_columns: dict[str, str] = field(default_factory=dict)
     group_property_columns: dict[str, dict[str, str]] = field(default_factory=dict)
     has_ip: bool = False
+    info_columns: list[str] = field(default_factory=list)
 
     def __len__(self) -> int:
         return len(self.frame)
@@ -105,7 +109,7 @@ class PropertySets:
 
     def engine_frame(self) -> pd.DataFrame:
         """The frame handed to the flag engine (everything but ``ip``, which only remote decide uses)."""
-        cols = [c for c in self.frame.columns if c != "ip"]
+        cols = [c for c in self.frame.columns if c != "ip" and c not in self.info_columns]
         return self.frame[cols]
 
     def requests(self) -> list[dict[str, Any]]:
@@ -342,11 +346,61 @@ def id_text(ids: pd.Series) -> pd.Series:
     return pd.Series([str(json_value(v)) for v in ids.tolist()], index=ids.index, dtype=object)
 
 
+#: Column names that may hold a distinct id under another name (a hint names them). Never a person id
+#: (``id``, ``person_id``, ``uuid``): flags hash the distinct id, so renaming a person id answers for others.
+_DISTINCT_ID_SPELLINGS = {"distinct_id", "distinctid", "user_id", "userid", "$distinct_id"}
+_PERSON_ID_SPELLINGS = {"id", "person_id", "personid", "uuid", "person_uuid", "person.id"}
+
+
+def _no_distinct_id(columns: Any) -> str:
+    """The message for property sets without a ``distinct_id`` column: a hint towards a column that may hold
+    distinct ids, and a warning against a person id column (never suggested)."""
+    names = [str(c) for c in columns]
+
+    def spelled(name: str) -> str:
+        return name.lower().replace("-", "_").replace(" ", "_")
+
+    near = [c for c in names if spelled(c) in _DISTINCT_ID_SPELLINGS]
+    person = [c for c in names if spelled(c) in _PERSON_ID_SPELLINGS]
+    text = "property sets need a 'distinct_id' column naming the person of each row"
+    if near:
+        text += f" (did you mean {near[0]!r}? rename it: df.rename(columns={{{near[0]!r}: 'distinct_id'}}))"
+    if person:
+        text += (
+            f"; {person[0]!r} looks like a person id, not a distinct id: flags hash the distinct id the app "
+            "sends, so answers keyed by a person id are other people's. A PostHog persons export is read "
+            "as it is (its distinct_ids.N columns, one row per distinct id)"
+        )
+    return text + "; add one, e.g. df['distinct_id'] = [f'user-{i}' for i in range(len(df))]."
+
+
+def _strip_properties_prefix(frame: pd.DataFrame) -> pd.DataFrame:
+    """``properties.X`` columns (PostHog's flattened person properties) read as property ``X``; a clash with
+    an existing ``X`` column is refused naming both."""
+    renames = {
+        c: c[len("properties.") :]
+        for c in frame.columns
+        if isinstance(c, str) and c.startswith("properties.")
+    }
+    if not renames:
+        return frame
+    for source, name in renames.items():
+        if name in frame.columns or name in RESERVED:
+            raise SimulationInputError(
+                f"column {source!r} is property {name!r}, and the frame also has a column {name!r} (or the "
+                "name is reserved); keep one of them.",
+                column=source,
+            )
+    return frame.rename(columns=renames)
+
+
 def normalise_property_sets(property_sets: Any) -> PropertySets:
     """Validate ``property_sets`` and return them in the flag-engine frame conventions.
 
     Raises `SimulationInputError` (a ValueError) naming the column, row and fix for: no ``distinct_id``
-    column, a missing or duplicated id, a nested or unsupported cell, a malformed dict column.
+    column, a missing or duplicated id, a nested or unsupported cell, a malformed dict column, a column
+    name given twice. A PostHog persons or actors export (``distinct_ids.N``, ``properties.X``) is read as
+    `analytics_nb.simulation.read_posthog_export` reads it: one row per distinct id (``simulation._exports``).
 
     Args:
         property_sets: The property sets (any family `simulate` takes).
@@ -355,24 +409,15 @@ def normalise_property_sets(property_sets: Any) -> PropertySets:
         The validated `PropertySets`.
     """
     frame = _to_frame(property_sets)
+    duplicated = duplicate_columns_error(list(frame.columns))
+    if duplicated is not None:
+        raise duplicated
+    if export_shape(list(frame.columns)) is not None:
+        frame = from_export(frame)  # PostHog's persons / actors CSV: one row per distinct id
+    else:
+        frame = _strip_properties_prefix(frame)
     if "distinct_id" not in frame.columns:
-        near = [
-            c
-            for c in frame.columns
-            if str(c).lower().replace("-", "_").replace(" ", "_")
-            in {"distinct_id", "distinctid", "id", "user_id", "person_id", "$distinct_id"}
-        ]
-        hint = (
-            f" (did you mean {near[0]!r}? rename it: df.rename(columns={{{near[0]!r}: 'distinct_id'}}))"
-            if near
-            else ""
-        )
-        raise SimulationInputError(
-            "property sets need a 'distinct_id' column naming the person of each row"
-            + hint
-            + "; add one, e.g. df['distinct_id'] = [f'user-{i}' for i in range(len(df))].",
-            column="distinct_id",
-        )
+        raise SimulationInputError(_no_distinct_id(frame.columns), column="distinct_id")
     bad_names = [c for c in frame.columns if not isinstance(c, str)]
     if bad_names:
         raise SimulationInputError(
@@ -437,8 +482,9 @@ def normalise_property_sets(property_sets: Any) -> PropertySets:
     group_keys: dict[str, str] = {}
     group_props: dict[str, dict[str, str]] = {}
     person_cols: list[str] = []
+    info_cols = [PERSON_ID] if PERSON_ID in frame.columns else []
     for col in frame.columns:
-        if col in ("distinct_id", "person_properties", "group_properties", "ip"):
+        if col in ("distinct_id", "person_properties", "group_properties", "ip", PERSON_ID):
             continue
         if col.startswith("group:"):
             parts = col.split(":", 2)
@@ -468,6 +514,7 @@ def normalise_property_sets(property_sets: Any) -> PropertySets:
         group_key_columns=group_keys,
         group_property_columns=group_props,
         has_ip="ip" in frame.columns,
+        info_columns=info_cols,
     )
 
 

@@ -24,12 +24,19 @@ import time
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 import pandas as pd
 
-from analytics_nb.client import AdaptiveLimit, Core, decide_body, loads_json
-from analytics_nb.simulation._errors import LongRunWarning
+from analytics_nb.client import (
+    AdaptiveLimit,
+    Core,
+    check_runtime,
+    decide_body,
+    loads_json,
+    note_rate_limit_warning,
+)
+from analytics_nb.simulation._errors import LongRunWarning, SimulationInputError
 from analytics_nb.simulation._inputs import PropertySets
 from analytics_nb.simulation._output import build_frame
 
@@ -44,12 +51,17 @@ __all__ = [
     "PROBE_ROWS",
     "WARN_MINUTES",
     "FailedFlagsWarning",
+    "FilteredFlagsWarning",
     "RemoteRow",
     "RunEstimate",
+    "Runtime",
+    "check_remote_runtime",
     "decide_rows",
     "default_concurrency",
     "parse_response",
     "remote_frame",
+    "runtime_filtered",
+    "warn_runtime_filtered",
     "with_estimate",
 ]
 
@@ -93,6 +105,57 @@ ENDPOINTS = {"flags": ("/flags/", "4"), "decide": ("/decide/", "3")}
 class FailedFlagsWarning(UserWarning):
     """The service could not evaluate some flags of some rows (``failed: true``): those cells are NA with
     the reason in the ``error`` column (and the ``:reason`` column); re-running those rows may answer."""
+
+
+Runtime = Literal["server", "client"]
+
+
+def check_remote_runtime(runtime: Any) -> str:
+    """``runtime=`` of `simulate` checked ("server" or "client"), refused with a `SimulationInputError`."""
+    try:
+        return check_runtime(runtime)
+    except ValueError as exc:
+        raise SimulationInputError(str(exc), key="runtime") from None
+
+
+class FilteredFlagsWarning(UserWarning):
+    """Flags the service leaves out of its answer for the runtime the run asks as (their
+    ``evaluation_runtime`` is the other one): their cells are NA. ``runtime="client"`` shows what browsers
+    get, ``runtime="server"`` (the default) what server SDKs get."""
+
+
+def runtime_filtered(
+    flags: Sequence[Mapping[str, Any]], keys: Sequence[str] | None, runtime: str
+) -> list[str]:
+    """Keys (of ``keys``, or of every flag) whose ``evaluation_runtime`` is "server" or "client" and not
+    ``runtime``: the service leaves them out (`collect_excluded_by_runtime` in
+    `rust/feature-flags/src/handler/flags.rs`; any other value counts as "all")."""
+    wanted = None if keys is None else set(keys)
+    out = []
+    for flag in flags:
+        scope = str(flag.get("evaluation_runtime") or "all").lower()
+        if scope in ("server", "client") and scope != runtime and (wanted is None or flag["key"] in wanted):
+            out.append(str(flag["key"]))
+    return out
+
+
+def warn_runtime_filtered(
+    flags: Sequence[Mapping[str, Any]], keys: Sequence[str] | None, runtime: str
+) -> None:
+    """One `FilteredFlagsWarning` naming the flags the service answers only to the other runtime."""
+    filtered = runtime_filtered(flags, keys, runtime)
+    if not filtered:
+        return
+    other = "client" if runtime == "server" else "server"
+    named = ", ".join(repr(k) for k in filtered[:10]) + (" ..." if len(filtered) > 10 else "")
+    warnings.warn(
+        f"{len(filtered)} flag(s) have evaluation_runtime '{other}' ({named}): PostHog answers them only to "
+        f"{other} callers, so asked as runtime='{runtime}' they are left out and NA here. Pass "
+        f"runtime='{other}' to see what {'browsers and mobile apps' if other == 'client' else 'server SDKs'} "
+        "get.",
+        FilteredFlagsWarning,
+        stacklevel=4,
+    )
 
 
 @dataclass
@@ -194,7 +257,7 @@ def parse_response(data: Any, *, detailed: bool = True) -> RemoteRow:
 
 
 def _request_body(
-    token: str, request: dict[str, Any], flag_keys: list[str] | None = None
+    token: str, request: dict[str, Any], flag_keys: list[str] | None = None, runtime: str = "server"
 ) -> tuple[dict[str, Any], str | None]:
     ip = request["ip"] or None
     body = decide_body(
@@ -205,6 +268,7 @@ def _request_body(
         group_properties=request["group_properties"] or None,
         flag_keys=flag_keys,  # only these (and what they depend on) are evaluated by the service
         geoip_disable=ip is None,  # else the service geolocates the caller's own address into every row
+        evaluation_runtime=runtime,  # else runtime-scoped flags are left out (client.RUNTIMES says why)
     )
     return body, ip
 
@@ -226,8 +290,9 @@ async def _decide_one(
     flag_keys: list[str] | None = None,
     pacer: AdaptiveLimit | None = None,
     endpoint: str = "flags",
+    runtime: str = "server",
 ) -> RemoteRow:
-    body, ip = _request_body(token, request, flag_keys)
+    body, ip = _request_body(token, request, flag_keys, runtime)
     headers = {"X-Forwarded-For": ip} if ip else {}
     path, version = ENDPOINTS[endpoint]
     response = await core.request(
@@ -241,6 +306,7 @@ async def _decide_one(
         auth=False,
         pacer=pacer,
     )
+    note_rate_limit_warning(core, response.headers)  # once per client: 429s come next
     return _read_json(response.status_code, response.content, detailed=detailed)
 
 
@@ -336,6 +402,7 @@ async def decide_rows(
     into: list[RemoteRow | None] | None = None,
     offset: int = 0,
     endpoint: str = "flags",
+    runtime: str = "server",
 ) -> list[RemoteRow]:
     """Decide every request with at most ``concurrency`` in flight (`ADAPTIVE`: as many as the measured
     throughput and latency call for, up to `ADAPTIVE_CEILING`); exceptions become row errors.
@@ -344,6 +411,7 @@ async def decide_rows(
     ``into``: a list the answers are also written to (request ``i`` at ``offset + i``) as they arrive, so
     that the caller keeps the rows done when the run is cancelled (requests in flight are cancelled).
     ``endpoint``: ``"flags"`` (``/flags/?v=4``, the default) or the legacy ``"decide"`` (``/decide/?v=3``).
+    ``runtime``: the runtime every request asks as (``evaluation_runtime``: "server" or "client").
     """
     if endpoint not in ENDPOINTS:
         raise ValueError(f"endpoint={endpoint!r} is not allowed; use 'flags' or 'decide'.")
@@ -373,6 +441,7 @@ async def decide_rows(
                     flag_keys=keys,
                     pacer=pacer,
                     endpoint=endpoint,
+                    runtime=runtime,
                 )
             except Exception as exc:  # one failing row never loses the others
                 text = core.scrub(str(exc))

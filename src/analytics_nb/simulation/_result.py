@@ -111,6 +111,7 @@ class SimulationResult:
     remaining: pd.DataFrame | None = None  # the property sets not evaluated (partial results)
     output: Output = "pandas"  # the family ``.data`` comes back in (the input's, or simulate's output=)
     outputs: pd.DataFrame = field(init=False, repr=False)
+    client: Any = field(default=None, repr=False)  # the client the run used (``verify`` asks it)
 
     def __post_init__(self) -> None:
         self.outputs = _outputs_only(self.frame)
@@ -309,6 +310,68 @@ class SimulationResult:
         path = Path(path)
         pq.write_table(self.to("arrow", inputs=inputs), path)
         return path
+
+    # -- checks against PostHog -----------------------------------------------------------------------------
+    def verify(
+        self, n: int = 50, client: Any = None, *, flags: Sequence[str] | None = None, seed: int = 0
+    ) -> Any:
+        """Check ``n`` sampled rows against PostHog's own answer and explanation (``test_evaluation``, one
+        request per row and flag, a few in flight; it needs a personal API key with ``feature_flag:read``).
+
+        PostHog evaluates the person it **stores** under each row's distinct id: rows that carry a real
+        person's properties (a PostHog export, the project's persons) are checked exactly; a differing row
+        whose properties are not the stored ones says so in ``cause``. A person PostHog does not have, and
+        a cell this result left NA (unknown), are counted, not called mismatches.
+
+        Args:
+            n: How many rows (without an error) to check, sampled with ``seed``.
+            client: A sync `Client`. None: the client the run used.
+            flags: Only these flags. None: every flag of the result.
+            seed: The sample's random seed.
+
+        Returns:
+            A `Verification`: ``mismatches`` (row, distinct_id, flag, simulated, posthog, reason,
+            condition_index, cause, explanation), ``checks`` (every check with its status) and
+            ``summary`` (one line, also its repr).
+
+        Raises:
+            SimulationInputError: No client, a bad ``n``, or a flag the project's flag list does not have.
+        """
+        from analytics_nb.client import ApiClient, AsyncApiClient
+        from analytics_nb.simulation._verify import averify_result
+
+        client = client if client is not None else self.client
+        if isinstance(client, AsyncApiClient):
+            raise TypeError("client= is an AsyncClient: use `await result.averify(client=aclient)`.")
+        if not isinstance(client, ApiClient):
+            raise SimulationInputError(
+                "verify asks PostHog (test_evaluation) and needs client= (a Client with a personal API key)."
+            )
+        return client._loop.run(averify_result(self, client.core, n=n, flags=flags, seed=seed))
+
+    async def averify(
+        self, n: int = 50, client: Any = None, *, flags: Sequence[str] | None = None, seed: int = 0
+    ) -> Any:
+        """`verify` for async code with an `AsyncClient`.
+
+        Args:
+            n: How many rows (without an error) to check, sampled with ``seed``.
+            client: An `AsyncClient`. None: the client the run used.
+            flags: Only these flags. None: every flag of the result.
+            seed: The sample's random seed.
+
+        Returns:
+            A `Verification` (see `verify`).
+        """
+        from analytics_nb.client import AsyncApiClient
+        from analytics_nb.simulation._verify import averify_result
+
+        client = client if client is not None else self.client
+        if not isinstance(client, AsyncApiClient):
+            raise SimulationInputError(
+                "averify needs client= (an AsyncClient); with a sync Client use verify."
+            )
+        return await averify_result(self, client.core, n=n, flags=flags, seed=seed)
 
     # -- notebooks -------------------------------------------------------------------------------------------
     def _repr_html_(self) -> str:

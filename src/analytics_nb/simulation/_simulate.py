@@ -75,9 +75,12 @@ from analytics_nb.simulation._remote import (
     DEFAULT_CONCURRENCY,
     WARN_MINUTES,
     RemoteRow,
+    Runtime,
+    check_remote_runtime,
     decide_rows,
     default_concurrency,
     remote_frame,
+    warn_runtime_filtered,
     with_estimate,
 )
 from analytics_nb.simulation._result import SimulationResult
@@ -109,6 +112,7 @@ class SimulationOptions:
     estimate: bool = True
     warn_minutes: float | None = WARN_MINUTES
     missing_columns: MissingColumns = "unknown"
+    runtime: str = "server"  # the runtime remote requests ask as (evaluation_runtime)
 
     @property
     def local(self) -> bool:
@@ -137,6 +141,7 @@ def check_options(
     estimate: Any = True,
     warn_minutes: Any = WARN_MINUTES,
     missing_columns: Any = "unknown",
+    runtime: Any = "server",
 ) -> SimulationOptions:
     """Every option of `simulate` checked in one place; raises `SimulationInputError` naming the fix."""
     if engine not in ("remote", "local", "both"):
@@ -194,6 +199,7 @@ def check_options(
         estimate=estimate,
         warn_minutes=None if warn_minutes is None else float(warn_minutes),
         missing_columns=check_missing_columns(missing_columns),
+        runtime=check_remote_runtime(runtime),
     )
 
 
@@ -300,6 +306,8 @@ def _remote_result(prepared: _Prepared, rows: Sequence[RemoteRow]) -> pd.DataFra
         payloads=options.payloads,
         reasons=options.reasons,
     )
+    if defs is not None:
+        warn_runtime_filtered(defs.flags, prepared.keys, options.runtime)
     return _inactive_off(frame, rows, defs) if defs is not None else frame
 
 
@@ -312,15 +320,16 @@ async def _remote_rows(prepared: _Prepared, core: Core, into: list[RemoteRow | N
     bar = progress_bar(options.progress, total=len(requests), desc="decide", unit="row")
     if options.estimate:
         bar = with_estimate(bar, len(requests), warn_minutes=options.warn_minutes)
+    ask = functools.partial(decide_rows, runtime=options.runtime)  # every request says its runtime
     try:
         first: list[RemoteRow] = []
         if prepared.keys is not None and prepared.definitions is None:
-            first = await decide_rows(
+            first = await ask(
                 core, requests[:1], concurrency=1, detailed=options.reasons, progress=bar, into=into
             )
             _check_remote_keys(prepared.keys, first[0])
             requests = requests[1:]
-        rest = await decide_rows(
+        rest = await ask(
             core,
             requests,
             concurrency=options.concurrency,
@@ -543,6 +552,7 @@ def simulate(
     missing_columns: MissingColumns = "unknown",
     out: str | Path | None = None,
     memory_limit: str | None = None,
+    runtime: Runtime = "server",
     as_of: dt.datetime | str | None = None,
 ) -> SimulationResult:
     """Evaluate flags for every property set: ``engine="remote"`` (one decide per row, concurrent),
@@ -612,6 +622,8 @@ def simulate(
             ``"not_set"`` (absent, as for a person who lacks it).
         out: ``engine="sql"``: the parquet file for the answers. None: a temporary file.
         memory_limit: ``engine="sql"``: DuckDB's memory limit (it spills to disk beyond it). None: "1GB".
+        runtime: The runtime remote requests ask as: ``"server"`` (what server SDKs get) or ``"client"``
+            (what browsers get); flags scoped to the other runtime are NA with a `FilteredFlagsWarning`.
         as_of: A past moment (timezone-aware datetime or ISO text): evaluate the project's definitions as
             they were then (rebuilt from each flag's version history; see `definitions_as_of`), with
             ``engine="local"`` or ``"sql"`` and ``client=``. None: today's definitions.
@@ -671,6 +683,7 @@ def simulate(
         estimate=estimate,
         warn_minutes=warn_minutes,
         missing_columns=missing_columns,
+        runtime=runtime,
     )
     if client is None:  # local only: nothing to await, so no event loop at all
         prepared = _prepare(options, sets, given)
@@ -678,7 +691,7 @@ def simulate(
     else:
         # the I/O steps on the client's own loop thread (never asyncio.run in a Jupyter cell)
         result = _run_sync(client, options, sets, given, started)
-    result.output = chosen or default_output(family)
+    result.output, result.client = chosen or default_output(family), client  # client: for result.verify
     return result
 
 
@@ -736,5 +749,5 @@ async def _asimulate(**kwargs: Any) -> SimulationResult:
         result = _result(prepared, _local(prepared), None, started)
     else:
         result = await _evaluate(options, sets, given, core, started)
-    result.output = chosen or default_output(family)
+    result.output, result.client = chosen or default_output(family), client  # client: for result.verify
     return result

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from analytics_nb.client import AnyApiClient
     from analytics_nb.flags import FrameEvaluator
     from analytics_nb.simulation._local import MissingColumns
+    from analytics_nb.simulation._remote import Runtime
     from analytics_nb.simulation._result import SimulationResult
     from analytics_nb.simulation._simulate import Engine, Mode
     from analytics_nb.tables import Output
@@ -46,6 +47,7 @@ async def asimulate(
     missing_columns: MissingColumns = "unknown",
     out: str | Path | None = None,
     memory_limit: str | None = None,
+    runtime: Runtime = "server",
     as_of: dt.datetime | str | None = None,
 ) -> SimulationResult:
     """`simulate` for async code and `AsyncClient`: the decide requests run on the caller's event loop.
@@ -74,5 +76,6 @@ async def asimulate(
         missing_columns=missing_columns,
         out=out,
         memory_limit=memory_limit,
+        runtime=runtime,
         as_of=as_of,
     )

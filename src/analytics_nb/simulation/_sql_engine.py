@@ -212,7 +212,7 @@ async def asql(arguments: dict[str, Any]) -> SqlSimulationResult:
     require_extra("sql", "engine='sql'")
     arguments = dict(arguments)
     client = arguments.pop("client")
-    for name in ("engine", "concurrency", "estimate", "warn_minutes"):
+    for name in ("engine", "concurrency", "estimate", "warn_minutes", "runtime"):  # remote-only options
         arguments.pop(name, None)
     if isinstance(client, AsyncApiClient):
         if arguments["definitions"] is None:

@@ -49,7 +49,14 @@ from analytics_nb.client._resources._flag_history import (
     rebuild_from_activity,
     warn_gaps,
 )
-from analytics_nb.models import ActivityLogEntry, FeatureFlag, FeatureFlagVersion, LocalEvaluationResponse
+from analytics_nb.models import (
+    ActivityLogEntry,
+    FeatureFlag,
+    FeatureFlagVersion,
+    FlagTestEvaluation,
+    LocalEvaluationResponse,
+)
+from analytics_nb.wire import check_distinct_id
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -324,6 +331,49 @@ class FeatureFlags(Resource):
                 body[field] = value
         body.update(extra)
         return parse_model(FeatureFlag, await self._core.send_json("POST", self._path(), body))
+
+    async def test_evaluation(
+        self,
+        id: int,
+        *,
+        distinct_id: str | None = None,
+        person_id: str | None = None,
+        timestamp: str | None = None,
+        groups: Mapping[str, Any] | None = None,
+    ) -> FlagTestEvaluation:
+        """PostHog's own answer for one person and flag, explained condition by condition
+        (``POST .../feature_flags/:id/test_evaluation/``, posthog-notes §11; PostHog/posthog #55149).
+
+        The service reads the person's **stored** properties (returned as ``person_properties``): an oracle
+        for rows that carry a real person's properties, not for made-up property sets.
+
+        Args:
+            id: The flag's numeric id.
+            distinct_id: The person, by a distinct id (the rollout hashes this id). Give it or ``person_id``.
+            person_id: The person, by person id (the service picks the id it hashes and does not say which).
+            timestamp: ISO 8601: evaluate the flag and the person as they were then. None: now.
+            groups: ``{group type: group key}`` for group flags. None: none.
+
+        Returns:
+            The `FlagTestEvaluation`: ``result``, ``reason``, ``condition_index``, ``person_properties``,
+            ``evaluation_distinct_id`` and one record per condition.
+
+        Raises:
+            ValueError: Neither ``distinct_id`` nor ``person_id`` is given.
+            NotFoundError: No such flag or person.
+        """
+        if distinct_id is None and person_id is None:
+            raise ValueError("test_evaluation needs distinct_id= or person_id= (the person to evaluate).")
+        body: dict[str, Any] = {}
+        if distinct_id is not None:
+            body["distinct_id"] = str(check_distinct_id(distinct_id))  # as given: never stripped
+        for name, value in (("person_id", person_id), ("timestamp", timestamp)):
+            if value is not None:
+                body[name] = require_text(name, value)
+        if groups is not None:
+            body["groups"] = {str(k): v for k, v in groups.items()}
+        path = self._path(f"{check_id('id', id)}/test_evaluation/")
+        return parse_model(FlagTestEvaluation, await self._core.send_json("POST", path, body))
 
     async def update(self, id: int, **fields: Any) -> FeatureFlag:
         """PATCH the fields given (e.g. ``active=False`` or new ``filters``).

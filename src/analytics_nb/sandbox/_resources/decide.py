@@ -15,7 +15,13 @@ detailed records, ``value: null, failed: true`` in the typed ones, and plain ``f
 
 Errors are the Rust service's plain-text bodies. Controls for tests: :func:`set_flags_quota_limited`,
 :func:`set_flag_failures`, and fault rules with ``kind="quota_limited"``, ``kind="flag_failure"`` (every flag
-fails) or ``kind="flag_failure:<key>"``.
+fails) or ``kind="flag_failure:<key>"``; ``kind="rate_limit_warning"`` adds the warn tier's
+``X-PostHog-Rate-Limit-Warning: true`` to the 200.
+
+Runtime and tags: a flag whose ``evaluation_runtime`` is "server" or "client" is left out of the answer for
+a caller of the other runtime or of one the service cannot tell (no ``evaluation_runtime`` in the body, an
+unknown User-Agent, no browser headers); a flag with ``evaluation_tags`` is left out when the body's
+``evaluation_environments`` name none of them (`rust/feature-flags/src/handler/flags.rs`).
 """
 
 from __future__ import annotations
@@ -56,6 +62,9 @@ MSG_NO_TOKEN = "No API token provided. Please include a valid API token in your 
 MSG_BAD_TOKEN = "The provided API key is invalid or has expired. Please check your API key and try again."
 MSG_NO_DISTINCT_ID = "The distinct_id field is missing from the request. Please include a valid identifier."
 _ACCEPTED_TYPES = ("", "application/json", "text/plain", "application/x-www-form-urlencoded")
+#: Added to a 200 by the service's warn tier before its 429s (`rust/feature-flags/src/api/
+#: flags_rate_limiter.rs`).
+RATE_LIMIT_WARNING = "X-PostHog-Rate-Limit-Warning"
 
 
 # -- controls ------------------------------------------------------------------------------------------------
@@ -195,6 +204,78 @@ def _as_key(value: Any) -> str | None:
     if isinstance(value, int | float):
         return str(value)
     return None
+
+
+# -- runtime and tags (rust/feature-flags/src/handler/flags.rs) ---------------------------------------------
+#: The SDK names after ``posthog-`` in a User-Agent and their runtime (`UserAgentInfo::parse_posthog_sdk` in
+#: `rust/feature-flags/src/utils/user_agent.rs`); another name after ``posthog-`` is unknown.
+_SDK_RUNTIMES = {
+    **dict.fromkeys(
+        ("python", "ruby", "php", "java", "go", "node", "dotnet", "elixir", "rs", "server"), "server"
+    ),
+    **dict.fromkeys(("js", "android", "ios", "react-native", "flutter"), "client"),
+}
+_BROWSER_MARKS = ("Mozilla/", "Chrome/", "Safari/", "Firefox/", "Edge/")  # `is_browser_user_agent`
+_BROWSER_HEADERS = ("origin", "referer", "sec-fetch-mode", "sec-fetch-site")
+
+
+def user_agent_runtime(user_agent: str | None) -> str | None:
+    """ "server", "client" or None (unknown) for a User-Agent, as `UserAgentInfo::parse` reads it: a
+    ``posthog-<sdk>/<version>`` first (an unknown SDK name is unknown), then browser marks, then
+    ``python-requests/`` and ``curl/`` (server). ``analytics-nb/<version>`` is unknown."""
+    if not user_agent:
+        return None
+    if user_agent.startswith("posthog-"):
+        name, slash, version = user_agent[len("posthog-") :].partition("/")
+        if not slash or not name or not version.split(" ", 1)[0]:
+            return None
+        return _SDK_RUNTIMES.get(name)
+    if any(mark in user_agent for mark in _BROWSER_MARKS):
+        return "client"
+    if "python-requests/" in user_agent or "curl/" in user_agent:
+        return "server"
+    return None
+
+
+def request_runtime(payload: dict[str, Any], headers: Mapping[str, str]) -> str | None:
+    """The caller's runtime as `detect_evaluation_runtime_from_request` decides it: the body's
+    ``evaluation_runtime`` ("client"/"server" in any case; any other text is "all"), else the User-Agent,
+    else a browser header (``Origin``, ``Referer``, ``Sec-Fetch-Mode``/``-Site``: client), else None."""
+    explicit = payload.get("evaluation_runtime")
+    if explicit is not None:
+        if not isinstance(explicit, str):
+            raise _decode_failure("evaluation_runtime must be a string")
+        low = explicit.lower()
+        return low if low in ("client", "server") else "all"
+    found = user_agent_runtime(headers.get("user-agent"))
+    if found is not None:
+        return found
+    return "client" if any(h in headers for h in _BROWSER_HEADERS) else None
+
+
+def _environment_tags(payload: dict[str, Any]) -> list[str]:
+    """The body's ``evaluation_environments`` (`FlagRequest` in `rust/feature-flags/src/api/types.rs`)."""
+    tags = payload.get("evaluation_environments")
+    if tags is None:
+        return []
+    if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
+        raise _decode_failure("evaluation_environments must be a list of strings")
+    return tags
+
+
+def excluded_by_scope(fs: _feature_flags.FlagSet, runtime: str | None, env_tags: list[str]) -> set[str]:
+    """Keys /flags leaves out of its answer for this caller (`collect_excluded_by_runtime` and
+    `collect_excluded_by_tags` in `rust/feature-flags/src/handler/flags.rs`): a "server"/"client" flag for a
+    caller of the other runtime **or of an unknown one** (runtime "all" keeps every flag); a flag with
+    evaluation tags when the request names environment tags and none of them is the flag's."""
+    out: set[str] = set()
+    wanted = set(env_tags)
+    for key, (flag_runtime, tags) in fs.scoped.items():
+        if (flag_runtime != "all" and runtime != "all" and flag_runtime != runtime) or (
+            wanted and tags and not wanted.intersection(tags)
+        ):
+            out.add(key)
+    return out
 
 
 # -- responses -----------------------------------------------------------------------------------------------
@@ -392,12 +473,14 @@ def decide(
     config: bool = False,
     ip: str | None = None,
     kinds: Iterable[str] = (),
+    headers: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     """Answer one decoded decide/flags request body as the endpoint would (a dict), without HTTP.
 
-    Raises `_Reject` (its `status` and plain `text`) on bad input; `kinds` are fault-rule kinds to apply."""
+    Raises `_Reject` (its `status` and plain `text`) on bad input; `kinds` are fault-rule kinds to apply;
+    `headers` (lower-case names) are the request's, read for the caller's runtime."""
     body, with_config = _answer(
-        ctx, payload, endpoint=endpoint, version=version, config=config, ip=ip, kinds=kinds
+        ctx, payload, endpoint=endpoint, version=version, config=config, ip=ip, kinds=kinds, headers=headers
     )
     return {**_config_keys(), **body} if with_config else body
 
@@ -466,10 +549,13 @@ def _answer(
     config: bool = False,
     ip: str | None = None,
     kinds: Iterable[str] = (),
+    headers: Mapping[str, str] | None = None,
 ) -> tuple[dict[str, Any], bool]:
     """The answer to one decoded body (see `decide`) and whether the config keys go with it."""
     project_id, distinct_id = _identity(ctx, payload)
     overrides, raw_groups, group_overrides = _overrides(payload)
+    runtime = request_runtime(payload, headers or {})
+    env_tags = _environment_tags(payload)
 
     controls = ctx.decide
     kinds = set(kinds)
@@ -526,6 +612,10 @@ def _answer(
     failed = {k for k in failing if k in known}
     for key in failed:
         results.pop(key, None)
+    if fs.scoped:  # left out, not evaluated: not in the answer at all (flags.rs `fetch_and_filter`)
+        for key in excluded_by_scope(fs, runtime, env_tags):
+            results.pop(key, None)
+            failed.discard(key)
     if keep is not None:
         results = {k: v for k, v in results.items() if k in keep}
         failed &= keep
@@ -611,10 +701,22 @@ async def _handle(request: Request, endpoint: str) -> Response:
     kinds = [f.kind for f in ctx.faults.pick(method, request.scope["path"], with_kind=True) if f.kind]
     ip = client_ip(request.headers, request.client.host if request.client else None)
     try:
-        answer = _answer(ctx, payload, endpoint=endpoint, version=version, config=config, ip=ip, kinds=kinds)
+        answer = _answer(
+            ctx,
+            payload,
+            endpoint=endpoint,
+            version=version,
+            config=config,
+            ip=ip,
+            kinds=kinds,
+            headers=request.headers,
+        )
     except _Reject as exc:
         return _text(exc.status, exc.text)
-    return _json(answer)
+    response = _json(answer)
+    if "rate_limit_warning" in kinds:  # the warn tier: a 200 that says 429s come next
+        response.headers[RATE_LIMIT_WARNING] = "true"
+    return response
 
 
 async def decide_endpoint(request: Request) -> Response:
@@ -642,6 +744,8 @@ DECIDE_BODY: dict[str, Any] = {
         "geoip_disable": {"type": "boolean"},
         "flag_keys_to_evaluate": {"type": "array", "items": {"type": "string"}},
         "$anon_distinct_id": {"type": "string"},
+        "evaluation_runtime": {"type": "string"},
+        "evaluation_environments": {"type": "array", "items": {"type": "string"}},
     },
 }
 _QUERY = (Query("v"), Query("config"), Query("compression"))  # `v` read leniently: text in the document

@@ -124,6 +124,9 @@ class FlagSet:
     subsets: dict[frozenset[str], Any] = field(default_factory=dict)  # compiled flags per requested keys
     continuity: frozenset[str] | None = None  # keys of flags with ensure_experience_continuity
     meta: dict[str, dict[str, Any]] | None = None  # key -> {id, version}
+    #: Flags /flags may leave out for a caller: key -> (evaluation_runtime, evaluation_tags), only for those
+    #: with a "server"/"client" runtime or any tag (`handler/flags.rs` `collect_excluded_by_runtime/_tags`).
+    scoped: dict[str, tuple[str, tuple[str, ...]]] = field(default_factory=dict)
 
 
 _cache_lock = threading.Lock()
@@ -277,7 +280,23 @@ def _build_flag_set(store: Store, project_id: int) -> FlagSet:
     tz_rows = store.query("SELECT timezone FROM projects WHERE id=?", (project_id,))
     timezone = str(tz_rows[0][0]) if tz_rows and tz_rows[0][0] else "UTC"
     result.compiled, result.bad_keys = compile_definitions(definitions, cohorts, mapping, timezone, version)
+    result.scoped = _scoped(stored)
     return result
+
+
+def _scoped(stored: list[dict[str, Any]]) -> dict[str, tuple[str, tuple[str, ...]]]:
+    """key -> (runtime, tags) of the flags the runtime or tags filter may leave out; a runtime other than
+    "server"/"client" counts as "all" (`EvaluationRuntime::from` in
+    `rust/feature-flags/src/handler/flags.rs`)."""
+    out: dict[str, tuple[str, tuple[str, ...]]] = {}
+    for flag in stored:
+        raw = flag.get("evaluation_runtime")
+        runtime = raw.lower() if isinstance(raw, str) and raw.lower() in ("server", "client") else "all"
+        tags = flag.get("evaluation_tags") or []
+        names = tuple(str(t.get("name", "")) if isinstance(t, dict) else str(t) for t in tags)
+        if runtime != "all" or names:
+            out[str(flag["key"])] = (runtime, names)
+    return out
 
 
 def _row_flag(row: Any) -> dict[str, Any]:
@@ -777,6 +796,11 @@ async def create_flag_endpoint(request: Request) -> Response:
     project_id = ctx.project_id_of(request)
     flag = create_flag(ctx.store, project_id, parse_json_body(request, body), user=user.basic())
     return SafeJSONResponse(flag, status_code=201)
+
+
+def flag_id_of(request: Request) -> int:
+    """The ``flag_id`` path parameter (404 for one that cannot exist)."""
+    return _flag_id(request)
 
 
 def _flag_id(request: Request) -> int:
