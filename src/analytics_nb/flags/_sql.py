@@ -28,6 +28,7 @@ import datetime as dt
 import json
 import math
 import struct
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -461,15 +462,35 @@ class _Compiler:
             first_hi = _last_true(lambda v: code(v) == at_lo, lo, hi) + 1
             bound: Any = exp.Literal.number(first_hi)
         else:
-            lo_f, hi_f = _ordered(-math.inf), _ordered(math.inf)
-            at_lo, at_hi = code(-math.inf), code(math.inf)
-            if at_lo == at_hi:
-                return self.lit(at_lo)
-            step = _from_ordered(_last_true(lambda n: code(_from_ordered(n)) == at_lo, lo_f, hi_f) + 1)
-            bound = exp.cast(self.lit(repr(step)), "double")
-            if step == 0.0:  # -0.0 and 0.0 compare equal; the first value past the step is +0.0's side
-                bound = exp.cast(self.lit("0.0"), "double")
+            return self.float_code(expr, code)
         return self.case([(exp.GTE(this=expr, expression=bound), self.lit(at_hi))], self.lit(at_lo))
+
+    def float_code(self, expr: exp.Expression, code: Callable[[Any], int]) -> exp.Expression:
+        """gt / gte / lt / lte on a float column: one step over the finite doubles (found by bisection with
+        the matcher), and the infinities answered on their own. The SDK reads only finite numbers
+        (posthog 7.91.1 posthog/feature_flags.py `_parse_numeric_value`; here `_sdk_rules.parse_number`),
+        so in sdk mode +inf and -inf answer False on both sides of the step; bisecting over [-inf, inf]
+        saw False at both ends and answered False for every row."""
+        exp = self.exp
+        top = sys.float_info.max
+        at_lo, at_hi = code(-top), code(top)
+        if at_lo == at_hi:
+            body: exp.Expression = self.lit(at_lo)
+        else:
+            lo_f, hi_f = _ordered(-top), _ordered(top)
+            step = _from_ordered(_last_true(lambda n: code(_from_ordered(n)) == at_lo, lo_f, hi_f) + 1)
+            # -0.0 and 0.0 compare equal; the first value past the step is +0.0's side
+            bound = exp.cast(self.lit("0.0" if step == 0.0 else repr(step)), "double")
+            body = self.case([(exp.GTE(this=expr, expression=bound), self.lit(at_hi))], self.lit(at_lo))
+        largest = exp.cast(self.lit(repr(top)), "double")
+        whens = []
+        if code(math.inf) != at_hi:
+            whens.append((exp.GT(this=expr.copy(), expression=largest), self.lit(code(math.inf))))
+        if code(-math.inf) != at_lo:
+            whens.append(
+                (exp.LT(this=expr.copy(), expression=exp.Neg(this=largest.copy())), self.lit(code(-math.inf)))
+            )
+        return self.case(whens, body)
 
     def _raw_value(self, spec: FilterSpec) -> Any:
         return json.loads(spec.signature).get("value")
@@ -552,7 +573,9 @@ class _Compiler:
                 tests.append(self.contains(lowered, needle))
             else:
                 tests.append(self.starts(lowered, needle, base == "ends_with"))
-        hit = exp.or_(*tests) if len(tests) > 1 else tests[0]
+        # an empty icontains_multi list matches nothing (not_icontains_multi: every present value), as in
+        # the engine; `tests[0]` of no test raised IndexError and failed the whole query
+        hit = exp.or_(*tests) if len(tests) > 1 else tests[0] if tests else exp.false()
         yes, no = self.lit(_FALSE if negate else _TRUE), self.lit(_TRUE if negate else _FALSE)
         return self.case([(hit, yes)], no)
 

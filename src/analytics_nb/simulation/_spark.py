@@ -18,6 +18,7 @@ from typing import Any, Literal
 
 import pandas as pd
 
+from analytics_nb.flags._evaluate import compile_flags
 from analytics_nb.simulation._definitions import (
     Definitions,
     fill,
@@ -39,9 +40,10 @@ Mode = Literal["server", "sdk"]
 def spark_columns(defs: Definitions, keys: Sequence[str] | None, *, payloads: bool) -> list[tuple[str, str]]:
     """The result's (column, Spark SQL type) pairs, in result order."""
     chosen = list(keys) if keys is not None else list(defs.keys)
-    multivariate = {
-        f["key"] for f in defs.flags if ((f.get("filters") or {}).get("multivariate") or {}).get("variants")
-    }
+    # a string column where the engine can answer a string: variants, or a holdout value ("holdout-3")
+    # on an on/off flag (`CompiledFlag.multivariate`; the variants alone left those boolean, and a batch
+    # holding "holdout-3" failed its cast)
+    multivariate = {f.key for f in compile_flags(defs.flags).flags if f.multivariate}
     cols = [("distinct_id", "string")]
     cols += [(k, "string" if k in multivariate else "boolean") for k in chosen]
     if payloads:

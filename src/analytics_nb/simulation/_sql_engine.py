@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
+import numpy as np
 import pandas as pd
 
 from analytics_nb.client import ApiClient, AsyncApiClient, FeatureFlags
@@ -236,13 +237,18 @@ async def asql(arguments: dict[str, Any]) -> SqlSimulationResult:
     return await asyncio.to_thread(run)
 
 
-def _value(v: Any, multivariate: bool) -> Any:
-    """A SQL answer as the local engine's value: bool for on/off flags; the variant, True or False."""
+def _value(v: Any, text: bool) -> Any:
+    """A SQL answer as the local engine's value. `text`: the flag's SQL column is text (a multivariate
+    flag, or one with a holdout: `flags._sql.SqlFlag.multivariate`), whose "true" / "false" are the booleans
+    and any other text a variant or holdout value; else the column is boolean. Anything else is refused
+    rather than read as a plausible value (``bool("false")`` is True)."""
     if v is None or (not isinstance(v, str | bool) and pd.isna(v)):
         return None
-    if multivariate:
+    if text:
         return True if v == "true" else False if v == "false" else str(v)
-    return bool(v)
+    if isinstance(v, bool | np.bool_):
+        return bool(v)
+    raise TypeError(f"a boolean flag's SQL answer is {v!r}; expected a boolean")
 
 
 class SqlSimulationResult(SimulationResult):
@@ -353,7 +359,7 @@ class SqlSimulationResult(SimulationResult):
         raw = self.sim.con.sql(sql + (f" LIMIT {int(limit)}" if limit is not None else "")).df()
         positions = raw[position].tolist()
         index = self._index(positions)
-        multivariate = set(self.variants)
+        multivariate = self._text_flags
         keys = self.sim.flags
 
         def texts(suffix: str) -> dict[str, list[Any]]:
@@ -375,6 +381,12 @@ class SqlSimulationResult(SimulationResult):
             errors=[None if pd.isna(v) else str(v) for v in raw["error"].tolist()],
         )
         return select_flags(frame, self._flag_keys, payloads=self._payloads, reasons=self._reasons)
+
+    @property
+    def _text_flags(self) -> set[str]:
+        """The flags whose SQL column is text (variants or a holdout value), as the query says: the local
+        engine's object columns. Not `Definitions.variants()`, which leaves out holdout-only flags."""
+        return {sf.key for sf in self.sim.query.flags if sf.multivariate}
 
     @property
     def _answers(self) -> str:
@@ -447,7 +459,8 @@ class SqlSimulationResult(SimulationResult):
             if value is None:
                 counted[flag] = (counts, unknown + int(n))
                 continue
-            v = _value(value == "true" if flag not in self.variants else value, flag in self.variants)
+            text = flag in self._text_flags
+            v = _value(value if text else value == "true", text)
             counts[("b", v) if isinstance(v, bool) else ("s", v)] = int(n)
         return counted
 
@@ -483,7 +496,7 @@ class SqlSimulationResult(SimulationResult):
             f"SELECT p.{_quote(by)} AS by_value, a.{_quote(key)} AS value, count(*) AS n "
             f"FROM {self._answers} a JOIN persons p USING ({keys}) GROUP BY ALL"
         ).df()
-        multivariate = key in self.variants
+        multivariate = key in self._text_flags
         values = [_value(v, multivariate) for v in counts["value"].tolist()]
         flag_values = pd.Series(["(unknown)" if v is None else v for v in values], dtype=object, name=key)
         by_values = counts["by_value"].astype(object)
