@@ -109,6 +109,10 @@ class SqlQuery:
     flags: list[SqlFlag]
     table: str
     carry: list[str] = field(default_factory=list)
+    #: whether the SELECT writes `<flag>:reason` and `<flag>:condition_index`
+    reasons: bool = True
+    #: without reasons: the boolean column saying a row needs the local engine (None when no row can)
+    local_column: str | None = None
 
     @property
     def local_flags(self) -> dict[str, str]:
@@ -475,7 +479,7 @@ class _Compiler:
         top = sys.float_info.max
         at_lo, at_hi = code(-top), code(top)
         if at_lo == at_hi:
-            body: exp.Expression = self.lit(at_lo)
+            body: Any = self.lit(at_lo)
         else:
             lo_f, hi_f = _ordered(-top), _ordered(top)
             step = _from_ordered(_last_true(lambda n: code(_from_ordered(n)) == at_lo, lo_f, hi_f) + 1)
@@ -815,6 +819,35 @@ def _levels(compiled: CompiledFlags) -> list[list[CompiledFlag]]:
     return levels
 
 
+def narrow_definitions(definitions: Any, keys: Sequence[str]) -> Any:
+    """The definitions with only the flags `keys` and the flags they depend on (transitively, by key or
+    id, as `dependency_order` resolves them), in their order; cohorts and group types kept. A key the
+    definitions lack is a ValueError naming it."""
+    import dataclasses
+
+    from analytics_nb.flags._reader import read_definitions
+
+    defs = read_definitions(definitions)
+    compiled = compile_flags(defs)
+    unknown = [k for k in keys if k not in compiled.by_key]
+    if unknown:
+        raise ValueError(
+            f"no flag {unknown[0]!r} in the definitions; the flags are {sorted(compiled.by_key)[:10]}"
+        )
+    wanted: set[str] = set()
+    stack = list(keys)
+    while stack:
+        key = stack.pop()
+        if key in wanted or key not in compiled.by_key:
+            continue
+        wanted.add(key)
+        for dep in compiled.by_key[key].dependencies:
+            target = compiled.alias.get(dep)
+            if target is not None:
+                stack.append(target)
+    return dataclasses.replace(defs, flags=[f for f in defs.flags if str(f.get("key")) in wanted])
+
+
 def compile_sql(
     definitions: Any,
     *,
@@ -828,16 +861,20 @@ def compile_sql(
     property_matching_version: int | None = None,
     timezone: str | None = None,
     pretty: bool = True,
-    missing_columns: str = "not_set",
+    missing_columns: str = "unknown",
     carry: Sequence[str] = (),
+    flags: Sequence[str] | None = None,
+    reasons: bool = True,
 ) -> SqlQuery:
     """Compile flag definitions to one SELECT over `table` (see `to_sql`); returns the `SqlQuery` with the
     text and what each flag's outcome integers mean (used to read the answers back).
 
-    `missing_columns="unknown"` (with a `schema`) leaves a flag that reads a property the table has no
-    column for to the local engine (which answers NA where the answer depends on it, as `simulate` does);
-    the default "not_set" reads it as not set. `carry` names input columns the SELECT passes through
-    after `distinct_id` (a row key, say).
+    `missing_columns="unknown"` (the default, with a `schema`) leaves a flag that reads a property the
+    table has no column for to the local engine (which answers NA where the answer depends on it, as
+    `simulate` does); "not_set" reads it as not set. `carry` names input columns the SELECT passes through
+    after `distinct_id` (a row key, say). `flags` compiles only those flags and the flags they depend on,
+    and writes only theirs; `reasons=False` leaves out the reason and condition-index columns (a row the
+    local engine must answer is then marked by the boolean column `SqlQuery.local_column`).
 
     Args:
         definitions: The flag definitions (any shape `read_definitions` reads).
@@ -851,9 +888,11 @@ def compile_sql(
         property_matching_version: 1 or 2. None: the definitions', else 1.
         timezone: The project's IANA time zone. None: the definitions', else UTC.
         pretty: Format the SQL for reading (False: one compact statement).
-        missing_columns: A property the table has no column for (with a `schema`): ``"not_set"`` reads it
-            as not set; ``"unknown"`` leaves the flag to the local engine.
+        missing_columns: A property the table has no column for (with a `schema`): ``"unknown"``
+            leaves the flag to the local engine; ``"not_set"`` reads it as not set.
         carry: Input columns the SELECT passes through after ``distinct_id`` (a row key, say).
+        flags: Only these flag keys (and, compiled but not written, what they depend on). None: all.
+        reasons: Write ``<flag>:reason`` and ``<flag>:condition_index``.
 
     Returns:
         The `SqlQuery`.
@@ -869,6 +908,8 @@ def compile_sql(
         raise ImportError("flags.to_sql needs sqlglot: pip install 'analytics-nb[sql]'") from None
     from sqlglot import exp
 
+    if flags is not None:
+        definitions = narrow_definitions(definitions, list(flags))
     compiled = compile_flags(
         definitions,
         cohorts=cohorts,
@@ -933,15 +974,22 @@ def compile_sql(
             ctes.append((name, select))
             prev = name
 
-    sql_flags = [c.flags[f.key] for f in compiled.flags]
-    selected: list[Any] = _final_columns(c, sql_flags, payloads)
+    wanted = set(flags) if flags is not None else None
+    sql_flags = [c.flags[f.key] for f in compiled.flags if wanted is None or f.key in wanted]
+    selected: list[Any] = _final_columns(c, sql_flags, payloads, reasons)
+    local_column = None
+    if not reasons:
+        marker = _local_marker(c, sql_flags)
+        if marker is not None:
+            local_column = "_anb_local"
+            selected.insert(-1, exp.alias_(marker, local_column, quoted=True))
     selected[1:1] = [c.col(name) for name in carry]
     final = exp.select(*selected).from_(prev)
     for name, select in ctes:
         final = final.with_(name, as_=select)
     text = final.sql(dialect=dialect, pretty=pretty, identify=False)
     header = _header(c, sql_flags)
-    return SqlQuery(header + text, dialect, mode, sql_flags, table, list(carry))
+    return SqlQuery(header + text, dialect, mode, sql_flags, table, list(carry), reasons, local_column)
 
 
 def _typed_null(c: _Compiler, type_name: str) -> Any:
@@ -962,7 +1010,21 @@ def _lookup(c: _Compiler, column: Any, pairs: list[tuple[int, Any]], type_name: 
     return c.case(whens, _typed_null(c, type_name)) if whens else _typed_null(c, type_name)
 
 
-def _final_columns(c: _Compiler, flags: list[SqlFlag], payloads: bool) -> list[Any]:
+def _local_marker(c: _Compiler, flags: list[SqlFlag]) -> Any:
+    """Whether a row's answer of some flag is left to the local engine (None when no row's can be)."""
+    exp = c.exp
+    tests = []
+    for sf in flags:
+        ids = [i for i, o in enumerate(sf.outcomes) if o.kind == "local"]
+        if sf.needs_local is None and ids:
+            column = c.col(c.outcome_col[sf.key])
+            tests.append(exp.In(this=column, expressions=[c.lit(i) for i in ids]))
+    if not tests:
+        return None
+    return exp.Coalesce(this=exp.or_(*tests), expressions=[exp.false()])
+
+
+def _final_columns(c: _Compiler, flags: list[SqlFlag], payloads: bool, reasons: bool = True) -> list[Any]:
     exp = c.exp
     bad = exp.or_(
         exp.Is(this=c.col("_anb_id"), expression=exp.Null()),
@@ -996,8 +1058,9 @@ def _final_columns(c: _Compiler, flags: list[SqlFlag], payloads: bool) -> list[A
             index = _lookup(c, column, [(i, o.index) for i, o in ids], "int")
             payload = _lookup(c, column, [(i, _payload(sf, o)) for i, o in ids], "text")
         out.append(exp.alias_(value, sf.key, quoted=True))
-        out.append(exp.alias_(reason, f"{sf.key}:reason", quoted=True))
-        out.append(exp.alias_(index, f"{sf.key}:condition_index", quoted=True))
+        if reasons:
+            out.append(exp.alias_(reason, f"{sf.key}:reason", quoted=True))
+            out.append(exp.alias_(index, f"{sf.key}:condition_index", quoted=True))
         if payloads:
             out.append(exp.alias_(payload, f"{sf.key}:payload", quoted=True))
     out.append(exp.alias_(c.case([(bad, c.lit(_ID_ERROR))], _typed_null(c, "text")), "error", quoted=True))
@@ -1036,6 +1099,8 @@ def to_sql(
     cohorts: Mapping[str, Any] | None = None,
     property_matching_version: int | None = None,
     timezone: str | None = None,
+    missing_columns: str = "unknown",
+    flags: Sequence[str] | None = None,
 ) -> str:
     """Flag definitions as one readable SELECT for `dialect` ("duckdb", "clickhouse", "spark",
     "bigquery", "snowflake", "postgres") over `table`: per person row, `distinct_id`, each flag's value
@@ -1060,6 +1125,9 @@ def to_sql(
         cohorts: ``{cohort id: cohort filters}``. None: the definitions'.
         property_matching_version: 1 or 2. None: the definitions', else 1.
         timezone: The project's IANA time zone. None: the definitions', else UTC.
+        missing_columns: A property the `schema` has no column for: ``"unknown"`` (the flag is left to
+            the local engine: ``NULL`` / ``needs_local_engine``) or ``"not_set"`` (read as not set).
+        flags: Only these flag keys (and, compiled but not written, the flags they depend on). None: all.
 
     Returns:
         The SQL text.
@@ -1075,4 +1143,6 @@ def to_sql(
         cohorts=cohorts,
         property_matching_version=property_matching_version,
         timezone=timezone,
+        missing_columns=missing_columns,
+        flags=flags,
     ).sql

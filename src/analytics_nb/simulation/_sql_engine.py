@@ -28,7 +28,6 @@ from analytics_nb.simulation._definitions import (
     Definitions,
     afill,
     fill,
-    flag_references,
     has_group_columns,
     live_flags,
     load_definitions,
@@ -186,6 +185,9 @@ def simulate_in_sql(
             progress=bool(progress),
             missing_columns=missing,
             now=now,
+            flags=keys,
+            reasons=reasons,
+            warn=False,
         )
     except ValueError as exc:  # the compiler's input errors (a dict column, a float distinct_id)
         raise SimulationInputError(str(exc)) from None
@@ -200,8 +202,7 @@ def simulate_in_sql(
         output=chosen or default_output(family),  # type: ignore[arg-type]
         elapsed=time.perf_counter() - started,
     )
-    if missing == "unknown":
-        result.warn_missing()
+    result.warn_missing()
     return result
 
 
@@ -365,6 +366,8 @@ class SqlSimulationResult(SimulationResult):
         def texts(suffix: str) -> dict[str, list[Any]]:
             return {k: [None if pd.isna(v) else str(v) for v in raw[k + suffix].tolist()] for k in keys}
 
+        # the SQL writes reason and condition-index columns only when they were asked for
+        written = self.sim.query.reasons
         frame = build_frame(
             index,
             raw["distinct_id"].tolist(),
@@ -373,11 +376,13 @@ class SqlSimulationResult(SimulationResult):
             multivariate=multivariate,
             payloads=texts(":payload") if self._payloads else None,
             payload_texts=self._defs.payload_texts(),
-            reasons=texts(":reason"),
+            reasons=texts(":reason") if written else None,
             condition_index={
                 k: [None if pd.isna(v) else int(v) for v in raw[k + ":condition_index"].tolist()]
                 for k in keys
-            },
+            }
+            if written
+            else None,
             errors=[None if pd.isna(v) else str(v) for v in raw["error"].tolist()],
         )
         return select_flags(frame, self._flag_keys, payloads=self._payloads, reasons=self._reasons)
@@ -508,24 +513,12 @@ class SqlSimulationResult(SimulationResult):
 
     def warn_missing(self) -> None:
         """Warn (`MissingPropertyWarning`) as the local engine does when answers are NA because the
-        property sets lack a column a flag reads (``missing_columns="unknown"``); counted in SQL."""
-        keys = [
-            k for k in self._flag_keys if k in self.local_flags and "no column for" in self.local_flags[k]
-        ]
-        if not keys:
-            return
-        parts = [
-            f"SELECT {_literal(k)}, count(*) FROM {self._answers} WHERE {_quote(k + ':reason')} = "
-            "'missing_property'"
-            for k in keys
-        ]
-        columns = {row[0] for row in self.sim.con.execute("DESCRIBE persons").fetchall()}
-        report = {}
-        for key, count in self.sim.con.execute(" UNION ALL ".join(parts)).fetchall():
-            if count:
-                absent = sorted(flag_references(self._defs, key)["person"] - columns)
-                report[key] = (tuple(f"the person's stored `{p}`" for p in absent), int(count))
-        warn_missing_properties(report, len(self))
+        property sets lack a column a flag reads (``missing_columns="unknown"``): the same warning from
+        the same report, the local engine's `FrameEvaluator.missing_report` over the rows it answered
+        (`SqlSimulation.missing_report`), for the flags of the result."""
+        report = {k: v for k, v in self.sim.missing_report.items() if k in set(self._flag_keys)}
+        if report:
+            warn_missing_properties(report, len(self))
 
     def close(self) -> None:
         """Close DuckDB and remove the working files (the answers too unless ``out=`` was given)."""
