@@ -371,6 +371,8 @@ class _Compiler:
             return self.col("_anb_id"), "string"
         if key in ("person_properties", "group_properties", "ip", "error") or key.startswith("group:"):
             return None
+        if "\x00" in key:  # DuckDB cuts a column name at a NUL; no engine here names it exactly
+            raise NeedsLocal(f"reads {key!r}, a property name with a NUL character, which SQL cannot name")
         kind = self._kind(key)
         if kind is False and self.unknown_absent:
             raise NeedsLocal(f"reads {key!r}, which the table has no column for (missing_columns='unknown')")
@@ -987,9 +989,11 @@ def compile_sql(
     final = exp.select(*selected).from_(prev)
     for name, select in ctes:
         final = final.with_(name, as_=select)
+    # the header is a comment printed by sqlglot (which neutralises "*/" and "/*" in it), on the WITH
+    # clause so that it comes first: a flag key or a reason never ends it, in any dialect
+    final.args["with_"].add_comments(_header(c, sql_flags))
     text = final.sql(dialect=dialect, pretty=pretty, identify=False)
-    header = _header(c, sql_flags)
-    return SqlQuery(header + text, dialect, mode, sql_flags, table, list(carry), reasons, local_column)
+    return SqlQuery(text, dialect, mode, sql_flags, table, list(carry), reasons, local_column)
 
 
 def _typed_null(c: _Compiler, type_name: str) -> Any:
@@ -1075,16 +1079,17 @@ def _payload(sf: SqlFlag, o: Outcome) -> str | None:
     return None
 
 
-def _header(c: _Compiler, flags: list[SqlFlag]) -> str:
+def _header(c: _Compiler, flags: list[SqlFlag]) -> list[str]:
+    """The header comment's lines (keys and reasons as data: sqlglot prints them inside one comment)."""
     lines = [
-        f"-- analytics_nb flags as SQL ({c.dialect}, mode={'server' if c.server else 'sdk'}): one row per "
+        f" analytics_nb flags as SQL ({c.dialect}, mode={'server' if c.server else 'sdk'}): one row per "
         "person; <flag>, <flag>:reason, <flag>:condition_index",
     ]
-    local = [(f.key, f.needs_local) for f in flags if f.needs_local]
-    for key, why in local:
-        lines.append(f"-- {key}: needs the local engine ({why})")
-    lines.append(f"-- a row answered {NEEDS_LOCAL!r} must be evaluated by analytics_nb's local engine")
-    return "\n".join(lines) + "\n"
+    for f in flags:
+        if f.needs_local:
+            lines.append(f" {f.key!r}: needs the local engine ({f.needs_local})")
+    lines.append(f" a row answered {NEEDS_LOCAL!r} must be evaluated by analytics_nb's local engine ")
+    return ["\n".join(lines)]
 
 
 def to_sql(

@@ -44,12 +44,42 @@ def arrow_schema(table: Any) -> dict[str, str]:
     return {f.name: str(f.type) for f in table.schema}
 
 
-def _quote(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
+def refuse_nul_columns(names: Sequence[Any]) -> None:
+    """A column name holding a NUL character is refused with a ValueError naming it: DuckDB (and chDB)
+    cut a name at the NUL ("pl\\x00an" becomes "pl"), so the query would read another column or none."""
+    for name in names:
+        if "\x00" in str(name):
+            raise ValueError(
+                f"column {str(name)!r} has a NUL character in its name (SQL engines cut a name at a NUL): "
+                "rename the column (and the property in the flags), or use engine='local'."
+            )
 
 
-def _literal(text: str) -> str:
-    return "'" + text.replace("'", "''") + "'"
+def _column_names(source: Any) -> list[Any]:
+    """The column names of a parquet path (its schema), a DuckDB relation, an Arrow table or a frame."""
+    if isinstance(source, (str, Path)):
+        import pyarrow.dataset as ds
+
+        return list(ds.dataset(Path(source), format="parquet").schema.names) if Path(source).exists() else []
+    names = getattr(source, "column_names", None) or getattr(source, "columns", None)
+    return list(names) if names is not None else []
+
+
+def _quote(name: str, dialect: str = "duckdb") -> str:
+    """`name` as a quoted identifier of `dialect`, printed by sqlglot (the quoting `flags.to_sql` uses)."""
+    from sqlglot import exp
+
+    text: str = exp.to_identifier(name, quoted=True).sql(dialect=dialect)
+    return text
+
+
+def _literal(text: str, dialect: str = "duckdb") -> str:
+    """`text` as a string literal of `dialect`, printed by sqlglot (ClickHouse reads backslash escapes,
+    DuckDB does not: each dialect's own rule)."""
+    from sqlglot import exp
+
+    out: str = exp.Literal.string(text).sql(dialect=dialect)
+    return out
 
 
 # ------------------------------------------------------------------------------------------ engines
@@ -74,6 +104,7 @@ def run_sql(
     property without a column is left to the local engine unless ``missing_columns="not_set"``."""
     import pyarrow as pa
 
+    refuse_nul_columns(list(frame.columns))
     table = pa.Table.from_pandas(frame, preserve_index=False)
     dialect = {"duckdb": "duckdb", "clickhouse": "clickhouse", "chdb": "clickhouse", "spark": "spark"}.get(
         engine
@@ -124,8 +155,9 @@ def _run_chdb(query: SqlQuery, table: Any) -> pd.DataFrame:
         pq.write_table(table, path)
         sess = chdb_session.Session(os.path.join(folder, "db"))
         try:
+            source = _literal(path, "clickhouse")
             sess.query(
-                f"CREATE TABLE {_TABLE} ENGINE = Memory AS SELECT * FROM file({_literal(path)}, Parquet) "
+                f"CREATE TABLE {_TABLE} ENGINE = Memory AS SELECT * FROM file({source}, Parquet) "
                 "SETTINGS schema_inference_make_columns_nullable = 1"
             )
             result = sess.query(query.sql, "ArrowTable")
@@ -495,6 +527,7 @@ def simulate_sql(
     from analytics_nb.simulation._local import check_missing_columns, warn_missing_properties
 
     missing_columns = check_missing_columns(missing_columns)
+    refuse_nul_columns(_column_names(source))
     if flags is not None:
         definitions = narrow_definitions(definitions, list(flags))
     now = now or dt.datetime.now(dt.UTC)
