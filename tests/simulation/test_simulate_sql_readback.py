@@ -154,3 +154,41 @@ def test_an_empty_icontains_multi_list_answers_as_the_engine(mode: str, operator
         pd.testing.assert_frame_equal(sql.outputs, local.outputs)
     finally:
         sql.close()
+
+
+def test_a_clickhouse_query_over_the_default_max_query_size_runs() -> None:
+    """A project whose ClickHouse text is over 262,144 bytes (here 4 flags with long lists; ~300 typical
+    flags reach it too) runs on chDB with the same answers as the engine."""
+    pytest.importorskip("chdb", reason="chDB is not installed (the chdb extra)")
+    values = [f"customer-{i:06d}@example.com" for i in range(4_000)]
+    flags = [
+        {
+            "key": f"list-{n}",
+            "active": True,
+            "filters": {
+                "groups": [
+                    {
+                        "properties": [
+                            {"key": "email", "type": "person", "operator": "exact", "value": values[n::2]}
+                        ],
+                        "rollout_percentage": 100,
+                    }
+                ]
+            },
+        }
+        for n in range(4)
+    ]
+    text = to_sql(flags, dialect="clickhouse")
+    assert len(text.encode()) > 262_144  # ClickHouse's default max_query_size
+    frame = pd.DataFrame(
+        {
+            "distinct_id": [f"u{i}" for i in range(6)],
+            "email": [values[0], values[1], values[2], "x", None, values[3]],
+        }
+    )
+    want = evaluate_frame(frame, flags, reasons=True)
+    got, query = run_sql(frame, flags, engine="clickhouse")
+    assert not query.local_flags
+    for f in flags:
+        assert got[f["key"]].astype(object).tolist() == want[f["key"]].astype(object).tolist()
+    assert want["list-0"].tolist() == [True, False, True, False, False, False]
