@@ -185,7 +185,7 @@ def simulate_in_sql(
             progress=bool(progress),
             missing_columns=missing,
             now=now,
-            flags=keys,
+            flags=keys if set(keys) != set(defs.keys) else None,  # all of them: no narrowing to compile
             reasons=reasons,
             warn=False,
         )
