@@ -975,7 +975,9 @@ def compile_sql(
             if not columns:
                 continue
             name = f"_anb_{suffix}{level_no}"
-            select = exp.select(exp.Star(), *[exp.alias_(e, n, quoted=True) for n, e in columns]).from_(prev)
+            select = exp.select(
+                exp.Star(), *[exp.alias_(e, n, quoted=True, copy=False) for n, e in columns]
+            ).from_(prev)
             ctes.append((name, select))
             prev = name
 
@@ -991,7 +993,7 @@ def compile_sql(
     selected[1:1] = [c.col(name) for name in carry]
     final = exp.select(*selected).from_(prev)
     for name, select in ctes:
-        final = final.with_(name, as_=select)
+        final = final.with_(name, as_=select, copy=False)  # copy=True re-copied the whole tree per CTE
     # the header is a comment printed by sqlglot (which neutralises "*/" and "/*" in it), on the WITH
     # clause so that it comes first: a flag key or a reason never ends it, in any dialect
     final.args["with_"].add_comments(_header(c, sql_flags))
@@ -1080,13 +1082,17 @@ def _final_columns(c: _Compiler, flags: list[SqlFlag], payloads: bool, reasons: 
             reason = _lookup(c, column, [(i, o.reason) for i, o in ids], "text")
             index = _lookup(c, column, [(i, o.index) for i, o in ids], "int")
             payload = _lookup(c, column, [(i, _payload(sf, o)) for i, o in ids], "text")
-        out.append(exp.alias_(value, sf.key, quoted=True))
+        out.append(exp.alias_(value, sf.key, quoted=True, copy=False))
         if reasons:
-            out.append(exp.alias_(reason, f"{sf.key}:reason", quoted=True))
-            out.append(exp.alias_(index, f"{sf.key}:condition_index", quoted=True))
+            out.append(exp.alias_(reason, f"{sf.key}:reason", quoted=True, copy=False))
+            out.append(exp.alias_(index, f"{sf.key}:condition_index", quoted=True, copy=False))
         if payloads:
-            out.append(exp.alias_(payload, f"{sf.key}:payload", quoted=True))
-    out.append(exp.alias_(c.case([(bad, c.lit(_ID_ERROR))], _typed_null(c, "text")), "error", quoted=True))
+            out.append(exp.alias_(payload, f"{sf.key}:payload", quoted=True, copy=False))
+    out.append(
+        exp.alias_(
+            c.case([(bad, c.lit(_ID_ERROR))], _typed_null(c, "text")), "error", quoted=True, copy=False
+        )
+    )
     return out
 
 
