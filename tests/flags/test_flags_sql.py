@@ -174,8 +174,10 @@ def spark() -> Any:
 
 @pytest.mark.parametrize("mode", ["server", "sdk"])
 def test_duckdb_answers_are_the_engines(mode: str) -> None:
-    want = evaluate_frame(FRAME, definitions=query_defs, mode=mode, reasons=True, now=NOW)
-    got, query = run_sql(FRAME, query_defs, engine="duckdb", mode=mode, now=NOW)
+    want = evaluate_frame(
+        FRAME, definitions=query_defs, mode=mode, reasons=True, now=NOW, missing_columns="not_set"
+    )
+    got, query = run_sql(FRAME, query_defs, engine="duckdb", mode=mode, now=NOW, missing_columns="not_set")
     answered, left = compare(got, want, query)
     # not vacuous: most flags and nearly every row are answered in SQL
     assert len(query.local_flags) <= len(query.flags) // 2, query.local_flags
@@ -185,16 +187,24 @@ def test_duckdb_answers_are_the_engines(mode: str) -> None:
 @pytest.mark.parametrize("mode", ["server", "sdk"])
 def test_chdb_answers_are_the_engines(mode: str) -> None:
     pytest.importorskip("chdb", reason="chdb is not installed (the chdb extra)")
-    want = evaluate_frame(FRAME, definitions=query_defs, mode=mode, reasons=True, now=NOW)
-    got, query = run_sql(FRAME, query_defs, engine="clickhouse", mode=mode, now=NOW)
+    want = evaluate_frame(
+        FRAME, definitions=query_defs, mode=mode, reasons=True, now=NOW, missing_columns="not_set"
+    )
+    got, query = run_sql(
+        FRAME, query_defs, engine="clickhouse", mode=mode, now=NOW, missing_columns="not_set"
+    )
     answered, _ = compare(got, want, query)
     assert answered > 10_000
 
 
 @pytest.mark.parametrize("mode", ["server", "sdk"])
 def test_spark_sql_answers_are_the_engines(mode: str, spark: Any) -> None:
-    want = evaluate_frame(FRAME, definitions=query_defs, mode=mode, reasons=True, now=NOW)
-    got, query = run_sql(FRAME, query_defs, engine="spark", mode=mode, now=NOW, spark=spark)
+    want = evaluate_frame(
+        FRAME, definitions=query_defs, mode=mode, reasons=True, now=NOW, missing_columns="not_set"
+    )
+    got, query = run_sql(
+        FRAME, query_defs, engine="spark", mode=mode, now=NOW, spark=spark, missing_columns="not_set"
+    )
     answered, _ = compare(got, want, query)
     assert answered > 10_000
 
@@ -205,7 +215,16 @@ def test_simulate_sql_gives_every_answer_of_the_engine(mode: str, tmp_path: Any)
     frame = FRAME.copy()
     path = tmp_path / "persons.parquet"
     frame.to_parquet(path)
-    sim = simulate_sql(path, query_defs, mode=mode, now=NOW, batch_rows=64, out=tmp_path / "answers.parquet")
+    # evaluate_frame reads a property without a column as not set: ask simulate_sql for the same
+    sim = simulate_sql(
+        path,
+        query_defs,
+        mode=mode,
+        now=NOW,
+        batch_rows=64,
+        out=tmp_path / "answers.parquet",
+        missing_columns="not_set",
+    )
     try:
         got = sim.frame()
         want = evaluate_frame(frame, definitions=query_defs, mode=mode, reasons=True, now=NOW)
@@ -268,9 +287,17 @@ def test_a_flag_sql_cannot_express_is_named_never_answered() -> None:
 def test_duckdb_answers_are_the_engines_with_matching_version_2(mode: str) -> None:
     """property_matching_version 2 compares boolean-like values strictly: the SQL follows."""
     want = evaluate_frame(
-        FRAME, definitions=query_defs, mode=mode, reasons=True, now=NOW, property_matching_version=2
+        FRAME,
+        definitions=query_defs,
+        mode=mode,
+        reasons=True,
+        now=NOW,
+        property_matching_version=2,
+        missing_columns="not_set",
     )
-    got, query = run_sql(FRAME, query_defs, mode=mode, now=NOW, property_matching_version=2)
+    got, query = run_sql(
+        FRAME, query_defs, mode=mode, now=NOW, property_matching_version=2, missing_columns="not_set"
+    )
     answered, _ = compare(got, want, query)
     assert answered > 10_000
 

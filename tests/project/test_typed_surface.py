@@ -90,7 +90,9 @@ def test_one_generator_run_updates_every_form_when_a_verb_gains_a_parameter(tmp_
     text = path.read_text(encoding="utf-8")
     anchor = "    as_of: dt.datetime | str | None = None,\n) -> SimulationResult:"
     assert anchor in text
-    path.write_text(text.replace(anchor, anchor.replace("\n)", '\n    new_option: str = "auto",\n)')), "utf-8")
+    path.write_text(
+        text.replace(anchor, anchor.replace("\n)", '\n    new_option: str = "auto",\n)')), "utf-8"
+    )
     generator.SRC = src
     generator._PARSED.clear()
     texts = generator.generated()

@@ -24,6 +24,7 @@ from __future__ import annotations
 import copy
 import json
 import os
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -52,6 +53,12 @@ FRAME_FIELDS = (
     "evaluation_runtime",
     "team_id",
 )
+
+KEY_PATTERN = re.compile(r"[a-zA-Z0-9_-]+")
+"""PostHog's flag key pattern: the flags API refuses any other key ("Only letters, numbers, hyphens (-) &
+underscores (_) are allowed.": `FeatureFlagSerializer.validate_key` in posthog/api/feature_flag.py,
+``re.match(r"^[a-zA-Z0-9_-]+$", value)``). Matched whole here (fullmatch): PostHog's ``$`` also lets one
+trailing newline through, which no flag the service created carries and which would end a SQL comment."""
 
 SHAPES = (
     "client.feature_flags.local_evaluation() (or its JSON: dict, text, bytes, a path to a .json file), "
@@ -310,7 +317,7 @@ def _flag(item: Any, where: str) -> dict[str, Any]:
     if isinstance(item, dict):
         data = dict(item)
         key, filters = data.get("key"), data.get("filters")
-        if type(key) is str and key and type(filters) is dict:  # the common case: nothing to convert
+        if type(key) is str and type(filters) is dict and KEY_PATTERN.fullmatch(key):  # the common case
             return data
     elif isinstance(item, FeatureFlag):
         data = item.model_dump(by_alias=True, mode="json", exclude_unset=True)
@@ -335,6 +342,13 @@ def _flag(item: Any, where: str) -> dict[str, Any]:
     if not isinstance(key, str) or not key:
         raise DefinitionsError(
             f"definitions: {where} has key {key!r}; a flag key is non-empty text.", key=str(key)
+        )
+    if not KEY_PATTERN.fullmatch(key):
+        raise DefinitionsError(
+            f"definitions: {where} has flag key {key!r}, which PostHog refuses: a flag key is only letters, "
+            "numbers, hyphens (-) and underscores (_). Rename the flag (its key in the JSON or on the "
+            "server).",
+            key=key,
         )
     filters = data.get("filters")
     if isinstance(filters, str):

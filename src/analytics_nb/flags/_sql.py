@@ -28,6 +28,7 @@ import datetime as dt
 import json
 import math
 import struct
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -49,6 +50,9 @@ DIALECTS = ("duckdb", "clickhouse", "spark", "bigquery", "snowflake", "postgres"
 NEEDS_LOCAL = "needs_local_engine"
 #: column kinds the compiler reads exactly; other column types make their flags need the local engine
 KINDS = ("string", "integer", "float", "boolean")
+
+#: ClickHouse's default `max_query_size` in bytes (the parser refuses a longer query text)
+CLICKHOUSE_MAX_QUERY_SIZE = 262_144
 
 _FALSE, _TRUE, _INCONCLUSIVE, _LOCAL = 0, 1, 2, 9
 _MAX_H = 2**60 - 1
@@ -109,6 +113,10 @@ class SqlQuery:
     flags: list[SqlFlag]
     table: str
     carry: list[str] = field(default_factory=list)
+    #: whether the SELECT writes `<flag>:reason` and `<flag>:condition_index`
+    reasons: bool = True
+    #: without reasons: the boolean column saying a row needs the local engine (None when no row can)
+    local_column: str | None = None
 
     @property
     def local_flags(self) -> dict[str, str]:
@@ -367,6 +375,8 @@ class _Compiler:
             return self.col("_anb_id"), "string"
         if key in ("person_properties", "group_properties", "ip", "error") or key.startswith("group:"):
             return None
+        if "\x00" in key:  # DuckDB cuts a column name at a NUL; no engine here names it exactly
+            raise NeedsLocal(f"reads {key!r}, a property name with a NUL character, which SQL cannot name")
         kind = self._kind(key)
         if kind is False and self.unknown_absent:
             raise NeedsLocal(f"reads {key!r}, which the table has no column for (missing_columns='unknown')")
@@ -462,15 +472,35 @@ class _Compiler:
             first_hi = _last_true(lambda v: code(v) == at_lo, lo, hi) + 1
             bound: Any = exp.Literal.number(first_hi)
         else:
-            lo_f, hi_f = _ordered(-math.inf), _ordered(math.inf)
-            at_lo, at_hi = code(-math.inf), code(math.inf)
-            if at_lo == at_hi:
-                return self.lit(at_lo)
-            step = _from_ordered(_last_true(lambda n: code(_from_ordered(n)) == at_lo, lo_f, hi_f) + 1)
-            bound = exp.cast(self.lit(repr(step)), "double")
-            if step == 0.0:  # -0.0 and 0.0 compare equal; the first value past the step is +0.0's side
-                bound = exp.cast(self.lit("0.0"), "double")
+            return self.float_code(expr, code)
         return self.case([(exp.GTE(this=expr, expression=bound), self.lit(at_hi))], self.lit(at_lo))
+
+    def float_code(self, expr: exp.Expression, code: Callable[[Any], int]) -> exp.Expression:
+        """gt / gte / lt / lte on a float column: one step over the finite doubles (found by bisection with
+        the matcher), and the infinities answered on their own. The SDK reads only finite numbers
+        (posthog 7.91.1 posthog/feature_flags.py `_parse_numeric_value`; here `_sdk_rules.parse_number`),
+        so in sdk mode +inf and -inf answer False on both sides of the step; bisecting over [-inf, inf]
+        saw False at both ends and answered False for every row."""
+        exp = self.exp
+        top = sys.float_info.max
+        at_lo, at_hi = code(-top), code(top)
+        if at_lo == at_hi:
+            body: Any = self.lit(at_lo)
+        else:
+            lo_f, hi_f = _ordered(-top), _ordered(top)
+            step = _from_ordered(_last_true(lambda n: code(_from_ordered(n)) == at_lo, lo_f, hi_f) + 1)
+            # -0.0 and 0.0 compare equal; the first value past the step is +0.0's side
+            bound = exp.cast(self.lit("0.0" if step == 0.0 else repr(step)), "double")
+            body = self.case([(exp.GTE(this=expr, expression=bound), self.lit(at_hi))], self.lit(at_lo))
+        largest = exp.cast(self.lit(repr(top)), "double")
+        whens = []
+        if code(math.inf) != at_hi:
+            whens.append((exp.GT(this=expr.copy(), expression=largest), self.lit(code(math.inf))))
+        if code(-math.inf) != at_lo:
+            whens.append(
+                (exp.LT(this=expr.copy(), expression=exp.Neg(this=largest.copy())), self.lit(code(-math.inf)))
+            )
+        return self.case(whens, body)
 
     def _raw_value(self, spec: FilterSpec) -> Any:
         return json.loads(spec.signature).get("value")
@@ -553,7 +583,9 @@ class _Compiler:
                 tests.append(self.contains(lowered, needle))
             else:
                 tests.append(self.starts(lowered, needle, base == "ends_with"))
-        hit = exp.or_(*tests) if len(tests) > 1 else tests[0]
+        # an empty icontains_multi list matches nothing (not_icontains_multi: every present value), as in
+        # the engine; `tests[0]` of no test raised IndexError and failed the whole query
+        hit = exp.or_(*tests) if len(tests) > 1 else tests[0] if tests else exp.false()
         yes, no = self.lit(_FALSE if negate else _TRUE), self.lit(_TRUE if negate else _FALSE)
         return self.case([(hit, yes)], no)
 
@@ -793,6 +825,35 @@ def _levels(compiled: CompiledFlags) -> list[list[CompiledFlag]]:
     return levels
 
 
+def narrow_definitions(definitions: Any, keys: Sequence[str]) -> Any:
+    """The definitions with only the flags `keys` and the flags they depend on (transitively, by key or
+    id, as `dependency_order` resolves them), in their order; cohorts and group types kept. A key the
+    definitions lack is a ValueError naming it."""
+    import dataclasses
+
+    from analytics_nb.flags._reader import read_definitions
+
+    defs = read_definitions(definitions)
+    compiled = compile_flags(defs)
+    unknown = [k for k in keys if k not in compiled.by_key]
+    if unknown:
+        raise ValueError(
+            f"no flag {unknown[0]!r} in the definitions; the flags are {sorted(compiled.by_key)[:10]}"
+        )
+    wanted: set[str] = set()
+    stack = list(keys)
+    while stack:
+        key = stack.pop()
+        if key in wanted or key not in compiled.by_key:
+            continue
+        wanted.add(key)
+        for dep in compiled.by_key[key].dependencies:
+            target = compiled.alias.get(dep)
+            if target is not None:
+                stack.append(target)
+    return dataclasses.replace(defs, flags=[f for f in defs.flags if str(f.get("key")) in wanted])
+
+
 def compile_sql(
     definitions: Any,
     *,
@@ -806,16 +867,20 @@ def compile_sql(
     property_matching_version: int | None = None,
     timezone: str | None = None,
     pretty: bool = True,
-    missing_columns: str = "not_set",
+    missing_columns: str = "unknown",
     carry: Sequence[str] = (),
+    flags: Sequence[str] | None = None,
+    reasons: bool = True,
 ) -> SqlQuery:
     """Compile flag definitions to one SELECT over `table` (see `to_sql`); returns the `SqlQuery` with the
     text and what each flag's outcome integers mean (used to read the answers back).
 
-    `missing_columns="unknown"` (with a `schema`) leaves a flag that reads a property the table has no
-    column for to the local engine (which answers NA where the answer depends on it, as `simulate` does);
-    the default "not_set" reads it as not set. `carry` names input columns the SELECT passes through
-    after `distinct_id` (a row key, say).
+    `missing_columns="unknown"` (the default, with a `schema`) leaves a flag that reads a property the
+    table has no column for to the local engine (which answers NA where the answer depends on it, as
+    `simulate` does); "not_set" reads it as not set. `carry` names input columns the SELECT passes through
+    after `distinct_id` (a row key, say). `flags` compiles only those flags and the flags they depend on,
+    and writes only theirs; `reasons=False` leaves out the reason and condition-index columns (a row the
+    local engine must answer is then marked by the boolean column `SqlQuery.local_column`).
 
     Args:
         definitions: The flag definitions (any shape `read_definitions` reads).
@@ -829,9 +894,11 @@ def compile_sql(
         property_matching_version: 1 or 2. None: the definitions', else 1.
         timezone: The project's IANA time zone. None: the definitions', else UTC.
         pretty: Format the SQL for reading (False: one compact statement).
-        missing_columns: A property the table has no column for (with a `schema`): ``"not_set"`` reads it
-            as not set; ``"unknown"`` leaves the flag to the local engine.
+        missing_columns: A property the table has no column for (with a `schema`): ``"unknown"``
+            leaves the flag to the local engine; ``"not_set"`` reads it as not set.
         carry: Input columns the SELECT passes through after ``distinct_id`` (a row key, say).
+        flags: Only these flag keys (and, compiled but not written, what they depend on). None: all.
+        reasons: Write ``<flag>:reason`` and ``<flag>:condition_index``.
 
     Returns:
         The `SqlQuery`.
@@ -844,6 +911,8 @@ def compile_sql(
     require("sqlglot", "flags.to_sql / compile_sql")
     from sqlglot import exp
 
+    if flags is not None:
+        definitions = narrow_definitions(definitions, list(flags))
     compiled = compile_flags(
         definitions,
         cohorts=cohorts,
@@ -904,19 +973,46 @@ def compile_sql(
             if not columns:
                 continue
             name = f"_anb_{suffix}{level_no}"
-            select = exp.select(exp.Star(), *[exp.alias_(e, n, quoted=True) for n, e in columns]).from_(prev)
+            select = exp.select(
+                exp.Star(), *[exp.alias_(e, n, quoted=True, copy=False) for n, e in columns]
+            ).from_(prev)
             ctes.append((name, select))
             prev = name
 
-    sql_flags = [c.flags[f.key] for f in compiled.flags]
-    selected: list[Any] = _final_columns(c, sql_flags, payloads)
+    wanted = set(flags) if flags is not None else None
+    sql_flags = [c.flags[f.key] for f in compiled.flags if wanted is None or f.key in wanted]
+    selected: list[Any] = _final_columns(c, sql_flags, payloads, reasons)
+    local_column = None
+    if not reasons:
+        marker = _local_marker(c, sql_flags)
+        if marker is not None:
+            local_column = "_anb_local"
+            selected.insert(-1, exp.alias_(marker, local_column, quoted=True))
     selected[1:1] = [c.col(name) for name in carry]
     final = exp.select(*selected).from_(prev)
     for name, select in ctes:
-        final = final.with_(name, as_=select)
+        final = final.with_(name, as_=select, copy=False)  # copy=True re-copied the whole tree per CTE
+    # the header is a comment printed by sqlglot (which neutralises "*/" and "/*" in it), on the WITH
+    # clause so that it comes first: a flag key or a reason never ends it, in any dialect
+    final.args["with_"].add_comments(_header(c, sql_flags))
     text = final.sql(dialect=dialect, pretty=pretty, identify=False)
-    header = _header(c, sql_flags)
-    return SqlQuery(header + text, dialect, mode, sql_flags, table, list(carry))
+    if dialect == "clickhouse" and len(text.encode()) > CLICKHOUSE_MAX_QUERY_SIZE:
+        text = _clickhouse_sized(final, text, pretty)
+    return SqlQuery(text, dialect, mode, sql_flags, table, list(carry), reasons, local_column)
+
+
+def _clickhouse_sized(final: Any, text: str, pretty: bool) -> str:
+    """A ClickHouse query over the default `max_query_size` (262,144 bytes; ~300 flags) with a
+    ``SETTINGS max_query_size = n`` clause raising the parser's limit for this query alone (to the next
+    power of two over its size): ClickHouse applies a query's own SETTINGS clause before the parser's size
+    check (measured with chDB 4.4: refused without the clause, run with it). A server whose profile makes
+    the setting read-only refuses it: split the flags then (`to_sql(..., flags=[...])`)."""
+    from sqlglot import exp
+
+    size = 1 << (len(text.encode()) + 4096).bit_length()
+    final.set("settings", [exp.EQ(this=exp.var("max_query_size"), expression=exp.Literal.number(size))])
+    sized: str = final.sql(dialect="clickhouse", pretty=pretty, identify=False)
+    return sized
 
 
 def _typed_null(c: _Compiler, type_name: str) -> Any:
@@ -937,7 +1033,21 @@ def _lookup(c: _Compiler, column: Any, pairs: list[tuple[int, Any]], type_name: 
     return c.case(whens, _typed_null(c, type_name)) if whens else _typed_null(c, type_name)
 
 
-def _final_columns(c: _Compiler, flags: list[SqlFlag], payloads: bool) -> list[Any]:
+def _local_marker(c: _Compiler, flags: list[SqlFlag]) -> Any:
+    """Whether a row's answer of some flag is left to the local engine (None when no row's can be)."""
+    exp = c.exp
+    tests = []
+    for sf in flags:
+        ids = [i for i, o in enumerate(sf.outcomes) if o.kind == "local"]
+        if sf.needs_local is None and ids:
+            column = c.col(c.outcome_col[sf.key])
+            tests.append(exp.In(this=column, expressions=[c.lit(i) for i in ids]))
+    if not tests:
+        return None
+    return exp.Coalesce(this=exp.or_(*tests), expressions=[exp.false()])
+
+
+def _final_columns(c: _Compiler, flags: list[SqlFlag], payloads: bool, reasons: bool = True) -> list[Any]:
     exp = c.exp
     bad = exp.or_(
         exp.Is(this=c.col("_anb_id"), expression=exp.Null()),
@@ -970,12 +1080,17 @@ def _final_columns(c: _Compiler, flags: list[SqlFlag], payloads: bool) -> list[A
             reason = _lookup(c, column, [(i, o.reason) for i, o in ids], "text")
             index = _lookup(c, column, [(i, o.index) for i, o in ids], "int")
             payload = _lookup(c, column, [(i, _payload(sf, o)) for i, o in ids], "text")
-        out.append(exp.alias_(value, sf.key, quoted=True))
-        out.append(exp.alias_(reason, f"{sf.key}:reason", quoted=True))
-        out.append(exp.alias_(index, f"{sf.key}:condition_index", quoted=True))
+        out.append(exp.alias_(value, sf.key, quoted=True, copy=False))
+        if reasons:
+            out.append(exp.alias_(reason, f"{sf.key}:reason", quoted=True, copy=False))
+            out.append(exp.alias_(index, f"{sf.key}:condition_index", quoted=True, copy=False))
         if payloads:
-            out.append(exp.alias_(payload, f"{sf.key}:payload", quoted=True))
-    out.append(exp.alias_(c.case([(bad, c.lit(_ID_ERROR))], _typed_null(c, "text")), "error", quoted=True))
+            out.append(exp.alias_(payload, f"{sf.key}:payload", quoted=True, copy=False))
+    out.append(
+        exp.alias_(
+            c.case([(bad, c.lit(_ID_ERROR))], _typed_null(c, "text")), "error", quoted=True, copy=False
+        )
+    )
     return out
 
 
@@ -987,16 +1102,17 @@ def _payload(sf: SqlFlag, o: Outcome) -> str | None:
     return None
 
 
-def _header(c: _Compiler, flags: list[SqlFlag]) -> str:
+def _header(c: _Compiler, flags: list[SqlFlag]) -> list[str]:
+    """The header comment's lines (keys and reasons as data: sqlglot prints them inside one comment)."""
     lines = [
-        f"-- analytics_nb flags as SQL ({c.dialect}, mode={'server' if c.server else 'sdk'}): one row per "
+        f" analytics_nb flags as SQL ({c.dialect}, mode={'server' if c.server else 'sdk'}): one row per "
         "person; <flag>, <flag>:reason, <flag>:condition_index",
     ]
-    local = [(f.key, f.needs_local) for f in flags if f.needs_local]
-    for key, why in local:
-        lines.append(f"-- {key}: needs the local engine ({why})")
-    lines.append(f"-- a row answered {NEEDS_LOCAL!r} must be evaluated by analytics_nb's local engine")
-    return "\n".join(lines) + "\n"
+    for f in flags:
+        if f.needs_local:
+            lines.append(f" {f.key!r}: needs the local engine ({f.needs_local})")
+    lines.append(f" a row answered {NEEDS_LOCAL!r} must be evaluated by analytics_nb's local engine ")
+    return ["\n".join(lines)]
 
 
 def to_sql(
@@ -1011,6 +1127,8 @@ def to_sql(
     cohorts: Mapping[str, Any] | None = None,
     property_matching_version: int | None = None,
     timezone: str | None = None,
+    missing_columns: str = "unknown",
+    flags: Sequence[str] | None = None,
 ) -> str:
     """Flag definitions as one readable SELECT for `dialect` ("duckdb", "clickhouse", "spark",
     "bigquery", "snowflake", "postgres") over `table`: per person row, `distinct_id`, each flag's value
@@ -1035,6 +1153,9 @@ def to_sql(
         cohorts: ``{cohort id: cohort filters}``. None: the definitions'.
         property_matching_version: 1 or 2. None: the definitions', else 1.
         timezone: The project's IANA time zone. None: the definitions', else UTC.
+        missing_columns: A property the `schema` has no column for: ``"unknown"`` (the flag is left to
+            the local engine: ``NULL`` / ``needs_local_engine``) or ``"not_set"`` (read as not set).
+        flags: Only these flag keys (and, compiled but not written, the flags they depend on). None: all.
 
     Returns:
         The SQL text.
@@ -1050,4 +1171,6 @@ def to_sql(
         cohorts=cohorts,
         property_matching_version=property_matching_version,
         timezone=timezone,
+        missing_columns=missing_columns,
+        flags=flags,
     ).sql

@@ -23,7 +23,7 @@ import pandas as pd
 
 from analytics_nb.flags import FrameEvaluator
 from analytics_nb.flags._evaluate import Mode
-from analytics_nb.flags._sql import NEEDS_LOCAL, SqlQuery, compile_sql
+from analytics_nb.flags._sql import NEEDS_LOCAL, SqlQuery, compile_sql, narrow_definitions
 from analytics_nb.simulation._summary import Z95
 from analytics_nb.tables._extras import require, require_extra
 
@@ -44,12 +44,42 @@ def arrow_schema(table: Any) -> dict[str, str]:
     return {f.name: str(f.type) for f in table.schema}
 
 
-def _quote(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
+def refuse_nul_columns(names: Sequence[Any]) -> None:
+    """A column name holding a NUL character is refused with a ValueError naming it: DuckDB (and chDB)
+    cut a name at the NUL ("pl\\x00an" becomes "pl"), so the query would read another column or none."""
+    for name in names:
+        if "\x00" in str(name):
+            raise ValueError(
+                f"column {str(name)!r} has a NUL character in its name (SQL engines cut a name at a NUL): "
+                "rename the column (and the property in the flags), or use engine='local'."
+            )
 
 
-def _literal(text: str) -> str:
-    return "'" + text.replace("'", "''") + "'"
+def _column_names(source: Any) -> list[Any]:
+    """The column names of a parquet path (its schema), a DuckDB relation, an Arrow table or a frame."""
+    if isinstance(source, (str, Path)):
+        import pyarrow.dataset as ds
+
+        return list(ds.dataset(Path(source), format="parquet").schema.names) if Path(source).exists() else []
+    names = getattr(source, "column_names", None) or getattr(source, "columns", None)
+    return list(names) if names is not None else []
+
+
+def _quote(name: str, dialect: str = "duckdb") -> str:
+    """`name` as a quoted identifier of `dialect`, printed by sqlglot (the quoting `flags.to_sql` uses)."""
+    from sqlglot import exp
+
+    text: str = exp.to_identifier(name, quoted=True).sql(dialect=dialect)
+    return text
+
+
+def _literal(text: str, dialect: str = "duckdb") -> str:
+    """`text` as a string literal of `dialect`, printed by sqlglot (ClickHouse reads backslash escapes,
+    DuckDB does not: each dialect's own rule)."""
+    from sqlglot import exp
+
+    out: str = exp.Literal.string(text).sql(dialect=dialect)
+    return out
 
 
 # ------------------------------------------------------------------------------------------ engines
@@ -65,12 +95,16 @@ def run_sql(
     now: dt.datetime | None = None,
     spark: Any = None,
     property_matching_version: int | None = None,
+    missing_columns: str = "unknown",
+    flags: Sequence[str] | None = None,
 ) -> tuple[pd.DataFrame, SqlQuery]:
     """Run the compiled query over an in-memory table on `engine` ("duckdb", "clickhouse" through chDB,
     "spark" through PySpark's session `spark`); the raw SQL answers (rows and flags the query leaves to
-    the local engine included) and the query. The schema is the frame's Arrow types."""
+    the local engine included) and the query. The schema is the frame's Arrow types; a flag reading a
+    property without a column is left to the local engine unless ``missing_columns="not_set"``."""
     import pyarrow as pa
 
+    refuse_nul_columns(list(frame.columns))
     table = pa.Table.from_pandas(frame, preserve_index=False)
     dialect = {"duckdb": "duckdb", "clickhouse": "clickhouse", "chdb": "clickhouse", "spark": "spark"}.get(
         engine
@@ -86,6 +120,8 @@ def run_sql(
         payloads=payloads,
         now=now,
         property_matching_version=property_matching_version,
+        missing_columns=missing_columns,
+        flags=flags,
     )
     if dialect == "duckdb":
         duckdb = require("duckdb", "run_sql(engine='duckdb')", "sql")
@@ -118,8 +154,9 @@ def _run_chdb(query: SqlQuery, table: Any) -> pd.DataFrame:
         pq.write_table(table, path)
         sess = chdb_session.Session(os.path.join(folder, "db"))
         try:
+            source = _literal(path, "clickhouse")
             sess.query(
-                f"CREATE TABLE {_TABLE} ENGINE = Memory AS SELECT * FROM file({_literal(path)}, Parquet) "
+                f"CREATE TABLE {_TABLE} ENGINE = Memory AS SELECT * FROM file({source}, Parquet) "
                 "SETTINGS schema_inference_make_columns_nullable = 1"
             )
             result = sess.query(query.sql, "ArrowTable")
@@ -163,9 +200,11 @@ def _local_answers(
     now: dt.datetime,
     payloads: bool,
     target: Any,
-    missing_columns: str = "not_set",
+    missing_columns: str = "unknown",
+    report: dict[str, tuple[tuple[str, ...], int]] | None = None,
 ) -> Any:
-    """The local engine's answers for `batch`, in the SQL answers' shape (Arrow, cast to `target`)."""
+    """The local engine's answers for `batch`, in the SQL answers' shape (Arrow, cast to `target`); its
+    `FrameEvaluator.missing_report` is added into `report`."""
     import pyarrow as pa
 
     engine_input = batch.drop(columns=[c for c in ROW_KEYS if c in batch.columns])
@@ -179,6 +218,9 @@ def _local_answers(
     )
     evaluator._warn = False  # the SQL run warns once, from the report of every batch
     got = evaluator.run(reasons=True, payloads=payloads)
+    if report is not None:
+        for key, (labels, count) in evaluator.missing_report.items():
+            report[key] = (labels, report.get(key, ((), 0))[1] + count)
     data: dict[str, Any] = {"distinct_id": batch["distinct_id"].to_numpy(dtype=object)}
     for name in ROW_KEYS:
         if name in batch.columns:
@@ -205,6 +247,8 @@ def _local_answers(
                 None if pd.isna(v) else str(v) for v in got[f"{sf.key}:payload"].astype(object)
             ]
     data["error"] = [None if pd.isna(v) else str(v) for v in got["error"].astype(object)]
+    if query.local_column is not None:
+        data[query.local_column] = [False] * len(batch)
     arrays = [
         pa.array(data[f.name], type=f.type, from_pandas=True)
         if f.name != "distinct_id"
@@ -223,6 +267,8 @@ def _local_condition(query: SqlQuery) -> str:
     """The rows of the SQL answers that the local engine must answer ('TRUE' for all of them)."""
     if query.local_flags:
         return "TRUE"
+    if not query.reasons:
+        return _quote(query.local_column) if query.local_column is not None else "FALSE"
     tests = [f"{_quote(sf.key + ':reason')} = {_literal(NEEDS_LOCAL)}" for sf in query.flags]
     return " OR ".join(tests) if tests else "FALSE"
 
@@ -240,11 +286,22 @@ class SqlSimulation:
     answered for the others.
     """
 
-    def __init__(self, con: Any, path: Path, query: SqlQuery, local_rows: int, workdir: str | None) -> None:
+    def __init__(
+        self,
+        con: Any,
+        path: Path,
+        query: SqlQuery,
+        local_rows: int,
+        workdir: str | None,
+        missing_report: Mapping[str, tuple[tuple[str, ...], int]] | None = None,
+    ) -> None:
         self.con = con
         self.path = path
         self.query = query
         self.local_rows = local_rows
+        #: the local engine's `FrameEvaluator.missing_report` over the rows it answered, for the written
+        #: flags: {flag: (the absent properties it reads, rows made NA)}; the `MissingPropertyWarning`'s
+        self.missing_report: dict[str, tuple[tuple[str, ...], int]] = dict(missing_report or {})
         self._workdir = workdir
         self._finalizer = weakref.finalize(self, _cleanup, con, workdir)
 
@@ -328,6 +385,12 @@ class SqlSimulation:
     def close(self) -> None:
         """Close the connection and delete the working files (the answers too unless `out` was given)."""
         self._finalizer()
+
+    def __enter__(self) -> SqlSimulation:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     def __repr__(self) -> str:
         return (
@@ -422,7 +485,10 @@ def simulate_sql(
     now: dt.datetime | None = None,
     batch_rows: int = 200_000,
     progress: bool = True,
-    missing_columns: str = "not_set",
+    missing_columns: str = "unknown",
+    flags: Sequence[str] | None = None,
+    reasons: bool = True,
+    warn: bool = True,
 ) -> SqlSimulation:
     """Evaluate flags for every row of `source` through DuckDB: a parquet path (file or folder), a DuckDB
     relation, a pandas frame or Arrow table. Memory is bounded by `memory_limit` (DuckDB's setting; it
@@ -432,8 +498,11 @@ def simulate_sql(
     Flags and rows the SQL leaves to the local engine (`SqlSimulation.local_flags`, `.local_rows`) are
     evaluated by `flags.evaluate_frame` in batches of `batch_rows`, so every answer is the local engine's
     (mode "server" or "sdk"); relative dates are read against one instant, `now` (default: the call).
-    With `missing_columns="unknown"` (what `simulate(engine="sql")` uses) a flag reading a property the
-    source has no column for is answered by the local engine: NA where the answer depends on it.
+    With `missing_columns="unknown"` (the default, as in `simulate`) a flag reading a property the source
+    has no column for is answered by the local engine: NA (reason ``missing_property``) where the answer
+    depends on it, reported in one `MissingPropertyWarning` built from the local engine's own report
+    (`SqlSimulation.missing_report`); ``missing_columns="not_set"`` reads such a property as not set.
+    `flags` compiles and evaluates only those flags and the flags they depend on, and writes only theirs.
 
     The working files (DuckDB's database and spill folder, the answers unless `out` is given) live in a
     temporary folder removed by `close()` (or when the `SqlSimulation` is garbage-collected).
@@ -449,8 +518,11 @@ def simulate_sql(
         now: The instant relative dates are read against. None: the call.
         batch_rows: Rows per batch for what the local engine evaluates.
         progress: Show a progress bar for the local engine's batches.
-        missing_columns: A property the source has no column for: ``"not_set"`` (read as not set) or
-            ``"unknown"`` (the local engine answers: NA where the answer depends on it).
+        missing_columns: A property the source has no column for: ``"unknown"`` (the local engine
+            answers: NA where the answer depends on it, with a warning) or ``"not_set"`` (read as not set).
+        flags: Only these flag keys (what they depend on is evaluated, not written). None: every flag.
+        reasons: Write ``<flag>:reason`` and ``<flag>:condition_index`` columns.
+        warn: Issue the `MissingPropertyWarning` (False: the caller reads ``missing_report``).
 
     Returns:
         The `SqlSimulation`.
@@ -458,6 +530,12 @@ def simulate_sql(
     require_extra("sql", "simulate_sql")
     import duckdb
 
+    from analytics_nb.simulation._local import check_missing_columns, warn_missing_properties
+
+    missing_columns = check_missing_columns(missing_columns)
+    refuse_nul_columns(_column_names(source))
+    if flags is not None:
+        definitions = narrow_definitions(definitions, list(flags))
     now = now or dt.datetime.now(dt.UTC)
     workdir = tempfile.mkdtemp(prefix="anb-sql-")
     con = duckdb.connect(
@@ -484,12 +562,15 @@ def simulate_sql(
             now=now,
             missing_columns=missing_columns,
             carry=keys,
+            flags=flags,
+            reasons=reasons,
         )
         sql_path = os.path.join(workdir, "sql.parquet")
         con.execute(f"COPY ({query.sql}) TO {_literal(sql_path)} (FORMAT parquet)")
         local = _local_condition(query)
         sql_src = f"read_parquet({_literal(sql_path)})"
         local_rows = 0
+        report: dict[str, tuple[tuple[str, ...], int]] = {}
         final = f"SELECT * FROM {sql_src}"
         if local != "FALSE":
             local_rows = _answer_locally(
@@ -498,10 +579,9 @@ def simulate_sql(
                 definitions,
                 (mode, now, payloads, missing_columns),
                 batch_rows,
-                local,
-                sql_src,
-                workdir,
+                (local, sql_src, workdir),
                 progress,
+                report,
             )
             if local_rows:
                 local_path = os.path.join(workdir, "local.parquet")
@@ -518,7 +598,15 @@ def simulate_sql(
         con.close()
         shutil.rmtree(workdir, ignore_errors=True)
         raise
-    return SqlSimulation(con, target, query, local_rows, workdir)
+    written = {sf.key for sf in query.flags}
+    report = {k: v for k, v in report.items() if k in written}
+    if warn and report:
+        warn_missing_properties(report, _count(con, target))
+    return SqlSimulation(con, target, query, local_rows, workdir, report)
+
+
+def _count(con: Any, path: Path) -> int:
+    return int(con.execute(f"SELECT count(*) FROM read_parquet({_literal(str(path))})").fetchall()[0][0])
 
 
 def _answer_locally(
@@ -527,16 +615,17 @@ def _answer_locally(
     definitions: Any,
     how: tuple[Mode, dt.datetime, bool, str],
     batch_rows: int,
-    local: str,
-    sql_src: str,
-    workdir: str,
+    where: tuple[str, str, str],
     progress: bool,
+    report: dict[str, tuple[tuple[str, ...], int]],
 ) -> int:
-    """Stream the input rows the SQL left to the local engine through `evaluate_frame` in batches and
-    write their answers to local.parquet; the number of rows answered."""
+    """Stream the input rows the SQL left to the local engine (`where`: the condition, the SQL answers,
+    the work folder) through `FrameEvaluator` in batches and write their answers to local.parquet (its
+    missing-property report added into `report`); the number of rows answered."""
     import pyarrow.parquet as pq
 
     mode, now, payloads, missing_columns = how
+    local, sql_src, workdir = where
     target = pq.read_schema(os.path.join(workdir, "sql.parquet"))
     if local == "TRUE":
         rows_sql = f"SELECT * FROM {_TABLE}"
@@ -559,7 +648,9 @@ def _answer_locally(
         for batch in reader:
             frame = batch.to_pandas(types_mapper=pd.ArrowDtype)
             writer.write_table(
-                _local_answers(frame, query, mode, definitions, now, payloads, target, missing_columns)
+                _local_answers(
+                    frame, query, mode, definitions, now, payloads, target, missing_columns, report
+                )
             )
             if bar is not None:
                 bar.update(len(frame))

@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
+import numpy as np
 import pandas as pd
 
 from analytics_nb.client import ApiClient, AsyncApiClient, FeatureFlags
@@ -27,7 +28,6 @@ from analytics_nb.simulation._definitions import (
     Definitions,
     afill,
     fill,
-    flag_references,
     has_group_columns,
     live_flags,
     load_definitions,
@@ -187,6 +187,9 @@ def simulate_in_sql(
             progress=bool(progress),
             missing_columns=missing,
             now=now,
+            flags=keys if set(keys) != set(defs.keys) else None,  # all of them: no narrowing to compile
+            reasons=reasons,
+            warn=False,
         )
     except ValueError as exc:  # the compiler's input errors (a dict column, a float distinct_id)
         raise SimulationInputError(str(exc)) from None
@@ -201,8 +204,7 @@ def simulate_in_sql(
         output=chosen or default_output(family),  # type: ignore[arg-type]
         elapsed=time.perf_counter() - started,
     )
-    if missing == "unknown":
-        result.warn_missing()
+    result.warn_missing()
     return result
 
 
@@ -239,13 +241,18 @@ async def asql(arguments: dict[str, Any]) -> SqlSimulationResult:
     return await asyncio.to_thread(run)
 
 
-def _value(v: Any, multivariate: bool) -> Any:
-    """A SQL answer as the local engine's value: bool for on/off flags; the variant, True or False."""
+def _value(v: Any, text: bool) -> Any:
+    """A SQL answer as the local engine's value. `text`: the flag's SQL column is text (a multivariate
+    flag, or one with a holdout: `flags._sql.SqlFlag.multivariate`), whose "true" / "false" are the booleans
+    and any other text a variant or holdout value; else the column is boolean. Anything else is refused
+    rather than read as a plausible value (``bool("false")`` is True)."""
     if v is None or (not isinstance(v, str | bool) and pd.isna(v)):
         return None
-    if multivariate:
+    if text:
         return True if v == "true" else False if v == "false" else str(v)
-    return bool(v)
+    if isinstance(v, bool | np.bool_):
+        return bool(v)
+    raise TypeError(f"a boolean flag's SQL answer is {v!r}; expected a boolean")
 
 
 class SqlSimulationResult(SimulationResult):
@@ -356,12 +363,14 @@ class SqlSimulationResult(SimulationResult):
         raw = self.sim.con.sql(sql + (f" LIMIT {int(limit)}" if limit is not None else "")).df()
         positions = raw[position].tolist()
         index = self._index(positions)
-        multivariate = set(self.variants)
+        multivariate = self._text_flags
         keys = self.sim.flags
 
         def texts(suffix: str) -> dict[str, list[Any]]:
             return {k: [None if pd.isna(v) else str(v) for v in raw[k + suffix].tolist()] for k in keys}
 
+        # the SQL writes reason and condition-index columns only when they were asked for
+        written = self.sim.query.reasons
         frame = build_frame(
             index,
             raw["distinct_id"].tolist(),
@@ -370,14 +379,22 @@ class SqlSimulationResult(SimulationResult):
             multivariate=multivariate,
             payloads=texts(":payload") if self._payloads else None,
             payload_texts=self._defs.payload_texts(),
-            reasons=texts(":reason"),
+            reasons=texts(":reason") if written else None,
             condition_index={
                 k: [None if pd.isna(v) else int(v) for v in raw[k + ":condition_index"].tolist()]
                 for k in keys
-            },
+            }
+            if written
+            else None,
             errors=[None if pd.isna(v) else str(v) for v in raw["error"].tolist()],
         )
         return select_flags(frame, self._flag_keys, payloads=self._payloads, reasons=self._reasons)
+
+    @property
+    def _text_flags(self) -> set[str]:
+        """The flags whose SQL column is text (variants or a holdout value), as the query says: the local
+        engine's object columns. Not `Definitions.variants()`, which leaves out holdout-only flags."""
+        return {sf.key for sf in self.sim.query.flags if sf.multivariate}
 
     @property
     def _answers(self) -> str:
@@ -450,7 +467,8 @@ class SqlSimulationResult(SimulationResult):
             if value is None:
                 counted[flag] = (counts, unknown + int(n))
                 continue
-            v = _value(value == "true" if flag not in self.variants else value, flag in self.variants)
+            text = flag in self._text_flags
+            v = _value(value if text else value == "true", text)
             counts[("b", v) if isinstance(v, bool) else ("s", v)] = int(n)
         return counted
 
@@ -486,7 +504,7 @@ class SqlSimulationResult(SimulationResult):
             f"SELECT p.{_quote(by)} AS by_value, a.{_quote(key)} AS value, count(*) AS n "
             f"FROM {self._answers} a JOIN persons p USING ({keys}) GROUP BY ALL"
         ).df()
-        multivariate = key in self.variants
+        multivariate = key in self._text_flags
         values = [_value(v, multivariate) for v in counts["value"].tolist()]
         flag_values = pd.Series(["(unknown)" if v is None else v for v in values], dtype=object, name=key)
         by_values = counts["by_value"].astype(object)
@@ -498,24 +516,12 @@ class SqlSimulationResult(SimulationResult):
 
     def warn_missing(self) -> None:
         """Warn (`MissingPropertyWarning`) as the local engine does when answers are NA because the
-        property sets lack a column a flag reads (``missing_columns="unknown"``); counted in SQL."""
-        keys = [
-            k for k in self._flag_keys if k in self.local_flags and "no column for" in self.local_flags[k]
-        ]
-        if not keys:
-            return
-        parts = [
-            f"SELECT {_literal(k)}, count(*) FROM {self._answers} WHERE {_quote(k + ':reason')} = "
-            "'missing_property'"
-            for k in keys
-        ]
-        columns = {row[0] for row in self.sim.con.execute("DESCRIBE persons").fetchall()}
-        report = {}
-        for key, count in self.sim.con.execute(" UNION ALL ".join(parts)).fetchall():
-            if count:
-                absent = sorted(flag_references(self._defs, key)["person"] - columns)
-                report[key] = (tuple(f"the person's stored `{p}`" for p in absent), int(count))
-        warn_missing_properties(report, len(self))
+        property sets lack a column a flag reads (``missing_columns="unknown"``): the same warning from
+        the same report, the local engine's `FrameEvaluator.missing_report` over the rows it answered
+        (`SqlSimulation.missing_report`), for the flags of the result."""
+        report = {k: v for k, v in self.sim.missing_report.items() if k in set(self._flag_keys)}
+        if report:
+            warn_missing_properties(report, len(self))
 
     def close(self) -> None:
         """Close DuckDB and remove the working files (the answers too unless ``out=`` was given)."""
