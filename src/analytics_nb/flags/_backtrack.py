@@ -369,6 +369,31 @@ def _analyse(node: Node, backrefs: set[int]) -> None:
         node.hard, node.const, node.min_size = True, False, 0
 
 
+#: (lo, hi) of `?`, `*`, `+` (hi -1: unbounded), the only shapes fancy_regex's nested-repeat rewrite reads.
+_SIMPLE = {(0, 1): "?", (0, -1): "*", (1, -1): "+"}
+
+
+def _merge_nested_repeats(node: Node) -> Node:
+    """fancy_regex 0.19's `optimize_nested_repeats` (src/optimize.rs), bottom-up: a greedy `?`/`*`/`+`
+    directly around another greedy `?`/`*`/`+`, or around a capture group holding one, becomes one
+    repeat: `+` of `+` stays `+`, `?` of `?` stays `?`, every other pair is `*` (`^(a*)*\\1$` runs as
+    `^(a*)\\1$`). This is what keeps the service's step count linear on such patterns."""
+    node.children = [_merge_nested_repeats(c) for c in node.children]
+    if node.kind != "repeat" or not node.greedy or (node.lo, node.hi) not in _SIMPLE:
+        return node
+    child = node.children[0]
+    inner = child.children[0] if child.kind == "group" else child
+    if inner.kind != "repeat" or not inner.greedy or (inner.lo, inner.hi) not in _SIMPLE:
+        return node
+    pair = _SIMPLE[(inner.lo, inner.hi)] + _SIMPLE[(node.lo, node.hi)]
+    lo, hi = {"++": (1, -1), "??": (0, 1)}.get(pair, (0, -1))
+    merged = Node("repeat", children=[inner.children[0]], lo=lo, hi=hi, greedy=True)
+    if child.kind == "group":
+        child.children = [merged]
+        return child
+    return merged
+
+
 def _is_literal(node: Node) -> bool:
     if node.kind == "lit":
         return not node.casei
@@ -586,6 +611,7 @@ def compile_program(pattern: str, limit: int = BACKTRACK_LIMIT) -> Program | str
         tree.children[-1] = tree.children[-1].children[0]
     elif tree.kind == "look" and tree.look == "ahead":
         tree = tree.children[0]
+    tree = _merge_nested_repeats(tree)
     _analyse(tree, parser.backrefs)
     if not tree.hard:
         return _render(tree)

@@ -31,6 +31,7 @@ import paula  # type: ignore[import-untyped]  # the Rust regex crate, pattern te
 import regex as _mrab  # type: ignore[import-untyped]  # look-around/back-references with a timeout
 
 from analytics_nb.flags._backtrack import LimitExceeded, Unsupported, compile_program
+from analytics_nb.flags._fancy_syntax import rewrite
 
 #: Wall-clock stand-in for fancy_regex's 10,000-step backtrack limit, only for the fancy forms `_backtrack`
 #: does not model: generous enough that a sane pattern finishes, small enough that a catastrophic one stops.
@@ -83,9 +84,20 @@ def _strict_end(pattern: str) -> str:
 
 @lru_cache(maxsize=4096)
 def compile_pattern(pattern: str) -> Pattern | None:
-    """The pattern compiled in the service's dialect, or None when the service would reject it."""
+    """The pattern compiled in the service's dialect, or None when the service would reject it.
+
+    fancy_regex's own parser reads the text first (`_fancy_syntax.rewrite`); what it builds runs here."""
+    source = rewrite(pattern)
+    if source is None:
+        return None
+    return _compile_source(pattern, source)
+
+
+def _compile_source(pattern: str, source: str) -> Pattern | None:
+    """`source` (plain `regex` syntax) compiled: the `regex` crate, else the step-bounded VM, else the
+    time-bounded `regex` module; `pattern` is the text the filter holds."""
     try:
-        compiled = paula.Regex(pattern)
+        compiled = paula.Regex(source)
     except Exception:  # ValueError: regex-syntax refuses it (or a look-around, which fancy_regex adds)
         compiled = None
     if compiled is not None:
@@ -95,12 +107,12 @@ def compile_pattern(pattern: str) -> Pattern | None:
             return bool(rust_search(text))
 
         return Pattern(pattern, "rust", search_rust)
-    if _FANCY_HINT.search(pattern) is None:
+    if _FANCY_HINT.search(source) is None:
         return None
     try:
-        program = compile_program(pattern)
+        program = compile_program(source)
     except Unsupported:
-        return _timed(pattern)
+        return _timed(source)
     if isinstance(program, str):  # fancy_regex's rewrite left nothing fancy: the regex crate, unbounded
         try:
             easy = paula.Regex(program).is_match

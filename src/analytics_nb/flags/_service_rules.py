@@ -347,6 +347,9 @@ def service_requirement(operator: str, value: Any) -> Requirement | None:
     parts = pattern.split(".")
     if not 1 <= len(parts) <= 3:
         return None
+    if parts[0] in ("x", "X") and len(parts) > 1:
+        # semver `VersionReq::from_str`: a leading wildcard stands alone ("x.x": UnexpectedAfterWildcard)
+        return None
     numbers: list[int] = []
     wild = False
     for p in parts:
