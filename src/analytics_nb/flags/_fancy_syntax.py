@@ -24,7 +24,7 @@ each in the function named:
 
 `rewrite(pattern)` returns the pattern in plain `regex` syntax with every flag written out where it
 applies, `None` when fancy_regex refuses it (the service then never matches), or the pattern unchanged
-for the forms left to the engine's other paths (verbose mode, CRLF mode, subroutine calls,
+for the forms left to the engine's other paths (CRLF mode, subroutine calls,
 conditionals, absent operators, backtracking verbs). Written from a reading of those files, not a port.
 """
 
@@ -76,7 +76,7 @@ class _Scanner:
     def __init__(self, pattern: str) -> None:
         self.p = pattern
         self.n = len(pattern)
-        self.flags = {"i": False, "m": False, "s": False, "U": False}
+        self.flags = {"i": False, "m": False, "s": False, "U": False, "x": False}
         self.groups = 0
         self.names: dict[str, tuple[int, int]] = {}  # name -> (group number, position of its "(")
         self.refs: list[tuple[str, int, int]] = []  # (name, position, index in out) to resolve at the end
@@ -85,18 +85,28 @@ class _Scanner:
     # --------------------------------------------------------------------------------- whitespace
 
     def ws(self, i: int) -> int:
-        """`optional_whitespace`: skip ``(?#...)`` comments (a backslash skips the next character)."""
+        """`optional_whitespace`: skip ``(?#...)`` comments (a backslash skips the next character) and, in
+        verbose mode (``x``), blanks and ``#`` comments to the end of the line."""
         p = self.p
-        while p.startswith("(?#", i):
-            i += 3
-            while True:
-                if i >= self.n:
-                    raise _Refused("unclosed comment")
-                if p[i] == ")":
-                    i += 1
-                    break
-                i += 2 if p[i] == "\\" else 1
+        while i < self.n:
+            if self.flags["x"] and p[i] in " \r\n\t":
+                i += 1
+            elif self.flags["x"] and p[i] == "#":
+                newline = p.find("\n", i)
+                i = self.n if newline < 0 else newline + 1
+            elif p.startswith("(?#", i):
+                i = self._comment_end(i + 3)
+            else:
+                break
         return i
+
+    def _comment_end(self, i: int) -> int:
+        while True:
+            if i >= self.n:
+                raise _Refused("unclosed comment")
+            if self.p[i] == ")":
+                return i + 1
+            i += 2 if self.p[i] == "\\" else 1
 
     # --------------------------------------------------------------------------------- structure
 
@@ -233,7 +243,7 @@ class _Scanner:
             return self.hex(self.ws(end), {"x": 2, "u": 4, "U": 8}[b])
         if b in "pP" and end < self.n:
             end = self.property_end(i, end)
-            text = p[i:end]
+            text = _property(p[i:end], in_class=False)
             return end, _Atom(f"(?i:{text})" if self.flags["i"] else text)
         if b == "K":
             return end, _Atom("", repeatable=False)  # keep-out moves the match start only
@@ -302,7 +312,7 @@ class _Scanner:
             raise _Refused("invalid group name")
         if name.lstrip("+-").isdigit() and name[0] in "+-":
             number = self.groups + 1 + int(name) if name[0] == "-" else self.groups + int(name)
-            if number <= 0:
+            if number <= 0 or int(name) == 0:
                 raise _Refused("invalid backref")
             return end + 1, _Atom(f"(?i:\\{number})" if self.flags["i"] else f"\\{number}")
         if name.isdigit():
@@ -372,7 +382,7 @@ class _Scanner:
             return j
         if b in "pP" and end < self.n:
             j = self.property_end(i, end)
-            out.append(p[i:j])
+            out.append(_property(p[i:j], in_class=True))
             return j
         char = "\x08" if b == "b" else self.escaped_char(i, b)
         out.append(_quote(char, in_class=True))
@@ -438,10 +448,10 @@ class _Scanner:
             if i >= self.n:
                 raise _Refused("unclosed group")
             c = self.p[i]
-            if c in "imsU":
+            if c in "imsUx":
                 self.flags[c] = not neg
-            elif c in "xR":
-                raise _Other("verbose or CRLF mode")
+            elif c == "R":
+                raise _Other("CRLF mode")
             elif c == "u":
                 if neg:
                     raise _Refused("changing unicode mode")
@@ -454,7 +464,7 @@ class _Scanner:
                 if j >= self.n or self.p[j] != ")":
                     raise _Refused("expected close paren")
                 self.flags = old
-                return j + 1, _Atom("(?:" + inner + ")")
+                return j + 1, (_Atom("(?:" + inner + ")") if inner else _EMPTY_ADVANCED)
             else:
                 raise _Refused("unknown flag")
             i += 1
@@ -474,6 +484,35 @@ class _Scanner:
 
 #: `(?i)` and friends: nothing to match, and nothing a quantifier may follow.
 _EMPTY_ADVANCED = _Atom("", repeatable=False, empty=True)
+
+
+#: `remap_unicode_property_if_necessary` (Unicode mode, the service's): POSIX-style names as classes; for
+#: each name (positive, negated) outside a class, and the text put inside a class when positive.
+_PROPERTIES = {
+    "alnum": (r"[\p{alpha}\p{digit}]", r"[^\p{alpha}\p{digit}]", r"\p{alpha}\p{digit}"),
+    "blank": (r"[\p{Zs}\x09]", r"[^\p{Zs}\x09]", r"\p{Zs}\x09"),
+    "cntrl": (r"[\x00-\x1F\x7F-\x9F]", r"[^\x00-\x1F\x7F-\x9F]", r"\x00-\x1F\x7F-\x9F"),
+    "word": (r"\w", r"\W", r"\w"),
+    "graph": (r"[^\p{White_Space}\p{C}]", r"[\p{White_Space}\p{C}]", r"[^\p{White_Space}\p{C}]"),
+    "print": (r"[^\p{C}\t\n\v\f\r]", r"[\p{C}\t\n\v\f\r]", r"[^\p{C}\t\n\v\f\r]"),
+    "cs": (r"\P{any}", r"\p{any}", r"\P{any}"),
+}
+
+
+def _property(text: str, in_class: bool) -> str:
+    """`\\p{..}` / `\\P{..}` as fancy_regex hands it on: ``^`` negates, POSIX-style names become classes,
+    other names are lowercased (fancy-regex 0.19 src/parse.rs `remap_unicode_property_if_necessary`)."""
+    if not text.endswith("}") or text[2:3] != "{":
+        return text
+    negated, name = text[1] == "P", text[3:-1]
+    if name.startswith("^"):
+        negated, name = not negated, name[1:]
+    forms = _PROPERTIES.get(name.lower())
+    if forms is None:
+        return ("\\P{" if negated else "\\p{") + name.lower() + "}"
+    if negated:
+        return forms[1]
+    return forms[2] if in_class else forms[0]
 
 
 def _codepoint(hex_digits: str) -> str:
