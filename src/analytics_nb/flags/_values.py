@@ -122,7 +122,12 @@ def _normalize_slow(value: Any) -> Any:
 
 
 def _inner(value: Any) -> Any:
-    """Normalise a value nested inside a list or dict: missing markers become None (JSON null)."""
+    """Normalise a value nested inside a list or dict: missing markers become None (JSON null), but a float
+    NaN stays NaN: inside a container it is a value, which posthog 7.91.1 cannot print (its
+    `_format_json_float` raises for a non-finite float, so `[nan]` is inconclusive in sdk mode) and
+    serde_json prints as ``null`` (server mode, `ryu_float_text`)."""
+    if isinstance(value, (float, np.floating)) and value != value:
+        return math.nan
     out = normalize(value)
     return None if out is MISSING else out
 
