@@ -116,3 +116,45 @@ def test_date_and_version_edges_as_the_sdk(operator: str, value: Any, cell: Any)
     definition = flag("f", condition(prop("p", value, operator)))
     got = evaluate_flag(definition, "u1", person_properties={"p": cell}, mode="sdk").value
     assert got == official(definition, {"p": cell})
+
+
+NESTED_CELLS = [
+    [pd.NA],
+    [pd.NaT],
+    [np.int64(3)],
+    [np.bool_(True)],
+    {"a": pd.NA},
+    [1, [pd.NA]],
+    ["x", math.inf],
+]
+NESTED_FILTERS = [
+    *TEXT_FILTERS,
+    ("is_not_set", "is_not_set"),
+    ("lt", 5),
+    ("semver_gt", "1.0.0"),
+    ("semver_tilde", "1.2"),
+    ("is_date_before", "2030-01-01"),
+    ("exact", []),
+    ("exact", "true"),
+    ("is_not", ["true"]),
+]
+
+
+@pytest.mark.parametrize("cell", NESTED_CELLS, ids=repr)
+@pytest.mark.parametrize(("operator", "value"), NESTED_FILTERS)
+def test_values_outside_json_inside_a_container_as_the_sdk(cell: Any, operator: str, value: Any) -> None:
+    """`pd.NA`, `NaT` or a numpy scalar inside a list or dict: the SDK's `_json_scalar_to_string` raises at
+    it, so every text, exact and regex filter is inconclusive (before: the engine read them as null or as
+    plain numbers and answered; 66 of these 126 answers differed)."""
+    definition = flag("f", condition(prop("p", value, operator)))
+    got = evaluate_flag(definition, "u1", person_properties={"p": cell}, mode="sdk").value
+    assert got == official(definition, {"p": cell})
+
+
+def test_numpy_float_inside_a_container_is_inconclusive() -> None:
+    """The one shape still answered differently: the SDK prints `[np.float64(1.5)]` as its repr text
+    ("[np.float64(1.5)]") and answers; the engine does not reproduce a repr as JSON and says unknown."""
+    definition = flag("f", condition(prop("p", "np.float64", "icontains")))
+    assert official(definition, {"p": [np.float64(1.5)]}) is True
+    person = {"p": [np.float64(1.5)]}
+    assert evaluate_flag(definition, "u1", person_properties=person, mode="sdk").value is None

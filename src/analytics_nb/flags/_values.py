@@ -59,6 +59,17 @@ def sdk_opaque(value: Any) -> bool:
     return not isinstance(value, (str, bool, int, float, dt.date, Decimal, list, dict))
 
 
+def holds_sdk_opaque(value: Any) -> bool:
+    """Whether a list or dict holds, at any depth, a value the official SDK does not read as JSON (`pd.NA`,
+    `NaT`, numpy scalars, ...): posthog 7.91.1's `_json_value_to_string` prints containers item by item
+    and raises `InconclusiveMatchError` at such an item, so the whole value has no text for it."""
+    if isinstance(value, list):
+        return any(sdk_opaque(v) or holds_sdk_opaque(v) for v in value)
+    if isinstance(value, dict):
+        return any(sdk_opaque(v) or holds_sdk_opaque(v) for v in value.values())
+    return False
+
+
 class BadValueError(ValueError):
     """A cell holds something that is not a JSON-like property value (a set, bytes, an object...)."""
 
