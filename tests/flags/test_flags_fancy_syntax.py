@@ -125,3 +125,15 @@ def test_nested_repeat_reaches_the_limit_where_the_service_does() -> None:
 def test_nested_repeats_merge_into_one(pattern: str, text: str) -> None:
     """`+` of `+` is `+`; `*` of `?` is `*` (`can_simplify`): linear, an answer instead of the limit."""
     assert compile_pattern(pattern).search(text) is False  # type: ignore[union-attr]
+
+
+def test_word_boundaries_count_steps_as_the_service() -> None:
+    """fancy-regex 0.19 src/lib.rs `Assertion::is_always_hard`: a word boundary always runs on fancy_regex's
+    VM, so `\\bfoo` searched through 11,000 characters without "foo" (one step per start position) runs
+    out of steps: no match for `regex` and `not_regex` (before issue 34 the engine answered True here)."""
+    text = ("ab " * 4000)[:11_000]
+    assert _answer("not_regex", r"\bfoo", text) is False
+    assert _answer("regex", r"\bfoo", text) is False
+    assert _answer("not_regex", r"\bfoo", text[:9_000]) is True
+    assert _answer("regex", r"\bab\b", text) is True  # found at the start: no steps spent
+    assert _answer("not_regex", r"\bfoo\b", "a foo b") is False

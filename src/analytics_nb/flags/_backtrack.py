@@ -345,7 +345,8 @@ def _analyse(node: Node, backrefs: set[int]) -> None:
     if k in ("lit", "any", "leaf"):
         node.hard, node.const, node.min_size = False, True, 1
     elif k in ("assert", "empty"):
-        node.hard, node.const, node.min_size = False, True, 0
+        # fancy-regex 0.19 src/lib.rs `Assertion::is_always_hard`: word boundaries always run on its VM
+        node.hard, node.const, node.min_size = k == "assert" and is_word_boundary(node.text), True, 0
     elif k == "concat":
         node.hard = any(c.hard for c in ch)
         node.const = all(c.const for c in ch)
@@ -392,6 +393,25 @@ def _merge_nested_repeats(node: Node) -> Node:
         child.children = [merged]
         return child
     return merged
+
+
+def is_word_boundary(text: str) -> bool:
+    """Whether an assertion is a word boundary (``\\b``, ``\\B``, ``\\<``, ``\\>``, ``\\b{start}``...)."""
+    return text[:2] in ("\\b", "\\B", "\\<", "\\>")
+
+
+def has_word_boundary(source: str) -> bool:
+    """Whether plain `regex` syntax (as `_fancy_syntax.rewrite` writes it, where a class holds no ``\\b``)
+    has a word-boundary assertion."""
+    i, n = 0, len(source)
+    while i < n - 1:
+        if source[i] == "\\":
+            if source[i + 1] in "bB<>":
+                return True
+            i += 2
+        else:
+            i += 1
+    return False
 
 
 def _is_literal(node: Node) -> bool:
