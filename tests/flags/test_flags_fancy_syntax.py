@@ -137,3 +137,19 @@ def test_word_boundaries_count_steps_as_the_service() -> None:
     assert _answer("not_regex", r"\bfoo", text[:9_000]) is True
     assert _answer("regex", r"\bab\b", text) is True  # found at the start: no steps spent
     assert _answer("not_regex", r"\bfoo\b", "a foo b") is False
+
+
+@pytest.mark.parametrize(
+    ("pattern", "text"),
+    [(r"^(?:a*b?a*)+$(?<=x)", "a" * 3000 + "!"), (r"^a*b?a*c(?<=x)", "a" * 1000 + "!")],
+)
+def test_ambiguous_concat_repeats_are_rewritten_as_the_service(pattern: str, text: str) -> None:
+    """fancy-regex 0.19 src/optimize.rs `optimize_ambiguous_concat_repeats`: `X* Y? X*` becomes
+    `X* (Y X*)?` and a `*`/`+` around that `X* (Y X*)*`, so these run in linear steps (before: the limit)."""
+    assert compile_pattern(pattern).search(text) is False  # type: ignore[union-attr]
+
+
+def test_a_capture_group_keeps_the_ambiguous_repeat() -> None:
+    """`check_repeated_concat` reads a concatenation directly under the repeat: inside a capture group
+    the rewrite does not apply, so `^(a*b?a*)*$` still runs out of steps, there and here."""
+    assert compile_pattern(r"^(a*b?a*)*$(?<=x)").search("a" * 30 + "!") is None  # type: ignore[union-attr]
