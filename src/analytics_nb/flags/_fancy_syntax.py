@@ -277,8 +277,7 @@ class _Scanner:
         if self.p.startswith("{", check):
             after = self.ws(check + 1)
             if not (after < self.n and (self.p[after].isdigit() or self.p[after] == ",")):
-                close = self.p.find("}", check)
-                name = self.p[check + 1 : close] if close > 0 else ""
+                name, close = self.braced(check + 1)
                 if b == "B" or name not in ("start", "end", "start-half", "end-half"):
                     raise _Refused("invalid word boundary")
                 return close + 1, _Atom(f"\\b{{{name}}}")
@@ -291,11 +290,23 @@ class _Scanner:
         if i + digits <= self.n and all(c in "0123456789abcdefABCDEF" for c in p[i : i + digits]):
             return i + digits, self.literal(_codepoint(p[i : i + digits]))
         if p[i] == "{":
-            close = p.find("}", i)
-            body = p[i + 1 : close] if close > 0 else ""
-            if close > 0 and 0 < len(body) <= 8 and all(c in "0123456789abcdefABCDEF" for c in body):
+            body, close = self.braced(i + 1)
+            if 0 < len(body) <= 8 and all(c in "0123456789abcdefABCDEF" for c in body):
                 return close + 1, self.literal(_codepoint(body))
         raise _Refused("invalid hex")
+
+    def braced(self, i: int) -> tuple[str, int]:
+        """The text up to the next ``}`` with blanks and comments skipped as `optional_whitespace` skips
+        them (verbose mode: ``\\b{ s t a r t }``, ``\\u{ 0 0 3 2 }``), and the index of that ``}``."""
+        chars: list[str] = []
+        while True:
+            i = self.ws(i)
+            if i >= self.n:
+                raise _Refused("unclosed brace")
+            if self.p[i] == "}":
+                return "".join(chars), i
+            chars.append(self.p[i])
+            i += 1
 
     def numbered_backref(self, i: int) -> tuple[int, _Atom]:
         end = self._digits(i)
