@@ -154,3 +154,11 @@ def test_a_capture_group_keeps_the_ambiguous_repeat() -> None:
     """`check_repeated_concat` reads a concatenation directly under the repeat: inside a capture group
     the rewrite does not apply, so `^(a*b?a*)*$` still runs out of steps, there and here."""
     assert compile_pattern(r"^(a*b?a*)*$(?<=x)").search("a" * 30 + "!") is None  # type: ignore[union-attr]
+
+
+def test_an_unclosed_word_boundary_brace_is_refused_at_once() -> None:
+    """`\\b{` with no `}` is an error to fancy_regex (src/parse.rs `parse_word_boundary_brace`). The engine's
+    old parser looped on it without end, growing memory (found by a random-pattern run; not re-run on the
+    old code for that reason)."""
+    assert compile_pattern(r"\b{\k<n>$(?#c)a") is None
+    assert compile_pattern(r"x\b{start") is None
