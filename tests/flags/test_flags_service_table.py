@@ -51,6 +51,11 @@ PROPERTY_CASES: list[tuple[str, str, Any, Any, bool]] = [
     (f"{PM} SemverWildcard", "semver_wildcard", "3.08.*", "3.8.1", True),
     (f"{PM} SemverWildcard", "semver_wildcard", "1.*.3", "1.0.3", False),
     (f"{PM} SemverWildcard", "semver_wildcard", "*", "7.0.0", True),
+    # issue 34: "*.*" becomes "x.x", which semver's `VersionReq::from_str` refuses (a leading wildcard must
+    # stand alone: UnexpectedAfterWildcard; dtolnay/semver src/parse.rs), so the filter never matches
+    (f"{PM} SemverWildcard; semver VersionReq::from_str", "semver_wildcard", "*.*", "1.2.3", False),
+    (f"{PM} SemverWildcard; semver VersionReq::from_str", "semver_wildcard", "*.*.*", "1.2.3", False),
+    (f"{PM} SemverWildcard; semver VersionReq::from_str", "semver_wildcard", "1.*.*", "1.2.3", True),
     (f"{PM} SemverCmp invalid filter", "semver_gt", "x.y", "1.0.0", False),
     # --- dates: numeric strings and numbers are epoch seconds; relative dates as values; is_date_exact
     (f"{PM} determine_parsed_date_for_property_matching", "is_date_before", "2001-01-01", "978307199", True),
@@ -61,6 +66,27 @@ PROPERTY_CASES: list[tuple[str, str, Any, Any, bool]] = [
     (f"{PM} IsDateExact", "is_date_exact", "2024-01-01", "2024-01-01T00:00:01Z", False),
     (f"{PM} IsDate* (filter not a string)", "is_date_before", 2_000_000_000, "2024-01-01", False),
     (f"{PM} parse_float_timestamp (out of range)", "is_date_before", "2030-01-01", "inf", False),
+    # issue 34: `floor(v) as i64` and `round(fmod(v, 1) * 1e9) as u32` saturate: the text "NaN" is a number,
+    # NaN as i64 is 0, so the property is 1970-01-01T00:00:00Z; a negative fraction is 0 ns (-1.5 is -2 s)
+    (f"{PM} parse_float_timestamp (NaN)", "is_date_before", "2020-01-01", "NaN", True),
+    (f"{PM} parse_float_timestamp (NaN)", "is_date_exact", "1970-01-01T00:00:00Z", "nan", True),
+    (f"{PM} parse_float_timestamp (NaN)", "is_date_after", "1960-01-01", "NaN", True),
+    (f"{PM} parse_float_timestamp (negative fraction)", "is_date_exact", "1969-12-31T23:59:58Z", -1.5, True),
+    (f"{PM} parse_float_timestamp (chrono's years, not Python's)", "is_date_after", "2030-01-01", 1e12, True),
+    (f"{PM} parse_date_string_in_tz (filter 'NaN' is no date)", "is_date_before", "NaN", "2020-01-01", False),
+    # issue 34: -9999y is year -7973 (chrono; `relative_date.rs` `parse_relative_date_naive`, N < 10,000)
+    ("relative_date.rs parse_relative_date_naive (-9999y)", "is_date_after", "-9999y", "2020-01-01", True),
+    ("relative_date.rs parse_relative_date_naive (-9999y)", "is_date_before", "-9999y", "2020-01-01", False),
+    ("relative_date.rs parse_relative_date_naive (-9999y)", "is_date_before", "-9999y", -3e11, False),
+    ("relative_date.rs parse_relative_date_naive (-9999y)", "is_date_after", "-9999y", -2.5e11, True),
+    ("relative_date.rs parse_relative_date_naive (-9999y)", "is_date_before", "-1y", "-9999y", True),
+    (
+        "relative_date.rs parse_relative_date_parts (N >= 10,000)",
+        "is_date_after",
+        "-10000y",
+        "2020-01-01",
+        False,
+    ),
     # --- numbers: Rust f64 parsing of text (inf, Infinity, NaN, 1e400), JSON numbers as f64
     (f"{PM} to_f64_representation", "gt", 1e300, "inf", True),
     (f"{PM} to_f64_representation", "gt", 1e300, "Infinity", True),
@@ -92,7 +118,10 @@ PROPERTY_CASES: list[tuple[str, str, Any, Any, bool]] = [
     (f"{PM} Regex (back-reference via fancy_regex)", "regex", r"^(a)\1$", "aa", True),
     (f"{PM} Regex InvalidPattern", "regex", "(", "(", False),
     (f"{PM} Regex InvalidPattern", "not_regex", "(", "x", False),
-    (f"{PM} Regex (\\Z is not Rust syntax)", "not_regex", r"a\Z", "b", False),
+    # fancy_regex parses the pattern itself: `\\Z` is end of text or before final newlines (fancy-regex 0.19
+    # src/parse.rs `parse_escape`; issue 34), so the pattern is valid and `not_regex` answers
+    ("fancy-regex src/parse.rs parse_escape (\\Z)", "not_regex", r"a\Z", "b", True),
+    ("fancy-regex src/parse.rs parse_escape (\\Z)", "regex", r"a\Z", "xa\n\n", True),
     # --- operators only the service has
     (f"{PM} IcontainsMulti", "icontains_multi", ["PRO", "ent"], "Enterprise", True),
     (f"{PM} IcontainsMulti", "not_icontains_multi", ["pro", "ent"], "free", True),

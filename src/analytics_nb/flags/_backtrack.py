@@ -20,13 +20,14 @@ preamble, `can_compile_as_anchored`).
 This module follows that scheme (written from a reading of those files, not a port of their code): it
 parses the pattern into the same tree, marks hard / constant-size / minimum size the way `analyze.rs`
 does, emits the same instruction shapes and counts pops the same way. Delegates run on `paula` (the Rust
-`regex` crate) anchored at the current position. Known differences, so the count can differ from the
-service's on some patterns (the answer differs only when one side crosses the limit and the other does
-not): fancy_regex's nested-repeat optimisations (`optimize_nested_repeats`,
-`optimize_ambiguous_concat_repeats`) are not applied; a delegate sees one character of left context (enough
-for ``\\b`` and ``^``); case-insensitive literals whose case folding changes their length are taken as
-constant size. Patterns this parser does not cover (verbose mode ``(?x)``, possessive quantifiers,
-conditionals, subroutine calls) raise `Unsupported` and the caller decides.
+`regex` crate) anchored at the current position. fancy_regex's tree rewrites (src/optimize.rs
+`optimize_nested_repeats`, `optimize_ambiguous_concat_repeats`) are applied before counting, and word
+boundaries are hard (src/lib.rs `Assertion::is_always_hard`). Known differences, so the count can differ
+from the service's on some patterns (the answer differs only when one side crosses the limit and the
+other does not): a delegate sees one character of left context (enough for ``\\b`` and ``^``);
+case-insensitive literals whose case folding changes their length are taken as constant size. Patterns
+this parser does not cover (possessive quantifiers read from raw text, verbose mode, conditionals,
+subroutine calls) raise `Unsupported` and the caller decides.
 """
 
 from __future__ import annotations
@@ -345,7 +346,8 @@ def _analyse(node: Node, backrefs: set[int]) -> None:
     if k in ("lit", "any", "leaf"):
         node.hard, node.const, node.min_size = False, True, 1
     elif k in ("assert", "empty"):
-        node.hard, node.const, node.min_size = False, True, 0
+        # fancy-regex 0.19 src/lib.rs `Assertion::is_always_hard`: word boundaries always run on its VM
+        node.hard, node.const, node.min_size = k == "assert" and is_word_boundary(node.text), True, 0
     elif k == "concat":
         node.hard = any(c.hard for c in ch)
         node.const = all(c.const for c in ch)
@@ -367,6 +369,130 @@ def _analyse(node: Node, backrefs: set[int]) -> None:
         node.hard, node.const, node.min_size = True, ch[0].const, ch[0].min_size
     elif k == "backref":
         node.hard, node.const, node.min_size = True, False, 0
+
+
+#: (lo, hi) of `?`, `*`, `+` (hi -1: unbounded), the only shapes fancy_regex's nested-repeat rewrite reads.
+_SIMPLE = {(0, 1): "?", (0, -1): "*", (1, -1): "+"}
+
+
+def _merge_nested_repeats(node: Node) -> Node:
+    """fancy_regex 0.19's `optimize_nested_repeats` (src/optimize.rs), bottom-up: a greedy `?`/`*`/`+`
+    directly around another greedy `?`/`*`/`+`, or around a capture group holding one, becomes one
+    repeat: `+` of `+` stays `+`, `?` of `?` stays `?`, every other pair is `*` (`^(a*)*\\1$` runs as
+    `^(a*)\\1$`). This is what keeps the service's step count linear on such patterns."""
+    node.children = [_merge_nested_repeats(c) for c in node.children]
+    if node.kind != "repeat" or not node.greedy or (node.lo, node.hi) not in _SIMPLE:
+        return node
+    child = node.children[0]
+    inner = child.children[0] if child.kind == "group" else child
+    if inner.kind != "repeat" or not inner.greedy or (inner.lo, inner.hi) not in _SIMPLE:
+        return node
+    pair = _SIMPLE[(inner.lo, inner.hi)] + _SIMPLE[(node.lo, node.hi)]
+    lo, hi = {"++": (1, -1), "??": (0, 1)}.get(pair, (0, -1))
+    merged = Node("repeat", children=[inner.children[0]], lo=lo, hi=hi, greedy=True)
+    if child.kind == "group":
+        child.children = [merged]
+        return child
+    return merged
+
+
+def _unbounded(node: Node) -> bool:
+    """A greedy `*` or `+` (`is_unbounded_simple_repeat`)."""
+    return node.kind == "repeat" and node.greedy and node.hi < 0 and node.lo in (0, 1)
+
+
+def _same(a: Node, b: Node) -> bool:
+    """Structural equality as fancy_regex compares `Expr`s (a group's number is its position, not a field)."""
+    if (a.kind, a.text, a.casei, a.lo, a.hi, a.greedy, a.look) != (
+        b.kind,
+        b.text,
+        b.casei,
+        b.lo,
+        b.hi,
+        b.greedy,
+        b.look,
+    ):
+        return False
+    return len(a.children) == len(b.children) and all(
+        _same(x, y) for x, y in zip(a.children, b.children, strict=True)
+    )
+
+
+def _concat_windows(children: list[Node]) -> list[Node]:
+    """`rewrite_concat_repeat_windows`: `X* Y? X*` (Y's repeat starting at 0) becomes `X* (Y{1,..} X*)?` or,
+    when only the right X repeats at least once, `(X* Y{1,..})? X+`, so the two X runs stop competing."""
+    out = list(children)
+    ix = 0
+    while ix + 2 < len(out):
+        left, middle, right = out[ix : ix + 3]
+        if not (
+            _unbounded(left)
+            and _unbounded(right)
+            and middle.kind == "repeat"
+            and middle.lo == 0
+            and middle.hi != 0
+            and _same(left.children[0], right.children[0])
+        ):
+            ix += 1
+            continue
+        mandatory = Node("repeat", children=middle.children, lo=1, hi=middle.hi, greedy=middle.greedy)
+        if left.lo < right.lo:
+            head = Node("concat", children=[Node("repeat", children=left.children, lo=left.lo), mandatory])
+            out[ix : ix + 3] = [Node("repeat", children=[head], lo=0, hi=1), right]
+        else:
+            tail = Node("concat", children=[mandatory, right])
+            prefix = Node("repeat", children=left.children, lo=left.lo)
+            out[ix : ix + 3] = [prefix, Node("repeat", children=[tail], lo=0, hi=1)]
+        ix += 2
+    return out
+
+
+def _repeated_concat(node: Node) -> Node:
+    """`check_repeated_concat` / `build_repeated_concat`: `(X* (Y X*)?)*` (outer `*` or `+`) becomes
+    `(X* (Y X*)*)?` (`*`) or `X* (Y X*)*` (`+`)."""
+    if not (node.kind == "repeat" and node.greedy and node.hi < 0 and node.lo in (0, 1)):
+        return node
+    child = node.children[0]
+    if child.kind != "concat" or len(child.children) != 2:
+        return node
+    prefix, optional = child.children
+    if not (optional.kind == "repeat" and optional.greedy and optional.lo == 0 and optional.hi == 1):
+        return node
+    tail = optional.children[0]
+    if tail.kind != "concat" or len(tail.children) != 2:
+        return node
+    right = tail.children[1]
+    if not (_unbounded(prefix) and _unbounded(right) and _same(prefix.children[0], right.children[0])):
+        return node
+    core = Node("concat", children=[prefix, Node("repeat", children=[tail], lo=0, hi=-1)])
+    return core if node.lo == 1 else Node("repeat", children=[core], lo=0, hi=1)
+
+
+def _merge_ambiguous_repeats(node: Node) -> Node:
+    """fancy-regex 0.19 src/optimize.rs `optimize_ambiguous_concat_repeats`, bottom-up."""
+    node.children = [_merge_ambiguous_repeats(c) for c in node.children]
+    if node.kind == "concat":
+        node.children = _concat_windows(node.children)
+    return _repeated_concat(node)
+
+
+def is_word_boundary(text: str) -> bool:
+    """Whether an assertion is a word boundary (``\\b``, ``\\B``, ``\\<``, ``\\>``, ``\\b{start}``...)."""
+    return text[:2] in ("\\b", "\\B", "\\<", "\\>")
+
+
+def has_word_boundary(source: str) -> bool:
+    """Whether plain `regex` syntax (as `_fancy_syntax.rewrite` writes it, where a class holds no ``\\b``)
+    has a word-boundary assertion."""
+    i, n = 0, len(source)
+    while i < n - 1:
+        if source[i] == "\\":
+            if source[i + 1] in "bB<>":
+                return True
+            i += 2
+        else:
+            i += 1
+    return False
 
 
 def _is_literal(node: Node) -> bool:
@@ -586,6 +712,7 @@ def compile_program(pattern: str, limit: int = BACKTRACK_LIMIT) -> Program | str
         tree.children[-1] = tree.children[-1].children[0]
     elif tree.kind == "look" and tree.look == "ahead":
         tree = tree.children[0]
+    tree = _merge_ambiguous_repeats(_merge_nested_repeats(tree))
     _analyse(tree, parser.backrefs)
     if not tree.hard:
         return _render(tree)

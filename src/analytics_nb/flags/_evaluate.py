@@ -25,7 +25,15 @@ from analytics_nb.flags._hashing import hash_fraction, holdout_fraction
 from analytics_nb.flags._operators import ABORT, FALSE, INCONCLUSIVE, SERVER_ONLY, TRUE
 from analytics_nb.flags._reader import read_definitions
 from analytics_nb.flags._service_rules import team_zone
-from analytics_nb.flags._values import MISSING, BadValueError, Opaque, normalize, sdk_opaque, service_text
+from analytics_nb.flags._values import (
+    MISSING,
+    BadValueError,
+    Opaque,
+    holds_sdk_opaque,
+    normalize,
+    sdk_opaque,
+    service_text,
+)
 
 Mode = Literal["server", "sdk"]
 FlagValue = bool | str
@@ -469,7 +477,7 @@ def normalize_properties(props: Mapping[str, Any] | None, what: str, server: boo
     if not isinstance(props, Mapping):
         raise TypeError(f"{what} must be a dict of property name -> value, got {type(props).__name__}")
     for k, v in props.items():
-        if not server and sdk_opaque(v):
+        if not server and (sdk_opaque(v) or holds_sdk_opaque(v)):
             out[k] = Opaque(v)
             continue
         if server and (v is pd.NA or v is pd.NaT):

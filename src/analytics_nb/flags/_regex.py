@@ -30,7 +30,8 @@ from functools import lru_cache
 import paula  # type: ignore[import-untyped]  # the Rust regex crate, pattern text unchanged
 import regex as _mrab  # type: ignore[import-untyped]  # look-around/back-references with a timeout
 
-from analytics_nb.flags._backtrack import LimitExceeded, Unsupported, compile_program
+from analytics_nb.flags._backtrack import LimitExceeded, Unsupported, compile_program, has_word_boundary
+from analytics_nb.flags._fancy_syntax import rewrite
 
 #: Wall-clock stand-in for fancy_regex's 10,000-step backtrack limit, only for the fancy forms `_backtrack`
 #: does not model: generous enough that a sane pattern finishes, small enough that a catastrophic one stops.
@@ -83,24 +84,71 @@ def _strict_end(pattern: str) -> str:
 
 @lru_cache(maxsize=4096)
 def compile_pattern(pattern: str) -> Pattern | None:
-    """The pattern compiled in the service's dialect, or None when the service would reject it."""
+    """The pattern compiled in the service's dialect, or None when the service would reject it.
+
+    fancy_regex's own parser reads the text first (`_fancy_syntax.rewrite`); what it builds runs here."""
+    source = rewrite(pattern)
+    if source is None:
+        return None
+    return _compile_source(pattern, source)
+
+
+def _compile_source(pattern: str, source: str) -> Pattern | None:
+    """`source` (plain `regex` syntax) compiled: the `regex` crate, else the step-bounded VM, else the
+    time-bounded `regex` module; `pattern` is the text the filter holds."""
     try:
-        compiled = paula.Regex(pattern)
+        compiled = paula.Regex(source)
     except Exception:  # ValueError: regex-syntax refuses it (or a look-around, which fancy_regex adds)
-        compiled = None
-    if compiled is not None:
-        rust_search = compiled.is_match
+        return _compile_fancy(pattern, source)
+    rust_search = compiled.is_match
 
-        def search_rust(text: str) -> bool | None:
-            return bool(rust_search(text))
+    def search_rust(text: str) -> bool | None:
+        return bool(rust_search(text))
 
+    if has_word_boundary(source):
+        return _word_boundary(pattern, source, search_rust)
+    return Pattern(pattern, "rust", search_rust)
+
+
+#: Values shorter than this run a word-boundary pattern on the `regex` crate; see `_word_boundary`.
+WORD_BOUNDARY_VM_FROM = 64
+
+
+def _word_boundary(pattern: str, source: str, search_rust: Callable[[str], bool | None]) -> Pattern:
+    """A pattern whose only fancy part is a word boundary. fancy_regex 0.19 runs every word boundary on its
+    VM, so the 10,000-step limit applies (fancy-regex src/lib.rs `Assertion::is_always_hard`): `\\bfoo`
+    against 11,000 characters without "foo" runs out (no match for `regex` and `not_regex`). The VM here
+    counts the same steps but costs ~50x the `regex` crate, so values under `WORD_BOUNDARY_VM_FROM`
+    characters take the crate's answer: there the count passes 10,000 only for a pattern that backtracks
+    cubically or worse (`\\b(a|a)*c`), a difference documented in docs/explanation/engine.md."""
+    try:
+        program = compile_program(source)
+    except Unsupported:
         return Pattern(pattern, "rust", search_rust)
-    if _FANCY_HINT.search(pattern) is None:
+    if isinstance(program, str):
+        return Pattern(pattern, "rust", search_rust)
+    run = program.search
+
+    def search(text: str) -> bool | None:
+        if len(text) < WORD_BOUNDARY_VM_FROM:
+            return search_rust(text)
+        try:
+            return run(text)
+        except LimitExceeded:
+            return None
+
+    return Pattern(pattern, "steps", search)
+
+
+def _compile_fancy(pattern: str, source: str) -> Pattern | None:
+    """A pattern the `regex` crate alone does not run as fancy_regex would: the step-bounded VM, else the
+    time-bounded `regex` module; None when it is not a fancy form either (the service refuses it)."""
+    if _FANCY_HINT.search(source) is None:
         return None
     try:
-        program = compile_program(pattern)
+        program = compile_program(source)
     except Unsupported:
-        return _timed(pattern)
+        return _timed(source)
     if isinstance(program, str):  # fancy_regex's rewrite left nothing fancy: the regex crate, unbounded
         try:
             easy = paula.Regex(program).is_match

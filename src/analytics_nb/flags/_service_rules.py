@@ -104,17 +104,52 @@ def _fraction(text: str | None) -> int:
     return int((text[1:] + "000000")[:6])
 
 
-def _years_back(when: dt.datetime, years: int) -> dt.datetime | None:
+#: An instant here is an integer count of nanoseconds since 1970-01-01T00:00:00Z, so that the service's
+#: whole date range (chrono `NaiveDate::MIN` / `MAX`, years -262143 to 262142) compares, not only Python's
+#: years 1 to 9999: "-9999y" is year -7973 there (`relative_date.rs` `parse_relative_date_naive`).
+Instant = int
+
+_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+_NS = 1_000_000_000
+_MIN_YEAR, _MAX_YEAR = -262_143, 262_142
+_CYCLE_YEARS, _CYCLE_DAYS = 400, 146_097  # the Gregorian calendar repeats every 400 years
+
+
+def _days_from_civil(year: int, month: int, day: int) -> int:
+    """Days from 1970-01-01 to a proleptic Gregorian date of any year."""
+    cycles = (year - 1) // _CYCLE_YEARS  # brings the year into 1..400, where Python's calendar works
+    year -= cycles * _CYCLE_YEARS
+    return (dt.date(year, month, day) - dt.date(1970, 1, 1)).days + cycles * _CYCLE_DAYS
+
+
+_MIN_NS = _days_from_civil(_MIN_YEAR, 1, 1) * 86_400 * _NS
+_MAX_NS = (_days_from_civil(_MAX_YEAR, 12, 31) + 1) * 86_400 * _NS - 1
+
+
+def instant(aware: dt.datetime) -> Instant:
+    """An aware datetime as an instant (its microseconds kept)."""
+    return (aware - _EPOCH) // dt.timedelta(microseconds=1) * 1000
+
+
+def _years_back(when: dt.datetime, years: int, tz: dt.tzinfo) -> Instant | None:
+    """`when` (a wall clock in `tz`) `years` calendar years back, as an instant; Feb 29 becomes Feb 28 in
+    a common year. Years before 1 are computed 400-year cycles later (same calendar, the zone's earliest
+    offset) and shifted back."""
     year = when.year - years
-    if not 1 <= year <= 9999:
-        return None
     day = when.day
     if when.month == 2 and day == 29 and not (year % 4 == 0 and (year % 100 != 0 or year % 400 == 0)):
         day = 28
-    return when.replace(year=year, day=day)
+    if year >= 1:
+        local = _localize(when.replace(year=year, day=day), tz)
+        return None if local is None else instant(local)
+    cycles = (1 - year + _CYCLE_YEARS - 1) // _CYCLE_YEARS
+    local = _localize(when.replace(year=year + cycles * _CYCLE_YEARS, day=day), tz)
+    if local is None:
+        return None
+    return instant(local) - cycles * _CYCLE_DAYS * 86_400 * _NS
 
 
-def relative_instant(text: str, now: dt.datetime) -> dt.datetime | bool | None:
+def relative_instant(text: str, now: dt.datetime) -> Instant | bool | None:
     """A relative date resolved on the team's wall clock (`now` is aware, in the team's zone).
 
     False when `text` is not relative; None when it is but out of range.
@@ -123,9 +158,11 @@ def relative_instant(text: str, now: dt.datetime) -> dt.datetime | bool | None:
     if m is None:
         return False
     number, unit = int(m.group(1)), m.group(2)
-    if number >= 10_000:
+    if number >= 10_000 or now.tzinfo is None:
         return None
     wall = now.replace(tzinfo=None)
+    if unit == "y":
+        return _years_back(wall, number, now.tzinfo)
     try:
         if unit == "h":
             result: dt.datetime | None = wall - dt.timedelta(hours=number)
@@ -133,23 +170,25 @@ def relative_instant(text: str, now: dt.datetime) -> dt.datetime | bool | None:
             result = wall - dt.timedelta(days=number)
         elif unit == "w":
             result = wall - dt.timedelta(weeks=number)
-        elif unit == "m":
-            result = _months_back(wall, number)
         else:
-            result = _years_back(wall, number)
+            result = _months_back(wall, number)
     except OverflowError:
         return None
-    if result is None or now.tzinfo is None:
-        return None
-    return _localize(result, now.tzinfo)
+    local = None if result is None else _localize(result, now.tzinfo)
+    return None if local is None else instant(local)
 
 
-def parse_instant(text: str, now: dt.datetime) -> dt.datetime | None:
+def parse_instant(text: str, now: dt.datetime) -> Instant | None:
     """`parse_date_string_in_tz`: the instant a date text stands for, naive values in `now`'s zone."""
-    tz = now.tzinfo or dt.UTC
     relative = relative_instant(text, now)
     if relative is not False:
-        return relative  # type: ignore[return-value]
+        return relative
+    parsed = _parse_absolute(text, now)
+    return None if parsed is None else instant(parsed)
+
+
+def _parse_absolute(text: str, now: dt.datetime) -> dt.datetime | None:
+    tz = now.tzinfo or dt.UTC
     try:
         m = _RFC3339.fullmatch(text)
         if m is not None:
@@ -172,19 +211,25 @@ def parse_instant(text: str, now: dt.datetime) -> dt.datetime | None:
         return None
 
 
-def epoch_instant(seconds: float) -> dt.datetime | None:
-    """`parse_float_timestamp`: epoch seconds as an instant, None when out of range (or not finite)."""
-    if not math.isfinite(seconds):
+def epoch_instant(seconds: float) -> Instant | None:
+    """`parse_float_timestamp`: `floor(seconds) as i64` seconds plus `round(fmod(seconds, 1) * 1e9) as u32`
+    nanoseconds, with Rust's saturating casts: NaN is 0 seconds and 0 ns (1970-01-01, so the text "NaN"
+    is a date), a negative fraction is 0 ns (-1.5 is -2 s), infinities are out of range (None), as is
+    anything outside chrono's years."""
+    if math.isnan(seconds):
+        return 0
+    if math.isinf(seconds):
         return None
     whole = math.floor(seconds)
-    micros = round((seconds - whole) * 1_000_000)
-    try:
-        return dt.datetime(1970, 1, 1, tzinfo=dt.UTC) + dt.timedelta(seconds=whole, microseconds=micros)
-    except OverflowError:
-        return None
+    fraction = math.fmod(seconds, 1.0)
+    nanos = min(round(fraction * 1e9), 2**32 - 1) if fraction > 0 else 0
+    if nanos >= _NS:
+        return None  # chrono refuses a nanosecond count of a second or more here
+    value = whole * _NS + nanos
+    return value if _MIN_NS <= value <= _MAX_NS else None
 
 
-def property_instant(value: Any, now: dt.datetime) -> dt.datetime | None:
+def property_instant(value: Any, now: dt.datetime) -> Instant | None:
     """`determine_parsed_date_for_property_matching`: a property value as an instant, or None."""
     if isinstance(value, str):
         number = rust_f64(value)
@@ -204,7 +249,7 @@ def property_instant(value: Any, now: dt.datetime) -> dt.datetime | None:
     return None
 
 
-def date_filter(value: Any) -> Callable[[dt.datetime], dt.datetime | None] | None:
+def date_filter(value: Any) -> Callable[[dt.datetime], Instant | None] | None:
     """The filter side of a date operator: `target(now)`, or None when the filter is not a string (the
     service then never matches)."""
     if not isinstance(value, str):
@@ -215,7 +260,7 @@ def date_filter(value: Any) -> Callable[[dt.datetime], dt.datetime | None] | Non
             return lambda now: fixed_probe
     last: list[Any] = [None, None]
 
-    def target(now: dt.datetime) -> dt.datetime | None:
+    def target(now: dt.datetime) -> Instant | None:
         if last[0] is not now:
             last[0], last[1] = now, parse_instant(value, now)
         return last[1]
@@ -346,6 +391,9 @@ def service_requirement(operator: str, value: Any) -> Requirement | None:
     pattern = ".".join(_strip_zeros(p) for p in normalized.split(".")).replace("*", "x")
     parts = pattern.split(".")
     if not 1 <= len(parts) <= 3:
+        return None
+    if parts[0] in ("x", "X") and len(parts) > 1:
+        # semver `VersionReq::from_str`: a leading wildcard stands alone ("x.x": UnexpectedAfterWildcard)
         return None
     numbers: list[int] = []
     wild = False

@@ -59,6 +59,17 @@ def sdk_opaque(value: Any) -> bool:
     return not isinstance(value, (str, bool, int, float, dt.date, Decimal, list, dict))
 
 
+def holds_sdk_opaque(value: Any) -> bool:
+    """Whether a list or dict holds, at any depth, a value the official SDK does not read as JSON (`pd.NA`,
+    `NaT`, numpy scalars, ...): posthog 7.91.1's `_json_value_to_string` prints containers item by item
+    and raises `InconclusiveMatchError` at such an item, so the whole value has no text for it."""
+    if isinstance(value, list):
+        return any(sdk_opaque(v) or holds_sdk_opaque(v) for v in value)
+    if isinstance(value, dict):
+        return any(sdk_opaque(v) or holds_sdk_opaque(v) for v in value.values())
+    return False
+
+
 class BadValueError(ValueError):
     """A cell holds something that is not a JSON-like property value (a set, bytes, an object...)."""
 
@@ -122,7 +133,12 @@ def _normalize_slow(value: Any) -> Any:
 
 
 def _inner(value: Any) -> Any:
-    """Normalise a value nested inside a list or dict: missing markers become None (JSON null)."""
+    """Normalise a value nested inside a list or dict: missing markers become None (JSON null), but a float
+    NaN stays NaN: inside a container it is a value, which posthog 7.91.1 cannot print (its
+    `_format_json_float` raises for a non-finite float, so `[nan]` is inconclusive in sdk mode) and
+    serde_json prints as ``null`` (server mode, `ryu_float_text`)."""
+    if isinstance(value, (float, np.floating)) and value != value:
+        return math.nan
     out = normalize(value)
     return None if out is MISSING else out
 
