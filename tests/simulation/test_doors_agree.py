@@ -7,14 +7,15 @@ every public way of evaluating flags over many persons, in both modes, at defaul
 - `flags.evaluate_frame` and `flags.FrameEvaluator` (the engine without a client);
 - `simulate(engine="local")` and `simulate(engine="sql")` (DuckDB; the rows and flags SQL cannot answer
   exactly go to the local engine);
-- `WhatIf` (its base run) and `simulate_dask` (Dask over three partitions);
-- `simulate_spark` in the slow tier.
+- `WhatIf` (its base run), `simulate_dask` (Dask over three partitions) and `simulate_spark`'s batch
+  function (the PySpark run itself is in `test_simulate_spark.py`);
+- ClickHouse through chDB (`run_sql`): every cell its SQL answers;
+- `engine="remote"` and `"both"` against the sandbox's /flags, over persons that carry every property the
+  flags read (the service answers for the persons it stores, so where a column is missing its cells differ
+  by design; that comparison is the agreement table's, in `test_simulate_totals.py`).
 
 Every cell must be equal: the same value, or NA with the same reason. A door that answered ``False`` where the
 others said "unknown" (issue 34: `evaluate_frame` and `simulate_sql` defaulted to "not_set") fails here.
-The remote and both engines are checked against the sandbox in `test_simulate_remote.py` and
-`test_simulate_totals.py` (the service answers for persons it stores, so its cells differ by design where a
-column is missing; the comparison there is the agreement table's).
 """
 
 from __future__ import annotations
@@ -216,3 +217,53 @@ def test_every_engine_returns_one_kind_of_result(engine: str, tmp_path: Any) -> 
     assert back["distinct_id"].tolist() == result.outputs["distinct_id"].tolist()
     for key in keys:
         assert back[key].isna().tolist() == result.outputs[key].isna().tolist()
+
+
+def test_chdb_answers_are_the_same_door(reference: Any) -> None:
+    """ClickHouse through chDB: every cell its SQL answers is the reference's (the rest it leaves to the
+    local engine, marked ``needs_local_engine``, as `simulate(engine="sql")` does on DuckDB)."""
+    pytest.importorskip("chdb")
+    pytest.importorskip("sqlglot")
+    from analytics_nb.flags._sql import NEEDS_LOCAL
+    from analytics_nb.simulation._sql import run_sql
+
+    mode, want = reference
+    got, query = run_sql(PEOPLE, POOL, engine="clickhouse", mode=mode, now=NOW)
+    got = got.reset_index(drop=True)
+    answered = 0
+    text = {"true": True, "false": False}
+    for sf in query.flags:
+        reasons = got[f"{sf.key}:reason"].astype(object).tolist()
+        values = got[sf.key].astype(object).tolist()
+        for did, value, reason in zip(got["distinct_id"].astype(object), values, reasons, strict=True):
+            if reason == NEEDS_LOCAL or (sf.needs_local is not None):
+                continue
+            value = text.get(value, value) if isinstance(value, str) else value
+            assert _cell(value, reason) == want[(str(did), sf.key)], (sf.key, did, mode)
+            answered += 1
+    assert answered > len(PEOPLE) * 10  # most cells are SQL's own
+
+
+def test_remote_and_both_are_the_same_door(empty_sandbox: Any, make_client: Any) -> None:
+    """The service (the sandbox's /flags, server mode) over persons that carry every property the flags
+    read: the remote cells equal the local engine's on the project's own definitions, none unknown."""
+    client = make_client(empty_sandbox, ids=True)
+    extra = [f for f in POOL if not f["key"].startswith("f")]  # issue 34's shapes, by name
+    for f in extra:
+        client.feature_flags.create(f["key"], filters=f["filters"])
+    keys = [f["key"] for f in extra]
+    people = pd.DataFrame(
+        {
+            "distinct_id": [f"door-{i}" for i in range(120)],
+            "plan": (["pro", "free", "team"] * 40),
+            "score": [1.5, 5.0, 7.25, 30.0] * 30,
+            "email": ["a@posthog.com", "b@x.io", "c@y.dev"] * 40,
+            "country": ["DE", "US"] * 60,
+        }
+    )
+    result = simulate(people, keys, engine="both", client=client)
+    assert result.agreement is not None and result.differences is not None
+    assert int(result.agreement["disagree"].sum()) == 0, result.differences.head().to_string()
+    assert int((result.agreement["rows"] - result.agreement["compared"]).sum()) == 0
+    assert result.differences.empty
+    assert set(result.local["holdout-bool"].astype(object)) >= {"holdout-3"}  # the holdout is exercised
