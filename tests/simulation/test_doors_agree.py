@@ -267,3 +267,34 @@ def test_remote_and_both_are_the_same_door(empty_sandbox: Any, make_client: Any)
     assert int((result.agreement["rows"] - result.agreement["compared"]).sum()) == 0
     assert result.differences.empty
     assert set(result.local["holdout-bool"].astype(object)) >= {"holdout-3"}  # the holdout is exercised
+
+
+@pytest.mark.slow
+def test_pyspark_is_the_same_door(reference: Any) -> None:
+    """The whole PySpark run (mapInPandas on a local[2] session) over the pool (slow tier: Spark's start)."""
+    import os
+    import sys
+
+    pyspark_sql = pytest.importorskip("pyspark.sql")
+    from analytics_nb.simulation import simulate_spark
+
+    mode, want = reference
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    spark = (
+        pyspark_sql.SparkSession.builder.master("local[2]")
+        .config("spark.pyspark.python", sys.executable)
+        .config("spark.ui.enabled", "false")
+        .getOrCreate()
+    )
+    sdf = spark.createDataFrame(PEOPLE.astype(object).where(PEOPLE.notna(), None))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        got = simulate_spark(sdf, definitions=POOL, mode=mode).toPandas()
+    text = {"true": True, "false": False}
+    got = got.assign(
+        **{
+            key: pd.Series([text.get(v, v) if isinstance(v, str) else v for v in got[key].astype(object)])
+            for key in KEYS
+        }
+    )
+    _diff("simulate_spark (PySpark)", got, want, reasons=False)
