@@ -167,6 +167,6 @@ def test_the_sync_client_takes_the_async_clients_parameters_written_once() -> No
         for node in ast.walk(ast.parse(source))
         if isinstance(node, ast.FunctionDef) and node.name == "__init__"
     ]
-    assert sorted(inits) == [0, 14]
+    assert sorted(inits) == [0, 15]
     with pytest.raises(TypeError, match="max_retry"):
         Client("http://127.0.0.1:9", max_retry=3)

@@ -1,9 +1,9 @@
 """Issue 37 findings 5-8: a deadline for each whole request, bounded memory for answers and paging, `/flags`
 records checked against their keys, and a `phs_` key given as the personal key explained.
 
-Faults come from the sandbox's own injection: ``trickle`` (the body one byte at a time), ``kind="endless_pages"``
-(a saved filter that always says more follow), ``kind="flag_key_mismatch"`` (a `/flags` record whose ``key``
-is not its entry's)."""
+Faults come from the sandbox's own injection: ``trickle`` (the body one byte at a time),
+``kind="endless_pages"`` (a saved filter that always says more follow), ``kind="flag_key_mismatch"`` (a
+`/flags` record whose ``key`` is not its entry's)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,10 @@ import pytest
 
 from _clients import client_for
 from analytics_nb.errors import (
+    IncompleteRecordingsError,
+    IncompleteRecordingsWarning,
     NetworkError,
+    ResponseFormatError,
 )
 from analytics_nb.sandbox import Sandbox
 
@@ -57,3 +60,80 @@ def test_a_trickled_answer_within_the_timeout_is_read(faults: Sandbox, transport
     faults.faults.add(path="/api/projects/*/", trickle=0.001, methods=["GET"])
     with client_for(faults, ids=True, timeout=20.0, http_transport=transport) as client:
         assert client.projects.get(faults.project_id).id == faults.project_id
+
+
+def test_an_answer_over_the_cap_is_refused_with_its_size(faults: Sandbox) -> None:
+    with client_for(faults, ids=True, max_answer_bytes=2048) as client:
+        with pytest.raises(ResponseFormatError) as info:
+            client.feature_flags.list()
+        message = str(info.value)
+        assert "max_answer_bytes=2048" in message and "kB" in message
+        with pytest.raises(ResponseFormatError, match="max_answer_bytes=2048"):
+            client.decide("user-1")  # the /flags answer of the demo project is larger too
+    with client_for(faults, ids=True) as client:  # the default cap reads them
+        assert client.feature_flags.list()
+
+
+def test_a_compressed_answer_is_capped_by_its_decoded_size() -> None:
+    import gzip
+
+    from _local_http import local_server
+
+    body = b'{"count": 1, "next": null, "results": [{"id": 1, "pad": "' + b"0" * 3_000_000 + b'"}]}'
+    packed = gzip.compress(body)
+    assert len(packed) < 100_000
+    answer = (200, {"Content-Type": "application/json", "Content-Encoding": "gzip"}, packed)
+    path = "/api/projects/1/feature_flags/"
+    with (
+        local_server({path: answer}) as server,
+        client_for(
+            server.url, "phx_boundsSECRET1234567890abcd", project_id=1, max_answer_bytes=1_000_000
+        ) as client,
+        pytest.raises(ResponseFormatError, match=r"more than .*max_answer_bytes=1000000"),
+    ):
+        client.feature_flags.list()
+
+
+def _saved_filter(client: object) -> str:
+    playlist = client.playlists.create(  # type: ignore[attr-defined]
+        "filters", "endless", filters={"date_from": "-30d"}
+    )
+    return str(playlist.short_id)
+
+
+def test_a_server_that_always_says_more_follow_is_stopped_at_max_items(faults: Sandbox) -> None:
+    with client_for(faults, ids=True) as client:
+        short_id = _saved_filter(client)
+        assert client.playlists.recordings(short_id), "the demo has recordings in the last 30 days"
+        faults.faults.add(
+            path="/api/projects/*/session_recording_playlists/*/recordings*", kind="endless_pages"
+        )
+        faults.clear_requests()
+        with pytest.warns(IncompleteRecordingsWarning, match="max_items=120") as caught:
+            records = client.playlists.recordings(short_id, max_items=120)
+        assert len(records) == 120 and len({r.id for r in records}) == 120
+        assert "has_next" in str(caught[0].message)
+        asked = faults.requests()
+        assert len(asked[asked["path"].str.contains("/recordings")]) <= 120
+        with pytest.raises(IncompleteRecordingsError) as info:
+            client.playlists.recordings_frame(short_id, max_items=50, incomplete="raise")
+        assert len(info.value.recordings) == 50
+
+
+def test_saved_filter_recordings_have_a_default_cap() -> None:
+    from analytics_nb.client._resources._recordings import MAX_RECORDINGS
+
+    assert MAX_RECORDINGS == 10_000
+
+
+def test_a_flags_record_under_another_key_is_a_failed_flag(faults: Sandbox) -> None:
+    with client_for(faults, ids=True) as client:
+        honest = client.decide("user-1")
+        assert honest.flags and not honest.failures
+        faults.faults.add(path="/flags*", kind="flag_key_mismatch")
+        answer = client.decide("user-1")
+    assert answer.flags is not None and set(answer.flags) == set(honest.flags)
+    assert set(answer.failures) == set(honest.flags)
+    assert all(v is None for v in answer.feature_flags.values())
+    key = next(iter(answer.flags))
+    assert f"for flag '{key}-other'" in answer.failures[key]

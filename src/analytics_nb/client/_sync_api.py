@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from analytics_nb.client._resources._playlists import _UNSET
-from analytics_nb.client._resources._recordings import CALLS_PER_MINUTE
+from analytics_nb.client._resources._recordings import CALLS_PER_MINUTE, MAX_RECORDINGS
 
 if TYPE_CHECKING:
     import builtins
@@ -299,7 +299,13 @@ class SyncPlaylists:
         return self._loop.run(self._resource.recordings_page(short_id, **params))
 
     def recordings(
-        self, short_id: str, *, session_ids: Any = None, incomplete: Incomplete = "warn", **params: Any
+        self,
+        short_id: str,
+        *,
+        session_ids: Any = None,
+        incomplete: Incomplete = "warn",
+        max_items: int | None = MAX_RECORDINGS,
+        **params: Any,
     ) -> builtins.list[Recording]:
         """Every recording of the playlist the service can give, as models; never silently fewer.
 
@@ -323,6 +329,8 @@ class SyncPlaylists:
                 fetched by id so none is cut off. None: the ids this client added.
             incomplete: What to do when some recordings could not be fetched: ``"warn"``, ``"raise"`` or
                 ``"ignore"``.
+            max_items: The most recordings a saved filter is read to (default 10,000); a service still saying
+                more follow there is an ``IncompleteRecordingsWarning`` naming the cap. None: no cap.
             **params: Query parameters for saved-filter playlists.
 
         Returns:
@@ -333,11 +341,19 @@ class SyncPlaylists:
                 rest).
         """
         return self._loop.run(
-            self._resource.recordings(short_id, session_ids=session_ids, incomplete=incomplete, **params)
+            self._resource.recordings(
+                short_id, session_ids=session_ids, incomplete=incomplete, max_items=max_items, **params
+            )
         )
 
     def recordings_frame(
-        self, short_id: str, *, session_ids: Any = None, incomplete: Incomplete = "warn", **params: Any
+        self,
+        short_id: str,
+        *,
+        session_ids: Any = None,
+        incomplete: Incomplete = "warn",
+        max_items: int | None = MAX_RECORDINGS,
+        **params: Any,
     ) -> pd.DataFrame:
         """The playlist's recordings as a DataFrame (``analytics_nb.frames.recordings_frame``), fetched and
         checked as ``recordings`` does (a warning or error when some are missing).
@@ -346,6 +362,7 @@ class SyncPlaylists:
             short_id: The playlist's short id.
             session_ids: Recording ids known to be in the collection, as for ``recordings``.
             incomplete: ``"warn"``, ``"raise"`` or ``"ignore"`` when some could not be fetched.
+            max_items: The most recordings a saved filter is read to, as for ``recordings``.
             **params: Query parameters for saved-filter playlists.
 
         Returns:
@@ -353,7 +370,7 @@ class SyncPlaylists:
         """
         return self._loop.run(
             self._resource.recordings_frame(
-                short_id, session_ids=session_ids, incomplete=incomplete, **params
+                short_id, session_ids=session_ids, incomplete=incomplete, max_items=max_items, **params
             )
         )
 

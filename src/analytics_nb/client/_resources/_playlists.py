@@ -30,6 +30,7 @@ from analytics_nb.client._resources._base import (
 )
 from analytics_nb.client._resources._recordings import (
     CALLS_PER_MINUTE,
+    MAX_RECORDINGS,
     NO_PERSONAL_KEYS,
     Incomplete,
     bulk_change,
@@ -579,6 +580,7 @@ class Playlists(Resource):
         session_ids: Any,
         incomplete: Incomplete,
         params: dict[str, Any],
+        max_items: int | None = MAX_RECORDINGS,
     ) -> builtins.list[dict[str, Any]]:
         short_id = require_text("short_id", short_id)
         playlist = await self._core.get_json(self._item_path(short_id))
@@ -595,6 +597,7 @@ class Playlists(Resource):
             known_ids=known,
             incomplete=incomplete,
             params=params,
+            max_items=max_items,
         )
 
     async def recordings(
@@ -603,6 +606,7 @@ class Playlists(Resource):
         *,
         session_ids: Any = None,
         incomplete: Incomplete = "warn",
+        max_items: int | None = MAX_RECORDINGS,
         **params: Any,
     ) -> builtins.list[Recording]:
         """Every recording of the playlist the service can give, as models; never silently fewer.
@@ -627,6 +631,8 @@ class Playlists(Resource):
                 fetched by id so none is cut off. None: the ids this client added.
             incomplete: What to do when some recordings could not be fetched: ``"warn"``, ``"raise"`` or
                 ``"ignore"``.
+            max_items: The most recordings a saved filter is read to (default 10,000); a service still saying
+                more follow there is an ``IncompleteRecordingsWarning`` naming the cap. None: no cap.
             **params: Query parameters for saved-filter playlists.
 
         Returns:
@@ -636,7 +642,7 @@ class Playlists(Resource):
             IncompleteRecordingsError: ``incomplete="raise"`` and some are missing (``.recordings`` holds the
                 rest).
         """
-        records = await self._recording_records(short_id, session_ids, incomplete, params)
+        records = await self._recording_records(short_id, session_ids, incomplete, params, max_items)
         return [parse_model(Recording, r) for r in records]
 
     async def recordings_frame(
@@ -645,6 +651,7 @@ class Playlists(Resource):
         *,
         session_ids: Any = None,
         incomplete: Incomplete = "warn",
+        max_items: int | None = MAX_RECORDINGS,
         **params: Any,
     ) -> pd.DataFrame:
         """The playlist's recordings as a DataFrame (``analytics_nb.frames.recordings_frame``), fetched and
@@ -654,6 +661,7 @@ class Playlists(Resource):
             short_id: The playlist's short id.
             session_ids: Recording ids known to be in the collection, as for ``recordings``.
             incomplete: ``"warn"``, ``"raise"`` or ``"ignore"`` when some could not be fetched.
+            max_items: The most recordings a saved filter is read to, as for ``recordings``.
             **params: Query parameters for saved-filter playlists.
 
         Returns:
@@ -661,7 +669,8 @@ class Playlists(Resource):
         """
         from analytics_nb.frames import recordings_frame
 
-        return recordings_frame(await self._recording_records(short_id, session_ids, incomplete, params))
+        records = await self._recording_records(short_id, session_ids, incomplete, params, max_items)
+        return recordings_frame(records)
 
     async def add_recording(self, short_id: str, session_recording_id: str) -> dict[str, Any]:
         """Add a recording to a collection playlist (idempotent); answers ``{"success": True}``.

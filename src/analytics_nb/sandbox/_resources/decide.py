@@ -15,7 +15,7 @@ detailed records, ``value: null, failed: true`` in the typed ones, and plain ``f
 
 Errors are the Rust service's plain-text bodies. Controls for tests: :func:`set_flags_quota_limited`,
 :func:`set_flag_failures`, and fault rules with ``kind="quota_limited"``, ``kind="flag_failure"`` (every flag
-fails) or ``kind="flag_failure:<key>"``.
+fails), ``kind="flag_failure:<key>"`` or ``kind="flag_key_mismatch"`` (each record names another flag).
 """
 
 from __future__ import annotations
@@ -614,7 +614,17 @@ async def _handle(request: Request, endpoint: str) -> Response:
         answer = _answer(ctx, payload, endpoint=endpoint, version=version, config=config, ip=ip, kinds=kinds)
     except _Reject as exc:
         return _text(exc.status, exc.text)
+    if "flag_key_mismatch" in kinds:
+        _mismatch_keys(answer[0])
     return _json(answer)
+
+
+def _mismatch_keys(body: dict[str, Any]) -> None:
+    """A test control (``kind="flag_key_mismatch"``): every detailed record names another flag than the
+    entry it sits under (``{"flags": {"a": {"key": "a-other", ...}}}``), as a broken proxy or server might."""
+    flags = body.get("flags")
+    if isinstance(flags, dict):
+        body["flags"] = {k: {**r, "key": f"{k}-other"} for k, r in flags.items() if isinstance(r, dict)}
 
 
 async def decide_endpoint(request: Request) -> Response:
