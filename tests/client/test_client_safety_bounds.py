@@ -14,6 +14,7 @@ import pytest
 
 from _clients import client_for
 from analytics_nb.errors import (
+    AuthenticationError,
     IncompleteRecordingsError,
     IncompleteRecordingsWarning,
     NetworkError,
@@ -137,3 +138,17 @@ def test_a_flags_record_under_another_key_is_a_failed_flag(faults: Sandbox) -> N
     assert all(v is None for v in answer.feature_flags.values())
     key = next(iter(answer.flags))
     assert f"for flag '{key}-other'" in answer.failures[key]
+
+
+def test_a_secret_key_given_as_the_personal_key_is_named_on_401(faults: Sandbox) -> None:
+    secret = faults.create_secret_key()
+    assert secret.startswith("phs_")
+    with client_for(faults, secret, ids=True) as client, pytest.raises(AuthenticationError) as info:
+        client.playlists.list()
+    message = str(info.value)
+    assert "Project Secret API Key (phs_...)" in message and "secret_api_key=" in message
+    assert secret not in message and secret[4:] not in message and secret not in repr(info.value)
+    wrong = "phx_" + "w" * 40  # a wrong personal key keeps the plain 401 text
+    with client_for(faults, wrong, ids=True) as client, pytest.raises(AuthenticationError) as info:
+        client.playlists.list()
+    assert "Secret" not in str(info.value)

@@ -436,8 +436,22 @@ class Core:
                 url=call.safe_url,
                 retry_after_header=response.headers.get("Retry-After"),
                 secrets=self.config.secrets,
-                explanation=(explain or {}).get(status),
+                explanation=(explain or {}).get(status) or self._key_kind_hint(status, call),
             )
+
+    def _key_kind_hint(self, status: int, call: _Call) -> str | None:
+        """What a 401 means when the personal key sent is a Project Secret API Key (``phs_``): the service
+        answers it as it answers a wrong key, which would send the user hunting for a typo."""
+        key = self.config.personal_api_key
+        if status != 401 or call.auth is not True or key is None or key.prefix != "phs_":
+            return None
+        return (
+            "The key given as personal_api_key is a Project Secret API Key (phs_...), not a personal API key "
+            "(phx_...), and this endpoint takes personal keys only. A secret key reads flag definitions: "
+            "pass it as secret_api_key= (or POSTHOG_SECRET_API_KEY) and the client uses it for "
+            "feature_flags.definitions(). For this call, create a personal API key (PostHog: Settings > "
+            "Personal API keys, with the scopes you need) and pass it as personal_api_key=."
+        )
 
     def _call(
         self,
