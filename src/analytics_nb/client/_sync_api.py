@@ -204,13 +204,16 @@ class SyncPlaylists:
         ("filters") playlist that lacks its ``filters`` (posthog-notes §3.3): such an update is refused
         (``ValidationError`` saying so; nothing changed) unless you pass ``filters=`` (the filters it should
         have) or ``keep_filters=True``. ``keep_filters=True`` reads the stored filters and resends them: a
-        best effort, safe within this process (one lock per playlist serializes it with every update that
-        sets filters) but not across processes, where a filters change landing between the read and the
-        write is undone.
+        safe within this process (one lock per playlist serializes it with every update that sets
+        filters). Across processes PostHog has no conditional update, so a filters change landing between
+        the read and the write is undone; its writer is then told: an update that sets filters reads them
+        back at once and again ``SETTLE_SECONDS`` (0.5 s) later, past the longest read-then-write
+        ``keep_filters`` allows (a slower one warns).
 
-        An update that sets ``filters`` reads the playlist back right after writing; if its filters are no
-        longer the ones written (another session wrote them meanwhile), it raises ``ConflictError`` with
-        the playlist as stored now in ``.current``.
+        An update that sets ``filters`` reads the playlist back right after writing and 0.5 s later; if its
+        filters are no longer the ones written (another session wrote them meanwhile), it raises
+        ``ConflictError`` naming the playlist and both filters, with the playlist as stored now in
+        ``.current``.
 
         Args:
             short_id: The playlist's short id.
