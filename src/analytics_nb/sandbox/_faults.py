@@ -95,13 +95,14 @@ class Faults:
             delay: Seconds of added latency. None: none.
             reset: Cut the connection with a TCP reset.
             methods: Only these HTTP methods. None: all.
-            trickle: Seconds between the bytes of the answer's body (0.001 to 10), sent one at a time after
-                the status and headers; the request is otherwise served normally. None: sent at once.
             kind: A tag read by an endpoint: the flags endpoints read ``"quota_limited"``,
                 ``"flag_failure"``, ``"cold_cache"``...; a playlist's recordings read ``"offset_ignored"``;
                 the flag list reads ``"legacy_list_filters"`` (it ignores ``key`` and ``tags``, as an older
-                self-hosted PostHog does).
+                self-hosted PostHog does); also ``"endless_pages"`` (a saved filter's recordings) and
+                ``"flag_key_mismatch"`` (``/flags`` records).
                 None: none.
+            trickle: Seconds between the bytes of the answer's body (0.001 to 10), sent one at a time after
+                the status and headers; the request is otherwise served normally. None: sent at once.
 
         Returns:
             The rule's id (for ``remove``).
