@@ -242,3 +242,23 @@ def test_hook_accepts_exactly_the_documented_refusals() -> None:
         check(None, _Response(400, parser), capture)  # a short URL the app refused: a failure
     # operations with no refusals are left to positive_data_acceptance
     assert check(None, _Response(400, blank), _case([])) is None
+
+
+def test_issue_37_rearrange_orders_and_hog_syntax_are_stated(sb: Sandbox, document: dict[str, Any]) -> None:
+    """Issue 37 #7 (schemathesis, more examples than the CI run): a rearrange order outside
+    ``execution_order``'s range (0-32767) and Hog source that does not parse were refused while the document
+    allowed them. The document now states the range, and lists the Hog refusal, which is what a bad source
+    gets (posthog/cdp/validation.py ``compile_hog``)."""
+    body = _operation(document, "hog_functions_rearrange_partial_update")["requestBody"]
+    schema = body["content"]["application/json"]["schema"]
+    orders = schema["properties"]["orders"]["additionalProperties"]
+    assert (orders["minimum"], orders["maximum"]) == (0, 32767)
+    refusals = _operation(document, "hog_functions_create")["x-refusals"]
+    (hog,) = [r for r in refusals if r["attr"] == "hog"]
+    with api(sb) as http:
+        path = f"/api/projects/{sb.project_id}/hog_functions/"
+        answer = http.post(path, json={"type": "destination", "hog": "\u0006q", "name": "bad"})
+    assert answer.status_code == hog["status"] == 400
+    got = answer.json()
+    assert (got["code"], got["attr"]) == (hog["code"], hog["attr"])
+    assert got["detail"].startswith(hog["detail"])
