@@ -60,6 +60,7 @@ def _after_first_read(client: Client, short_id: str, action: Any, wait: float = 
     return state
 
 
+@pytest.mark.filterwarnings("ignore:keep_filters=True:UserWarning")  # the hook holds the rename for 1 s
 def test_rename_does_not_undo_a_concurrent_filters_change(two: tuple[Client, Client, str, Any]) -> None:
     a, b, short_id, _sb = two
     state = _after_first_read(a, short_id, lambda: b.playlists.update(short_id, filters=NEW))
@@ -177,3 +178,75 @@ def test_two_processes_renames_and_filter_writes_undo_nothing(two: tuple[Client,
     assert a.playlists.get(short_id).filters == {"date_from": "-25d", "events": [{"id": "e24"}]}
     stored = a.playlists.get(collection.short_id)
     assert stored.name == "C25" and stored.description == "d0"
+
+
+_RENAMER = """
+import sys, warnings
+from pathlib import Path
+from analytics_nb import Client
+url, key, short_id, stop, ready = sys.argv[1], sys.argv[2], sys.argv[3], Path(sys.argv[4]), Path(sys.argv[5])
+warnings.simplefilter("error")  # a slow keep_filters resend would warn: fail loudly instead
+with Client(url, personal_api_key=key, progress=False, max_retries=0) as client:
+    i = 0
+    while not stop.exists() and i < 2000:
+        client.playlists.update(short_id, name=f"r{i}", keep_filters=True)
+        ready.touch()
+        i += 1
+print("RENAMED", i)
+"""
+
+
+def test_filter_writes_undone_by_another_processes_keep_filters_are_reported(
+    two: tuple[Client, Client, str, Any], tmp_path: Any
+) -> None:
+    """Issue 37 #7: another OS process renames with ``keep_filters=True`` in a loop (read the filters, write
+    them back) while this one sets new filters 60 times. PostHog has no conditional update, so a rename
+    that read the filters before a write can land after it and undo it; on the old code 7 of 100 such
+    writes were lost while ``update`` returned normally. Every write undone must now raise
+    ``ConflictError``: checked against the sandbox's log of the PATCHes in the order it applied them."""
+    import json
+    import subprocess
+    import sys
+
+    a, _b, short_id, sb = two
+    import time
+
+    stop, ready = tmp_path / "stop", tmp_path / "ready"
+    renamer = subprocess.Popen(
+        [sys.executable, "-c", _RENAMER, sb.url, sb.personal_api_key, short_id, str(stop), str(ready)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while not ready.exists() and time.monotonic() < deadline and renamer.poll() is None:
+            time.sleep(0.02)
+        sb.clear_requests()
+        outcome: dict[str, str] = {}
+        for i in range(60):
+            mine = {"date_from": f"-{i + 1}d", "events": [{"id": f"w{i}"}]}
+            try:
+                a.playlists.update(short_id, filters=mine)
+                outcome[f"w{i}"] = "ok"
+            except ConflictError as exc:
+                assert short_id in str(exc) and f'"w{i}"' in str(exc)
+                outcome[f"w{i}"] = "conflict"
+    finally:
+        stop.touch()
+        out, err = renamer.communicate(timeout=60)
+    assert "RENAMED" in out, err
+    log = sb.requests()
+    patches = log[(log["method"] == "PATCH") & log["path"].str.contains(short_id)]
+    bodies = [json.loads(b) for b in patches["body"]]
+    assert sum("name" in b for b in bodies) > 30, "the renamer did not run alongside"
+    current = None
+    lost: set[str] = set()
+    for body in bodies:  # the filters as stored after each PATCH, in the order they were applied
+        event = body["filters"]["events"][0]["id"]
+        if "name" not in body:
+            current = event
+        elif current is not None and event != current:
+            lost.add(current)  # a rename resent older filters over this write
+    silent = sorted(w for w in lost if outcome.get(w) == "ok")
+    assert not silent, f"writes undone without a ConflictError: {silent} (outcomes {outcome})"

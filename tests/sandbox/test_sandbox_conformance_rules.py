@@ -152,6 +152,7 @@ def test_refusals_are_documented_and_the_run_config_names_exactly_them(document:
         "playlists_list",
         "query_create",
         "transformations_create",
+        "transformations_update_source",
     }
     config = tomllib.loads((SCHEMATHESIS_DIR / "schemathesis.toml").read_text())
     state_entry = next(
@@ -244,3 +245,45 @@ def test_hook_accepts_exactly_the_documented_refusals() -> None:
         check(None, _Response(400, parser), capture)  # a short URL the app refused: a failure
     # operations with no refusals are left to positive_data_acceptance
     assert check(None, _Response(400, blank), _case([])) is None
+
+
+def test_issue_37_rearrange_orders_and_hog_syntax_are_stated(sb: Sandbox, document: dict[str, Any]) -> None:
+    """Issue 37 #7 (schemathesis, more examples than the CI run): a rearrange order outside
+    ``execution_order``'s range (0-32767) and Hog source that does not parse were refused while the document
+    allowed them. The document now states the range, and lists the Hog refusal, which is what a bad source
+    gets (posthog/cdp/validation.py ``compile_hog``)."""
+    body = _operation(document, "hog_functions_rearrange_partial_update")["requestBody"]
+    schema = body["content"]["application/json"]["schema"]
+    orders = schema["properties"]["orders"]["additionalProperties"]
+    assert (orders["minimum"], orders["maximum"]) == (0, 32767)
+    refusals = _operation(document, "hog_functions_create")["x-refusals"]
+    (hog,) = [r for r in refusals if r["attr"] == "hog"]
+    with api(sb) as http:
+        path = f"/api/projects/{sb.project_id}/hog_functions/"
+        answer = http.post(path, json={"type": "destination", "hog": "\u0006q", "name": "bad"})
+    assert answer.status_code == hog["status"] == 400
+    got = answer.json()
+    assert (got["code"], got["attr"]) == (hog["code"], hog["attr"])
+    assert got["detail"].startswith(hog["detail"])
+
+
+def test_issue_37_update_source_body_is_optional_and_bad_names_are_the_listed_refusal(
+    sb: Sandbox, document: dict[str, Any]
+) -> None:
+    """Issue 37 (schemathesis, 200 examples of update_source): the document called the body required while
+    no body is served as PostHog serves it (posthog/api/plugin.py `update_source` walks the body's items:
+    nothing changes), and an empty or 201-character file name was a 400 no document entry listed."""
+    op = _operation(document, "transformations_update_source")
+    assert op["requestBody"]["required"] is False
+    (refusal,) = op["x-refusals"]
+    with api(sb) as http:
+        listed = http.get(f"/api/organizations/{sb.organization_id}/pipeline_transformations/").json()
+        ident = listed["results"][0]["id"]
+        path = f"/api/organizations/{sb.organization_id}/pipeline_transformations/{ident}/update_source/"
+        assert http.patch(path).status_code == 200
+        for name in ("", "x" * 201, "a/b.ts"):
+            answer = http.patch(path, json={name: "x"})
+            assert answer.status_code == refusal["status"] == 400
+            got = answer.json()
+            assert (got["code"], got["attr"]) == (refusal["code"], refusal["attr"])
+            assert got["detail"].startswith(refusal["detail"])

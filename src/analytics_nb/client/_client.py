@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal, Self, TypeVar
 import httpx
 
 from analytics_nb.client._config import (
+    DEFAULT_MAX_ANSWER_BYTES,
     KEY_ARGUMENTS,
     ClientConfig,
     SecretKey,
@@ -75,6 +76,7 @@ def _config(
     retry_backoff: float,
     max_retry_wait: float,
     http_transport: str = "auto",
+    max_answer_bytes: int = DEFAULT_MAX_ANSWER_BYTES,
 ) -> ClientConfig:
     """The checked configuration; the keys arrive wrapped (``HeldKey``) and never sit here as text."""
     app_url, ingest_url = resolve_hosts(host)
@@ -97,6 +99,7 @@ def _config(
         max_concurrency=max_concurrency,
         progress=progress,
         http_transport=http_transport,
+        max_answer_bytes=max_answer_bytes,
     )
 
 
@@ -207,6 +210,7 @@ class AsyncApiClient(_Common):
         max_retry_wait: float = 60.0,
         transport: httpx.AsyncBaseTransport | None = None,
         http_transport: str = "auto",
+        max_answer_bytes: int = DEFAULT_MAX_ANSWER_BYTES,
     ) -> None:
         """Connect to a PostHog Cloud region, a self-hosted PostHog or a sandbox (nothing is sent yet).
 
@@ -222,7 +226,9 @@ class AsyncApiClient(_Common):
             project_id: The project's id. ``"@current"``: the personal key's current project.
             organization_id: The organization's id (the legacy plugin API needs it). None: read from
                 ``/api/organizations/@current/`` when needed.
-            timeout: Seconds before one request gives up (then retried).
+            timeout: Seconds one request may take as a whole, the answer's body included: connecting,
+                sending and reading must all end within it (a network error within it is retried; a request
+                still running at the deadline is a ``NetworkError``, not retried).
             max_retries: Retries of a failed request (network errors, 5xx, 408, 429), with jittered backoff.
             rate_limit: Keep under the service's per-key rate limits on the client side.
             max_concurrency: Requests in flight at once for listings and bulk calls.
@@ -234,6 +240,8 @@ class AsyncApiClient(_Common):
             transport: An httpx transport to send through (tests, proxies). None: the default.
             http_transport: ``"auto"`` (aiohttp under httpx with the ``fast`` extra), ``"aiohttp"`` or
                 ``"httpx"``.
+            max_answer_bytes: The largest answer body the client reads (after decompression, default 100
+                MiB); a larger one is a ``ResponseFormatError`` naming its size, so memory stays bounded.
 
         Raises:
             ValueError: A key has a character no key has, or an argument is out of range (the message names
@@ -259,6 +267,7 @@ class AsyncApiClient(_Common):
                 retry_backoff=retry_backoff,
                 max_retry_wait=max_retry_wait,
                 http_transport=http_transport,
+                max_answer_bytes=max_answer_bytes,
             )
         except ValueError as exc:
             raise _bad_input(exc) from None

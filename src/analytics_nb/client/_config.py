@@ -251,6 +251,11 @@ def resolve_hosts(host: str) -> tuple[str, str]:
     return url, url
 
 
+#: The default cap on one answer's body (``max_answer_bytes``): 100 MiB, far above any page or flag set a
+#: PostHog project answers, far below what would exhaust a notebook's memory.
+DEFAULT_MAX_ANSWER_BYTES = 100 * 2**20
+
+
 @dataclass(frozen=True)
 class ClientConfig:
     """Everything a client needs; keys are hidden from ``repr``."""
@@ -266,12 +271,17 @@ class ClientConfig:
     project_id: str = "@current"
     organization_id: str | None = None
     timeout: float = 30.0
+    """Seconds one attempt may take as a whole: connecting, sending, and reading the whole answer (a server
+    trickling bytes is cut off at this deadline, not only one that goes silent)."""
     max_retries: int = 4
     retry_backoff: float = 0.5
     max_retry_wait: float = 60.0
     rate_limit: bool = False
     max_concurrency: int = 8
     progress: bool | None = None
+    max_answer_bytes: int = DEFAULT_MAX_ANSWER_BYTES
+    """The largest answer body read, in bytes (after decompression); a larger one is refused with an error
+    naming its size, so one answer never holds more memory than this."""
     http_transport: str = "auto"
     """``"auto"`` (aiohttp's connector when the ``fast`` extra is installed, else httpx's), ``"aiohttp"`` or
     ``"httpx"``: the connection layer under httpx (see ``client/_transport.py``)."""
@@ -286,6 +296,10 @@ class ClientConfig:
                 f"http_transport={self.http_transport!r} must be 'auto', 'aiohttp' (the 'fast' extra) "
                 "or 'httpx'."
             )
+        if isinstance(self.max_answer_bytes, bool) or not isinstance(self.max_answer_bytes, int):
+            raise ValueError(f"max_answer_bytes={self.max_answer_bytes!r} must be a whole number of bytes.")
+        if self.max_answer_bytes < 1024:
+            raise ValueError(f"max_answer_bytes={self.max_answer_bytes} must be at least 1024 bytes.")
         if self.timeout is not None and self.timeout <= 0:
             raise ValueError(f"timeout={self.timeout} must be a positive number of seconds.")
         # The keys are read from self, never bound to a local before their check (see ``HeldKey``).

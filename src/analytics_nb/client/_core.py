@@ -203,6 +203,32 @@ def encode_json(body: Any) -> bytes:
     raise failure
 
 
+class _DeadlineExceeded(Exception):
+    """Internal: one attempt ran past ``timeout`` (the whole request, its answer included)."""
+
+    def __init__(self, timeout: float) -> None:
+        super().__init__(timeout)
+        self.timeout = timeout
+
+
+class _TooLarge(Exception):
+    """Internal: an answer's body is over ``max_answer_bytes`` (``partial``: counted while reading)."""
+
+    def __init__(self, size: int, limit: int, status: int, *, partial: bool = False) -> None:
+        super().__init__(size)
+        self.size, self.limit, self.status, self.partial = size, limit, status, partial
+
+
+def _size(n: int) -> str:
+    """A byte count for a message: ``312.5 MB`` (decimal units), or bytes when small."""
+    if n < 1000:
+        return f"{n} bytes"
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if n >= scale:
+            return f"{n / scale:.1f} {unit}"
+    return f"{n} bytes"
+
+
 @dataclass
 class _Call:
     """One ``Core.request`` call: where it goes, what it sends, and the tries it has used so far."""
@@ -410,8 +436,22 @@ class Core:
                 url=call.safe_url,
                 retry_after_header=response.headers.get("Retry-After"),
                 secrets=self.config.secrets,
-                explanation=(explain or {}).get(status),
+                explanation=(explain or {}).get(status) or self._key_kind_hint(status, call),
             )
+
+    def _key_kind_hint(self, status: int, call: _Call) -> str | None:
+        """What a 401 means when the personal key sent is a Project Secret API Key (``phs_``): the service
+        answers it as it answers a wrong key, which would send the user hunting for a typo."""
+        key = self.config.personal_api_key
+        if status != 401 or call.auth is not True or key is None or key.prefix != "phs_":
+            return None
+        return (
+            "The key given as personal_api_key is a Project Secret API Key (phs_...), not a personal API key "
+            "(phx_...), and this endpoint takes personal keys only. A secret key reads flag definitions: "
+            "pass it as secret_api_key= (or POSTHOG_SECRET_API_KEY) and the client uses it for "
+            "feature_flags.definitions(). For this call, create a personal API key (PostHog: Settings > "
+            "Personal API keys, with the scopes you need) and pass it as personal_api_key=."
+        )
 
     def _call(
         self,
@@ -495,6 +535,26 @@ class Core:
                     method=method,
                     url=safe_url,
                 )
+        except _DeadlineExceeded as exc:
+            failure = NetworkError(
+                f"{method} {safe_url} did not complete within timeout={exc.timeout:g} s: the server was "
+                "still sending (or had not answered) at the deadline, which bounds the whole request, answer "
+                "included. It is not retried (a server that slow would hold you again). Check the host, or "
+                "pass a larger timeout= to the Client if the answer is big.",
+                method=method,
+                url=safe_url,
+            )
+        except _TooLarge as exc:
+            failure = ResponseFormatError(
+                f"{method} {safe_url} answered HTTP {exc.status} with a body of "
+                f"{'more than ' if exc.partial else ''}{_size(exc.size)}, over the client's cap of "
+                f"max_answer_bytes={exc.limit} ({_size(exc.limit)}); it was not read further, so memory "
+                "stays bounded. Narrow the request (filters, page_size, fewer flags), or pass a larger "
+                "max_answer_bytes= to the Client if you expect answers that big.",
+                status=exc.status,
+                method=method,
+                url=safe_url,
+            )
         except httpx.DecodingError as exc:
             failure = NetworkError(
                 f"{method} {safe_url} answered with a body that could not be decoded "
@@ -595,14 +655,61 @@ class Core:
     ) -> httpx.Response:
         """One attempt on the wire (inside a place of ``pacer`` when given)."""
         key_auth = auth if isinstance(auth, httpx.Auth) else self._auth if auth else None
+        request = http.build_request(method, url, content=body, headers=headers)
         if pacer is None:
-            return await http.request(method, url, content=body, headers=headers, auth=key_auth)
+            return await self._exchange(http, request, key_auth)
         started = await pacer.acquire()
         response: httpx.Response | None = None
         try:
-            response = await http.request(method, url, content=body, headers=headers, auth=key_auth)
+            response = await self._exchange(http, request, key_auth)
         finally:
             pacer.release(ok=response is not None and response.status_code != 429, started=started)
+        return response
+
+    async def _exchange(
+        self, http: httpx.AsyncClient, request: httpx.Request, key_auth: httpx.Auth | None
+    ) -> httpx.Response:
+        """Send ``request`` and read its whole answer within ``timeout`` seconds, on every transport.
+
+        httpx's own timeout bounds each read, not the whole answer: a server sending a byte every half
+        second would hold the request for as long as it likes. At the deadline, a request still waiting for
+        the answer's head is a timeout like httpx's (``httpx.ReadTimeout``, retried as any); one whose body
+        was still arriving raises ``_DeadlineExceeded`` (not retried: the server answers, too slowly)."""
+        timeout = self.config.timeout
+        response: httpx.Response | None = None
+        try:
+            async with asyncio.timeout(timeout) as scope:
+                response = await http.send(request, auth=key_auth, stream=True)
+                return await self._read_capped(response)
+        except TimeoutError:
+            if not scope.expired():
+                raise
+            if response is None:
+                raise httpx.ReadTimeout(
+                    f"no answer within the timeout ({timeout:g} s)", request=request
+                ) from None
+            raise _DeadlineExceeded(timeout) from None
+
+    async def _read_capped(self, response: httpx.Response) -> httpx.Response:
+        """``response`` with its body read, refusing a body over ``max_answer_bytes`` (declared by
+        ``Content-Length`` or counted while reading, after decompression) with ``_TooLarge`` before it is
+        held in memory. The response is closed either way."""
+        limit = self.config.max_answer_bytes
+        try:
+            declared = response.headers.get("Content-Length", "")
+            if declared.isdigit() and int(declared) > limit:
+                raise _TooLarge(int(declared), limit, response.status_code)
+            chunks: list[bytes] = []
+            total = 0
+            async for chunk in response.aiter_bytes():
+                total += len(chunk)
+                if total > limit:
+                    raise _TooLarge(total, limit, response.status_code, partial=True)
+                chunks.append(chunk)
+            # What httpx's own aread() does, once the size is known to be within the cap.
+            response._content = b"".join(chunks)
+        finally:
+            await response.aclose()
         return response
 
     def _redirect_target(

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from analytics_nb.client._config import hold_key
+from analytics_nb.client._config import DEFAULT_MAX_ANSWER_BYTES, hold_key
 from analytics_nb.client._resources._playlists import _UNSET
 from analytics_nb.client._resources._query import MAX_ROWS
-from analytics_nb.client._resources._recordings import CALLS_PER_MINUTE
+from analytics_nb.client._resources._recordings import CALLS_PER_MINUTE, MAX_RECORDINGS
 
 if TYPE_CHECKING:
     import builtins
@@ -211,13 +211,16 @@ class SyncPlaylists:
         ("filters") playlist that lacks its ``filters`` (posthog-notes §3.3): such an update is refused
         (``ValidationError`` saying so; nothing changed) unless you pass ``filters=`` (the filters it should
         have) or ``keep_filters=True``. ``keep_filters=True`` reads the stored filters and resends them: a
-        best effort, safe within this process (one lock per playlist serializes it with every update that
-        sets filters) but not across processes, where a filters change landing between the read and the
-        write is undone.
+        safe within this process (one lock per playlist serializes it with every update that sets
+        filters). Across processes PostHog has no conditional update, so a filters change landing between
+        the read and the write is undone; its writer is then told: an update that sets filters reads them
+        back at once and again ``SETTLE_SECONDS`` (0.5 s) later, past the longest read-then-write
+        ``keep_filters`` allows (a slower one warns).
 
-        An update that sets ``filters`` reads the playlist back right after writing; if its filters are no
-        longer the ones written (another session wrote them meanwhile), it raises ``ConflictError`` with
-        the playlist as stored now in ``.current``.
+        An update that sets ``filters`` reads the playlist back right after writing and 0.5 s later; if its
+        filters are no longer the ones written (another session wrote them meanwhile), it raises
+        ``ConflictError`` naming the playlist and both filters, with the playlist as stored now in
+        ``.current``.
 
         Args:
             short_id: The playlist's short id.
@@ -306,7 +309,13 @@ class SyncPlaylists:
         return self._loop.run(self._resource.recordings_page(short_id, **params))
 
     def recordings(
-        self, short_id: str, *, session_ids: Any = None, incomplete: Incomplete = "warn", **params: Any
+        self,
+        short_id: str,
+        *,
+        session_ids: Any = None,
+        incomplete: Incomplete = "warn",
+        max_items: int | None = MAX_RECORDINGS,
+        **params: Any,
     ) -> builtins.list[Recording]:
         """Every recording of the playlist the service can give, as models; never silently fewer.
 
@@ -330,6 +339,8 @@ class SyncPlaylists:
                 fetched by id so none is cut off. None: the ids this client added.
             incomplete: What to do when some recordings could not be fetched: ``"warn"``, ``"raise"`` or
                 ``"ignore"``.
+            max_items: The most recordings a saved filter is read to (default 10,000); a service still saying
+                more follow there is an ``IncompleteRecordingsWarning`` naming the cap. None: no cap.
             **params: Query parameters for saved-filter playlists.
 
         Returns:
@@ -340,11 +351,19 @@ class SyncPlaylists:
                 rest).
         """
         return self._loop.run(
-            self._resource.recordings(short_id, session_ids=session_ids, incomplete=incomplete, **params)
+            self._resource.recordings(
+                short_id, session_ids=session_ids, incomplete=incomplete, max_items=max_items, **params
+            )
         )
 
     def recordings_frame(
-        self, short_id: str, *, session_ids: Any = None, incomplete: Incomplete = "warn", **params: Any
+        self,
+        short_id: str,
+        *,
+        session_ids: Any = None,
+        incomplete: Incomplete = "warn",
+        max_items: int | None = MAX_RECORDINGS,
+        **params: Any,
     ) -> pd.DataFrame:
         """The playlist's recordings as a DataFrame (``analytics_nb.frames.recordings_frame``), fetched and
         checked as ``recordings`` does (a warning or error when some are missing).
@@ -353,6 +372,7 @@ class SyncPlaylists:
             short_id: The playlist's short id.
             session_ids: Recording ids known to be in the collection, as for ``recordings``.
             incomplete: ``"warn"``, ``"raise"`` or ``"ignore"`` when some could not be fetched.
+            max_items: The most recordings a saved filter is read to, as for ``recordings``.
             **params: Query parameters for saved-filter playlists.
 
         Returns:
@@ -360,7 +380,7 @@ class SyncPlaylists:
         """
         return self._loop.run(
             self._resource.recordings_frame(
-                short_id, session_ids=session_ids, incomplete=incomplete, **params
+                short_id, session_ids=session_ids, incomplete=incomplete, max_items=max_items, **params
             )
         )
 
@@ -1332,6 +1352,7 @@ class ApiClientMethods:
         max_retry_wait: float = 60.0,
         transport: httpx.AsyncBaseTransport | None = None,
         http_transport: str = "auto",
+        max_answer_bytes: int = DEFAULT_MAX_ANSWER_BYTES,
     ) -> None:
         """Connect to a PostHog Cloud region, a self-hosted PostHog or a sandbox (nothing is sent yet).
 
@@ -1347,7 +1368,9 @@ class ApiClientMethods:
             project_id: The project's id. ``"@current"``: the personal key's current project.
             organization_id: The organization's id (the legacy plugin API needs it). None: read from
                 ``/api/organizations/@current/`` when needed.
-            timeout: Seconds before one request gives up (then retried).
+            timeout: Seconds one request may take as a whole, the answer's body included: connecting,
+                sending and reading must all end within it (a network error within it is retried; a request
+                still running at the deadline is a ``NetworkError``, not retried).
             max_retries: Retries of a failed request (network errors, 5xx, 408, 429), with jittered backoff.
             rate_limit: Keep under the service's per-key rate limits on the client side.
             max_concurrency: Requests in flight at once for listings and bulk calls.
@@ -1359,6 +1382,8 @@ class ApiClientMethods:
             transport: An httpx transport to send through (tests, proxies). None: the default.
             http_transport: ``"auto"`` (aiohttp under httpx with the ``fast`` extra), ``"aiohttp"`` or
                 ``"httpx"``.
+            max_answer_bytes: The largest answer body the client reads (after decompression, default 100
+                MiB); a larger one is a ``ResponseFormatError`` naming its size, so memory stays bounded.
 
         Raises:
             ValueError: A key has a character no key has, or an argument is out of range (the message names
@@ -1385,6 +1410,7 @@ class ApiClientMethods:
             max_retry_wait=max_retry_wait,
             transport=transport,
             http_transport=http_transport,
+            max_answer_bytes=max_answer_bytes,
         )
 
     def decide(

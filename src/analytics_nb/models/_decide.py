@@ -184,6 +184,8 @@ class DecideResponse(WireModel):
 
     @model_validator(mode="after")
     def _from_details(self) -> DecideResponse:
+        if self.flags is not None:
+            self._check_keys(self.flags)
         if self.flags is None:
             if self.errors_while_computing_flags and any(v is False for v in self.feature_flags.values()):
                 self.__dict__["feature_flags"] = {
@@ -201,6 +203,29 @@ class DecideResponse(WireModel):
                 if d.enabled and d.metadata is not None and d.metadata.payload is not None
             }
         return self
+
+    def _check_keys(self, flags: dict[str, FlagDetail]) -> None:
+        """A record whose own ``key`` is not the entry it sits under is not an answer for that flag (the
+        service writes each record under its key: ``FlagsResponse.flags`` in
+        ``rust/feature-flags/src/api/types.rs``): it becomes a failed record (value None) with the reason,
+        never the other flag's value. A ``featureFlags`` map sent beside it shows None for it too."""
+        for name, detail in list(flags.items()):
+            if detail.key == name:
+                continue
+            flags[name] = detail.model_copy(
+                update={
+                    "failed": True,
+                    "reason": FlagReason(
+                        code="key_mismatch",
+                        description=(
+                            f"the service's record under {name!r} is for flag {detail.key!r}; its value "
+                            "is not used (a proxy or a broken server mixed the answer up): ask again"
+                        ),
+                    ),
+                }
+            )
+            if name in self.feature_flags:
+                self.feature_flags[name] = None
 
     @property
     def failures(self) -> dict[str, str]:

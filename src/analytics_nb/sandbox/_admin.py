@@ -33,6 +33,7 @@ class FaultWrite(RequestModel):
     reset: JSONValue(schema={"type": "boolean"}) = None  # type: ignore[valid-type]
     methods: JSONValue(schema={"type": "array", "items": {"type": "string"}}) = None  # type: ignore[valid-type]
     kind: JSONValue(schema={"type": "string", "nullable": True}) = None  # type: ignore[valid-type]
+    trickle: JSONValue(schema={"type": "number", "nullable": True}) = None  # type: ignore[valid-type]
 
 
 def _admin(request: Request) -> SandboxContext:

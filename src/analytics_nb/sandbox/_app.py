@@ -226,6 +226,27 @@ class SandboxApp:
                 return False
             await asyncio.sleep(min(left, _DELAY_POLL))
 
+    def _trickling(self, inner: Send, raw_send: Send, interval: float) -> Send:
+        """``inner`` with each body message split into single bytes sent ``interval`` seconds apart (the
+        ``trickle`` fault); a client that leaves, or a stopping sandbox, ends it (the connection is cut)."""
+
+        async def trickle(message: Message) -> None:
+            if message["type"] != "http.response.body":
+                await inner(message)
+                return
+            body: bytes = message.get("body", b"")
+            more = bool(message.get("more_body", False))
+            for i in range(len(body)):
+                if self.closing or _uvicorn.client_gone(raw_send):
+                    if not _uvicorn.client_gone(raw_send):
+                        await _uvicorn.cut(raw_send)
+                    raise _ConnectionCut
+                await inner({"type": "http.response.body", "body": body[i : i + 1], "more_body": True})
+                await asyncio.sleep(interval)
+            await inner({"type": "http.response.body", "body": b"", "more_body": more})
+
+        return trickle
+
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.starlette(scope, receive, send)  # lifespan
@@ -265,8 +286,11 @@ class SandboxApp:
             if host is not None and host not in self.allowed_hosts:
                 await _bad_host(host)(scope, logging_receive, logging_send)
                 return
+            reply: Send = logging_send
             if not raw_path.startswith("/_sandbox/"):
                 for fault in self.ctx.faults.pick(method, raw_path):
+                    if fault.trickle:
+                        reply = self._trickling(reply, send, fault.trickle)
                     if fault.delay and await self._delay_abandoned(fault.delay, send):
                         # the client gave up (or the sandbox is stopping): drop the request quietly
                         if not _uvicorn.client_gone(send):
@@ -277,14 +301,14 @@ class SandboxApp:
                         raise _ConnectionCut
                     if fault.status is not None:
                         response = _fault_response(fault.status, fault.retry_after)
-                        await response(scope, logging_receive, logging_send)
+                        await response(scope, logging_receive, reply)
                         return
             inner = _strip_slash(scope)
             fast = self._fast.get(inner["path"]) if method == "POST" else None
             if fast is not None:
-                await self._direct(fast, inner, logging_receive, logging_send, send)
+                await self._direct(fast, inner, logging_receive, reply, send)
                 return
-            await self.starlette(inner, logging_receive, logging_send)
+            await self.starlette(inner, logging_receive, reply)
         except _ConnectionCut:
             return
         except Exception:

@@ -99,6 +99,7 @@ class Endpoint:
     the handler reads the body itself, as capture and decide do, with their own limits and error texts).
     `fast`: a POST the app calls directly, past routing (the decide/flags hot path).
     `refusals`: the state rules that refuse a schema-valid body (documented as `x-refusals`).
+    `body_optional`: a request without a body is served (the `body_schema` is then documented as optional).
     """
 
     method: str
@@ -120,6 +121,7 @@ class Endpoint:
     documented: bool = True
     extra_responses: dict[str, dict[str, Any]] = field(default_factory=dict)
     refusals: tuple[Refusal, ...] = ()
+    body_optional: bool = False
 
 
 def documented_path(path: str) -> str:
@@ -282,7 +284,10 @@ def _operation(ep: Endpoint, schemas: dict[str, Any]) -> dict[str, Any]:
             "content": {"application/json": {"schema": {"$ref": f"#/components/schemas/{name}"}}},
         }
     elif ep.body_schema is not None:
-        op["requestBody"] = {"required": True, "content": {"application/json": {"schema": ep.body_schema}}}
+        op["requestBody"] = {
+            "required": not ep.body_optional,
+            "content": {"application/json": {"schema": ep.body_schema}},
+        }
     return op
 
 

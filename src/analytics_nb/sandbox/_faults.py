@@ -1,5 +1,6 @@
 """Fault injection: a fraction of requests matching a path glob answered with an error status, a 429 with
-`Retry-After`, a delay, or a TCP connection reset. Deterministic for a given seed."""
+`Retry-After`, a delay, a TCP connection reset, or a body trickled one byte at a time.
+Deterministic for a given seed."""
 
 from __future__ import annotations
 
@@ -26,6 +27,7 @@ class Fault:
     reset: bool
     methods: frozenset[str] | None
     kind: str | None = None
+    trickle: float | None = None
 
     def matches(self, method: str, path: str) -> bool:
         """Whether the rule applies to this request (path glob, trailing slash optional; method list)."""
@@ -46,6 +48,7 @@ class Fault:
             "reset": self.reset,
             "methods": sorted(self.methods) if self.methods else None,
             "kind": self.kind,
+            "trickle": self.trickle,
         }
 
 
@@ -74,13 +77,15 @@ class Faults:
         reset: bool = False,
         methods: builtins.list[str] | None = None,
         kind: str | None = None,
+        trickle: float | None = None,
     ) -> int:
         """Add a rule: a `rate` fraction of requests whose path matches the glob `path` (e.g. "/batch*").
 
         `status` answers 408/429/500/502/503/504 (429 carries `Retry-After: retry_after`, default 1 s);
         `delay` seconds of latency (alone: the request then proceeds normally); `reset=True` cuts the
         connection with a TCP reset. `kind` is a tag an endpoint reads through
-        :meth:`active` (e.g. "quota_limited").
+        :meth:`active` (e.g. "quota_limited"). `trickle` sends the answer's body one byte at a time,
+        `trickle` seconds apart (a server that never goes silent long enough for a read timeout).
 
         Args:
             path: A glob of request paths (the trailing slash is optional).
@@ -93,8 +98,12 @@ class Faults:
             kind: A tag read by an endpoint: the flags endpoints read ``"quota_limited"``,
                 ``"flag_failure"``, ``"cold_cache"``...; a playlist's recordings read ``"offset_ignored"``;
                 the flag list reads ``"legacy_list_filters"`` (it ignores ``key`` and ``tags``, as an older
-                self-hosted PostHog does); a flag's ``versions/:n`` reads ``"no_flag_versions"`` (404).
+                self-hosted PostHog does); a flag's ``versions/:n`` reads ``"no_flag_versions"`` (404); also
+                ``"endless_pages"`` (a saved filter's recordings) and ``"flag_key_mismatch"`` (``/flags``
+                records).
                 None: none.
+            trickle: Seconds between the bytes of the answer's body (0.001 to 10), sent one at a time after
+                the status and headers; the request is otherwise served normally. None: sent at once.
 
         Returns:
             The rule's id (for ``remove``).
@@ -110,8 +119,10 @@ class Faults:
             raise ValueError(f"delay must be between 0 and 60 seconds, got {delay!r}")
         if retry_after is not None and float(retry_after) < 0:
             raise ValueError("retry_after must be >= 0 seconds")
-        if status is None and delay is None and not reset and kind is None:
-            raise ValueError("a fault needs status=..., delay=..., reset=True or kind=...")
+        if trickle is not None and not 0.001 <= float(trickle) <= 10:
+            raise ValueError(f"trickle must be between 0.001 and 10 seconds, got {trickle!r}")
+        if status is None and delay is None and not reset and kind is None and trickle is None:
+            raise ValueError("a fault needs status=..., delay=..., reset=True, trickle=... or kind=...")
         if not isinstance(path, str) or not path.startswith(("/", "*")):
             raise ValueError(f"path must be a glob starting with '/' or '*', got {path!r}")
         with self._lock:
@@ -125,6 +136,7 @@ class Faults:
                 reset=bool(reset),
                 methods=frozenset(m.upper() for m in methods) if methods else None,
                 kind=kind,
+                trickle=None if trickle is None else float(trickle),
             )
             self._next_id += 1
             self._rules.append(rule)

@@ -70,14 +70,70 @@ def check_sql_options(engine: Any, out: Any, memory_limit: Any) -> None:
         )
 
 
+#: Characters DuckDB's ``read_parquet`` reads as a glob pattern: a path holding one is not given to it.
+_GLOB_CHARS = frozenset("*?[")
+
+
+def _literal_files(paths: list[Path]) -> Any:
+    """A DuckDB relation over exactly these parquet files (a folder: every ``*.parquet`` under it), read by
+    Arrow, which takes a path literally: DuckDB's ``read_parquet`` expands ``*``, ``?`` and ``[...]`` in any
+    path it is given, so ``a[1].parquet`` would read ``a1.parquet`` and ``a*b.parquet`` every ``a...b``
+    file. Arrow streams the files in batches (`_sql._source_sql` copies a relation into the working
+    database), so they are still not held in memory whole."""
+    import duckdb
+    import pyarrow.dataset as ds
+
+    files: list[str] = []
+    for path in paths:
+        if path.is_dir():
+            files += sorted(str(f) for f in path.rglob("*.parquet") if f.is_file())
+        else:
+            files.append(str(path))
+    if not files:
+        raise SimulationInputError(f"no parquet file under {str(paths[0])!r}; check the path.")
+    return duckdb.from_arrow(ds.dataset(files, format="parquet"))
+
+
+def _parquet_paths(property_sets: Any) -> list[Path] | None:
+    """The parquet paths given (a path, or a list of paths, e.g. a pathlib glob the caller expanded), each
+    checked to exist; None when ``property_sets`` is not paths."""
+    if isinstance(property_sets, (str, Path)):
+        given = [property_sets]
+    elif (
+        isinstance(property_sets, list | tuple)
+        and property_sets
+        and all(
+            isinstance(p, Path) or (isinstance(p, str) and p.endswith((".parquet", ".pq")))
+            for p in property_sets
+        )
+    ):
+        given = list(property_sets)
+    else:
+        return None
+    paths = [Path(p) for p in given]
+    for path in paths:
+        if not path.exists():
+            hint = ""
+            if _GLOB_CHARS & set(str(path)):
+                hint = (
+                    " Paths are read literally ('*', '?' and '[' are part of the name, not a pattern): to "
+                    "read several files pass their folder, or expand the pattern yourself and pass the list, "
+                    "e.g. "
+                    "sorted(Path('exports').glob('persons-*.parquet'))."
+                )
+            raise SimulationInputError(f"no parquet file or folder at {str(path)!r}; check the path.{hint}")
+    return paths
+
+
 def _source(property_sets: Any) -> tuple[Any, Any, str]:
     """What DuckDB reads, the property sets as pandas when they are in memory (None when DuckDB reads
-    them where they lie), and the input family."""
-    if isinstance(property_sets, (str, Path)):
-        path = Path(property_sets)
-        if not path.exists():
-            raise SimulationInputError(f"no parquet file or folder at {str(path)!r}; check the path.")
-        return path, None, "parquet"
+    them where they lie), and the input family. A path is read literally (see `_literal_files`); a list of
+    paths reads exactly those files."""
+    paths = _parquet_paths(property_sets)
+    if paths is not None:
+        if len(paths) == 1 and not _GLOB_CHARS & set(str(paths[0])):
+            return paths[0], None, "parquet"
+        return _literal_files(paths), None, "parquet"
     if type(property_sets).__module__.startswith("duckdb"):
         return property_sets, None, "duckdb"
     raw, family = read_table(property_sets)

@@ -48,6 +48,12 @@ def _root(obj: Any) -> str:
 
 
 def _is_parquet_path(obj: Any) -> bool:
+    """A parquet path (read literally: ``a[1].parquet`` is that file, never a pattern), or a non-empty list
+    of them (the explicit form of a glob: ``sorted(Path("exports").glob("*.parquet"))``)."""
+    if isinstance(obj, list | tuple) and obj:
+        return all(
+            isinstance(p, Path) or (isinstance(p, str) and p.endswith((".parquet", ".pq"))) for p in obj
+        )
     if isinstance(obj, Path):
         return True
     return isinstance(obj, str) and (obj.endswith((".parquet", ".pq")) or os.path.isdir(obj))
@@ -123,11 +129,13 @@ def _to_arrow(obj: Any) -> Any:
             )
         return fetch()
     if family == "parquet":
-        path = Path(obj)
-        if not path.exists():
-            raise TableInputError(f"parquet path {str(obj)!r} does not exist.")
         pq = _need("pyarrow.parquet")
-        return pq.read_table(path)
+        paths = [Path(p) for p in obj] if isinstance(obj, list | tuple) else [Path(obj)]
+        for path in paths:
+            if not path.exists():
+                raise TableInputError(f"parquet path {str(path)!r} does not exist.")
+        tables = [pq.read_table(path) for path in paths]  # Arrow takes a path literally: no glob
+        return tables[0] if len(tables) == 1 else _need("pyarrow").concat_tables(tables)
     raise TableInputError(f"unsupported table of type {type(obj).__name__}.")
 
 

@@ -7,6 +7,7 @@ import builtins
 import datetime as _dt
 import enum
 import threading
+import time
 from collections.abc import AsyncIterator, Callable, Mapping
 from typing import TYPE_CHECKING, Any, Final, Literal, Unpack
 
@@ -30,6 +31,7 @@ from analytics_nb.client._resources._base import (
 )
 from analytics_nb.client._resources._recordings import (
     CALLS_PER_MINUTE,
+    MAX_RECORDINGS,
     NO_PERSONAL_KEYS,
     Incomplete,
     bulk_change,
@@ -58,12 +60,23 @@ SEND_FILTERS = (
     "this client sends only the fields you give (resending filters it had read could undo another "
     "session's change). Pass filters=... (the filters the playlist should have, e.g. "
     "client.playlists.get(short_id).filters), or keep_filters=True to resend the stored ones (safe within "
-    "this process, best effort across processes)."
+    "this process; across processes a change it undoes is reported to its writer)."
 )
 RESEND_FILTERS = (
     "The service requires a saved-filter playlist's filters on every update, and this playlist's filters "
     "could not be read (it is soft-deleted); pass filters=... (e.g. from the playlist archive() returned)."
 )
+
+
+#: The longest a ``keep_filters`` read-then-write may take (from sending the read to the write's answer), and
+#: how long after setting filters an update reads them back a second time. PostHog's playlist API has no
+#: conditional update (no ETag / If-Match: ``SessionRecordingPlaylistSerializer.update`` in
+#: ``posthog/session_recordings/session_recording_playlist_api.py`` writes whatever it is sent), so a
+#: ``keep_filters`` update in another process that read the filters before this write can still land after
+#: it, resending the old ones. It lands within this window of its read; reading back again once the window
+#: has passed sees it, and the writer is told (``ConflictError``). A ``keep_filters`` update slower than
+#: the window cannot be vouched for and warns.
+SETTLE_SECONDS = 0.5
 
 
 class _Unset(enum.Enum):
@@ -82,6 +95,29 @@ _UNSET: Final[Any] = _Unset.UNSET
 #: kernel (a panel and a cell) can never undo each other's change. Across processes see ``Playlists.update``.
 _WRITE_LOCKS: dict[tuple[str, str, str], threading.Lock] = {}
 _WRITE_LOCKS_GUARD = threading.Lock()
+
+
+def _brief(value: Any, limit: int = 160) -> str:
+    """A short JSON text of ``value`` for a message (cut with an ellipsis past ``limit`` characters)."""
+    import json
+
+    text = json.dumps(value, sort_keys=True, default=str)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _warn_slow_resend(short_id: str, took: float) -> None:
+    """``keep_filters`` read and wrote back the filters over longer than ``SETTLE_SECONDS``: a filters
+    change another process made in between may have been undone, and its writer may not have been told."""
+    import warnings
+
+    warnings.warn(
+        f"keep_filters=True on playlist {short_id!r} took {took:.1f} s from reading the stored filters to "
+        f"the write's answer, more than the {SETTLE_SECONDS} s within which another process's filters "
+        "change is caught: one made meanwhile may have been undone. Check "
+        "client.playlists.get(short_id).filters, or pass filters= explicitly.",
+        UserWarning,
+        stacklevel=6,
+    )
 
 
 def _write_lock(key: tuple[str, str, str]) -> threading.Lock:
@@ -397,13 +433,16 @@ class Playlists(Resource):
         ("filters") playlist that lacks its ``filters`` (posthog-notes §3.3): such an update is refused
         (``ValidationError`` saying so; nothing changed) unless you pass ``filters=`` (the filters it should
         have) or ``keep_filters=True``. ``keep_filters=True`` reads the stored filters and resends them: a
-        best effort, safe within this process (one lock per playlist serializes it with every update that
-        sets filters) but not across processes, where a filters change landing between the read and the
-        write is undone.
+        safe within this process (one lock per playlist serializes it with every update that sets
+        filters). Across processes PostHog has no conditional update, so a filters change landing between
+        the read and the write is undone; its writer is then told: an update that sets filters reads them
+        back at once and again ``SETTLE_SECONDS`` (0.5 s) later, past the longest read-then-write
+        ``keep_filters`` allows (a slower one warns).
 
-        An update that sets ``filters`` reads the playlist back right after writing; if its filters are no
-        longer the ones written (another session wrote them meanwhile), it raises ``ConflictError`` with
-        the playlist as stored now in ``.current``.
+        An update that sets ``filters`` reads the playlist back right after writing and 0.5 s later; if its
+        filters are no longer the ones written (another session wrote them meanwhile), it raises
+        ``ConflictError`` naming the playlist and both filters, with the playlist as stored now in
+        ``.current``.
 
         Args:
             short_id: The playlist's short id.
@@ -470,6 +509,7 @@ class Playlists(Resource):
 
     async def _update_locked(self, short_id: str, body: dict[str, Any], *, keep_filters: bool) -> Playlist:
         resent = False
+        started = time.monotonic()
         if "filters" not in body and keep_filters:
             stored = await self._stored_filters(short_id, body)
             if stored is not _UNSET:
@@ -491,7 +531,11 @@ class Playlists(Resource):
                 url=exc.url,
             ) from None
         playlist = parse_model(Playlist, result)
+        if resent and time.monotonic() - started > SETTLE_SECONDS:
+            _warn_slow_resend(short_id, time.monotonic() - started)
         if "filters" in body and not resent and playlist.type == "filters" and not playlist.deleted:
+            await self._check_filters_kept(short_id, body["filters"])
+            await asyncio.sleep(max(0.0, SETTLE_SECONDS - (time.monotonic() - started)))
             await self._check_filters_kept(short_id, body["filters"])
         if playlist.deleted and playlist.type == "filters":
             self._archived_filters[short_id] = playlist.filters
@@ -514,7 +558,9 @@ class Playlists(Resource):
         raise ConflictError(
             f"The filters of playlist {short_id!r} were changed by another session right after this update "
             f"(last modified {current.last_modified_at or 'just now'}{' by ' + by if by else ''}), so your "
-            "filters did not stay. Look at the playlist as it is now (this error's .current, or "
+            f"filters did not stay: they are now {_brief(current.filters)}, not the "
+            f"{_brief(written)} you wrote (another process may have resent the ones it had read). Look at "
+            "the playlist as it is now (this error's .current, or "
             "client.playlists.get(short_id)) and apply your change again if it is still wanted.",
             current=current,
             method="PATCH",
@@ -579,6 +625,7 @@ class Playlists(Resource):
         session_ids: Any,
         incomplete: Incomplete,
         params: dict[str, Any],
+        max_items: int | None = MAX_RECORDINGS,
     ) -> builtins.list[dict[str, Any]]:
         short_id = require_text("short_id", short_id)
         playlist = await self._core.get_json(self._item_path(short_id))
@@ -595,6 +642,7 @@ class Playlists(Resource):
             known_ids=known,
             incomplete=incomplete,
             params=params,
+            max_items=max_items,
         )
 
     async def recordings(
@@ -603,6 +651,7 @@ class Playlists(Resource):
         *,
         session_ids: Any = None,
         incomplete: Incomplete = "warn",
+        max_items: int | None = MAX_RECORDINGS,
         **params: Any,
     ) -> builtins.list[Recording]:
         """Every recording of the playlist the service can give, as models; never silently fewer.
@@ -627,6 +676,8 @@ class Playlists(Resource):
                 fetched by id so none is cut off. None: the ids this client added.
             incomplete: What to do when some recordings could not be fetched: ``"warn"``, ``"raise"`` or
                 ``"ignore"``.
+            max_items: The most recordings a saved filter is read to (default 10,000); a service still saying
+                more follow there is an ``IncompleteRecordingsWarning`` naming the cap. None: no cap.
             **params: Query parameters for saved-filter playlists.
 
         Returns:
@@ -636,7 +687,7 @@ class Playlists(Resource):
             IncompleteRecordingsError: ``incomplete="raise"`` and some are missing (``.recordings`` holds the
                 rest).
         """
-        records = await self._recording_records(short_id, session_ids, incomplete, params)
+        records = await self._recording_records(short_id, session_ids, incomplete, params, max_items)
         return [parse_model(Recording, r) for r in records]
 
     async def recordings_frame(
@@ -645,6 +696,7 @@ class Playlists(Resource):
         *,
         session_ids: Any = None,
         incomplete: Incomplete = "warn",
+        max_items: int | None = MAX_RECORDINGS,
         **params: Any,
     ) -> pd.DataFrame:
         """The playlist's recordings as a DataFrame (``analytics_nb.frames.recordings_frame``), fetched and
@@ -654,6 +706,7 @@ class Playlists(Resource):
             short_id: The playlist's short id.
             session_ids: Recording ids known to be in the collection, as for ``recordings``.
             incomplete: ``"warn"``, ``"raise"`` or ``"ignore"`` when some could not be fetched.
+            max_items: The most recordings a saved filter is read to, as for ``recordings``.
             **params: Query parameters for saved-filter playlists.
 
         Returns:
@@ -661,7 +714,8 @@ class Playlists(Resource):
         """
         from analytics_nb.frames import recordings_frame
 
-        return recordings_frame(await self._recording_records(short_id, session_ids, incomplete, params))
+        records = await self._recording_records(short_id, session_ids, incomplete, params, max_items)
+        return recordings_frame(records)
 
     async def add_recording(self, short_id: str, session_recording_id: str) -> dict[str, Any]:
         """Add a recording to a collection playlist (idempotent); answers ``{"success": True}``.

@@ -42,6 +42,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "BULK_MAX",
+    "MAX_RECORDINGS",
     "NO_PERSONAL_KEYS",
     "Incomplete",
     "bulk_change",
@@ -56,6 +57,9 @@ BULK_MAX = 20
 #: The ClickHouse-backed throttle of the playlist API: 240 requests a minute per personal key
 #: (`posthog/rate_limit.py`, `ClickHouseBurstRateThrottle`); bulk calls are spaced to stay under it.
 CALLS_PER_MINUTE = 240
+#: The default cap on a saved filter's recordings (``max_items=``): a service that keeps saying more follow is
+#: not followed past it (each page is held in memory), and the caller is told.
+MAX_RECORDINGS = 10_000
 #: How many ids one `/session_recordings/?session_ids=` call names (its answer is capped at `limit`).
 IDS_PER_QUERY = 50
 #: The collection query's window (`date_from="-1y"`), also used when fetching known ids past the cap.
@@ -112,15 +116,17 @@ async def collect_recordings(
     known_ids: Iterable[str] = (),
     incomplete: Incomplete = "warn",
     params: Mapping[str, Any] | None = None,
+    max_items: int | None = MAX_RECORDINGS,
 ) -> list[dict[str, Any]]:
     """Every recording of ``playlist`` the service can give (raw dicts), by the route that suits its type;
-    when fewer than its items came back, warn (or raise) naming how many are missing and why."""
+    when fewer than its items came back, warn (or raise) naming how many are missing and why. A saved
+    filter is read up to ``max_items`` recordings (None: no cap)."""
     if incomplete not in INCOMPLETE_CHOICES:
         raise ValueError(f"incomplete={incomplete!r} is not allowed; use 'warn', 'raise' or 'ignore'.")
     path = playlist_path + "recordings/"
     if playlist.get("type") == "filters" and not playlist.get("is_synthetic"):
         query = saved_filter_params(playlist.get("filters"), params, incomplete)
-        return await _paged(core, path, query, playlist, incomplete)
+        return await _paged(core, path, query, playlist, incomplete, _check_max_items(max_items))
     if playlist.get("is_synthetic"):
         return await _synthetic(core, path, item_count(playlist))
     first = await _get_page(core, path, params)
@@ -218,46 +224,82 @@ def _json_text(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"))
 
 
+def _check_max_items(max_items: int | None) -> int | None:
+    if max_items is None:
+        return None
+    if isinstance(max_items, bool) or not isinstance(max_items, int) or max_items < 1:
+        raise ValueError(f"max_items={max_items!r} must be a positive whole number, or None for no cap.")
+    return max_items
+
+
 async def _paged(
     core: Core,
     path: str,
     params: Mapping[str, Any] | None,
     playlist: Mapping[str, Any],
     incomplete: Incomplete,
+    max_items: int | None = MAX_RECORDINGS,
 ) -> list[dict[str, Any]]:
     """A saved filter's recordings: its query honours `limit`/`offset` (an explicit `offset` selects offset
     paging in `SessionRecordingListFromQuery`; without one it pages by a cursor this route does not
     return), so page from offset 0 until `has_next` is off. A service that says more follow but gives
-    nothing new is reported, not taken as the end."""
+    nothing new is reported, not taken as the end; so is one still saying more follow at ``max_items``
+    recordings (memory stays bounded: a server that never stops is not followed forever)."""
     records: list[dict[str, Any]] = []
     seen: set[Any] = set()
     query = dict(params or {})
     query.setdefault("offset", 0)
+    capped = False
     for _ in range(10_000):
         answer = await _get_page(core, path, query)
         fresh = _add_new(records, seen, answer.records)
+        if max_items is not None and len(records) >= max_items:
+            capped = answer.has_next or len(records) > max_items
+            del records[max_items:]
+            if not capped:
+                return records
+            break
         if not answer.has_next:
             return records
         if not fresh:
             break
         query["offset"] = int(query["offset"]) + len(answer.records)
     if incomplete != "ignore":
-        name = playlist.get("name") or playlist.get("derived_name") or playlist.get("short_id")
-        message = (
-            f"Saved filter {name!r} ({playlist.get('short_id')}): {len(records)} recordings came back and "
-            f"the service says more match (has_next) but gave no new one at offset "
+        _report_paged(playlist, records, query, incomplete, max_items if capped else None)
+    return records
+
+
+def _report_paged(
+    playlist: Mapping[str, Any],
+    records: list[dict[str, Any]],
+    query: Mapping[str, Any],
+    incomplete: Incomplete,
+    cap: int | None,
+) -> None:
+    """Warn (or raise) that a saved filter's recordings stopped before the service's last page: at the
+    ``cap`` (``max_items``), or on a page with nothing new."""
+    name = playlist.get("name") or playlist.get("derived_name") or playlist.get("short_id")
+    head = f"Saved filter {name!r} ({playlist.get('short_id')}): {len(records)} recordings came back and "
+    if cap is not None:
+        message = head + (
+            f"the service says more match (has_next): reading stopped at max_items={cap}, so at least one "
+            "(an unknown number) is missing. Narrow the query (date_from/date_to) or pass a larger "
+            "max_items= (None: no cap); incomplete='ignore' silences this."
+        )
+    else:
+        message = head + (
+            "the service says more match (has_next) but gave no new one at offset "
             f"{query['offset']}: at least one (an unknown number) is missing. Narrow the query "
             "(date_from/date_to) and ask again; incomplete='ignore' silences this."
         )
-        if incomplete == "raise":
-            raise IncompleteRecordingsError(
-                message, expected=len(records) + 1, received=len(records), recordings=records
-            )
-        warnings.warn(
-            IncompleteRecordingsWarning(message, expected=len(records) + 1, received=len(records)),
-            stacklevel=4,
+    if incomplete == "raise":
+        raise IncompleteRecordingsError(
+            message, expected=len(records) + 1, received=len(records), recordings=records
         )
-    return records
+    warnings.warn(
+        IncompleteRecordingsWarning(message, expected=len(records) + 1, received=len(records)),
+        stacklevel=5,
+    )
 
 
 async def _synthetic(core: Core, path: str, count: int) -> list[dict[str, Any]]:

@@ -15,8 +15,8 @@ detailed records, ``value: null, failed: true`` in the typed ones, and plain ``f
 
 Errors are the Rust service's plain-text bodies. Controls for tests: :func:`set_flags_quota_limited`,
 :func:`set_flag_failures`, and fault rules with ``kind="quota_limited"``, ``kind="flag_failure"`` (every flag
-fails) or ``kind="flag_failure:<key>"``; ``kind="rate_limit_warning"`` adds the warn tier's
-``X-PostHog-Rate-Limit-Warning: true`` to the 200.
+fails), ``kind="flag_failure:<key>"`` or ``kind="flag_key_mismatch"`` (each record names another flag);
+``kind="rate_limit_warning"`` adds the warn tier's ``X-PostHog-Rate-Limit-Warning: true`` to the 200.
 
 Runtime and tags: a flag whose ``evaluation_runtime`` is "server" or "client" is left out of the answer for
 a caller of the other runtime or of one the service cannot tell (no ``evaluation_runtime`` in the body, an
@@ -713,10 +713,20 @@ async def _handle(request: Request, endpoint: str) -> Response:
         )
     except _Reject as exc:
         return _text(exc.status, exc.text)
+    if "flag_key_mismatch" in kinds:
+        _mismatch_keys(answer[0])
     response = _json(answer)
     if "rate_limit_warning" in kinds:  # the warn tier: a 200 that says 429s come next
         response.headers[RATE_LIMIT_WARNING] = "true"
     return response
+
+
+def _mismatch_keys(body: dict[str, Any]) -> None:
+    """A test control (``kind="flag_key_mismatch"``): every detailed record names another flag than the
+    entry it sits under (``{"flags": {"a": {"key": "a-other", ...}}}``), as a broken proxy or server might."""
+    flags = body.get("flags")
+    if isinstance(flags, dict):
+        body["flags"] = {k: {**r, "key": f"{k}-other"} for k, r in flags.items() if isinstance(r, dict)}
 
 
 async def decide_endpoint(request: Request) -> Response:

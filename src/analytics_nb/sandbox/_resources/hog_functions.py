@@ -1057,7 +1057,12 @@ ENDPOINTS = [  # named actions before `{hog_function_id}`
             "type": "object",
             "required": ["orders"],  # "No orders provided" otherwise (safety: conformance)
             "properties": {
-                "orders": {"type": "object", "minProperties": 1, "additionalProperties": {"type": "integer"}}
+                # execution_order is a PositiveSmallIntegerField (the handler refuses anything outside it)
+                "orders": {
+                    "type": "object",
+                    "minProperties": 1,
+                    "additionalProperties": {"type": "integer", "minimum": 0, "maximum": 32767},
+                }
             },
         },
         returns="list",
@@ -1092,6 +1097,14 @@ ENDPOINTS = [  # named actions before `{hog_function_id}`
                 "template_id",
                 "products/cdp/backend/api/hog_function.py HogFunctionSerializer.to_internal_value",
                 detail="No template found for id ",
+            ),
+            # Hog source that does not parse: no schema states a language's grammar
+            Refusal(
+                400,
+                "invalid_input",
+                "hog",
+                "posthog/cdp/validation.py compile_hog (parse_program fails: 'Hog code has errors.')",
+                detail="Hog code has errors.",
             ),
         ),
     ),

@@ -985,7 +985,8 @@ def serialize_recording(row: sqlite3.Row) -> dict[str, Any]:
 
 async def playlist_recordings(request: Request) -> Response:
     """GET .../recordings/: `{results, has_next, version}` (not the playlist); deleted playlists are 404.
-    A fault rule with ``kind="offset_ignored"`` makes a saved filter's query ignore `offset`.
+    A fault rule with ``kind="offset_ignored"`` makes a saved filter's query ignore `offset`;
+    ``kind="endless_pages"`` makes it say more follow on every page, with new ids each time.
 
     `limit` (default 50) and `offset` are read but, as in the service, only a synthetic playlist uses them
     (to slice its session ids); a collection answers its one capped query whatever they say."""
@@ -1007,8 +1008,24 @@ async def playlist_recordings(request: Request) -> Response:
         # A test control: a service that says more match (has_next) but answers the first page again
         # whatever the offset, as a build whose query drops `offset` would.
         params = {k: v for k, v in q.items() if k != "offset"}
+    if ctx.faults.active("endless_pages", "GET", request.scope["path"]):
+        params = {k: v for k, v in q.items() if k != "offset"}
+        rows = playlist_recordings_rows(ctx.store, project_id, playlist, params)[0]
+        return _endless_page(rows, offset)
     rows, has_next = playlist_recordings_rows(ctx.store, project_id, playlist, params)
     return _recordings_response(rows, has_next=has_next)
+
+
+def _endless_page(rows: list[sqlite3.Row], offset: int) -> Response:
+    """A test control (``kind="endless_pages"``): a service that always says more match (`has_next`) and
+    gives new recordings on every page (the page's ids suffixed with the offset), as a broken or hostile
+    server would; a client must stop on its own."""
+    results = []
+    for row in rows:
+        record = serialize_recording(row)
+        record["id"] = f"{record['id']}-{offset}"
+        results.append(record)
+    return SafeJSONResponse({"results": results, "has_next": True, "version": 4})
 
 
 def _session_ids_param(raw: str) -> list[str]:
