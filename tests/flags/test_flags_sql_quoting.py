@@ -11,6 +11,7 @@ from typing import Any
 import pandas as pd
 import pytest
 
+from _flags import condition, flag, prop
 from analytics_nb.flags import DefinitionsError, evaluate_frame, read_definitions, to_sql
 from analytics_nb.flags._reader import Definitions
 from analytics_nb.simulation import SimulationInputError, simulate
@@ -28,21 +29,11 @@ HOSTILE_KEYS = [
 ]
 
 
-def _flag(
-    key: str, prop: str = "plan", operator: str = "regex", value: Any = "^p", rollout: float = 50
+def _quoted(
+    key: str, name: str = "plan", operator: str = "regex", value: Any = "^p", rollout: float = 50
 ) -> dict[str, Any]:
-    return {
-        "key": key,
-        "active": True,
-        "filters": {
-            "groups": [
-                {
-                    "properties": [{"key": prop, "type": "person", "operator": operator, "value": value}],
-                    "rollout_percentage": rollout,
-                }
-            ]
-        },
-    }
+    """One condition on one person property, written with the shared builders (tests/_flags.py)."""
+    return flag(key, condition(prop(name, value, operator), rollout=rollout))
 
 
 @pytest.mark.parametrize("raw", HOSTILE_KEYS)
@@ -50,7 +41,7 @@ def test_a_hostile_flag_key_stays_inside_its_comment_and_literals(raw: str, tmp_
     target = tmp_path / "written.csv"
     key = raw.format(path=target)
     # built directly: read_definitions refuses such keys (below), but to_sql must be safe on its own
-    defs = Definitions([_flag(key), _flag(key + "2", operator="icontains", value="o")])
+    defs = Definitions([_quoted(key), _quoted(key + "2", operator="icontains", value="o")])
     for dialect in DIALECTS:
         text = to_sql(defs, dialect=dialect)
         assert len(sqlglot.parse(text, read=dialect)) == 1, dialect
@@ -65,7 +56,7 @@ def test_odd_property_names_and_values_are_quoted_for_each_engine() -> None:
     prop = "we\"ird\\ `name` 'x'\n"
     values = ["a\\b", "it's", 'q"uote', "back\\'slash", "new\nline"]
     flags = [
-        _flag(f"f{i}", prop=prop, operator=op, value=v)
+        _quoted(f"f{i}", name=prop, operator=op, value=v)
         for i, (op, v) in enumerate((op, v) for op in ("exact", "icontains", "starts_with") for v in values)
     ]
     for f in flags:
@@ -94,7 +85,7 @@ def test_odd_property_names_and_values_are_quoted_for_each_engine() -> None:
 @pytest.mark.parametrize("key", ["a b", "x\n-- y", "abc\n", "naïve", "semi;colon", "dot.ted", ""])
 def test_read_definitions_refuses_a_key_posthog_refuses(key: str) -> None:
     with pytest.raises(DefinitionsError) as caught:
-        read_definitions([_flag("fine-key_1"), _flag(key)])
+        read_definitions([_quoted("fine-key_1"), _quoted(key)])
     assert repr(key) in str(caught.value) and caught.value.key == key
 
 
@@ -102,12 +93,12 @@ def test_read_definitions_names_a_bad_key_from_json_text() -> None:
     text = '{"flags": [{"key": "bad\\nkey", "filters": {"groups": []}}]}'
     with pytest.raises(DefinitionsError, match=r"'bad\\nkey'.*letters, numbers, hyphens"):
         read_definitions(text)
-    assert read_definitions([_flag("Fine-Key_9")]).keys == ["Fine-Key_9"]
+    assert read_definitions([_quoted("Fine-Key_9")]).keys == ["Fine-Key_9"]
 
 
 def test_a_nul_in_a_property_name() -> None:
     name = "pl\x00an"
-    flag = _flag("nul", prop=name, operator="exact", value=["pro"], rollout=100)
+    flag = _quoted("nul", name=name, operator="exact", value=["pro"], rollout=100)
     text = to_sql([flag], schema={"distinct_id": "string", name: "string"})
     assert len(sqlglot.parse(text)) == 1 and "needs the local engine" in text
     frame = pd.DataFrame({"distinct_id": ["a", "b"], name: ["pro", "free"]})

@@ -11,6 +11,7 @@ from typing import Any
 import pandas as pd
 import pytest
 
+from _flags import condition, flag, prop
 from analytics_nb.flags import to_sql
 from analytics_nb.sandbox._resources.demo_flags import demo_flag_definitions, demo_persons
 from analytics_nb.simulation import MissingPropertyWarning, simulate
@@ -21,24 +22,21 @@ from analytics_nb.flags._sql import NEEDS_LOCAL
 from analytics_nb.simulation._sql import run_sql, simulate_sql
 
 
-def _flag(key: str, properties: list[dict[str, Any]], rollout: float = 100) -> dict[str, Any]:
-    return {
-        "key": key,
-        "active": True,
-        "filters": {"groups": [{"properties": properties, "rollout_percentage": rollout}]},
-    }
+def _one(key: str, properties: list[dict[str, Any]], rollout: float = 100) -> dict[str, Any]:
+    """One condition of ``properties``, written with the shared builders (tests/_flags.py)."""
+    return flag(key, condition(*properties, rollout=rollout))
 
 
 def _prop(key: str, operator: str, value: Any, type_: str = "person") -> dict[str, Any]:
-    return {"key": key, "type": type_, "operator": operator, "value": value}
+    return prop(key, value, operator, type=type_)
 
 
-PLAN = _flag("plan-pro", [_prop("plan", "exact", ["pro"])])
+PLAN = _one("plan-pro", [_prop("plan", "exact", ["pro"])])
 FLAGS = [
     PLAN,
-    _flag("depends", [_prop("plan-pro", "flag_evaluates_to", True, "flag")], 50),
-    _flag("regexy", [_prop("email", "regex", "^a")]),  # the local engine answers regex
-    _flag("other", [_prop("email", "icontains", "example")], 30),
+    _one("depends", [_prop("plan-pro", "flag_evaluates_to", True, "flag")], 50),
+    _one("regexy", [_prop("email", "regex", "^a")]),  # the local engine answers regex
+    _one("other", [_prop("email", "icontains", "example")], 30),
 ]
 
 
@@ -133,7 +131,7 @@ def test_flags_narrow_the_sql_path_to_the_asked_flags_and_their_dependencies(rea
 def test_narrowed_rows_left_to_the_local_engine_without_reason_columns() -> None:
     """A row the SQL cannot decide (a Kelvin sign compared case-insensitively) is still found and
     answered by the local engine when no reason column is written."""
-    kelvin = _flag("kelvin", [_prop("plan", "exact", ["kelvin"])])
+    kelvin = _one("kelvin", [_prop("plan", "exact", ["kelvin"])])
     frame = pd.DataFrame({"distinct_id": ["a", "b", "c"], "plan": ["\u212aelvin", "kelvin", "pro"]})
     local = simulate(frame, ["kelvin"], engine="local", definitions=[kelvin, *FLAGS])
     sql = simulate(frame, ["kelvin"], engine="sql", definitions=[kelvin, *FLAGS], progress=False)
