@@ -15,6 +15,7 @@ DuckDB or a parquet path; `simulate_dask` runs the local engine over a Dask Data
 from __future__ import annotations
 
 from analytics_nb.flags import IncompleteDefinitionsWarning
+from analytics_nb.simulation._audit import FlagAudit, flag_audit
 from analytics_nb.simulation._builders import grid, random_property_sets, sample_persons
 from analytics_nb.simulation._compare import AGREEMENT_COLUMNS, agreement_headline
 from analytics_nb.simulation._definitions import Definitions, load_definitions
@@ -63,6 +64,7 @@ __all__ = [
     "Engine",
     "FailedFlagsWarning",
     "FilteredFlagsWarning",
+    "FlagAudit",
     "FlagTimeline",
     "IncompleteDefinitionsWarning",
     "LongRunWarning",
@@ -81,6 +83,7 @@ __all__ = [
     "asimulate",
     "concat_frames",
     "definitions_as_of",
+    "flag_audit",
     "flag_timeline",
     "grid",
     "load_definitions",
