@@ -137,9 +137,10 @@ _TABLES: dict[str, _Table] = {
 }
 
 #: `flag_evaluations`, its columns as `posthog/hogql/database/schema/flag_evaluations.py`
-#: (`FlagEvaluationsTable`) names them: one row per `$feature_flag_called`, `flag_key` the typed copy of `properties.$feature_flag`,
-#: `response` 'true' / 'false' / a variant key / 'null' (a JSON null; a missing response reads 'null' too).
-#: The sandbox stores flag calls in `events` only and serves this table as a view of them (see the switches).
+#: (`FlagEvaluationsTable`) names them: one row per `$feature_flag_called`; `flag_key` the typed copy of
+#: `properties.$feature_flag`; `response` 'true', 'false', a variant key or 'null' (a JSON null; a missing
+#: response reads 'null' too, inferred). The sandbox stores flag calls in `events` only and serves this
+#: table as a view of them (see `tables_for`).
 _FLAG_PROP = "'$.\"$feature_flag\"'"
 _RESPONSE_PROP = "'$.\"$feature_flag_response\"'"
 _FLAG_EVALUATIONS = _Table(
