@@ -3,7 +3,8 @@
 ``simulate(property_sets, flags=None, engine="remote" | "local" | "both" | "sql", client=..., ...)``
 returns a `SimulationResult` (with ``engine="sql"`` a `SqlSimulationResult`: DuckDB over the rows where they
 lie, out of core); `WhatIf` / `whatif` show who moves when definitions are edited;
-`flag_timeline` who each change of a flag moved, `definitions_as_of` the definitions at a past moment; `grid`,
+`flag_timeline` who each change of a flag moved, `definitions_as_of` the definitions at a past moment,
+`flag_audit` the recorded flag calls against the definitions in force then; `grid`,
 `sample_persons` and `random_property_sets` build property sets; `read_posthog_export` reads PostHog's persons
 and actors CSV exports (``simulate`` also reads them directly). Property sets may be pandas, Polars, Arrow,
 DuckDB or a parquet path; `simulate_dask` runs the local engine over a Dask DataFrame on a cluster.
