@@ -179,3 +179,15 @@ def test_audit_input_is_checked(planted: Any) -> None:
         _audit(
             client, "audited", start, end, persons=pd.DataFrame({"distinct_id": ["a-free"] * 2, "plan": "x"})
         )
+
+
+def test_a_window_older_than_flag_evaluations_retention_warns(planted: Any) -> None:
+    """flag_evaluations keeps calls 90 days (posthog/hogql/database/schema/flag_evaluations.py): a window
+    that starts earlier says that the older calls are gone, never a quietly partial audit."""
+    sb, client, _, end = planted
+    sb.set_switch("flag_evaluations_only")
+    start = end - dt.timedelta(days=100)
+    with pytest.warns(UserWarning, match="flag_evaluations keeps calls 90 days"):
+        audit = _audit(client, "audited", start, end)
+    assert audit.source == "flag_evaluations" and "90-day retention" in audit.source_note
+    assert {"b-team", "c-team"} <= set(audit.mismatches["distinct_id"])

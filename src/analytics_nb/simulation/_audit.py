@@ -39,6 +39,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+import numpy as np
 import pandas as pd
 
 from analytics_nb.client import ApiClient, DefinitionsHistoryWarning, HistoryGap, as_moment, warn_gaps
@@ -158,9 +159,28 @@ def _read_calls(
         note = f"flag_evaluations refused ({(exc.detail or exc.message)[:120]}); read events"
     else:
         if len(frame):
-            return frame, "flag_evaluations", "flag_evaluations holds the calls (kept 90 days by PostHog)"
+            return frame, "flag_evaluations", _retention_note(begin)
         note = "flag_evaluations holds no call of the flag in the window; read events"
     return api.query(_calls_query("events", key, begin, finish), page_by="uuid"), "events", note
+
+
+#: How long PostHog keeps a row of `flag_evaluations` (the table's description, PostHog #88127).
+RETENTION = dt.timedelta(days=90)
+
+
+def _retention_note(begin: dt.datetime) -> str:
+    """The note on reading `flag_evaluations`; a warning when the window starts before its retention."""
+    oldest = dt.datetime.now(dt.UTC) - RETENTION
+    if begin >= oldest:
+        return "flag_evaluations holds the calls (PostHog keeps them 90 days)"
+    warnings.warn(
+        f"flag_audit: the window starts before {oldest:%Y-%m-%d}, and flag_evaluations keeps calls 90 days: "
+        "calls older than that are gone from it and are not audited. Audit the last 90 days, or export "
+        "older calls from events if the project still writes them there.",
+        UserWarning,
+        stacklevel=4,
+    )
+    return f"flag_evaluations holds the calls; those before {oldest:%Y-%m-%d} are gone (90-day retention)"
 
 
 def _recorded_value(text: Any) -> Any:
@@ -248,9 +268,16 @@ def _cause(call: dict[str, Any], seg: int, vers: _Versions, flag_id: Any, stale_
     return "unknown"
 
 
+def _plain(value: Any) -> Any:
+    """A boolean of any kind (numpy's too) as bool, anything else as it is."""
+    return bool(value) if isinstance(value, bool | np.bool_) else value
+
+
 def _same(a: Any, b: Any) -> bool:
+    """Whether two answers are the same (True is not the variant 'true'; NA is never the same)."""
     if a is None or b is None or pd.isna(a) or pd.isna(b):
         return False
+    a, b = _plain(a), _plain(b)
     return type(a) is type(b) and bool(a == b)
 
 
