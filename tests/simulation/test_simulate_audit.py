@@ -191,3 +191,10 @@ def test_a_window_older_than_flag_evaluations_retention_warns(planted: Any) -> N
         audit = _audit(client, "audited", start, end)
     assert audit.source == "flag_evaluations" and "90-day retention" in audit.source_note
     assert {"b-team", "c-team"} <= set(audit.mismatches["distinct_id"])
+
+
+def test_a_window_without_calls_is_an_empty_audit(planted: Any) -> None:
+    _, client, start, _ = planted
+    audit = _audit(client, "audited", start - dt.timedelta(hours=2), start - dt.timedelta(hours=1))
+    assert audit.calls.empty and audit.mismatches.empty
+    assert audit.summary.startswith("audited: 0 calls from events, 0 compared, 0 mismatches")

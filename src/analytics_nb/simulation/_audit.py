@@ -195,7 +195,9 @@ def _truthy_text(value: Any) -> bool:
 
 
 def _persons_frame(api: ApiClient, persons: Any, flags: list[dict[str, Any]], ids: set[str]) -> pd.DataFrame:
-    """The persons of the recorded calls with the properties the flag reads."""
+    """The persons of the recorded calls with the properties the flag reads (none read without calls)."""
+    if not ids:
+        return pd.DataFrame({"distinct_id": pd.Series([], dtype="string")})
     if persons is None:
         frame = api.persons(flags=flags).drop(columns=["person_id"])
     else:
