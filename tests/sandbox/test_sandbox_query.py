@@ -300,3 +300,85 @@ def test_a_database_file_of_an_older_build_opens_with_person_ids(tmp_path: Any) 
         ids = _ids_of(again, "legacy-1")
     expected = uuid.uuid5(uuid.UUID("932979b4-65c3-4424-8467-0b66ec27bc22"), f"{project}:legacy-1")
     assert ids["legacy-1"] == (str(expected), {"plan": "pro"}, False)
+
+
+def test_a_subquerys_aliased_columns_are_read_by_the_outer_query(sb: Sandbox) -> None:
+    """`SELECT * FROM (SELECT properties.x AS y ...)` reads y's values (the client's keyset paging wraps
+    every query so); the old translation answered the column's name as text for a computed column."""
+    tag = _tag()
+    _capture(sb, [{"event": "view", "distinct_id": tag, "properties": {"$set": {"plan": "pro"}}}])
+    r = _query(
+        sb,
+        "SELECT * FROM (SELECT pdi.distinct_id AS d, p.properties.plan AS plan FROM person_distinct_ids pdi "
+        f"JOIN persons p ON pdi.person_id = p.id) WHERE d = '{tag}' ORDER BY d LIMIT 5",
+    )
+    assert r.status_code == 200, r.text
+    assert r.json()["results"] == [[tag, "pro"]]
+
+
+def _flag_calls(sb: Sandbox, tag: str) -> None:
+    calls = [("on", True), ("off", False), ("variant", "test"), ("null", None)]
+    _capture(
+        sb,
+        [
+            {
+                "event": "$feature_flag_called",
+                "distinct_id": f"{tag}-{name}",
+                "timestamp": f"2026-03-0{i + 1}T10:00:00Z",
+                "properties": {"$feature_flag": tag, "$feature_flag_response": response},
+            }
+            for i, (name, response) in enumerate(calls)
+        ],
+    )
+
+
+def test_to_datetime_compares_with_the_event_timestamp(sb: Sandbox) -> None:
+    """`toDateTime('<text>')` is HogQL's `parseDateTime64BestEffortOrNull` (posthog/hogql/functions/
+    mapping.py): ISO text with or without a zone, compared with `timestamp`."""
+    tag = _tag()
+    _flag_calls(sb, tag)
+    r = _query(
+        sb,
+        "SELECT distinct_id FROM events WHERE properties.$feature_flag = "
+        f"'{tag}' AND timestamp >= toDateTime('2026-03-02T10:00:00Z') "
+        "AND timestamp < toDateTime('2026-03-04 10:00:00') ORDER BY timestamp",
+    )
+    assert r.status_code == 200, r.text
+    assert r.json()["results"] == [[f"{tag}-off"], [f"{tag}-variant"]]
+    assert _query(sb, "SELECT toDateTime(event) FROM events LIMIT 1").status_code == 400
+
+
+def test_flag_evaluations_is_served_where_the_project_reads_flag_calls_there(sb: Sandbox) -> None:
+    """`flag_evaluations` (posthog/hogql/database/schema/flag_evaluations.py): hidden in mode EVENTS (the
+    default, `FlagEvaluationsMode`), served beside `events` when the table is on, and with the calls left
+    out of `events` in FLAG_EVALUATIONS_ONLY; `response` is 'true' / 'false' / the variant / 'null'."""
+    tag = _tag()
+    _flag_calls(sb, tag)
+    text = (
+        "SELECT distinct_id, flag_key, response FROM flag_evaluations "
+        f"WHERE flag_key = '{tag}' ORDER BY timestamp"
+    )
+    counted = (
+        "SELECT count() FROM events WHERE event = '$feature_flag_called' "
+        f"AND properties.$feature_flag = '{tag}'"
+    )
+    refused = _query(sb, text)
+    assert refused.status_code == 400 and "Unknown table `flag_evaluations`" in refused.json()["detail"]
+    try:
+        for switch, in_events in (("flag_evaluations_table", 4), ("flag_evaluations_only", 0)):
+            sb.set_switch(switch)
+            r = _query(sb, text)
+            assert r.status_code == 200, r.text
+            body = r.json()
+            assert body["types"] == ["String", "String", "String"]
+            assert body["results"] == [
+                [f"{tag}-on", tag, "true"],
+                [f"{tag}-off", tag, "false"],
+                [f"{tag}-variant", tag, "test"],
+                [f"{tag}-null", tag, "null"],
+            ]
+            assert _query(sb, counted).json()["results"] == [[in_events]]
+            sb.set_switch(switch, False)
+    finally:
+        sb.set_switch("flag_evaluations_table", False)
+        sb.set_switch("flag_evaluations_only", False)

@@ -31,7 +31,7 @@ __all__ = ["UNSUPPORTED", "APIError", "DecideControls", "SandboxContext", "User"
 PROFILES = ("spec", "cloud")
 #: `Sandbox.set_switch` names: `new_url_playlists` (the dynamic "New URL" synthetic playlists, behind a flag
 #: in the service), `no_plugin_api` (after PostHog PR #97440: plugin and `pipeline_*` routes gone).
-SWITCHES = ("new_url_playlists", "no_plugin_api")
+SWITCHES = ("new_url_playlists", "no_plugin_api", "flag_evaluations_table", "flag_evaluations_only")
 
 
 @dataclass

@@ -292,10 +292,13 @@ class Sandbox:
         """Turn a behaviour of a newer (or older) service build on or off: `new_url_playlists` (the cloud
         profile's dynamic "New URL" synthetic playlists, behind a feature flag in PostHog) or
         `no_plugin_api` (plugins, plugin configs and `pipeline_*` routes answer 404, as after PostHog PR
-        #97440).
+        #97440); `flag_evaluations_table` (HogQL serves `flag_evaluations` beside `events`, as for a team
+        ingestion dual-writes, PostHog #72990 / #86291) or `flag_evaluations_only` (the table, and
+        `$feature_flag_called` left out of HogQL's `events`, as FLAG_EVALUATIONS_ONLY: #88127). The sandbox
+        stores flag calls in `events` either way; these switches change what the query endpoint shows.
 
         Args:
-            name: ``"new_url_playlists"`` or ``"no_plugin_api"``.
+            name: One of ``analytics_nb.sandbox._context.SWITCHES``.
             on: Turn it on (True) or off.
         """
         from ._context import SWITCHES

@@ -3,7 +3,8 @@
 ``simulate(property_sets, flags=None, engine="remote" | "local" | "both" | "sql", client=..., ...)``
 returns a `SimulationResult` (with ``engine="sql"`` a `SqlSimulationResult`: DuckDB over the rows where they
 lie, out of core); `WhatIf` / `whatif` show who moves when definitions are edited;
-`flag_timeline` who each change of a flag moved, `definitions_as_of` the definitions at a past moment; `grid`,
+`flag_timeline` who each change of a flag moved, `definitions_as_of` the definitions at a past moment,
+`flag_audit` the recorded flag calls against the definitions in force then; `grid`,
 `sample_persons` and `random_property_sets` build property sets; `read_posthog_export` reads PostHog's persons
 and actors CSV exports (``simulate`` also reads them directly). Property sets may be pandas, Polars, Arrow,
 DuckDB or a parquet path; `simulate_dask` runs the local engine over a Dask DataFrame on a cluster.
@@ -15,6 +16,7 @@ DuckDB or a parquet path; `simulate_dask` runs the local engine over a Dask Data
 from __future__ import annotations
 
 from analytics_nb.flags import IncompleteDefinitionsWarning
+from analytics_nb.simulation._audit import FlagAudit, flag_audit
 from analytics_nb.simulation._builders import grid, random_property_sets, sample_persons
 from analytics_nb.simulation._compare import AGREEMENT_COLUMNS, agreement_headline
 from analytics_nb.simulation._definitions import Definitions, load_definitions
@@ -63,6 +65,7 @@ __all__ = [
     "Engine",
     "FailedFlagsWarning",
     "FilteredFlagsWarning",
+    "FlagAudit",
     "FlagTimeline",
     "IncompleteDefinitionsWarning",
     "LongRunWarning",
@@ -81,6 +84,7 @@ __all__ = [
     "asimulate",
     "concat_frames",
     "definitions_as_of",
+    "flag_audit",
     "flag_timeline",
     "grid",
     "load_definitions",

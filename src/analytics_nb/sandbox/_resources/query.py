@@ -11,6 +11,10 @@ id, see `persons.py`):
   them; one `JOIN` / `INNER JOIN` / `LEFT JOIN ... ON a = b`, table aliases;
 * columns, `properties.x`, `properties['x']` (a property reads as text: `Nullable(String)`, numbers and
   booleans as their JSON text, as HogQL's property access does), `AS` aliases, constants;
+* `flag_evaluations` (`uuid`, `event`, `distinct_id`, `timestamp`, `properties`, `person_id`, `flag_key`,
+  `response`: `posthog/hogql/database/schema/flag_evaluations.py`) when a switch says the project reads flag
+  calls there (`tables_for`); the sandbox keeps the calls in `events` and serves the table as a view of them;
+* `toDateTime('<ISO text>')` of a constant (to compare with `timestamp`);
 * `WHERE` with `=`, `!=`, `<`, `<=`, `>`, `>=`, `IN` / `NOT IN` (a tuple), `LIKE` / `ILIKE`, `IS NULL` /
   `IS NOT NULL`, `AND`, `OR`, `NOT`; `ORDER BY`; `LIMIT` / `OFFSET`; `count()` without `GROUP BY`.
 
@@ -42,6 +46,7 @@ without `query` or with another `kind` is a 400 too (`test_missing_query`, `test
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import sqlite3
 from dataclasses import dataclass, field
@@ -58,7 +63,15 @@ from .._http import SafeJSONResponse, parse_json_body, read_body
 from .._store import Store, loads
 from . import hog_syntax, persons
 
-__all__ = ["DEFAULT_RETURNED_ROWS", "ENDPOINTS", "MAX_SELECT_RETURNED_ROWS", "SCHEMA", "run_hogql", "seed"]
+__all__ = [
+    "DEFAULT_RETURNED_ROWS",
+    "ENDPOINTS",
+    "MAX_SELECT_RETURNED_ROWS",
+    "SCHEMA",
+    "run_hogql",
+    "seed",
+    "tables_for",
+]
 
 SCHEMA = ""
 #: `posthog/hogql/constants.py`.
@@ -123,6 +136,51 @@ _TABLES: dict[str, _Table] = {
     ),
 }
 
+#: `flag_evaluations`, its columns as `posthog/hogql/database/schema/flag_evaluations.py`
+#: (`FlagEvaluationsTable`) names them: one row per `$feature_flag_called`; `flag_key` the typed copy of
+#: `properties.$feature_flag`; `response` 'true', 'false', a variant key or 'null' (a JSON null; a missing
+#: response reads 'null' too, inferred). The sandbox stores flag calls in `events` only and serves this
+#: table as a view of them (see `tables_for`).
+_FLAG_PROP = "'$.\"$feature_flag\"'"
+_RESPONSE_PROP = "'$.\"$feature_flag_response\"'"
+_FLAG_EVALUATIONS = _Table(
+    "SELECT e.uuid AS uuid, e.event AS event, e.distinct_id AS distinct_id, e.timestamp AS timestamp, "
+    "e.properties AS properties, p.person_id AS person_id, "
+    f"COALESCE(CAST(json_extract(e.properties, {_FLAG_PROP}) AS TEXT), '') AS flag_key, "
+    f"(CASE json_type(e.properties, {_RESPONSE_PROP}) WHEN 'true' THEN 'true' WHEN 'false' THEN 'false' "
+    f"WHEN 'null' THEN 'null' WHEN 'text' THEN json_extract(e.properties, {_RESPONSE_PROP}) "
+    f"WHEN 'integer' THEN CAST(json_extract(e.properties, {_RESPONSE_PROP}) AS TEXT) "
+    f"WHEN 'real' THEN CAST(json_extract(e.properties, {_RESPONSE_PROP}) AS TEXT) ELSE 'null' END) "
+    "AS response FROM events e LEFT JOIN persons p ON p.project_id=e.project_id "
+    "AND p.distinct_id=e.distinct_id WHERE e.project_id=:project AND e.event='$feature_flag_called'",
+    {
+        "uuid": ("uuid", "UUID"),
+        "event": ("event", "String"),
+        "distinct_id": ("distinct_id", "String"),
+        "timestamp": ("timestamp", "DateTime64(6, 'UTC')"),
+        "properties": ("properties", "String"),
+        "person_id": ("person_id", "UUID"),
+        "flag_key": ("flag_key", "String"),
+        "response": ("response", "String"),
+    },
+)
+
+
+def tables_for(switches: set[str] | frozenset[str]) -> dict[str, _Table]:
+    """The HogQL tables a project sees, by where it keeps `$feature_flag_called` (PostHog's
+    `FlagEvaluationsMode`, `products/feature_flags/backend/models/team_feature_flags_config.py`): by default
+    (mode 0, EVENTS) the `flag_evaluations` table is hidden and flag calls are in `events`; the switch
+    `flag_evaluations_table` shows the table beside `events` (ingestion's dual write); `flag_evaluations_only`
+    shows it and leaves the calls out of `events` (FLAG_EVALUATIONS_ONLY stops the events writes)."""
+    tables = dict(_TABLES)
+    if "flag_evaluations_only" in switches:
+        events = _TABLES["events"]
+        tables["events"] = _Table(events.sql + " AND e.event != '$feature_flag_called'", events.columns)
+    if switches & {"flag_evaluations_table", "flag_evaluations_only"}:
+        tables["flag_evaluations"] = _FLAG_EVALUATIONS
+    return tables
+
+
 _COMPARE = {"==": "=", "!=": "!=", "<": "<", "<=": "<=", ">": ">", ">=": ">="}
 _LIKE = {"like": "LIKE", "not like": "NOT LIKE", "ilike": "LIKE", "not ilike": "NOT LIKE"}
 
@@ -137,6 +195,7 @@ class _Translation:
 
     params: dict[str, Any] = field(default_factory=dict)
     scope: dict[str, _Table] = field(default_factory=dict)
+    tables: dict[str, _Table] = field(default_factory=lambda: dict(_TABLES))
     order: list[str] = field(default_factory=list)
 
     def param(self, value: Any) -> str:
@@ -249,7 +308,26 @@ def _call(node: dict[str, Any], tr: _Translation) -> tuple[str, str]:
         return f"(NOT {_expr(args[0], tr)[0]})", "UInt8"
     if name == "count" and not args and not node.get("distinct"):
         return "COUNT(*)", "UInt64"
+    if name == "toDateTime" and len(args) == 1:
+        return _to_datetime(args[0], tr)
     raise _unsupported(f"The function {name}()")
+
+
+def _to_datetime(arg: Any, tr: _Translation) -> tuple[str, str]:
+    """`toDateTime('<text>')` of a constant: HogQL runs it as `parseDateTime64BestEffortOrNull(text, 6, tz)`
+    (`posthog/hogql/functions/mapping.py`); the sandbox parses ISO text (a naive time is UTC, the project's
+    timezone here) into the stored form of `events.timestamp` (`2026-01-02T03:04:05.000000Z`), so it
+    compares with `timestamp`. Text it cannot parse is NULL, as the OrNull function's."""
+    if not isinstance(arg, dict) or arg.get("node") != "Constant" or not isinstance(arg.get("value"), str):
+        raise _unsupported("toDateTime() of anything but a text constant")
+    try:
+        moment = dt.datetime.fromisoformat(arg["value"].strip().replace("Z", "+00:00"))
+    except ValueError:
+        return "NULL", "Nullable(DateTime64(6, 'UTC'))"
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=dt.UTC)
+    text = moment.astimezone(dt.UTC).replace(tzinfo=None).isoformat(timespec="microseconds") + "Z"
+    return tr.param(text), "DateTime64(6, 'UTC')"
 
 
 def _compare(node: dict[str, Any], tr: _Translation) -> str:
@@ -321,7 +399,7 @@ def _from(node: Any, tr: _Translation) -> str:
 def _table_ref(node: dict[str, Any], tr: _Translation) -> str:
     table = node.get("table") or {}
     if table.get("node") == "SelectQuery":  # a subquery: its answer's columns are the table's
-        inner = _Translation(params=tr.params)
+        inner = _Translation(params=tr.params, tables=tr.tables)
         sql, columns, types = _select_sql(table, inner, limit=None)
         alias = str(node.get("alias") or "_subquery")
         names = [f'"{c}"' for c in columns]
@@ -329,11 +407,9 @@ def _table_ref(node: dict[str, Any], tr: _Translation) -> str:
         found = _Table(sql, {c: (f'"{c}"', t) for c, t in zip(columns, types, strict=True)})
     elif table.get("node") == "Field" and len(table.get("chain") or []) == 1:
         name = str(table["chain"][0])
-        if name not in _TABLES:
-            raise Unsupported(
-                f"Unknown table `{name}`. The sandbox has persons, person_distinct_ids and events"
-            )
-        alias, found = str(node.get("alias") or name), _TABLES[name]
+        if name not in tr.tables:
+            raise Unsupported(f"Unknown table `{name}`. The sandbox has {', '.join(tr.tables)}")
+        alias, found = str(node.get("alias") or name), tr.tables[name]
     else:
         raise _unsupported("A table function in FROM")
     if alias in tr.scope:
@@ -418,7 +494,14 @@ class Compiled:
     paginated: bool
 
 
-def compile_hogql(text: str, project_id: int, *, default_rows: int, max_rows: int) -> Compiled:
+def compile_hogql(
+    text: str,
+    project_id: int,
+    *,
+    default_rows: int,
+    max_rows: int,
+    tables: dict[str, _Table] | None = None,
+) -> Compiled:
     """Parse `text` with PostHog's parser and translate it (`Unsupported` for a syntax error or anything
     outside the subset of the module docstring)."""
     parser = hog_syntax._parser()
@@ -432,7 +515,7 @@ def compile_hogql(text: str, project_id: int, *, default_rows: int, max_rows: in
         raise Unsupported(f"Syntax error: {ast.get('message') if isinstance(ast, dict) else ast}")
     if ast.get("node") != "SelectQuery":
         raise _unsupported("UNION / a set of SELECTs")
-    tr = _Translation()
+    tr = _Translation(tables=dict(tables) if tables is not None else dict(_TABLES))
     tr.params["project"] = project_id
     _refuse_offset(ast)
     asked = _limit_value(ast.get("limit"), "LIMIT")
@@ -479,7 +562,14 @@ def _select_sql(
     tail = ""
     if limit is not None:
         tail = f" LIMIT {limit} OFFSET {_limit_value(ast.get('offset'), 'OFFSET') or 0}"
-    return f"SELECT {', '.join(sqls)} FROM {source}{where}{order}{tail}", columns, types
+    # each item named as the answer's column, so that a query over this one (a subquery) reads its
+    # aliases (SQLite would otherwise read an unknown "name" as the text 'name')
+    named = [f"{sql} AS {_quote(name)}" for sql, name in zip(sqls, columns, strict=True)]
+    return f"SELECT {', '.join(named)} FROM {source}{where}{order}{tail}", columns, types
+
+
+def _quote(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
 
 
 def _cell(value: Any, typ: str) -> Any:
@@ -489,11 +579,17 @@ def _cell(value: Any, typ: str) -> Any:
 
 
 def run_hogql(
-    store: Store, project_id: int, text: str, *, default_rows: int, max_rows: int
+    store: Store,
+    project_id: int,
+    text: str,
+    *,
+    default_rows: int,
+    max_rows: int,
+    tables: dict[str, _Table] | None = None,
 ) -> dict[str, Any]:
-    """Run one HogQL query and answer the service's `HogQLQueryResponse` body."""
+    """Run one HogQL query and answer the service's `HogQLQueryResponse` body (`tables`: `tables_for`)."""
     persons.ensure_person_ids(store)
-    compiled = compile_hogql(text, project_id, default_rows=default_rows, max_rows=max_rows)
+    compiled = compile_hogql(text, project_id, default_rows=default_rows, max_rows=max_rows, tables=tables)
     try:
         rows = store.query(compiled.sql, compiled.params)
     except sqlite3.Error as exc:  # a translation the engine refuses is still the caller's query
@@ -583,6 +679,7 @@ async def query_create(request: Request) -> Response:
             text,
             default_rows=min(ctx.query_default_rows, ctx.query_max_rows),
             max_rows=ctx.query_max_rows,
+            tables=tables_for(ctx.switches),
         )
     except Unsupported as exc:
         raise validation_error(str(exc)) from None
