@@ -300,3 +300,85 @@ def test_a_database_file_of_an_older_build_opens_with_person_ids(tmp_path: Any) 
         ids = _ids_of(again, "legacy-1")
     expected = uuid.uuid5(uuid.UUID("932979b4-65c3-4424-8467-0b66ec27bc22"), f"{project}:legacy-1")
     assert ids["legacy-1"] == (str(expected), {"plan": "pro"}, False)
+
+
+# -- async queries: posthog/api/query.py (create / retrieve), posthog/clickhouse/client/execute_async.py ---
+
+
+def _status(sb: Sandbox, query_id: str, params: str = "") -> httpx.Response:
+    return httpx.get(
+        f"{sb.url}/api/projects/@current/query/{query_id}/{params}",
+        headers={"Authorization": f"Bearer {sb.personal_api_key}"},
+    )
+
+
+def _async(sb: Sandbox, text: str) -> httpx.Response:
+    return _query(sb, "", body={"query": {"kind": "HogQLQuery", "query": text}, "refresh": "force_async"})
+
+
+def test_force_async_answers_202_with_the_query_status(sb: Sandbox) -> None:
+    # posthog/api/test/test_query.py test_full_hogql_query_async: 202 and exactly {"query_status": {...}}
+    r = _async(sb, "SELECT count() FROM persons")
+    assert r.status_code == 202
+    status = r.json()["query_status"]
+    assert set(r.json()) == {"query_status"}
+    assert set(status) == {
+        "complete", "pickup_time", "end_time", "error", "error_message", "expiration_time", "id",
+        "query_async", "results", "start_time", "task_id", "team_id", "insight_id", "dashboard_id",
+        "query_progress", "labels",
+    }  # fmt: skip
+    assert status["complete"] is False and status["query_async"] is True and status["results"] is None
+    assert status["error"] is False and status["error_message"] is None and status["start_time"]
+
+
+def test_retrieve_a_complete_query_is_200_with_the_whole_answer(sb: Sandbox) -> None:
+    # TestQueryRetrieve.test_completed_query: 200, complete; execute_async.py stores the whole
+    # query response (results, columns, types, ...) in the status's `results`
+    query_id = _async(sb, "SELECT count() FROM person_distinct_ids").json()["query_status"]["id"]
+    direct = _query(sb, "SELECT count() FROM person_distinct_ids").json()
+    r = _status(sb, query_id)
+    assert r.status_code == 200
+    status = r.json()["query_status"]
+    assert status["complete"] is True and status["error"] is False and status["end_time"]
+    assert status["results"]["results"] == direct["results"] and status["results"]["types"] == ["UInt64"]
+
+
+def test_retrieve_a_running_query_is_202_with_progress(sb: Sandbox) -> None:
+    # TestQueryRetrieve.test_running_query: 202 while complete is false; show_progress adds
+    # query_progress (execute_async.py get_query_status: rows_read, estimated_rows_total, ...)
+    fault = sb.faults.add(path="/api/projects/*/query*", kind="slow_query")
+    try:
+        slow_sync = _query(sb, "SELECT id FROM persons LIMIT 5")
+        query_id = _async(sb, "SELECT id FROM persons LIMIT 5").json()["query_status"]["id"]
+    finally:
+        sb.faults.remove(fault)
+    assert slow_sync.status_code == 504  # a slow query hits the sync execution limit
+    first = _status(sb, query_id, "?show_progress=true")
+    assert first.status_code == 202 and first.json()["query_status"]["complete"] is False
+    progress = first.json()["query_status"]["query_progress"]
+    assert set(progress) == {
+        "bytes_read",
+        "rows_read",
+        "estimated_rows_total",
+        "time_elapsed",
+        "active_cpu_time",
+    }
+    codes = [_status(sb, query_id).status_code for _ in range(3)]
+    assert codes[-1] == 200 and codes.count(202) <= 1
+
+
+def test_retrieve_a_failed_query_is_400_with_its_message(sb: Sandbox) -> None:
+    # TestQueryRetrieve.test_failed_query_with_exposed_error: 400, error true, the message kept
+    query_id = _async(sb, "SELEC id FROM persons").json()["query_status"]["id"]
+    r = _status(sb, query_id)
+    assert r.status_code == 400
+    status = r.json()["query_status"]
+    assert (
+        status["error"] is True and status["complete"] is True and "Syntax error" in status["error_message"]
+    )
+
+
+def test_retrieve_an_unknown_query_is_404(sb: Sandbox) -> None:
+    # TestQueryRetrieve.test_with_invalid_query_id (QueryNotFoundError is DRF's NotFound)
+    r = _status(sb, "invalid-query-id")
+    assert r.status_code == 404 and r.json()["type"] == "invalid_request"

@@ -38,7 +38,7 @@ from analytics_nb.client._resources import (
     Projects,
     Transformations,
 )
-from analytics_nb.client._resources._query import MAX_ROWS, persons_frame, run_query
+from analytics_nb.client._resources._query import MAX_ROWS, Run, persons_frame, run_query
 from analytics_nb.client._sync_api import (
     ApiClientMethods,
     SyncFeatureFlags,
@@ -323,7 +323,7 @@ class AsyncApiClient(_Common):
         )
 
     async def query(
-        self, hogql: str, *, page_by: str | None = None, page_size: int = MAX_ROWS
+        self, hogql: str, *, page_by: str | None = None, page_size: int = MAX_ROWS, run: Run = "auto"
     ) -> pd.DataFrame:
         """Run a HogQL query (``POST /api/projects/:id/query/``) and return its answer as a typed DataFrame
         (columns named and typed from the answer's ``columns`` / ``types``: strings, ``Int64``, ``Float64``,
@@ -337,11 +337,18 @@ class AsyncApiClient(_Common):
         2,400 an hour, 3 at once) and slow down when an answer carries ``X-PostHog-Rate-Limit-Warning``.
         Works with a personal key (scope ``query:read``) or a project secret key (``secret_api_key=``).
 
+        Long queries run asynchronously: the query is sent with ``"refresh": "force_async"`` and its status
+        polled (``GET .../query/:id/``) until it is complete, with a progress bar of the rows ClickHouse has
+        read. ``run="auto"`` (the default) sends a query synchronously and resends it async when it hits
+        the sync execution limit (504), and runs the rest of a paged read async once a page took over 5 s.
+
         Args:
             hogql: The HogQL ``SELECT``.
             page_by: A column of the answer whose values are unique and never null (``id``,
                 ``distinct_id``): read every row, page after page. None: one request.
             page_size: Rows per page (at most 50,000).
+            run: ``"sync"`` (one request per query; a timeout is an error), ``"async"`` (submit and poll
+                every query) or ``"auto"``.
 
         Returns:
             The answer as a DataFrame.
@@ -351,7 +358,7 @@ class AsyncApiClient(_Common):
             ServerError: The query hit PostHog's execution time limit (504; the message says how to
                 narrow it).
         """
-        return await run_query(self._core, hogql, page_by=page_by, page_size=page_size)
+        return await run_query(self._core, hogql, page_by=page_by, page_size=page_size, run=run)
 
     async def persons(
         self,
@@ -360,6 +367,7 @@ class AsyncApiClient(_Common):
         flags: Any = None,
         distinct_ids: Literal["all", "identified"] = "all",
         page_size: int = MAX_ROWS,
+        run: Run = "auto",
     ) -> pd.DataFrame:
         """The project's persons as a frame for the simulation door (``simulate(client.persons(...))``):
         ``person_id``, ``distinct_id`` and one column per property, values as PostHog stores them (numbers
@@ -383,15 +391,21 @@ class AsyncApiClient(_Common):
                 person properties become the columns when ``properties`` is None.
             distinct_ids: ``"all"`` (a row per distinct id) or ``"identified"`` (a row per person).
             page_size: Rows per query (at most 50,000, the service's cap).
+            run: ``"sync"``, ``"async"`` or ``"auto"`` queries (see `query`).
 
         Returns:
-            The persons frame.
+            The persons frame (``frame.attrs["plan"]``: rows, pages, queries, requests, whether async).
 
         Raises:
             ValueError: A bad argument (named).
         """
         frame, _requests = await persons_frame(
-            self._core, properties=properties, flags=flags, distinct_ids=distinct_ids, page_size=page_size
+            self._core,
+            properties=properties,
+            flags=flags,
+            distinct_ids=distinct_ids,
+            page_size=page_size,
+            run=run,
         )
         return frame
 

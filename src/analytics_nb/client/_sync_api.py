@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     )
     from analytics_nb.client._resources._playlists import PlaylistFilters, Playlists
     from analytics_nb.client._resources._projects import Organizations, Projects
+    from analytics_nb.client._resources._query import Run
     from analytics_nb.client._resources._recordings import Incomplete
     from analytics_nb.client._resources._transformations import Transformations
     from analytics_nb.models import (
@@ -1441,7 +1442,9 @@ class ApiClientMethods:
             )
         )
 
-    def query(self, hogql: str, *, page_by: str | None = None, page_size: int = MAX_ROWS) -> pd.DataFrame:
+    def query(
+        self, hogql: str, *, page_by: str | None = None, page_size: int = MAX_ROWS, run: Run = "auto"
+    ) -> pd.DataFrame:
         """Run a HogQL query (``POST /api/projects/:id/query/``) and return its answer as a typed DataFrame
         (columns named and typed from the answer's ``columns`` / ``types``: strings, ``Int64``, ``Float64``,
         ``boolean``, UTC times).
@@ -1454,11 +1457,18 @@ class ApiClientMethods:
         2,400 an hour, 3 at once) and slow down when an answer carries ``X-PostHog-Rate-Limit-Warning``.
         Works with a personal key (scope ``query:read``) or a project secret key (``secret_api_key=``).
 
+        Long queries run asynchronously: the query is sent with ``"refresh": "force_async"`` and its status
+        polled (``GET .../query/:id/``) until it is complete, with a progress bar of the rows ClickHouse has
+        read. ``run="auto"`` (the default) sends a query synchronously and resends it async when it hits
+        the sync execution limit (504), and runs the rest of a paged read async once a page took over 5 s.
+
         Args:
             hogql: The HogQL ``SELECT``.
             page_by: A column of the answer whose values are unique and never null (``id``,
                 ``distinct_id``): read every row, page after page. None: one request.
             page_size: Rows per page (at most 50,000).
+            run: ``"sync"`` (one request per query; a timeout is an error), ``"async"`` (submit and poll
+                every query) or ``"auto"``.
 
         Returns:
             The answer as a DataFrame.
@@ -1468,7 +1478,7 @@ class ApiClientMethods:
             ServerError: The query hit PostHog's execution time limit (504; the message says how to
                 narrow it).
         """
-        return self._loop.run(self._async.query(hogql, page_by=page_by, page_size=page_size))
+        return self._loop.run(self._async.query(hogql, page_by=page_by, page_size=page_size, run=run))
 
     def persons(
         self,
@@ -1477,6 +1487,7 @@ class ApiClientMethods:
         flags: Any = None,
         distinct_ids: Literal["all", "identified"] = "all",
         page_size: int = MAX_ROWS,
+        run: Run = "auto",
     ) -> pd.DataFrame:
         """The project's persons as a frame for the simulation door (``simulate(client.persons(...))``):
         ``person_id``, ``distinct_id`` and one column per property, values as PostHog stores them (numbers
@@ -1500,15 +1511,18 @@ class ApiClientMethods:
                 person properties become the columns when ``properties`` is None.
             distinct_ids: ``"all"`` (a row per distinct id) or ``"identified"`` (a row per person).
             page_size: Rows per query (at most 50,000, the service's cap).
+            run: ``"sync"``, ``"async"`` or ``"auto"`` queries (see `query`).
 
         Returns:
-            The persons frame.
+            The persons frame (``frame.attrs["plan"]``: rows, pages, queries, requests, whether async).
 
         Raises:
             ValueError: A bad argument (named).
         """
         return self._loop.run(
-            self._async.persons(properties, flags=flags, distinct_ids=distinct_ids, page_size=page_size)
+            self._async.persons(
+                properties, flags=flags, distinct_ids=distinct_ids, page_size=page_size, run=run
+            )
         )
 
     def organization_id(self) -> str:
