@@ -73,6 +73,10 @@ def _columns(loaded: Definitions, keys: list[str], properties: Sequence[str] | N
     return person_property_keys({"flags": chosen, "cohorts": loaded.cohorts})
 
 
+def _count(frame: pd.DataFrame) -> int:
+    return int(frame.to_numpy()[0][0]) if len(frame) else 0
+
+
 def _announce(rows: int, page_size: int) -> None:
     """Print the plan before a run of more than one page (what the run will ask of the query API)."""
     the_plan = plan(rows, page_size)
@@ -150,11 +154,11 @@ def audience(
         raise TypeError("client= is an AsyncClient: use `await aaudience(..., client=client)` in async code.")
     if not isinstance(client, ApiClient):
         raise TypeError(f"client= must be an analytics_nb Client, got {type(client).__name__}.")
-    keys, runtime = _keys(flag), check_remote_runtime(runtime)
+    keys, asked = _keys(flag), check_remote_runtime(runtime)
     loaded = load_definitions(definitions if definitions is not None else client.feature_flags.definitions())
     columns = _columns(loaded, keys, properties)
     counted = client.query(_COUNT, run=run)
-    _announce(int(counted.iloc[0, 0]) if len(counted) else 0, page_size)
+    _announce(_count(counted), page_size)
     persons = client.persons(columns, distinct_ids=distinct_ids, page_size=page_size, run=run)
     result = simulate(
         persons,
@@ -167,7 +171,7 @@ def audience(
         missing_columns=missing_columns,
         progress=progress,
     )
-    return _runtime_na(result, loaded, keys, runtime)
+    return _runtime_na(result, loaded, keys, asked)
 
 
 async def _aaudience(**kwargs: Any) -> SimulationResult:
@@ -185,7 +189,7 @@ async def _aaudience(**kwargs: Any) -> SimulationResult:
     columns = _columns(loaded, keys, kwargs["properties"])
     run, page_size = kwargs["run"], kwargs["page_size"]
     counted = await client.query(_COUNT, run=run)
-    _announce(int(counted.iloc[0, 0]) if len(counted) else 0, page_size)
+    _announce(_count(counted), page_size)
     persons = await client.persons(columns, distinct_ids=kwargs["distinct_ids"], page_size=page_size, run=run)
     result = await asimulate(
         persons,
