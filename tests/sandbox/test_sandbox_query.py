@@ -382,3 +382,35 @@ def test_retrieve_an_unknown_query_is_404(sb: Sandbox) -> None:
     # TestQueryRetrieve.test_with_invalid_query_id (QueryNotFoundError is DRF's NotFound)
     r = _status(sb, "invalid-query-id")
     assert r.status_code == 404 and r.json()["type"] == "invalid_request"
+
+
+def test_the_groups_table_has_hogqls_fields(sb: Sandbox) -> None:
+    # posthog/hogql/database/schema/groups.py GROUPS_TABLE_FIELDS: index (group_type_index), key
+    # (group_key), properties (group_properties, JSON read as text by property access)
+    events = [
+        {
+            "event": "$groupidentify",
+            "distinct_id": "g-admin",
+            "properties": {
+                "$group_type": "org",
+                "$group_key": f"org-{i}",
+                "$group_set": {"tier": ["a", "b"][i % 2]},
+            },
+        }
+        for i in range(3)
+    ]
+    _capture(sb, events)
+    r = _query(sb, "SELECT index, key, properties.tier FROM groups WHERE key LIKE 'org-%' ORDER BY key")
+    assert r.status_code == 200, r.text
+    body = r.json()
+    assert body["columns"] == ["index", "key", "tier"] and body["types"] == [
+        "Int64",
+        "String",
+        "Nullable(String)",
+    ]
+    index = body["results"][0][0]
+    assert body["results"] == [[index, "org-0", "a"], [index, "org-1", "b"], [index, "org-2", "a"]]
+    paged = _query(sb, f"SELECT key FROM groups WHERE index = {index} AND key > 'org-0' ORDER BY key LIMIT 1")
+    assert paged.json()["results"] == [["org-1"]]
+    # no created_at / updated_at kept by the sandbox: refused, never an invented time
+    assert _query(sb, "SELECT created_at FROM groups").status_code == 400

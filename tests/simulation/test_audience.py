@@ -100,3 +100,36 @@ def test_the_async_forms_answer_the_same(sb: Sandbox, client: Client) -> None:
 
     method, twin = asyncio.run(run())
     assert method == sync and twin == sync
+
+
+# -- groups: HogQL's `groups` table (posthog/hogql/database/schema/groups.py) -------------------------------
+
+
+def test_groups_frame_reads_each_group_with_its_properties(sb: Sandbox, client: Client) -> None:
+    frame = client.groups("company")
+    assert len(frame) == 40 and frame["distinct_id"].is_unique
+    assert frame["distinct_id"].tolist() == frame["group:company"].tolist()
+    assert any(c.startswith("group:company:") for c in frame.columns)
+    direct = client.query("SELECT key, properties.industry FROM groups WHERE index = 0 ORDER BY key")
+    assert frame["group:company:industry"].tolist() == direct["industry"].tolist()
+    assert client.groups(0, ["industry"], page_size=7).equals(
+        frame[["distinct_id", "group:company", "group:company:industry"]]
+    )
+
+
+def test_a_group_flag_from_the_projects_groups_equals_the_service(client: Client) -> None:
+    groups = client.groups("company")
+    local = simulate(groups, "company-dashboard", engine="local", client=client).frame
+    remote = simulate(groups, "company-dashboard", engine="remote", client=client).frame
+    assert local["company-dashboard"].notna().all()
+    assert (
+        local["company-dashboard"].astype(object).tolist()
+        == remote["company-dashboard"].astype(object).tolist()
+    )
+
+
+def test_groups_refuses_an_unknown_type(client: Client) -> None:
+    with pytest.raises(ValueError, match=r"no group type 'team'.*'company'"):
+        client.groups("team")
+    with pytest.raises(ValueError, match="0 to 4"):
+        client.groups(7)

@@ -38,7 +38,7 @@ from analytics_nb.client._resources import (
     Projects,
     Transformations,
 )
-from analytics_nb.client._resources._query import MAX_ROWS, Run, persons_frame, run_query
+from analytics_nb.client._resources._query import MAX_ROWS, Run, groups_frame, persons_frame, run_query
 from analytics_nb.client._sync_api import (
     ApiClientMethods,
     SyncFeatureFlags,
@@ -408,6 +408,56 @@ class AsyncApiClient(_Common):
             run=run,
         )
         return frame
+
+    async def groups(
+        self,
+        group_type: str | int,
+        properties: list[str] | None = None,
+        *,
+        page_size: int = MAX_ROWS,
+        run: Run = "auto",
+    ) -> pd.DataFrame:
+        """The project's groups of one type as a frame for the simulation door (group flags):
+        ``distinct_id`` (the group key), ``group:<type>`` (the key) and ``group:<type>:<property>`` columns,
+        values as PostHog stores them (a property a group lacks is None).
+
+        Read with HogQL over the ``groups`` table, paged by keyset on the key, sync or async as
+        `query` runs. A group flag's rollout hash is taken over the group key, so
+        ``simulate(client.groups("company"), engine="local", client=client)`` answers each group as the
+        flag service would answer any member of it.
+
+        Args:
+            group_type: The group type's name (``"company"``; its index is read from the project's flag
+                definitions) or its index (0-4).
+            properties: The group property keys to read. None: every key found.
+            page_size: Rows per query (at most 50,000, the service's cap).
+            run: ``"sync"``, ``"async"`` or ``"auto"`` queries (see `query`).
+
+        Returns:
+            The groups frame (``frame.attrs["plan"]``: rows, pages, requests).
+
+        Raises:
+            ValueError: An unknown group type or a bad argument (named).
+        """
+        if isinstance(group_type, int) and not isinstance(group_type, bool):
+            if not 0 <= group_type <= 4:
+                raise ValueError(f"groups: a group type index is 0 to 4, got {group_type}")
+            mapping = (await self.feature_flags.definitions()).group_type_mapping
+            index, name = group_type, mapping.get(str(group_type), str(group_type))
+        elif isinstance(group_type, str) and group_type:
+            mapping = (await self.feature_flags.definitions()).group_type_mapping
+            by_name = {v: int(k) for k, v in mapping.items()}
+            if group_type not in by_name:
+                known = ", ".join(repr(v) for v in by_name) or "none"
+                raise ValueError(f"groups: no group type {group_type!r} in the project (its types: {known})")
+            index, name = by_name[group_type], group_type
+        else:
+            raise ValueError(f"groups: group_type must be a group type name or index, got {group_type!r}")
+        if not 1 <= int(page_size) <= MAX_ROWS:
+            raise ValueError(f"groups: page_size must be between 1 and {MAX_ROWS:,} (the service's row cap)")
+        return await groups_frame(
+            self._core, name, index, properties=properties, page_size=int(page_size), run=run
+        )
 
     async def organization_id(self) -> str:
         """The organization id the client uses (given, or resolved once from the service)."""

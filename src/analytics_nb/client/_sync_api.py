@@ -1525,6 +1525,38 @@ class ApiClientMethods:
             )
         )
 
+    def groups(
+        self,
+        group_type: str | int,
+        properties: list[str] | None = None,
+        *,
+        page_size: int = MAX_ROWS,
+        run: Run = "auto",
+    ) -> pd.DataFrame:
+        """The project's groups of one type as a frame for the simulation door (group flags):
+        ``distinct_id`` (the group key), ``group:<type>`` (the key) and ``group:<type>:<property>`` columns,
+        values as PostHog stores them (a property a group lacks is None).
+
+        Read with HogQL over the ``groups`` table, paged by keyset on the key, sync or async as
+        `query` runs. A group flag's rollout hash is taken over the group key, so
+        ``simulate(client.groups("company"), engine="local", client=client)`` answers each group as the
+        flag service would answer any member of it.
+
+        Args:
+            group_type: The group type's name (``"company"``; its index is read from the project's flag
+                definitions) or its index (0-4).
+            properties: The group property keys to read. None: every key found.
+            page_size: Rows per query (at most 50,000, the service's cap).
+            run: ``"sync"``, ``"async"`` or ``"auto"`` queries (see `query`).
+
+        Returns:
+            The groups frame (``frame.attrs["plan"]``: rows, pages, requests).
+
+        Raises:
+            ValueError: An unknown group type or a bad argument (named).
+        """
+        return self._loop.run(self._async.groups(group_type, properties, page_size=page_size, run=run))
+
     def organization_id(self) -> str:
         """The organization id the client uses (given, or resolved once from the service)."""
         return self._loop.run(self._async.organization_id())

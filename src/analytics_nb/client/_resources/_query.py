@@ -42,6 +42,7 @@ __all__ = [
     "Run",
     "describe_plan",
     "frame_from_answer",
+    "groups_frame",
     "person_property_keys",
     "persons_frame",
     "plan",
@@ -614,3 +615,56 @@ def _one_per_person(rows: list[tuple[str, str, dict[str, Any]]]) -> list[tuple[s
             stacklevel=4,
         )
     return sorted(out, key=lambda r: r[0])
+
+
+async def groups_frame(
+    core: Core,
+    group_type: str,
+    index: int,
+    *,
+    properties: Iterable[str] | None,
+    page_size: int,
+    run: Run = "auto",
+) -> pd.DataFrame:
+    """`client.groups`: the project's groups of one type as property sets for the simulation door.
+
+    HogQL's `groups` table (`posthog/hogql/database/schema/groups.py`: `index` is the group type index,
+    `key` the group key, `properties` the group's properties as JSON), paged by keyset on `key`. The frame
+    has `distinct_id` (the group key: a group flag's hash is taken over the group key, so the distinct id
+    does not change its answer), `group:<type>` (the key) and `group:<type>:<property>` columns."""
+    import pandas as pd
+
+    if isinstance(properties, str):
+        raise ValueError("groups: properties must be a list of property keys, e.g. ['tier', 'seats']")
+    keys = list(properties) if properties is not None else None
+    mode = _Mode(run, core.config.progress)
+    counted = await _post(core, f"SELECT count() FROM groups WHERE index = {int(index)}", mode)
+    the_plan = plan(int(counted["results"][0][0]) if counted["results"] else 0, page_size)
+
+    def build(after: str | None, limit: int) -> str:
+        where = f" AND key > {after}" if after is not None else ""
+        return (
+            f"SELECT key, index, key, properties FROM groups WHERE index = {int(index)}{where} "
+            f"ORDER BY key LIMIT {limit}"
+        )
+
+    found: list[tuple[str, dict[str, Any]]] = []
+
+    def keep(page: list[list[Any]]) -> None:
+        props = _all_properties(page)
+        if keys is not None:
+            props = [{k: p[k] for k in keys if k in p} for p in props]
+        found.extend(zip([str(r[0]) for r in page], props, strict=True))
+
+    _, _, _, requests = await _pages(
+        core, build, 0, page_size, total=the_plan["rows"], on_page=keep, mode=mode
+    )
+    if keys is None:
+        keys = list(dict.fromkeys(k for _, props in found for k in props))
+    ids = pd.array([key for key, _ in found], dtype="string")
+    data: dict[str, Any] = {"distinct_id": ids, f"group:{group_type}": ids.copy()}
+    for key in keys:
+        data[f"group:{group_type}:{key}"] = pd.Series([p.get(key) for _, p in found], dtype="object")
+    frame = pd.DataFrame(data)
+    frame.attrs["plan"] = {**the_plan, "requests": requests + 1 + mode.polls, "async": mode.use_async}
+    return frame

@@ -6,9 +6,10 @@ the small subset below is translated to SQLite over the sandbox's tables (`perso
 id, see `persons.py`):
 
 * tables `persons` (`id`, `properties`, `created_at`, `is_identified`), `person_distinct_ids`
-  (`distinct_id`, `person_id`) and `events` (`uuid`, `event`, `distinct_id`, `timestamp`, `properties`,
-  `person_id`), as `posthog/hogql/database/schema/persons.py`, `person_distinct_ids.py`, `events.py` name
-  them; one `JOIN` / `INNER JOIN` / `LEFT JOIN ... ON a = b`, table aliases;
+  (`distinct_id`, `person_id`), `groups` (`index`, `key`, `properties`) and `events` (`uuid`, `event`,
+  `distinct_id`, `timestamp`, `properties`, `person_id`), as `posthog/hogql/database/schema/persons.py`,
+  `person_distinct_ids.py`, `groups.py`, `events.py` name them; one `JOIN` / `INNER JOIN` / `LEFT JOIN
+  ... ON a = b`, table aliases;
 * columns, `properties.x`, `properties['x']` (a property reads as text: `Nullable(String)`, numbers and
   booleans as their JSON text, as HogQL's property access does), `AS` aliases, constants;
 * `WHERE` with `=`, `!=`, `<`, `<=`, `>`, `>=`, `IN` / `NOT IN` (a tuple), `LIKE` / `ILIKE`, `IS NULL` /
@@ -129,6 +130,14 @@ _TABLES: dict[str, _Table] = {
     "person_distinct_ids": _Table(
         "SELECT distinct_id, person_id FROM persons WHERE project_id=:project",
         {"distinct_id": ("distinct_id", "String"), "person_id": ("person_id", "UUID")},
+    ),
+    # `posthog/hogql/database/schema/groups.py` GROUPS_TABLE_FIELDS: `index` (group_type_index), `key`
+    # (group_key), `properties`; the sandbox keeps no `created_at` / `updated_at` for a group, so those
+    # fields are not offered (a query naming them is a 400, never an invented time)
+    "groups": _Table(
+        'SELECT group_type_index AS "index", group_key AS "key", properties AS properties FROM groups '
+        "WHERE project_id=:project",
+        {"index": ('"index"', "Int64"), "key": ('"key"', "String"), "properties": ("properties", "String")},
     ),
     "events": _Table(
         "SELECT e.uuid AS uuid, e.event AS event, e.distinct_id AS distinct_id, e.timestamp AS timestamp, "
@@ -354,7 +363,7 @@ def _table_ref(node: dict[str, Any], tr: _Translation) -> str:
         name = str(table["chain"][0])
         if name not in _TABLES:
             raise Unsupported(
-                f"Unknown table `{name}`. The sandbox has persons, person_distinct_ids and events"
+                f"Unknown table `{name}`. The sandbox has persons, person_distinct_ids, groups and events"
             )
         alias, found = str(node.get("alias") or name), _TABLES[name]
     else:
