@@ -93,7 +93,9 @@ class Faults:
             kind: A tag read by an endpoint: the flags endpoints read ``"quota_limited"``,
                 ``"flag_failure"``, ``"cold_cache"``...; a playlist's recordings read ``"offset_ignored"``;
                 the flag list reads ``"legacy_list_filters"`` (it ignores ``key`` and ``tags``, as an older
-                self-hosted PostHog does); a flag's ``versions/:n`` reads ``"no_flag_versions"`` (404).
+                self-hosted PostHog does); a flag's ``versions/:n`` reads ``"no_flag_versions"`` (404); the
+                query endpoint reads ``"query_timeout"`` (504), ``"slow_query"`` (504 when sync, two polls
+                running when async) and ``"rate_limit_warning"``.
                 None: none.
 
         Returns:
