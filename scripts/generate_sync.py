@@ -378,6 +378,7 @@ VERBS = (
     Verb("analytics_nb/capture/_flag_called.py", "flag_called", "_aflag_called"),
     Verb("analytics_nb/capture/_flag_called.py", "flag_called_frame", "_aflag_called_frame"),
     Verb("analytics_nb/simulation/_simulate.py", "simulate", "_asimulate"),
+    Verb("analytics_nb/simulation/_audience.py", "audience", "_aaudience"),
 )
 #: verb -> the TypedDict of its keyword-only options written next to its twin (``flag_called_frame``'s
 #: ``**capture_kw`` is typed with it, so a misspelt option is caught there too)

@@ -199,3 +199,77 @@ def test_at_most_three_queries_in_flight(sb: Sandbox) -> None:
     finally:
         sb.faults.remove(fault)
     assert elapsed >= 0.8  # two waves of three, not one wave of six
+
+
+# -- async queries (posthog/api/query.py create / retrieve; posthog/api/test/test_query.py
+#    test_full_hogql_query_async, TestQueryRetrieve) ----------------------------------------------------
+
+
+def _query_log(sb: Sandbox) -> pd.DataFrame:
+    log = sb.requests()
+    return log[log["path"].str.contains("/query/")]
+
+
+def test_run_async_submits_and_polls_for_the_same_answer(sb: Sandbox, client: Client) -> None:
+    text = "SELECT distinct_id, person_id FROM person_distinct_ids WHERE distinct_id LIKE 'member-q1%'"
+    direct = client.query(text, run="sync")
+    sb.clear_requests()
+    answered = client.query(text, run="async")
+    log = _query_log(sb)
+    assert (
+        answered.sort_values("distinct_id")
+        .reset_index(drop=True)
+        .equals(direct.sort_values("distinct_id").reset_index(drop=True))
+    )
+    assert (log["method"] == "GET").sum() >= 1  # polled GET .../query/:id/
+    assert (log["method"] == "POST").sum() == 1
+
+
+def test_a_slow_query_is_a_timeout_sync_and_answered_by_auto(sb: Sandbox, client: Client) -> None:
+    fault = sb.faults.add(path="/api/projects/*/query*", kind="slow_query")
+    try:
+        with pytest.raises(ServerError, match="narrow it"):
+            client.query("SELECT distinct_id FROM person_distinct_ids LIMIT 3", run="sync")
+        sb.clear_requests()
+        frame = client.query("SELECT distinct_id FROM person_distinct_ids ORDER BY distinct_id LIMIT 3")
+        paged = client.persons(["plan"], run="auto")
+    finally:
+        sb.faults.remove(fault)
+    assert len(frame) == 3
+    polls = (_query_log(sb)["method"] == "GET").sum()
+    assert polls >= 2  # the slow async query ran for two polls before it completed
+    assert paged.attrs["plan"]["async"] is True and paged.attrs["plan"]["polls"] >= 2
+    assert len(paged) == 3000 + 40 * 2 + 10
+
+
+def test_persons_async_equals_sync(client: Client) -> None:
+    sync = client.persons(["plan", "email"], run="sync")
+    run_async = client.persons(["plan", "email"], run="async")
+    assert run_async.attrs["plan"]["async"] is True and sync.attrs["plan"]["async"] is False
+    pd.testing.assert_frame_equal(sync, run_async)
+
+
+def test_a_failed_async_query_names_the_services_message(client: Client) -> None:
+    with pytest.raises(ValidationError) as info:
+        client.query("SELEC id FROM persons", run="async")
+    assert "async query" in str(info.value) and "Syntax error" in str(info.value)
+
+
+def test_bad_run_is_refused(client: Client) -> None:
+    with pytest.raises(ValueError, match="run must be"):
+        client.query("SELECT id FROM persons", run="later")  # type: ignore[arg-type]
+
+
+def test_the_poll_bar_follows_query_progress() -> None:
+    import io
+
+    from tqdm import tqdm
+
+    from analytics_nb.client._resources._query import _show_progress
+
+    bar = tqdm(total=None, file=io.StringIO(), disable=False)
+    _show_progress(bar, {"rows_read": 40, "estimated_rows_total": 100})
+    assert (bar.n, bar.total) == (40, 100)
+    _show_progress(bar, {"rows_read": 90, "estimated_rows_total": 100})
+    assert bar.n == 90
+    bar.close()

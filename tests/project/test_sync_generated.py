@@ -66,7 +66,7 @@ def test_generated_files_say_so_and_are_plain_python(path: str) -> None:
 HANDWRITTEN = {"close"}  # lifecycle: the sync close also stops the loop thread
 #: The analyst verbs: both clients' methods are written from the one function (session/_verbs.py); the
 #: async ones point to it instead of repeating its docstring (tests/session/test_session_verbs.py).
-VERB_METHODS = {"capture", "capture_frame", "flag_called", "flag_called_frame", "simulate"}
+VERB_METHODS = {"audience", "capture", "capture_frame", "flag_called", "flag_called_frame", "simulate"}
 
 
 def _public_async(cls: type) -> dict[str, object]:

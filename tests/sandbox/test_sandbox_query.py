@@ -382,3 +382,117 @@ def test_flag_evaluations_is_served_where_the_project_reads_flag_calls_there(sb:
     finally:
         sb.set_switch("flag_evaluations_table", False)
         sb.set_switch("flag_evaluations_only", False)
+
+
+# -- async queries: posthog/api/query.py (create / retrieve), posthog/clickhouse/client/execute_async.py ---
+
+
+def _status(sb: Sandbox, query_id: str, params: str = "") -> httpx.Response:
+    return httpx.get(
+        f"{sb.url}/api/projects/@current/query/{query_id}/{params}",
+        headers={"Authorization": f"Bearer {sb.personal_api_key}"},
+    )
+
+
+def _async(sb: Sandbox, text: str) -> httpx.Response:
+    return _query(sb, "", body={"query": {"kind": "HogQLQuery", "query": text}, "refresh": "force_async"})
+
+
+def test_force_async_answers_202_with_the_query_status(sb: Sandbox) -> None:
+    # posthog/api/test/test_query.py test_full_hogql_query_async: 202 and exactly {"query_status": {...}}
+    r = _async(sb, "SELECT count() FROM persons")
+    assert r.status_code == 202
+    status = r.json()["query_status"]
+    assert set(r.json()) == {"query_status"}
+    assert set(status) == {
+        "complete", "pickup_time", "end_time", "error", "error_message", "expiration_time", "id",
+        "query_async", "results", "start_time", "task_id", "team_id", "insight_id", "dashboard_id",
+        "query_progress", "labels",
+    }  # fmt: skip
+    assert status["complete"] is False and status["query_async"] is True and status["results"] is None
+    assert status["error"] is False and status["error_message"] is None and status["start_time"]
+
+
+def test_retrieve_a_complete_query_is_200_with_the_whole_answer(sb: Sandbox) -> None:
+    # TestQueryRetrieve.test_completed_query: 200, complete; execute_async.py stores the whole
+    # query response (results, columns, types, ...) in the status's `results`
+    query_id = _async(sb, "SELECT count() FROM person_distinct_ids").json()["query_status"]["id"]
+    direct = _query(sb, "SELECT count() FROM person_distinct_ids").json()
+    r = _status(sb, query_id)
+    assert r.status_code == 200
+    status = r.json()["query_status"]
+    assert status["complete"] is True and status["error"] is False and status["end_time"]
+    assert status["results"]["results"] == direct["results"] and status["results"]["types"] == ["UInt64"]
+
+
+def test_retrieve_a_running_query_is_202_with_progress(sb: Sandbox) -> None:
+    # TestQueryRetrieve.test_running_query: 202 while complete is false; show_progress adds
+    # query_progress (execute_async.py get_query_status: rows_read, estimated_rows_total, ...)
+    fault = sb.faults.add(path="/api/projects/*/query*", kind="slow_query")
+    try:
+        slow_sync = _query(sb, "SELECT id FROM persons LIMIT 5")
+        query_id = _async(sb, "SELECT id FROM persons LIMIT 5").json()["query_status"]["id"]
+    finally:
+        sb.faults.remove(fault)
+    assert slow_sync.status_code == 504  # a slow query hits the sync execution limit
+    first = _status(sb, query_id, "?show_progress=true")
+    assert first.status_code == 202 and first.json()["query_status"]["complete"] is False
+    progress = first.json()["query_status"]["query_progress"]
+    assert set(progress) == {
+        "bytes_read",
+        "rows_read",
+        "estimated_rows_total",
+        "time_elapsed",
+        "active_cpu_time",
+    }
+    codes = [_status(sb, query_id).status_code for _ in range(3)]
+    assert codes[-1] == 200 and codes.count(202) <= 1
+
+
+def test_retrieve_a_failed_query_is_400_with_its_message(sb: Sandbox) -> None:
+    # TestQueryRetrieve.test_failed_query_with_exposed_error: 400, error true, the message kept
+    query_id = _async(sb, "SELEC id FROM persons").json()["query_status"]["id"]
+    r = _status(sb, query_id)
+    assert r.status_code == 400
+    status = r.json()["query_status"]
+    assert (
+        status["error"] is True and status["complete"] is True and "Syntax error" in status["error_message"]
+    )
+
+
+def test_retrieve_an_unknown_query_is_404(sb: Sandbox) -> None:
+    # TestQueryRetrieve.test_with_invalid_query_id (QueryNotFoundError is DRF's NotFound)
+    r = _status(sb, "invalid-query-id")
+    assert r.status_code == 404 and r.json()["type"] == "invalid_request"
+
+
+def test_the_groups_table_has_hogqls_fields(sb: Sandbox) -> None:
+    # posthog/hogql/database/schema/groups.py GROUPS_TABLE_FIELDS: index (group_type_index), key
+    # (group_key), properties (group_properties, JSON read as text by property access)
+    events = [
+        {
+            "event": "$groupidentify",
+            "distinct_id": "g-admin",
+            "properties": {
+                "$group_type": "org",
+                "$group_key": f"org-{i}",
+                "$group_set": {"tier": ["a", "b"][i % 2]},
+            },
+        }
+        for i in range(3)
+    ]
+    _capture(sb, events)
+    r = _query(sb, "SELECT index, key, properties.tier FROM groups WHERE key LIKE 'org-%' ORDER BY key")
+    assert r.status_code == 200, r.text
+    body = r.json()
+    assert body["columns"] == ["index", "key", "tier"] and body["types"] == [
+        "Int64",
+        "String",
+        "Nullable(String)",
+    ]
+    index = body["results"][0][0]
+    assert body["results"] == [[index, "org-0", "a"], [index, "org-1", "b"], [index, "org-2", "a"]]
+    paged = _query(sb, f"SELECT key FROM groups WHERE index = {index} AND key > 'org-0' ORDER BY key LIMIT 1")
+    assert paged.json()["results"] == [["org-1"]]
+    # no created_at / updated_at kept by the sandbox: refused, never an invented time
+    assert _query(sb, "SELECT created_at FROM groups").status_code == 400

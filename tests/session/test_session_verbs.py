@@ -35,6 +35,7 @@ VERBS: dict[str, tuple[Callable[..., Any], Callable[..., Any]]] = {
     "flag_called": (capture.flag_called, capture.aflag_called),
     "flag_called_frame": (capture.flag_called_frame, capture.aflag_called_frame),
     "simulate": (simulation.simulate, simulation.asimulate),
+    "audience": (simulation.audience, simulation.aaudience),
 }
 
 
@@ -161,6 +162,7 @@ def test_no_verb_parameter_list_is_written_twice_by_hand() -> None:
         "capture_frame": ["_bulk.py"],
         "flag_called": ["_flag_called.py"],
         "flag_called_frame": ["_flag_called.py"],
+        "audience": ["_audience.py"],
     }
 
 

@@ -39,7 +39,7 @@ from analytics_nb.client._resources import (
     Projects,
     Transformations,
 )
-from analytics_nb.client._resources._query import MAX_ROWS, persons_frame, run_query
+from analytics_nb.client._resources._query import MAX_ROWS, Run, groups_frame, persons_frame, run_query
 from analytics_nb.client._sync_api import (
     ApiClientMethods,
     SyncFeatureFlags,
@@ -332,7 +332,7 @@ class AsyncApiClient(_Common):
         )
 
     async def query(
-        self, hogql: str, *, page_by: str | None = None, page_size: int = MAX_ROWS
+        self, hogql: str, *, page_by: str | None = None, page_size: int = MAX_ROWS, run: Run = "auto"
     ) -> pd.DataFrame:
         """Run a HogQL query (``POST /api/projects/:id/query/``) and return its answer as a typed DataFrame
         (columns named and typed from the answer's ``columns`` / ``types``: strings, ``Int64``, ``Float64``,
@@ -346,11 +346,18 @@ class AsyncApiClient(_Common):
         2,400 an hour, 3 at once) and slow down when an answer carries ``X-PostHog-Rate-Limit-Warning``.
         Works with a personal key (scope ``query:read``) or a project secret key (``secret_api_key=``).
 
+        Long queries run asynchronously: the query is sent with ``"refresh": "force_async"`` and its status
+        polled (``GET .../query/:id/``) until it is complete, with a progress bar of the rows ClickHouse has
+        read. ``run="auto"`` (the default) sends a query synchronously and resends it async when it hits
+        the sync execution limit (504), and runs the rest of a paged read async once a page took over 5 s.
+
         Args:
             hogql: The HogQL ``SELECT``.
             page_by: A column of the answer whose values are unique and never null (``id``,
                 ``distinct_id``): read every row, page after page. None: one request.
             page_size: Rows per page (at most 50,000).
+            run: ``"sync"`` (one request per query; a timeout is an error), ``"async"`` (submit and poll
+                every query) or ``"auto"``.
 
         Returns:
             The answer as a DataFrame.
@@ -360,7 +367,7 @@ class AsyncApiClient(_Common):
             ServerError: The query hit PostHog's execution time limit (504; the message says how to
                 narrow it).
         """
-        return await run_query(self._core, hogql, page_by=page_by, page_size=page_size)
+        return await run_query(self._core, hogql, page_by=page_by, page_size=page_size, run=run)
 
     async def persons(
         self,
@@ -369,6 +376,7 @@ class AsyncApiClient(_Common):
         flags: Any = None,
         distinct_ids: Literal["all", "identified"] = "all",
         page_size: int = MAX_ROWS,
+        run: Run = "auto",
     ) -> pd.DataFrame:
         """The project's persons as a frame for the simulation door (``simulate(client.persons(...))``):
         ``person_id``, ``distinct_id`` and one column per property, values as PostHog stores them (numbers
@@ -392,17 +400,73 @@ class AsyncApiClient(_Common):
                 person properties become the columns when ``properties`` is None.
             distinct_ids: ``"all"`` (a row per distinct id) or ``"identified"`` (a row per person).
             page_size: Rows per query (at most 50,000, the service's cap).
+            run: ``"sync"``, ``"async"`` or ``"auto"`` queries (see `query`).
 
         Returns:
-            The persons frame.
+            The persons frame (``frame.attrs["plan"]``: rows, pages, queries, requests, whether async).
 
         Raises:
             ValueError: A bad argument (named).
         """
         frame, _requests = await persons_frame(
-            self._core, properties=properties, flags=flags, distinct_ids=distinct_ids, page_size=page_size
+            self._core,
+            properties=properties,
+            flags=flags,
+            distinct_ids=distinct_ids,
+            page_size=page_size,
+            run=run,
         )
         return frame
+
+    async def groups(
+        self,
+        group_type: str | int,
+        properties: list[str] | None = None,
+        *,
+        page_size: int = MAX_ROWS,
+        run: Run = "auto",
+    ) -> pd.DataFrame:
+        """The project's groups of one type as a frame for the simulation door (group flags):
+        ``distinct_id`` (the group key), ``group:<type>`` (the key) and ``group:<type>:<property>`` columns,
+        values as PostHog stores them (a property a group lacks is None).
+
+        Read with HogQL over the ``groups`` table, paged by keyset on the key, sync or async as
+        `query` runs. A group flag's rollout hash is taken over the group key, so
+        ``simulate(client.groups("company"), engine="local", client=client)`` answers each group as the
+        flag service would answer any member of it.
+
+        Args:
+            group_type: The group type's name (``"company"``; its index is read from the project's flag
+                definitions) or its index (0-4).
+            properties: The group property keys to read. None: every key found.
+            page_size: Rows per query (at most 50,000, the service's cap).
+            run: ``"sync"``, ``"async"`` or ``"auto"`` queries (see `query`).
+
+        Returns:
+            The groups frame (``frame.attrs["plan"]``: rows, pages, requests).
+
+        Raises:
+            ValueError: An unknown group type or a bad argument (named).
+        """
+        if isinstance(group_type, int) and not isinstance(group_type, bool):
+            if not 0 <= group_type <= 4:
+                raise ValueError(f"groups: a group type index is 0 to 4, got {group_type}")
+            mapping = (await self.feature_flags.definitions()).group_type_mapping
+            index, name = group_type, mapping.get(str(group_type), str(group_type))
+        elif isinstance(group_type, str) and group_type:
+            mapping = (await self.feature_flags.definitions()).group_type_mapping
+            by_name = {v: int(k) for k, v in mapping.items()}
+            if group_type not in by_name:
+                known = ", ".join(repr(v) for v in by_name) or "none"
+                raise ValueError(f"groups: no group type {group_type!r} in the project (its types: {known})")
+            index, name = by_name[group_type], group_type
+        else:
+            raise ValueError(f"groups: group_type must be a group type name or index, got {group_type!r}")
+        if not 1 <= int(page_size) <= MAX_ROWS:
+            raise ValueError(f"groups: page_size must be between 1 and {MAX_ROWS:,} (the service's row cap)")
+        return await groups_frame(
+            self._core, name, index, properties=properties, page_size=int(page_size), run=run
+        )
 
     async def organization_id(self) -> str:
         """The organization id the client uses (given, or resolved once from the service)."""

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     )
     from analytics_nb.client._resources._playlists import PlaylistFilters, Playlists
     from analytics_nb.client._resources._projects import Organizations, Projects
+    from analytics_nb.client._resources._query import Run
     from analytics_nb.client._resources._recordings import Incomplete
     from analytics_nb.client._resources._transformations import Transformations
     from analytics_nb.models import (
@@ -1467,7 +1468,9 @@ class ApiClientMethods:
             )
         )
 
-    def query(self, hogql: str, *, page_by: str | None = None, page_size: int = MAX_ROWS) -> pd.DataFrame:
+    def query(
+        self, hogql: str, *, page_by: str | None = None, page_size: int = MAX_ROWS, run: Run = "auto"
+    ) -> pd.DataFrame:
         """Run a HogQL query (``POST /api/projects/:id/query/``) and return its answer as a typed DataFrame
         (columns named and typed from the answer's ``columns`` / ``types``: strings, ``Int64``, ``Float64``,
         ``boolean``, UTC times).
@@ -1480,11 +1483,18 @@ class ApiClientMethods:
         2,400 an hour, 3 at once) and slow down when an answer carries ``X-PostHog-Rate-Limit-Warning``.
         Works with a personal key (scope ``query:read``) or a project secret key (``secret_api_key=``).
 
+        Long queries run asynchronously: the query is sent with ``"refresh": "force_async"`` and its status
+        polled (``GET .../query/:id/``) until it is complete, with a progress bar of the rows ClickHouse has
+        read. ``run="auto"`` (the default) sends a query synchronously and resends it async when it hits
+        the sync execution limit (504), and runs the rest of a paged read async once a page took over 5 s.
+
         Args:
             hogql: The HogQL ``SELECT``.
             page_by: A column of the answer whose values are unique and never null (``id``,
                 ``distinct_id``): read every row, page after page. None: one request.
             page_size: Rows per page (at most 50,000).
+            run: ``"sync"`` (one request per query; a timeout is an error), ``"async"`` (submit and poll
+                every query) or ``"auto"``.
 
         Returns:
             The answer as a DataFrame.
@@ -1494,7 +1504,7 @@ class ApiClientMethods:
             ServerError: The query hit PostHog's execution time limit (504; the message says how to
                 narrow it).
         """
-        return self._loop.run(self._async.query(hogql, page_by=page_by, page_size=page_size))
+        return self._loop.run(self._async.query(hogql, page_by=page_by, page_size=page_size, run=run))
 
     def persons(
         self,
@@ -1503,6 +1513,7 @@ class ApiClientMethods:
         flags: Any = None,
         distinct_ids: Literal["all", "identified"] = "all",
         page_size: int = MAX_ROWS,
+        run: Run = "auto",
     ) -> pd.DataFrame:
         """The project's persons as a frame for the simulation door (``simulate(client.persons(...))``):
         ``person_id``, ``distinct_id`` and one column per property, values as PostHog stores them (numbers
@@ -1526,16 +1537,51 @@ class ApiClientMethods:
                 person properties become the columns when ``properties`` is None.
             distinct_ids: ``"all"`` (a row per distinct id) or ``"identified"`` (a row per person).
             page_size: Rows per query (at most 50,000, the service's cap).
+            run: ``"sync"``, ``"async"`` or ``"auto"`` queries (see `query`).
 
         Returns:
-            The persons frame.
+            The persons frame (``frame.attrs["plan"]``: rows, pages, queries, requests, whether async).
 
         Raises:
             ValueError: A bad argument (named).
         """
         return self._loop.run(
-            self._async.persons(properties, flags=flags, distinct_ids=distinct_ids, page_size=page_size)
+            self._async.persons(
+                properties, flags=flags, distinct_ids=distinct_ids, page_size=page_size, run=run
+            )
         )
+
+    def groups(
+        self,
+        group_type: str | int,
+        properties: list[str] | None = None,
+        *,
+        page_size: int = MAX_ROWS,
+        run: Run = "auto",
+    ) -> pd.DataFrame:
+        """The project's groups of one type as a frame for the simulation door (group flags):
+        ``distinct_id`` (the group key), ``group:<type>`` (the key) and ``group:<type>:<property>`` columns,
+        values as PostHog stores them (a property a group lacks is None).
+
+        Read with HogQL over the ``groups`` table, paged by keyset on the key, sync or async as
+        `query` runs. A group flag's rollout hash is taken over the group key, so
+        ``simulate(client.groups("company"), engine="local", client=client)`` answers each group as the
+        flag service would answer any member of it.
+
+        Args:
+            group_type: The group type's name (``"company"``; its index is read from the project's flag
+                definitions) or its index (0-4).
+            properties: The group property keys to read. None: every key found.
+            page_size: Rows per query (at most 50,000, the service's cap).
+            run: ``"sync"``, ``"async"`` or ``"auto"`` queries (see `query`).
+
+        Returns:
+            The groups frame (``frame.attrs["plan"]``: rows, pages, requests).
+
+        Raises:
+            ValueError: An unknown group type or a bad argument (named).
+        """
+        return self._loop.run(self._async.groups(group_type, properties, page_size=page_size, run=run))
 
     def organization_id(self) -> str:
         """The organization id the client uses (given, or resolved once from the service)."""

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from starlette.requests import Request
 
@@ -58,6 +58,8 @@ class SandboxContext:
     #: `Sandbox.set_query_row_limits`).
     query_max_rows: int = 50_000
     query_default_rows: int = 100
+    #: Async queries (`refresh: "force_async"`): query id -> the job `query.py` polls (`QueryJob`).
+    query_jobs: dict[str, Any] = field(default_factory=dict)
     geoip: bool = True
     #: Whether the `/_sandbox/` admin endpoints are served.
     admin: bool = False

@@ -100,7 +100,8 @@ class Faults:
                 the flag list reads ``"legacy_list_filters"`` (it ignores ``key`` and ``tags``, as an older
                 self-hosted PostHog does); a flag's ``versions/:n`` reads ``"no_flag_versions"`` (404); also
                 ``"endless_pages"`` (a saved filter's recordings) and ``"flag_key_mismatch"`` (``/flags``
-                records).
+                records); the query endpoint reads ``"query_timeout"`` (504), ``"slow_query"`` (504 when
+                sync, two polls running when async) and ``"rate_limit_warning"``.
                 None: none.
             trickle: Seconds between the bytes of the answer's body (0.001 to 10), sent one at a time after
                 the status and headers; the request is otherwise served normally. None: sent at once.

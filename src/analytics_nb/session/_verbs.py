@@ -10,14 +10,15 @@ from typing import TYPE_CHECKING
 from analytics_nb.capture import _bulk, _bulk_twins, _flag_called, _flag_called_twins
 from analytics_nb.capture._bulk import DEFAULT_BATCH_BYTES
 from analytics_nb.client import ApiClient, AsyncApiClient
-from analytics_nb.simulation import _simulate, _simulate_twins
+from analytics_nb.client._resources._query import MAX_ROWS
+from analytics_nb.simulation import _audience, _audience_twins, _simulate, _simulate_twins
 from analytics_nb.simulation._remote import WARN_MINUTES
 
 if TYPE_CHECKING:
     import datetime as dt
     from collections.abc import Mapping, Sequence
     from pathlib import Path
-    from typing import Any, Unpack
+    from typing import Any, Literal, Unpack
 
     import pandas as pd
 
@@ -26,6 +27,7 @@ if TYPE_CHECKING:
     from analytics_nb.capture._flag_called import UnknownKeys
     from analytics_nb.capture._runs import Resume
     from analytics_nb.capture._values import NaivePolicy
+    from analytics_nb.client._resources._query import Run
     from analytics_nb.flags import FrameEvaluator
     from analytics_nb.simulation._local import MissingColumns
     from analytics_nb.simulation._remote import Runtime
@@ -411,6 +413,71 @@ class ClientVerbs(ApiClient):
             as_of=as_of,
         )
 
+    def audience(
+        self,
+        flag: str | Sequence[str],
+        *,
+        properties: Sequence[str] | None = None,
+        distinct_ids: Literal["all", "identified"] = "all",
+        runtime: Runtime = "server",
+        definitions: Any = None,
+        payloads: bool = False,
+        reasons: bool = False,
+        page_size: int = MAX_ROWS,
+        run: Run = "auto",
+        missing_columns: MissingColumns = "unknown",
+        progress: bool | None = None,
+    ) -> SimulationResult:
+        """Who exactly gets ``flag``, from the project's own persons: one row per distinct id with the variant
+        (or True/False) the flag service would answer it.
+
+        The persons are read with HogQL (``client.persons``: person id, each distinct id, the person
+        properties the flag and its cohorts read) and evaluated by the local flag engine through the one
+        simulation door (``simulate(persons, flag, engine="local", client=client)``); HogQL has no SHA-1, so the
+        rollout hash runs here, over each distinct id. Before a run of more than one page of 50,000 ids the plan
+        is printed: pages, queries and the least minutes the query API's limits allow. With an `AsyncClient`
+        use ``await aaudience(...)`` or ``await aclient.audience(...)``.
+
+        A flag whose ``evaluation_runtime`` is the other runtime is not answered by PostHog to ``runtime``
+        callers: its column is NA with a `FilteredFlagsWarning` (``runtime="client"`` shows what browsers get).
+
+        Args:
+            flag: The flag key (or a list of keys).
+            properties: The person property keys to read. None: those the flags and the cohorts read.
+            distinct_ids: ``"all"`` (a row per distinct id: each id hashes into its own bucket) or
+                ``"identified"`` (a row per person, its identified id; see ``client.persons``).
+            runtime: ``"server"`` (what server SDKs get) or ``"client"`` (what browsers get).
+            definitions: Flag definitions to use. None: the project's (``client.feature_flags.definitions()``).
+            payloads: Add ``<key>:payload`` columns.
+            reasons: Add ``<key>:reason`` and ``<key>:condition_index`` columns.
+            page_size: Distinct ids per query (at most 50,000, the query API's cap).
+            run: Queries ``"sync"``, ``"async"`` (submitted and polled) or ``"auto"`` (see ``client.query``).
+            missing_columns: A property the persons frame has no column for (only with ``properties=``):
+                ``"unknown"`` (NA with a warning) or ``"not_set"``.
+            progress: Show progress bars. None: for long runs unless ``TQDM_DISABLE`` is set.
+
+        Returns:
+            A `SimulationResult` of the local engine: ``frame`` has ``distinct_id``, ``person_id``, the
+                properties read and one column per flag; ``summary()`` counts who gets which variant.
+
+        Raises:
+            SimulationInputError: An unknown flag key or a bad argument (before the persons are read).
+        """
+        return _audience.audience(
+            flag,
+            client=self,
+            properties=properties,
+            distinct_ids=distinct_ids,
+            runtime=runtime,
+            definitions=definitions,
+            payloads=payloads,
+            reasons=reasons,
+            page_size=page_size,
+            run=run,
+            missing_columns=missing_columns,
+            progress=progress,
+        )
+
 
 class AsyncClientVerbs(AsyncApiClient):
     """The analyst verbs as methods of ``AsyncApiClient`` (coroutines for ``await``);
@@ -587,4 +654,39 @@ class AsyncClientVerbs(AsyncApiClient):
             memory_limit=memory_limit,
             runtime=runtime,
             as_of=as_of,
+        )
+
+    async def audience(
+        self,
+        flag: str | Sequence[str],
+        *,
+        properties: Sequence[str] | None = None,
+        distinct_ids: Literal["all", "identified"] = "all",
+        runtime: Runtime = "server",
+        definitions: Any = None,
+        payloads: bool = False,
+        reasons: bool = False,
+        page_size: int = MAX_ROWS,
+        run: Run = "auto",
+        missing_columns: MissingColumns = "unknown",
+        progress: bool | None = None,
+    ) -> SimulationResult:
+        """``await aclient.audience(...)``: `aaudience` with this client.
+
+        The parameters, defaults and answer of `audience` (less ``client``):
+        see it for each parameter.
+        """
+        return await _audience_twins.aaudience(
+            flag,
+            client=self,
+            properties=properties,
+            distinct_ids=distinct_ids,
+            runtime=runtime,
+            definitions=definitions,
+            payloads=payloads,
+            reasons=reasons,
+            page_size=page_size,
+            run=run,
+            missing_columns=missing_columns,
+            progress=progress,
         )

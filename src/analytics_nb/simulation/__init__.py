@@ -16,6 +16,8 @@ DuckDB or a parquet path; `simulate_dask` runs the local engine over a Dask Data
 from __future__ import annotations
 
 from analytics_nb.flags import IncompleteDefinitionsWarning
+from analytics_nb.simulation._audience import audience
+from analytics_nb.simulation._audience_twins import aaudience
 from analytics_nb.simulation._audit import FlagAudit, flag_audit
 from analytics_nb.simulation._builders import grid, random_property_sets, sample_persons
 from analytics_nb.simulation._compare import AGREEMENT_COLUMNS, agreement_headline
@@ -79,9 +81,11 @@ __all__ = [
     "Verification",
     "WhatIf",
     "WhatIfResult",
+    "aaudience",
     "adefinitions_as_of",
     "agreement_headline",
     "asimulate",
+    "audience",
     "concat_frames",
     "definitions_as_of",
     "flag_audit",

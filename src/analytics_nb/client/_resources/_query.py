@@ -6,6 +6,14 @@ most 50,000 rows per query (`MAX_SELECT_RETURNED_ROWS`; 100 without a `LIMIT`), 
 (`ORDER BY key ... WHERE key > last`) over `OFFSET`. This module pages that way, paces itself to those
 limits whatever the client's `rate_limit=` says (one sliding window shared by the client's queries, at most
 3 in flight), and slows down when an answer carries `X-PostHog-Rate-Limit-Warning`.
+
+Long queries run asynchronously (`run="async"`, or `"auto"` once a query timed out or took over half the
+sync execution limit): the query is sent with `"refresh": "force_async"` and the service answers 202 with a
+`query_status` (`complete: false`, its `id`); the client polls `GET .../query/:id/?show_progress=true` (202
+while it runs, 200 with `complete: true` and the whole answer in `results`, 400 with `error_message`),
+showing a progress bar of `query_progress.rows_read` of `estimated_rows_total` (`posthog/api/query.py`
+`create` / `retrieve`; `posthog/clickhouse/client/execute_async.py`; `QueryStatus` in `posthog/schema.py`;
+`posthog/api/test/test_query.py` `test_full_hogql_query_async`, `TestQueryRetrieve`).
 """
 
 from __future__ import annotations
@@ -14,13 +22,14 @@ import asyncio
 import json
 import logging
 import re
+import time
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 from analytics_nb.client._core import Core, RateLimiter, decode_json, loads_json
 from analytics_nb.client._progress import progress_bar
-from analytics_nb.errors import ResponseFormatError, ValidationError
+from analytics_nb.errors import PostHogError, ResponseFormatError, ServerError, ValidationError
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -30,8 +39,10 @@ __all__ = [
     "QUERY_CONCURRENCY",
     "QUERY_RATES",
     "QueryRateLimitWarning",
+    "Run",
     "describe_plan",
     "frame_from_answer",
+    "groups_frame",
     "person_property_keys",
     "persons_frame",
     "plan",
@@ -55,6 +66,15 @@ _TIMEOUT_FIX = (
     "fewer rows), select fewer columns (one property instead of all `properties`), or page with a smaller "
     "page_size."
 )
+
+
+Run = Literal["sync", "async", "auto"]
+#: `auto` runs the rest of a paged read asynchronously once a sync query took this long (seconds): half the
+#: sync execution limit of the query API (10 s, posthog.com `contents/docs/api/queries.mdx`).
+SLOW_SYNC_SECONDS = 5.0
+#: Polling an async query: the first wait, the longest wait, and how long before giving up (seconds; the
+#: service keeps a status 600 s, `QueryStatusManager.STATUS_TTL_SECONDS`).
+POLL_FIRST, POLL_MAX, POLL_TIMEOUT = 0.05, 2.0, 600.0
 
 
 class QueryRateLimitWarning(UserWarning):
@@ -91,50 +111,198 @@ def _auth(core: Core) -> Any:
     )
 
 
-async def _post(core: Core, hogql: str) -> dict[str, Any]:
-    """One query request, paced; the answer's JSON body."""
+class _Mode:
+    """How a run sends its queries: `run` as asked, and whether `auto` has switched to async."""
+
+    def __init__(self, run: Run, progress: bool | None) -> None:
+        if run not in ("sync", "async", "auto"):
+            raise ValueError(f"query: run must be 'sync', 'async' or 'auto', got {run!r}")
+        self.run = run
+        self.use_async = run == "async"
+        self.progress = progress
+        self.polls = 0
+
+
+async def _send(core: Core, method: str, path: str, **kw: Any) -> Any:
+    """One paced request of the query API (`query` bucket: 240/min, 2,400/h; polls count too, as
+    `QueryViewSet.get_throttles` throttles every action); the response."""
     pacing = _pacing(core)
-    async with pacing.semaphore:
-        await pacing.limiter.acquire("query")
-        pacing.requests += 1
-        try:
-            response = await core.request(
-                "POST",
-                core.project_path("query/"),
-                json={"query": {"kind": "HogQLQuery", "query": hogql}},
-                auth=_auth(core),
-                idempotent=False,  # a timed-out query is not sent again as is (the fix is to narrow it)
-                explain={504: _TIMEOUT_FIX},
-            )
-        except ValidationError as exc:
-            raise ValidationError(
-                f"PostHog refused the HogQL query: {exc.detail or exc.message} Fix the query text "
-                "(client.query sends it as written).",
-                status=exc.status,
-                type=exc.type,
-                code=exc.code,
-                detail=exc.detail,
-                attr=exc.attr,
-                method=exc.method,
-                url=exc.url,
-            ) from None
-        if response.headers.get("X-PostHog-Rate-Limit-Warning"):
-            warnings.warn(
-                "PostHog says queries are close to its rate limit (X-PostHog-Rate-Limit-Warning); the "
-                f"client pauses {WARNING_PAUSE:g} s between queries while it says so.",
-                QueryRateLimitWarning,
-                stacklevel=2,
-            )
-            await asyncio.sleep(WARNING_PAUSE)
-    body = decode_json(response, core.scrub(str(response.url)))
+    await pacing.limiter.acquire("query")
+    pacing.requests += 1
+    try:
+        response = await core.request(method, path, auth=_auth(core), **kw)
+    except ValidationError as exc:
+        raise ValidationError(
+            f"PostHog refused the HogQL query: {exc.detail or exc.message} Fix the query text "
+            "(client.query sends it as written).",
+            status=exc.status,
+            type=exc.type,
+            code=exc.code,
+            detail=exc.detail,
+            attr=exc.attr,
+            method=exc.method,
+            url=exc.url,
+        ) from None
+    if response.headers.get("X-PostHog-Rate-Limit-Warning"):
+        warnings.warn(
+            "PostHog says queries are close to its rate limit (X-PostHog-Rate-Limit-Warning); the "
+            f"client pauses {WARNING_PAUSE:g} s between queries while it says so.",
+            QueryRateLimitWarning,
+            stacklevel=2,
+        )
+        await asyncio.sleep(WARNING_PAUSE)
+    return response
+
+
+def _answer(core: Core, response: Any, body: Any) -> dict[str, Any]:
     if not isinstance(body, dict) or not isinstance(body.get("results"), list):
         raise ResponseFormatError(
             "The query endpoint answered without a `results` list; check that host= points at PostHog.",
             status=response.status_code,
-            method="POST",
+            method=response.request.method if response.request else "POST",
             url=core.scrub(str(response.url)),
         )
     return body
+
+
+async def _post(core: Core, hogql: str, mode: _Mode | None = None) -> dict[str, Any]:
+    """One query, paced, at most 3 in flight: sync (one request), or async (submit and poll) when `mode`
+    says so; `auto` resends a query that timed out asynchronously. The answer's JSON body."""
+    mode = mode or _Mode("sync", False)
+    async with _pacing(core).semaphore:
+        if mode.use_async:
+            return await _post_async(core, hogql, mode)
+        started = time.monotonic()
+        try:
+            response = await _send(
+                core,
+                "POST",
+                core.project_path("query/"),
+                json={"query": {"kind": "HogQLQuery", "query": hogql}},
+                idempotent=False,  # a timed-out query is not sent again as is (the fix is to narrow it)
+                explain={504: _TIMEOUT_FIX},
+            )
+        except ServerError as exc:
+            if mode.run != "auto" or exc.status != 504:
+                raise
+            log.info("the query timed out; sending it again as an async query (run='auto')")
+            mode.use_async = True
+            return await _post_async(core, hogql, mode)
+        if mode.run == "auto" and time.monotonic() - started > SLOW_SYNC_SECONDS:
+            mode.use_async = True  # the next queries of this run are as slow: run them async
+    return _answer(core, response, decode_json(response, core.scrub(str(response.url))))
+
+
+async def _post_async(core: Core, hogql: str, mode: _Mode) -> dict[str, Any]:
+    """Submit with `refresh: force_async` and poll the status until it is complete; a bar shows
+    `query_progress` while it runs."""
+    response = await _send(
+        core,
+        "POST",
+        core.project_path("query/"),
+        json={"query": {"kind": "HogQLQuery", "query": hogql}, "refresh": "force_async"},
+        idempotent=False,
+        explain={504: _TIMEOUT_FIX},
+    )
+    body = decode_json(response, core.scrub(str(response.url)))
+    status = body.get("query_status") if isinstance(body, dict) else None
+    if not isinstance(status, dict) or not status.get("query_async"):
+        return _answer(core, response, body)  # answered at once (a cached result)
+    query_id = str(status.get("id") or "")
+    if not _IDENT_ID.fullmatch(query_id):
+        raise ResponseFormatError(
+            "The query endpoint started an async query without a usable `id`; check that host= points at "
+            "PostHog.",
+            status=response.status_code,
+            method="POST",
+            url=core.scrub(str(response.url)),
+        )
+    bar = progress_bar(mode.progress, total=None, desc=f"query {query_id[:8]} running", unit="row")
+    try:
+        status = await _poll(core, query_id, status, bar, mode)
+    finally:
+        bar.close()
+    return _answer(core, response, status.get("results"))
+
+
+_IDENT_ID = re.compile(r"[A-Za-z0-9_-]{1,128}")
+
+
+async def _poll(core: Core, query_id: str, status: dict[str, Any], bar: Any, mode: _Mode) -> dict[str, Any]:
+    """Poll `GET .../query/:id/` until `complete`; the final status (an error status raises)."""
+    wait, deadline = POLL_FIRST, time.monotonic() + POLL_TIMEOUT
+    while not status.get("complete"):
+        if time.monotonic() > deadline:
+            raise ServerError(
+                f"The async query {query_id} did not complete in {POLL_TIMEOUT:g} s; narrow it (a shorter "
+                "date range, fewer rows or columns) or page it with a smaller page_size.",
+                status=None,
+            )
+        await asyncio.sleep(wait)
+        wait = min(wait * 2, POLL_MAX)
+        mode.polls += 1
+        try:
+            response = await _send(
+                core,
+                "GET",
+                core.project_path(f"query/{query_id}/"),
+                params={"show_progress": "true"},
+                idempotent=True,
+            )
+        except PostHogError as exc:
+            raise _failed(query_id, exc) from None
+        body = decode_json(response, core.scrub(str(response.url)))
+        found = body.get("query_status") if isinstance(body, dict) else None
+        if not isinstance(found, dict):
+            raise ResponseFormatError(
+                "The query status endpoint answered without a `query_status`; check that host= points at "
+                "PostHog.",
+                status=response.status_code,
+                method="GET",
+                url=core.scrub(str(response.url)),
+            )
+        status = found
+        _show_progress(bar, status.get("query_progress"))
+    return status
+
+
+def _show_progress(bar: Any, progress: Any) -> None:
+    """Move the bar to `rows_read` of `estimated_rows_total` (ClickHouse's own estimate)."""
+    if not isinstance(progress, dict) or not hasattr(bar, "n"):
+        return
+    total, read = progress.get("estimated_rows_total"), progress.get("rows_read")
+    if isinstance(total, int) and total > 0:
+        bar.total = total
+    if isinstance(read, int) and read >= bar.n:
+        bar.update(read - bar.n)
+
+
+def _failed(query_id: str, exc: PostHogError) -> PostHogError:
+    """A failed async query's error: the status's `error_message` (400), else the service's error."""
+    message = None
+    if exc.status in (400, 500) and exc.detail:
+        try:
+            found = json.loads(exc.detail).get("query_status") or {}
+            message = found.get("error_message") if found.get("error") else None
+        except (ValueError, AttributeError):
+            message = None
+    if exc.status == 400 and message:
+        return ValidationError(
+            f"PostHog says the async query {query_id} failed: {message} Fix the query text (client.query "
+            "sends it as written).",
+            status=exc.status,
+            method=exc.method,
+            url=exc.url,
+        )
+    if exc.status == 500:
+        return ServerError(
+            f"PostHog says the async query {query_id} failed with an internal error; try again, or narrow "
+            "the query.",
+            status=500,
+            method=exc.method,
+            url=exc.url,
+        )
+    return exc
 
 
 def _dtype(kind: str) -> str | None:
@@ -196,6 +364,7 @@ async def _pages(
     bar: Any = None,
     total: int | None = None,
     on_page: Callable[[list[list[Any]]], None] | None = None,
+    mode: _Mode | None = None,
 ) -> tuple[list[str], list[str], list[list[Any]], int]:
     """Keyset paging: `build(after, limit)` is the query of the page after the key `after`. Returns columns,
     types, rows and requests.
@@ -212,7 +381,7 @@ async def _pages(
     types: list[str] = []
     requests, longest, seen = 0, 0, 0
     while True:
-        body = await _post(core, build(after, page_size))
+        body = await _post(core, build(after, page_size), mode)
         requests += 1
         columns, types = list(body.get("columns") or []), list(body.get("types") or [])
         page = body["results"]
@@ -256,15 +425,17 @@ def describe_plan(p: Mapping[str, Any]) -> str:
 
 
 async def run_query(
-    core: Core, hogql: str, *, page_by: str | None = None, page_size: int = MAX_ROWS
+    core: Core, hogql: str, *, page_by: str | None = None, page_size: int = MAX_ROWS, run: Run = "auto"
 ) -> pd.DataFrame:
-    """`client.query`: the answer as a typed frame; with `page_by`, every row, paged by keyset."""
+    """`client.query`: the answer as a typed frame; with `page_by`, every row, paged by keyset; `run`
+    chooses sync or async queries (see the module docstring)."""
     if not isinstance(hogql, str) or not hogql.strip():
         raise ValueError("query: hogql must be the text of a HogQL SELECT, e.g. 'SELECT id FROM persons'")
     if not 1 <= int(page_size) <= MAX_ROWS:
         raise ValueError(f"query: page_size must be between 1 and {MAX_ROWS:,} (the service's row cap)")
+    mode = _Mode(run, core.config.progress)
     if page_by is None:
-        body = await _post(core, hogql)
+        body = await _post(core, hogql, mode)
         cut = body.get("hasMore") is True or (
             body.get("hasMore") is None and len(body["results"]) >= MAX_ROWS
         )
@@ -284,11 +455,12 @@ async def run_query(
         where = f" WHERE {page_by} > {after}" if after is not None else ""
         return f"SELECT * FROM ({inner}){where} ORDER BY {page_by} LIMIT {limit}"
 
-    first = await _post(core, build(None, 1))
+    first = await _post(core, build(None, 1), mode)
     names = list(first.get("columns") or [])
     if page_by.split(".")[-1] not in names:
         raise ValueError(f"query: page_by={page_by!r} is not a column of the answer ({', '.join(names)})")
-    columns, types, rows, _ = await _pages(core, build, names.index(page_by.split(".")[-1]), int(page_size))
+    key = names.index(page_by.split(".")[-1])
+    columns, types, rows, _ = await _pages(core, build, key, int(page_size), mode=mode)
     return frame_from_answer(columns, types, rows)
 
 
@@ -341,6 +513,7 @@ async def persons_frame(
     flags: Any,
     distinct_ids: Literal["all", "identified"],
     page_size: int,
+    run: Run = "auto",
 ) -> tuple[pd.DataFrame, int]:
     """`client.persons`: the frame and the number of requests it took."""
     import pandas as pd
@@ -359,7 +532,8 @@ async def persons_frame(
         where = f" WHERE pdi.distinct_id > {after}" if after is not None else ""
         return f"{_PERSONS_QUERY}{where} ORDER BY pdi.distinct_id LIMIT {limit}"
 
-    counted = await _post(core, "SELECT count() FROM person_distinct_ids")
+    mode = _Mode(run, core.config.progress)
+    counted = await _post(core, "SELECT count() FROM person_distinct_ids", mode)
     the_plan = plan(int(counted["results"][0][0]) if counted["results"] else 0, page_size)
     log.info(describe_plan(the_plan))
     bar = progress_bar(
@@ -377,7 +551,9 @@ async def persons_frame(
         decoded.extend(zip([str(r[0]) for r in page], [str(r[1]) for r in page], props, strict=True))
 
     try:
-        _, _, _, requests = await _pages(core, build, 0, page_size, bar, total=the_plan["rows"], on_page=keep)
+        _, _, _, requests = await _pages(
+            core, build, 0, page_size, bar, total=the_plan["rows"], on_page=keep, mode=mode
+        )
     finally:
         bar.close()
     if keys is None:
@@ -393,8 +569,13 @@ async def persons_frame(
             raise ValueError(f"persons: the property {key!r} has the name of a column; it cannot be a column")
         data[key] = pd.Series([props.get(key) for _, _, props in decoded], dtype="object")
     frame = pd.DataFrame(data)
-    frame.attrs["plan"] = {**the_plan, "requests": requests + 1}
-    return frame, requests + 1
+    frame.attrs["plan"] = {
+        **the_plan,
+        "requests": requests + 1 + mode.polls,
+        "async": mode.use_async,
+        "polls": mode.polls,
+    }
+    return frame, requests + 1 + mode.polls
 
 
 def _all_properties(rows: list[list[Any]]) -> list[dict[str, Any]]:
@@ -434,3 +615,56 @@ def _one_per_person(rows: list[tuple[str, str, dict[str, Any]]]) -> list[tuple[s
             stacklevel=4,
         )
     return sorted(out, key=lambda r: r[0])
+
+
+async def groups_frame(
+    core: Core,
+    group_type: str,
+    index: int,
+    *,
+    properties: Iterable[str] | None,
+    page_size: int,
+    run: Run = "auto",
+) -> pd.DataFrame:
+    """`client.groups`: the project's groups of one type as property sets for the simulation door.
+
+    HogQL's `groups` table (`posthog/hogql/database/schema/groups.py`: `index` is the group type index,
+    `key` the group key, `properties` the group's properties as JSON), paged by keyset on `key`. The frame
+    has `distinct_id` (the group key: a group flag's hash is taken over the group key, so the distinct id
+    does not change its answer), `group:<type>` (the key) and `group:<type>:<property>` columns."""
+    import pandas as pd
+
+    if isinstance(properties, str):
+        raise ValueError("groups: properties must be a list of property keys, e.g. ['tier', 'seats']")
+    keys = list(properties) if properties is not None else None
+    mode = _Mode(run, core.config.progress)
+    counted = await _post(core, f"SELECT count() FROM groups WHERE index = {int(index)}", mode)
+    the_plan = plan(int(counted["results"][0][0]) if counted["results"] else 0, page_size)
+
+    def build(after: str | None, limit: int) -> str:
+        where = f" AND key > {after}" if after is not None else ""
+        return (
+            f"SELECT key, index, key, properties FROM groups WHERE index = {int(index)}{where} "
+            f"ORDER BY key LIMIT {limit}"
+        )
+
+    found: list[tuple[str, dict[str, Any]]] = []
+
+    def keep(page: list[list[Any]]) -> None:
+        props = _all_properties(page)
+        if keys is not None:
+            props = [{k: p[k] for k in keys if k in p} for p in props]
+        found.extend(zip([str(r[0]) for r in page], props, strict=True))
+
+    _, _, _, requests = await _pages(
+        core, build, 0, page_size, total=the_plan["rows"], on_page=keep, mode=mode
+    )
+    if keys is None:
+        keys = list(dict.fromkeys(k for _, props in found for k in props))
+    ids = pd.array([key for key, _ in found], dtype="string")
+    data: dict[str, Any] = {"distinct_id": ids, f"group:{group_type}": ids.copy()}
+    for key in keys:
+        data[f"group:{group_type}:{key}"] = pd.Series([p.get(key) for _, p in found], dtype="object")
+    frame = pd.DataFrame(data)
+    frame.attrs["plan"] = {**the_plan, "requests": requests + 1 + mode.polls, "async": mode.use_async}
+    return frame

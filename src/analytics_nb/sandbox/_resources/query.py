@@ -6,9 +6,10 @@ the small subset below is translated to SQLite over the sandbox's tables (`perso
 id, see `persons.py`):
 
 * tables `persons` (`id`, `properties`, `created_at`, `is_identified`), `person_distinct_ids`
-  (`distinct_id`, `person_id`) and `events` (`uuid`, `event`, `distinct_id`, `timestamp`, `properties`,
-  `person_id`), as `posthog/hogql/database/schema/persons.py`, `person_distinct_ids.py`, `events.py` name
-  them; one `JOIN` / `INNER JOIN` / `LEFT JOIN ... ON a = b`, table aliases;
+  (`distinct_id`, `person_id`), `groups` (`index`, `key`, `properties`) and `events` (`uuid`, `event`,
+  `distinct_id`, `timestamp`, `properties`, `person_id`), as `posthog/hogql/database/schema/persons.py`,
+  `person_distinct_ids.py`, `groups.py`, `events.py` name them; one `JOIN` / `INNER JOIN` / `LEFT JOIN
+  ... ON a = b`, table aliases;
 * columns, `properties.x`, `properties['x']` (a property reads as text: `Nullable(String)`, numbers and
   booleans as their JSON text, as HogQL's property access does), `AS` aliases, constants;
 * `flag_evaluations` (`uuid`, `event`, `distinct_id`, `timestamp`, `properties`, `person_id`, `flag_key`,
@@ -42,6 +43,19 @@ without `query` or with another `kind` is a 400 too (`test_missing_query`, `test
 `X-PostHog-Rate-Limit-Warning: true` header the service's warn tier sends before it throttles. Scope
 `query:read` (personal key) or a `phs_` project secret key with `query:read`; throttle `query` (240/min,
 2,400/h: `posthog/rate_limit.py`, `APIQueriesBurstThrottle` / `APIQueriesSustainedThrottle`).
+
+**Async queries** (`posthog/api/query.py`, `create` / `retrieve`;
+`posthog/clickhouse/client/execute_async.py`;
+`QueryStatus` in `posthog/schema.py`): a body with `"refresh": "force_async"` (or `"async"` / `"lazy_async"`,
+which compute asynchronously on a cache miss, and the sandbox has no cache; or the legacy `"async": true`)
+answers 202 with `{"query_status": {...}}`, `complete: false` and the query's `id` (as
+`posthog/api/test/test_query.py` `test_full_hogql_query_async` shows it). `GET .../query/:id/` answers that
+status: 202 while it runs, 200 with `complete: true` and `results` holding the whole query answer
+(`results`, `columns`, `types`, `hasMore`, ...), 400 with `error: true` and `error_message` for a query
+error, 404 for an unknown or expired id (`TestQueryRetrieve`; the status lives 600 s, `STATUS_TTL_SECONDS`).
+With `?show_progress=true` a running query carries `query_progress` (`rows_read`, `estimated_rows_total`,
+...). A query runs at once here; `sb.faults.add(path="/api/projects/*/query*", kind="slow_query")` makes a
+query slow: a sync request answers the 504 timeout, an async one stays running for `SLOW_POLLS` polls.
 """
 
 from __future__ import annotations
@@ -49,6 +63,8 @@ from __future__ import annotations
 import datetime as dt
 import json
 import sqlite3
+import time
+import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -57,7 +73,7 @@ from starlette.responses import Response
 
 from .._auth import hash_key
 from .._context import SandboxContext, context_of
-from .._endpoints import Endpoint, Refusal
+from .._endpoints import Endpoint, Query, Refusal
 from .._errors import APIError, throttled, validation_error
 from .._http import SafeJSONResponse, parse_json_body, read_body
 from .._store import Store, loads
@@ -90,6 +106,13 @@ TIMEOUT_DETAIL = (
 )
 
 _PROPS = "Nullable(String)"
+#: `refresh` values that compute asynchronously on a cache miss (`execution_mode_from_refresh`,
+#: `posthog/hogql_queries/query_runner.py`): "async", "lazy_async", "force_async".
+ASYNC_REFRESH = frozenset({"async", "lazy_async", "force_async"})
+#: `QueryStatusManager.STATUS_TTL_SECONDS`: an async query's status is kept this long.
+STATUS_TTL_SECONDS = 600
+#: Polls a `slow_query` async query answers "running" before it completes.
+SLOW_POLLS = 2
 
 
 @dataclass(frozen=True)
@@ -119,6 +142,14 @@ _TABLES: dict[str, _Table] = {
     "person_distinct_ids": _Table(
         "SELECT distinct_id, person_id FROM persons WHERE project_id=:project",
         {"distinct_id": ("distinct_id", "String"), "person_id": ("person_id", "UUID")},
+    ),
+    # `posthog/hogql/database/schema/groups.py` GROUPS_TABLE_FIELDS: `index` (group_type_index), `key`
+    # (group_key), `properties`; the sandbox keeps no `created_at` / `updated_at` for a group, so those
+    # fields are not offered (a query naming them is a 400, never an invented time)
+    "groups": _Table(
+        'SELECT group_type_index AS "index", group_key AS "key", properties AS properties FROM groups '
+        "WHERE project_id=:project",
+        {"index": ('"index"', "Int64"), "key": ('"key"', "String"), "properties": ("properties", "String")},
     ),
     "events": _Table(
         "SELECT e.uuid AS uuid, e.event AS event, e.distinct_id AS distinct_id, e.timestamp AS timestamp, "
@@ -666,27 +697,137 @@ def _query_text(body: Any) -> str:
 
 
 async def query_create(request: Request) -> Response:
-    """`POST /api/projects/:id/query/` with `{"query": {"kind": "HogQLQuery", "query": "..."}}`."""
+    """`POST /api/projects/:id/query/` with `{"query": {"kind": "HogQLQuery", "query": "..."}}`; with
+    `"refresh": "force_async"` (see the module docstring) a 202 and the query's status instead."""
     ctx = context_of(request)
     project_id = _authorize(ctx, request)
     if ctx.faults.active("query_timeout", request.method, request.url.path):
         raise APIError(504, "server_error", "error", TIMEOUT_DETAIL)
-    text = _query_text(parse_json_body(request, await read_body(request)))
+    body = parse_json_body(request, await read_body(request))
+    text = _query_text(body)
+    slow = ctx.faults.active("slow_query", request.method, request.url.path)
+    if _is_async(body):
+        job = _start_job(ctx, project_id, text, slow=slow)
+        return SafeJSONResponse({"query_status": _status(job, progress=False, running=True)}, status_code=202)
+    if slow:  # past the execution limit of a sync query
+        raise APIError(504, "server_error", "error", TIMEOUT_DETAIL)
     try:
-        answer = run_hogql(
-            ctx.store,
-            project_id,
-            text,
-            default_rows=min(ctx.query_default_rows, ctx.query_max_rows),
-            max_rows=ctx.query_max_rows,
-            tables=tables_for(ctx.switches),
-        )
+        answer = _answer(ctx, project_id, text)
     except Unsupported as exc:
         raise validation_error(str(exc)) from None
     headers = {}
     if ctx.faults.active("rate_limit_warning", request.method, request.url.path):
         headers["X-PostHog-Rate-Limit-Warning"] = "true"  # the warn tier's header (flags_rate_limiter.rs)
     return SafeJSONResponse(answer, headers=headers)
+
+
+def _answer(ctx: SandboxContext, project_id: int, text: str) -> dict[str, Any]:
+    return run_hogql(
+        ctx.store,
+        project_id,
+        text,
+        default_rows=min(ctx.query_default_rows, ctx.query_max_rows),
+        max_rows=ctx.query_max_rows,
+        tables=tables_for(ctx.switches),
+    )
+
+
+def _is_async(body: dict[str, Any]) -> bool:
+    """`refresh` in `ASYNC_REFRESH`, or the legacy `"async": true` (`_process_query_request`)."""
+    refresh = body.get("refresh")
+    if refresh is not None and not isinstance(refresh, str | bool):
+        raise validation_error("refresh must be a string such as 'blocking' or 'force_async'", attr="refresh")
+    return refresh in ASYNC_REFRESH or body.get("async") is True
+
+
+@dataclass
+class QueryJob:
+    """One async query: its answer (or error) is computed at once and shown after `polls_left` polls."""
+
+    id: str
+    team_id: int
+    start_time: str
+    answer: dict[str, Any] | None
+    error_message: str | None
+    polls_left: int
+    created: float = field(default_factory=time.monotonic)
+    end_time: str | None = None
+
+
+def _now() -> str:
+    return dt.datetime.now(dt.UTC).isoformat().replace("+00:00", "Z")
+
+
+def _start_job(ctx: SandboxContext, project_id: int, text: str, *, slow: bool) -> QueryJob:
+    """`enqueue_process_query_task`: the status stored first, the query run (here, at once)."""
+    now = time.monotonic()
+    for key in [k for k, j in ctx.query_jobs.items() if now - j.created > STATUS_TTL_SECONDS]:
+        del ctx.query_jobs[key]
+    answer, error = None, None
+    try:
+        answer = _answer(ctx, project_id, text)
+    except Unsupported as exc:  # an ExposedHogQLError: its message is the status's error_message
+        error = str(exc)
+    job = QueryJob(uuid.uuid4().hex, project_id, _now(), answer, error, SLOW_POLLS if slow else 0)
+    ctx.query_jobs[job.id] = job
+    return job
+
+
+def _status(job: QueryJob, *, progress: bool, running: bool) -> dict[str, Any]:
+    """The job as PostHog's `QueryStatus` (`posthog/schema.py`), its fields in that model's order."""
+    done = not running
+    rows = len(job.answer["results"]) if job.answer is not None else 0
+    running_progress = {
+        "bytes_read": 0,
+        "rows_read": rows // (job.polls_left + 2),
+        "estimated_rows_total": rows,
+        "time_elapsed": 0,
+        "active_cpu_time": 0,
+    }
+    return {
+        "complete": done,
+        "dashboard_id": None,
+        "end_time": job.end_time if done else None,
+        "error": done and job.error_message is not None,
+        "error_message": job.error_message if done else None,
+        "expiration_time": None,
+        "id": job.id,
+        "insight_id": None,
+        "labels": None,
+        "pickup_time": job.start_time if done else None,
+        "query_async": True,
+        "query_progress": running_progress if progress and not done else None,
+        "results": job.answer if done else None,
+        "start_time": job.start_time,
+        "task_id": job.id,
+        "team_id": job.team_id,
+    }
+
+
+async def query_retrieve(request: Request) -> Response:
+    """`GET /api/projects/:id/query/:query_id/`: the async query's status (202 running, 200 complete, 400
+    failed with a message, 404 unknown or expired), as `QueryViewSet.retrieve` answers it."""
+    ctx = context_of(request)
+    project_id = _authorize(ctx, request)
+    query_id = str(request.path_params.get("query_id"))
+    job = ctx.query_jobs.get(query_id)
+    if job is None or job.team_id != project_id or time.monotonic() - job.created > STATUS_TTL_SECONDS:
+        raise APIError(
+            404, "invalid_request", "not_found", f"Query {query_id} not found for team {project_id}"
+        )
+    show = (
+        request.query_params.get("show_progress") == "true"
+        or request.query_params.get("showProgress") == "true"
+    )
+    if job.polls_left > 0:
+        job.polls_left -= 1
+        status = _status(job, progress=show, running=True)
+        return SafeJSONResponse({"query_status": status}, status_code=202)
+    if job.end_time is None:
+        job.end_time = _now()
+    status = _status(job, progress=show, running=False)
+    code = 400 if status["error"] else 200
+    return SafeJSONResponse({"query_status": status}, status_code=code)
 
 
 ENDPOINTS = [
@@ -709,6 +850,7 @@ ENDPOINTS = [
                     },
                 },
                 "refresh": {"type": "string"},
+                "async": {"type": "boolean"},
             },
         },
         # Any text is a schema-valid query; one that is not HogQL (or not the sandbox's subset) is refused
@@ -723,7 +865,19 @@ ENDPOINTS = [
         ),
         errors=(400, 401, 403, 404, 429, 504),
         aliases=("/api/environments/{project_id}/query/",),
-    )
+        extra_responses={"202": {"description": "An async query started (refresh: force_async): its status"}},
+    ),
+    Endpoint(
+        "GET",
+        "/api/projects/{project_id}/query/{query_id}/",
+        query_retrieve,
+        "query_retrieve",
+        "The status of an async query (202 running, 200 complete with its answer, 400 failed)",
+        query=(Query("show_progress", enum=("true", "false")),),
+        errors=(400, 401, 403, 404, 429),
+        aliases=("/api/environments/{project_id}/query/{query_id}/",),
+        extra_responses={"202": {"description": "The query is still running"}},
+    ),
 ]
 
 
