@@ -154,5 +154,5 @@ def test_short_warning_keeps_the_first_clause() -> None:
     )
     assert demo.short_warning(message) == (
         "MissingPropertyWarning: 3 flags read 2 properties "
-        "(more: help(analytics_nb.simulation.MissingPropertyWarning))"
+        "(more: help(analytics_nb.flags.MissingPropertyWarning))"  # the engine's warning, at every door
     )

@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from analytics_nb.flags._definitions import CompiledFlag
+from analytics_nb.flags._door import MissingPropertyWarning
 from analytics_nb.flags._errors import FlagDefinitionError
 from analytics_nb.flags._evaluate import (
     CompiledFlags,
@@ -55,6 +56,7 @@ __all__ = [
     "FlagResult",
     "FrameEvaluator",
     "IncompleteDefinitionsWarning",
+    "MissingPropertyWarning",
     "MissingReferences",
     "SqlQuery",
     "compile_flags",
