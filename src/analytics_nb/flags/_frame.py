@@ -1388,6 +1388,7 @@ class _RunState:
     ) -> tuple[np.ndarray, np.ndarray]:
         """The condition's rollout over the matched and unknown rows: matched rows outside it are ranked
         (and settled false with early exit); returns the rows still matched and the rows outside."""
+        assert cond.rollout is not None  # the caller reads a rollout below 100 only
         need = hit if undecided is None else hit | undecided
         out = self.ev._hashes(f"{flag.key}.", "", cbucket, need) > cond.rollout / 100
         oor = hit & out
