@@ -865,12 +865,15 @@ def _evaluate_server(
     """Today's service, flag_matching.rs `FeatureFlagMatcher::get_match`: early access, holdout, then the
     conditions in listed order, each with its own aggregation; `groups` holds only valid group keys
     (service_group_key)."""
-    early = _server_early_access(flag, distinct_id, person, ctx)
-    if early is not None:
-        return early
-    held = _server_holdout(flag, distinct_id, groups, mapping, ctx)
-    if held is not None:
-        return held
+    # the guards spare the calls for the many flags without early access or a holdout
+    if flag.feature_enrollment or flag.super_condition is not None:
+        early = _server_early_access(flag, distinct_id, person, ctx)
+        if early is not None:
+            return early
+    if flag.holdout is not None:
+        held = _server_holdout(flag, distinct_id, groups, mapping, ctx)
+        if held is not None:
+            return held
     by_index: dict[int, Mapping[str, Any]] = {}
     for index, name in mapping.items():
         if str(index).isdigit():
