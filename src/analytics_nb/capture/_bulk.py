@@ -16,7 +16,7 @@ import asyncio
 import json
 import threading
 import warnings
-from collections.abc import Coroutine, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from typing import Any
 
 import numpy as np
@@ -304,42 +304,11 @@ async def _send_batches(
         for start in range(0, len(todo), batch_size):
             chunk = todo[start : start + batch_size]
             text = prepared.encode_many(chunk)
-            size = len(text)
-            # the whole batch's queue-message size bounds each event's; `json` spells floats at most 1.25x
-            # orjson's bytes (`1e-05` for `1e-5`), so a quarter is added before comparing with the limit
-            bound = message_bytes(text)
-            if (
-                size <= max_batch_bytes
-                and bound + bound // 4 <= MAX_EVENT_BYTES
-                and b"\\ud" not in text
-                and b"\\uD" not in text
-            ):
+            if _plain_batch(text, max_batch_bytes):
                 # fast path: one encoder call, no event can be over the limit, all text plain Unicode
                 await flush(chunk, text)
-                continue
-            # Large events or escaped surrogates: encode one by one, refuse what the service would refuse
-            # (over the per-event limit, invalid Unicode), pack the rest by bytes.
-            positions: list[int] = []
-            size = 2
-            for pos in chunk:
-                one_text = prepared.encode(pos)
-                n_bytes = len(one_text)
-                n_message = message_bytes(one_text)
-                problem = (
-                    too_big_reason(n_message) if n_message > MAX_EVENT_BYTES else _unicode_problem(one_text)
-                )
-                if problem is not None:
-                    run.mark([pos], "refused", problem, None)
-                    if bar is not None:
-                        bar.update(1)
-                    continue
-                if positions and size + n_bytes + 1 > max_batch_bytes:
-                    await flush(positions, None)
-                    positions, size = [], 2
-                positions.append(pos)
-                size += n_bytes + 1
-            if positions:
-                await flush(positions, None)
+            else:
+                await _pack_one_by_one(run, chunk, bar, max_batch_bytes, flush)
         if tasks:
             # asyncio.wait, not gather: cancelling this call must not cancel the batches in flight (they
             # are settled below so that their outcome is known)
@@ -355,6 +324,50 @@ async def _send_batches(
                 task.cancel()
         if bar is not None:
             bar.close()
+
+
+def _plain_batch(text: bytes, max_batch_bytes: int) -> bool:
+    """Whether a batch encoded in one call can be sent as it is: within the batch bytes, no event over the
+    per-event limit, no escaped surrogate. The whole batch's queue-message size bounds each event's;
+    `json` spells floats at most 1.25x orjson's bytes (`1e-05` for `1e-5`), so a quarter is added before
+    comparing with the limit."""
+    bound = message_bytes(text)
+    return (
+        len(text) <= max_batch_bytes
+        and bound + bound // 4 <= MAX_EVENT_BYTES
+        and b"\\ud" not in text
+        and b"\\uD" not in text
+    )
+
+
+async def _pack_one_by_one(
+    run: _Run,
+    chunk: list[int],
+    bar: Any,
+    max_batch_bytes: int,
+    flush: Callable[[list[int], bytes | None], Awaitable[None]],
+) -> None:
+    """Large events or escaped surrogates: encode one by one, refuse what the service would refuse (over
+    the per-event limit, invalid Unicode), pack the rest by bytes."""
+    positions: list[int] = []
+    size = 2
+    for pos in chunk:
+        one_text = run.prepared.encode(pos)
+        n_bytes = len(one_text)
+        n_message = message_bytes(one_text)
+        problem = too_big_reason(n_message) if n_message > MAX_EVENT_BYTES else _unicode_problem(one_text)
+        if problem is not None:
+            run.mark([pos], "refused", problem, None)
+            if bar is not None:
+                bar.update(1)
+            continue
+        if positions and size + n_bytes + 1 > max_batch_bytes:
+            await flush(positions, None)
+            positions, size = [], 2
+        positions.append(pos)
+        size += n_bytes + 1
+    if positions:
+        await flush(positions, None)
 
 
 def _str_dtype() -> Any:

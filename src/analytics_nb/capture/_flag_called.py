@@ -15,6 +15,7 @@ import warnings
 import weakref
 from collections import OrderedDict
 from collections.abc import Hashable, Iterable, Mapping
+from dataclasses import dataclass, field
 from typing import Any, Literal, Unpack
 
 import pandas as pd
@@ -524,30 +525,58 @@ async def _flag_called_frame(
     def column(name: str) -> list[Any] | None:
         return frame[name].to_numpy(dtype=object).tolist() if name in frame.columns else None
 
-    rows: list[dict[str, Any]] = []
-    events: list[dict[str, Any]] = []
-    reserved: list[Hashable] = []
     # Stamped when the checks are reported, as the SDKs stamp $feature_flag_called when the code reads a flag:
     # an event without a timestamp would take its arrival time and, re-sent on another day, be stored twice.
-    now = dt.datetime.now(dt.UTC)
+    plan = _Plan(labels, dids, group_vals, cache, locally_evaluated, dt.datetime.now(dt.UTC))
     for key in keys:
-        values = frame[key].to_numpy(dtype=object).tolist()
-        payloads = column(f"{key}:payload")
-        reasons = column(f"{key}:reason")
-        flag_id, version, has_experiment = defs.get(key, (None, None, None))
-        for i, did in enumerate(dids):
-            value = None if key in missing else _plain(values[i])  # a missing flag reads as None
-            groups = {t: v[i] for t, v in group_vals.items() if not is_missing(v[i])}
-            row = {"row": labels[i], "distinct_id": did, "key": key, "response": value}
-            if value is None and key not in missing:
-                rows.append({**row, "status": "skipped", "reason": "the flag's value is unknown (NA) here"})
-                continue
-            if is_missing(did):
-                rows.append({**row, "status": "refused", "reason": "distinct_id is missing"})
-                continue
-            dedup = _dedup_key(did, key, value, groups)
-            if not cache.reserve(dedup):
-                rows.append({**row, "status": "skipped", "reason": "already reported by this client"})
+        plan.add_flag(
+            key,
+            frame[key].to_numpy(dtype=object).tolist(),
+            column(f"{key}:payload"),
+            column(f"{key}:reason"),
+            defs.get(key, (None, None, None)),
+            flag_missing=key in missing,
+        )
+    if plan.events:
+        sent_rows = [r for r in plan.rows if "status" not in r]
+        await _send(client, plan.events, sent_rows, plan.reserved, cache, capture_kw)
+    return _report_frame(plan.rows)
+
+
+@dataclass
+class _Plan:
+    """The report's rows and the events to send, one (row, flag) at a time; each event's dedup key is
+    reserved in the client's cache as it is planned."""
+
+    labels: list[Hashable]
+    dids: list[Any]
+    group_vals: dict[str, list[Any]]
+    cache: FlagCalledCache
+    locally_evaluated: bool
+    now: dt.datetime
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    events: list[dict[str, Any]] = field(default_factory=list)
+    reserved: list[Hashable] = field(default_factory=list)
+
+    def add_flag(
+        self,
+        key: str,
+        values: list[Any],
+        payloads: list[Any] | None,
+        reasons: list[Any] | None,
+        definition: tuple[Any, Any, Any],
+        *,
+        flag_missing: bool,
+    ) -> None:
+        """Every row's check of one flag: skipped (unknown value, already reported), refused (no
+        distinct_id) or planned as an event."""
+        flag_id, version, has_experiment = definition
+        for i, did in enumerate(self.dids):
+            value = None if flag_missing else _plain(values[i])  # a missing flag reads as None
+            groups = {t: v[i] for t, v in self.group_vals.items() if not is_missing(v[i])}
+            row = {"row": self.labels[i], "distinct_id": did, "key": key, "response": value}
+            dedup = self._reserve(row, groups, flag_missing=flag_missing)
+            if dedup is None:
                 continue
             props = flag_called_properties(
                 key,
@@ -556,31 +585,65 @@ async def _flag_called_frame(
                 flag_id=flag_id,
                 version=version,
                 reason=None if reasons is None else _plain(reasons[i]),
-                locally_evaluated=locally_evaluated,
+                locally_evaluated=self.locally_evaluated,
                 has_experiment=has_experiment,
-                error=FLAG_MISSING if key in missing else None,
+                error=FLAG_MISSING if flag_missing else None,
             )
-            if key in missing:  # as the SDK sends a flag that does not exist: no value, no payload (the
+            if flag_missing:  # as the SDK sends a flag that does not exist: no value, no payload (the
                 # null response is left out here: capture_frame drops top-level nulls, and PostHog reads
                 # an absent property as null)
                 props.pop("$feature_flag_payload", None)
             if groups:
                 props["$groups"] = {t: str(v) for t, v in groups.items()}
-            rows.append(row)
-            reserved.append(dedup)
-            events.append({"event": EVENT, "distinct_id": did, "timestamp": now, "properties": props})
-    sent_rows = [r for r in rows if "status" not in r]
-    if events:
-        try:
-            report = await acapture_frame(client, pd.DataFrame(events), **capture_kw)
-        except BaseException:
-            for dedup in reserved:
-                cache.release(dedup)
-            raise
-        for r, dedup, rep in zip(sent_rows, reserved, report.itertuples(index=False), strict=True):
-            r.update(uuid=rep.uuid, status=rep.status, reason=rep.reason, batch=rep.batch)
-            if rep.status != "sent":
-                cache.release(dedup)
+            self.rows.append(row)
+            self.reserved.append(dedup)
+            self.events.append(
+                {"event": EVENT, "distinct_id": did, "timestamp": self.now, "properties": props}
+            )
+
+    def _reserve(
+        self, row: dict[str, Any], groups: Mapping[str, Any], *, flag_missing: bool
+    ) -> Hashable | None:
+        """The row's dedup key, reserved; None (and the row reported as skipped or refused) when it is
+        not to be sent."""
+        value, did = row["response"], row["distinct_id"]
+        if value is None and not flag_missing:
+            self.rows.append({**row, "status": "skipped", "reason": "the flag's value is unknown (NA) here"})
+            return None
+        if is_missing(did):
+            self.rows.append({**row, "status": "refused", "reason": "distinct_id is missing"})
+            return None
+        dedup = _dedup_key(did, row["key"], value, groups)
+        if not self.cache.reserve(dedup):
+            self.rows.append({**row, "status": "skipped", "reason": "already reported by this client"})
+            return None
+        return dedup
+
+
+async def _send(
+    client: AnyApiClient,
+    events: list[dict[str, Any]],
+    sent_rows: list[dict[str, Any]],
+    reserved: list[Hashable],
+    cache: Any,
+    capture_kw: CaptureFrameOptions,
+) -> None:
+    """Capture the events in one bulk call and write each one's outcome on its row; a row not sent (or a
+    call that fails) releases its dedup key, so a later call may report it."""
+    try:
+        report = await acapture_frame(client, pd.DataFrame(events), **capture_kw)
+    except BaseException:
+        for dedup in reserved:
+            cache.release(dedup)
+        raise
+    for r, dedup, rep in zip(sent_rows, reserved, report.itertuples(index=False), strict=True):
+        r.update(uuid=rep.uuid, status=rep.status, reason=rep.reason, batch=rep.batch)
+        if rep.status != "sent":
+            cache.release(dedup)
+
+
+def _report_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
+    """One row per (row, flag) with its status, text columns as strings with NA, `batch` as Int64."""
     out = pd.DataFrame(
         rows, columns=["row", "distinct_id", "key", "response", "uuid", "status", "reason", "batch"]
     )

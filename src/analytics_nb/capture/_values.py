@@ -330,49 +330,62 @@ def convert_column(series: pd.Series, *, name: str = "", on_naive: NaivePolicy =
     kind = getattr(dtype, "kind", "O")
     if isinstance(dtype, pd.DatetimeTZDtype) or (kind == "M" and isinstance(dtype, np.dtype)):
         return _datetime_column(series, on_naive, name)
-    if isinstance(dtype, np.dtype):
-        arr = series.to_numpy()
-        if kind in "biu":
-            return ColumnValues(arr.tolist())
-        if kind == "f":
-            nan = np.isnan(arr)
-            inf = np.isinf(arr)
-            errors: dict[int, str] = {}
-            if inf.any():
-                msg = (
-                    f"property {name!r} is infinite and JSON has no infinity; replace it "
-                    "(e.g. with None) first"
-                )
-                errors = {int(i): msg for i in np.flatnonzero(inf)}
-            present = ~(nan | inf)
-            return ColumnValues(arr.tolist(), None if present.all() else present, errors)
-        if kind == "m":
-            missing = np.isnat(arr)
-            secs = (arr / np.timedelta64(1, "s")).tolist()
-            return ColumnValues(secs, ~missing if missing.any() else None)
+    if isinstance(dtype, np.dtype) and kind in "biufm":
+        return _numpy_column(series.to_numpy(), kind, name)
     if isinstance(dtype, pd.CategoricalDtype):
         series = series.astype(object)
     elif kind in "biuf" and not isinstance(dtype, np.dtype):
-        # pandas masked dtypes (Int64, boolean, Float64): NA -> None, values already Python scalars
-        missing = series.isna().to_numpy()
-        vals = series.to_numpy(dtype=object, na_value=None).tolist()  # type: ignore[call-overload]  # na_value=None
-        if kind == "f":
-            for i, v in enumerate(vals):
-                if v is not None and not math.isfinite(v):
-                    missing[i] = True
-        return ColumnValues(vals, ~missing if missing.any() else None)
+        return _masked_column(series, kind)
     elif isinstance(dtype, pd.StringDtype):
-        missing = series.isna().to_numpy().copy()
-        vals = series.to_numpy(dtype=object, na_value=None).tolist()  # type: ignore[call-overload]  # na_value=None
-        errors = _surrogate_errors(vals, name)
-        if errors:
-            for i in errors:
+        return _string_column(series, name)
+    return _object_column(series, name, on_naive)
+
+
+def _numpy_column(arr: np.ndarray, kind: str, name: str) -> ColumnValues:
+    """A NumPy bool, integer, float or timedelta column: floats' NaN missing and infinities refused per
+    row, timedeltas as seconds."""
+    if kind in "biu":
+        return ColumnValues(arr.tolist())
+    if kind == "m":
+        missing = np.isnat(arr)
+        secs = (arr / np.timedelta64(1, "s")).tolist()
+        return ColumnValues(secs, ~missing if missing.any() else None)
+    nan = np.isnan(arr)
+    inf = np.isinf(arr)
+    errors: dict[int, str] = {}
+    if inf.any():
+        msg = f"property {name!r} is infinite and JSON has no infinity; replace it (e.g. with None) first"
+        errors = {int(i): msg for i in np.flatnonzero(inf)}
+    present = ~(nan | inf)
+    return ColumnValues(arr.tolist(), None if present.all() else present, errors)
+
+
+def _masked_column(series: pd.Series, kind: str) -> ColumnValues:
+    """pandas masked dtypes (Int64, boolean, Float64): NA -> None, values already Python scalars."""
+    missing = series.isna().to_numpy()
+    vals = series.to_numpy(dtype=object, na_value=None).tolist()  # type: ignore[call-overload]  # na_value=None
+    if kind == "f":
+        for i, v in enumerate(vals):
+            if v is not None and not math.isfinite(v):
                 missing[i] = True
-        return ColumnValues(vals, ~missing if missing.any() else None, errors)
-    # object (or anything else): one step per cell, with a fast path for plain Python scalars.
+    return ColumnValues(vals, ~missing if missing.any() else None)
+
+
+def _string_column(series: pd.Series, name: str) -> ColumnValues:
+    """A pandas string column: NA missing, a text with a lone surrogate refused per row."""
+    missing = series.isna().to_numpy().copy()
+    vals = series.to_numpy(dtype=object, na_value=None).tolist()  # type: ignore[call-overload]  # na_value=None
+    errors = _surrogate_errors(vals, name)
+    for i in errors:
+        missing[i] = True
+    return ColumnValues(vals, ~missing if missing.any() else None, errors)
+
+
+def _object_column(series: pd.Series, name: str, on_naive: NaivePolicy) -> ColumnValues:
+    """Object (or anything else): one step per cell, with a fast path for plain Python scalars."""
     values = series.to_numpy(dtype=object).tolist()
     present = np.ones(len(values), dtype=bool)
-    errors = {}
+    errors: dict[int, str] = {}
     for i, v in enumerate(values):
         t = type(v)
         if (t is str and v.isascii()) or (t is int and v.bit_length() < 1024) or t is bool:

@@ -105,6 +105,23 @@ def _render(node: Node) -> str:
 # ---------------------------------------------------------------------------------------------- parser
 
 
+#: escape letter -> how many characters follow it (without braces): \\pL, \\x41, \\u0041, \\U00000041
+_ESCAPE_WIDTH = {"p": 1, "P": 1, "x": 2, "u": 4, "U": 8}
+
+
+def _escape_end(p: str, e: str, j: int) -> int:
+    """Where the escape with letter `e` ends, `j` just after the letter: braces (`\\x{41}`, `\\p{L}`,
+    `\\b{start}`) run to their `}`; other code-point and class escapes have a fixed width."""
+    if e in "xuUpP" and p[j : j + 1] == "{":
+        j = p.find("}", j) + 1
+        if j == 0:
+            raise Unsupported("escape")
+        return j
+    if e == "b" and p[j : j + 1] == "{":
+        return p.find("}", j) + 1
+    return j + _ESCAPE_WIDTH.get(e, 0)
+
+
 class _Parser:
     def __init__(self, pattern: str) -> None:
         self.p = pattern
@@ -237,31 +254,25 @@ class _Parser:
             self.i = j
             return self._backref(int(p[start + 1 : j]), flags)
         if e == "k" and p[start + 2 : start + 3] == "<":
-            end = p.find(">", start)
-            name = p[start + 3 : end]
-            self.i = end + 1
-            if name.isdigit():
-                return self._backref(int(name), flags)
-            if name not in self.names:
-                raise Unsupported("unknown group name")
-            return self._backref(self.names[name], flags)
-        j = start + 2
-        if e in "xuUpP" and p[j : j + 1] == "{":
-            j = p.find("}", j) + 1
-            if j == 0:
-                raise Unsupported("escape")
-        elif e in "pP":
-            j += 1
-        elif e == "x":
-            j += 2
-        elif e == "u":
-            j += 4
-        elif e == "U":
-            j += 8
-        elif e == "b" and p[j : j + 1] == "{":
-            j = p.find("}", j) + 1
-        self.i = j
-        text = p[start:j]
+            return self._named_backref(flags)
+        self.i = _escape_end(p, e, start + 2)
+        return self._escape_node(e, p[start : self.i], flags)
+
+    def _named_backref(self, flags: dict[str, bool]) -> Node:
+        """`\\k<name>` or `\\k<1>`: a back-reference by group name or number."""
+        p, start = self.p, self.i
+        end = p.find(">", start)
+        name = p[start + 3 : end]
+        self.i = end + 1
+        if name.isdigit():
+            return self._backref(int(name), flags)
+        if name not in self.names:
+            raise Unsupported("unknown group name")
+        return self._backref(self.names[name], flags)
+
+    def _escape_node(self, e: str, text: str, flags: dict[str, bool]) -> Node:
+        """The node of one escape `text` (escaped letter `e`): an assertion, a literal, a class or code
+        point for the regex module, or unsupported."""
         if e in "bBAz<>" or (e == "b" and "{" in text):
             return Node("assert", text=text)
         if e in "dDsSwWpPxuU" or not e.isalnum():
@@ -342,33 +353,44 @@ def _analyse(node: Node, backrefs: set[int]) -> None:
     """hard / const / min_size as fancy_regex's analyze.rs defines them."""
     for c in node.children:
         _analyse(c, backrefs)
-    k, ch = node.kind, node.children
-    if k in ("lit", "any", "leaf"):
-        node.hard, node.const, node.min_size = False, True, 1
-    elif k in ("assert", "empty"):
-        # fancy-regex 0.19 src/lib.rs `Assertion::is_always_hard`: word boundaries always run on its VM
-        node.hard, node.const, node.min_size = k == "assert" and is_word_boundary(node.text), True, 0
-    elif k == "concat":
-        node.hard = any(c.hard for c in ch)
-        node.const = all(c.const for c in ch)
-        node.min_size = sum(c.min_size for c in ch)
-    elif k == "alt":
-        node.hard = any(c.hard for c in ch)
-        node.min_size = min(c.min_size for c in ch)
-        node.const = all(c.const and c.min_size == ch[0].min_size for c in ch)
-    elif k == "group":
-        node.hard = ch[0].hard or node.index in backrefs
-        node.const, node.min_size = ch[0].const, ch[0].min_size
-    elif k == "repeat":
-        node.hard = ch[0].hard
-        node.const = ch[0].const and node.lo == node.hi
-        node.min_size = ch[0].min_size * node.lo
-    elif k == "look":
-        node.hard, node.const, node.min_size = True, True, 0
-    elif k == "atomic":
-        node.hard, node.const, node.min_size = True, ch[0].const, ch[0].min_size
-    elif k == "backref":
-        node.hard, node.const, node.min_size = True, False, 0
+    measure = _MEASURES.get(node.kind)
+    if measure is not None:
+        node.hard, node.const, node.min_size = measure(node, node.children, backrefs)
+
+
+def _concat_measure(node: Node, ch: list[Node], backrefs: set[int]) -> tuple[bool, bool, int]:
+    return any(c.hard for c in ch), all(c.const for c in ch), sum(c.min_size for c in ch)
+
+
+def _alt_measure(node: Node, ch: list[Node], backrefs: set[int]) -> tuple[bool, bool, int]:
+    const = all(c.const and c.min_size == ch[0].min_size for c in ch)
+    return any(c.hard for c in ch), const, min(c.min_size for c in ch)
+
+
+def _assert_measure(node: Node, ch: list[Node], backrefs: set[int]) -> tuple[bool, bool, int]:
+    # fancy-regex 0.19 src/lib.rs `Assertion::is_always_hard`: word boundaries always run on its VM
+    return node.kind == "assert" and is_word_boundary(node.text), True, 0
+
+
+#: node kind -> (hard, const, min_size) from the node and its analysed children
+_MEASURES: dict[str, Callable[[Node, list[Node], set[int]], tuple[bool, bool, int]]] = {
+    "lit": lambda node, ch, backrefs: (False, True, 1),
+    "any": lambda node, ch, backrefs: (False, True, 1),
+    "leaf": lambda node, ch, backrefs: (False, True, 1),
+    "assert": _assert_measure,
+    "empty": _assert_measure,
+    "concat": _concat_measure,
+    "alt": _alt_measure,
+    "group": lambda node, ch, backrefs: (ch[0].hard or node.index in backrefs, ch[0].const, ch[0].min_size),
+    "repeat": lambda node, ch, backrefs: (
+        ch[0].hard,
+        ch[0].const and node.lo == node.hi,
+        ch[0].min_size * node.lo,
+    ),
+    "look": lambda node, ch, backrefs: (True, True, 0),
+    "atomic": lambda node, ch, backrefs: (True, ch[0].const, ch[0].min_size),
+    "backref": lambda node, ch, backrefs: (True, False, 0),
+}
 
 
 #: (lo, hi) of `?`, `*`, `+` (hi -1: unbounded), the only shapes fancy_regex's nested-repeat rewrite reads.

@@ -194,61 +194,91 @@ def compile_filter(
     kind = raw.get("type") or "person"
     operator = raw.get("operator") or "exact"
     key = raw.get("key")
-    value = raw.get("value")
     label = f"{where} (key {key!r}, operator {operator!r})"
-    negation = bool(raw.get("negation", False))
-    sig = _signature(raw)
     if kind == "cohort":
-        if operator not in ("exact", "in", "not_in"):
-            raise FlagDefinitionError(flag, label, "a cohort filter's operator must be 'in' or 'not_in'")
-        if value is None or isinstance(value, (bool, list, dict)):
-            raise FlagDefinitionError(
-                flag, label, f"a cohort filter's value must be a cohort id, got {value!r}"
-            )
-        return FilterSpec(
-            "cohort",
-            str(key),
-            label,
-            sig,
-            cohort_id=str(value),
-            cohort_negate=operator == "not_in",
-            negation=negation,
-        )
+        return _cohort_filter(raw, flag, label, operator)
     if kind == "flag":
-        if operator != "flag_evaluates_to":
-            raise FlagDefinitionError(
-                flag, label, "a flag-dependency filter's operator must be 'flag_evaluates_to'"
-            )
-        if not key or value is None:
-            raise FlagDefinitionError(flag, label, "a flag-dependency filter needs the flag key and a value")
-        if not isinstance(value, (bool, str)):
-            raise FlagDefinitionError(
-                flag, label, f"flag_evaluates_to needs true, false or a variant key, got {value!r}"
-            )
-        return FilterSpec("flag", str(key), label, sig, expected=value, negation=negation)
+        return _flag_filter(raw, flag, label, operator)
     if not isinstance(key, str) or key == "":
         raise FlagDefinitionError(flag, label, "a property filter needs a non-empty string key")
     if operator in MISPLACED_OPERATORS:
-        needed = "flag" if operator == "flag_evaluates_to" else "cohort"
-        misplaced = FlagDefinitionError(
-            flag, label, f"operator {operator!r} needs type {needed!r}, the filter has type {kind!r}"
+        return _misplaced_filter(raw, flag, label, kind, operator, strict=strict)
+    return _property_filter(raw, flag, label, operator, strict=strict, matching_version=matching_version)
+
+
+def _cohort_filter(raw: Mapping[str, Any], flag: str | None, label: str, operator: Any) -> FilterSpec:
+    """A `type: cohort` filter: operator in / not_in (or exact), the value a cohort id."""
+    value = raw.get("value")
+    if operator not in ("exact", "in", "not_in"):
+        raise FlagDefinitionError(flag, label, "a cohort filter's operator must be 'in' or 'not_in'")
+    if value is None or isinstance(value, (bool, list, dict)):
+        raise FlagDefinitionError(flag, label, f"a cohort filter's value must be a cohort id, got {value!r}")
+    return FilterSpec(
+        "cohort",
+        str(raw.get("key")),
+        label,
+        _signature(raw),
+        cohort_id=str(value),
+        cohort_negate=operator == "not_in",
+        negation=bool(raw.get("negation", False)),
+    )
+
+
+def _flag_filter(raw: Mapping[str, Any], flag: str | None, label: str, operator: Any) -> FilterSpec:
+    """A `type: flag` filter: flag_evaluates_to with true, false or a variant key."""
+    key, value = raw.get("key"), raw.get("value")
+    if operator != "flag_evaluates_to":
+        raise FlagDefinitionError(
+            flag, label, "a flag-dependency filter's operator must be 'flag_evaluates_to'"
         )
-        if strict:
-            raise misplaced
-        # Not an error of the flag: the service's `match_property` answers a validation error (no match)
-        # when it reaches the filter (rust/feature-flags/src/properties/property_matching.rs, the In /
-        # NotIn / FlagEvaluatesTo arms); posthog 7.91.1 finds the operator unknown (inconclusive) when it
-        # reaches it. An earlier condition that matches decides before either reads it.
-        return FilterSpec(
-            "property",
-            key,
-            label,
-            sig,
-            matcher=unknown_operator(key, operator, str(misplaced)),
-            negation=negation,
+    if not key or value is None:
+        raise FlagDefinitionError(flag, label, "a flag-dependency filter needs the flag key and a value")
+    if not isinstance(value, (bool, str)):
+        raise FlagDefinitionError(
+            flag, label, f"flag_evaluates_to needs true, false or a variant key, got {value!r}"
         )
+    negation = bool(raw.get("negation", False))
+    return FilterSpec("flag", str(key), label, _signature(raw), expected=value, negation=negation)
+
+
+def _misplaced_filter(
+    raw: Mapping[str, Any], flag: str | None, label: str, kind: Any, operator: str, *, strict: bool
+) -> FilterSpec:
+    """A property filter with a cohort or flag operator: an error if strict, else one no one can match."""
+    key = raw["key"]
+    needed = "flag" if operator == "flag_evaluates_to" else "cohort"
+    misplaced = FlagDefinitionError(
+        flag, label, f"operator {operator!r} needs type {needed!r}, the filter has type {kind!r}"
+    )
+    if strict:
+        raise misplaced
+    # Not an error of the flag: the service's `match_property` answers a validation error (no match)
+    # when it reaches the filter (rust/feature-flags/src/properties/property_matching.rs, the In /
+    # NotIn / FlagEvaluatesTo arms); posthog 7.91.1 finds the operator unknown (inconclusive) when it
+    # reaches it. An earlier condition that matches decides before either reads it.
+    return FilterSpec(
+        "property",
+        key,
+        label,
+        _signature(raw),
+        matcher=unknown_operator(key, operator, str(misplaced)),
+        negation=bool(raw.get("negation", False)),
+    )
+
+
+def _property_filter(
+    raw: Mapping[str, Any],
+    flag: str | None,
+    label: str,
+    operator: Any,
+    *,
+    strict: bool,
+    matching_version: int,
+) -> FilterSpec:
+    """A person or group property filter, its value prepared for the operator."""
+    key = raw["key"]
     try:
-        matcher = prepare_property(key, operator, value, matching_version=matching_version)
+        matcher = prepare_property(key, operator, raw.get("value"), matching_version=matching_version)
     except ValueError as exc:
         error = FlagDefinitionError(flag, label, f"{exc} (fix the filter in PostHog, or delete it)")
         if strict or not isinstance(operator, str):
@@ -258,11 +288,18 @@ def compile_filter(
         matcher = unknown_operator(key, operator, str(error))
     if strict and matcher.problem is not None:
         raise FlagDefinitionError(flag, label, matcher.problem)
-    route = "group" if kind == "group" else "person"
+    route = "group" if raw.get("type") == "group" else "person"
     gti = raw.get("group_type_index")
     group_index = gti if isinstance(gti, int) and not isinstance(gti, bool) else None
     return FilterSpec(
-        "property", key, label, sig, matcher=matcher, negation=negation, route=route, group_index=group_index
+        "property",
+        key,
+        label,
+        _signature(raw),
+        matcher=matcher,
+        negation=bool(raw.get("negation", False)),
+        route=route,
+        group_index=group_index,
     )
 
 
@@ -311,6 +348,65 @@ def compile_flag(raw: Any, *, strict: bool = True, matching_version: int = 1) ->
     With `strict=False` only a definition that cannot be evaluated at all raises (see compile_filter);
     the variant percentages need not sum to 100 (the service and the SDK both walk the cumulative table).
     """
+    definition, key = _definition_and_key(raw)
+    filters = _mapping(definition.get("filters"), key, "filters")
+    aggregation = _optional_int(
+        filters.get("aggregation_group_type_index"), key, "filters.aggregation_group_type_index"
+    )
+    variants = _compile_variants(filters, key, strict=strict)
+    valid = {v[0] for v in variants}
+    needs_server = _needs_server(filters, key)
+    conditions = [
+        _compile_condition(
+            g,
+            i,
+            key,
+            f"filters.groups[{i}]",
+            valid,
+            aggregation,
+            strict=strict,
+            matching_version=matching_version,
+        )
+        for i, g in enumerate([] if needs_server else _list(filters.get("groups"), key, "filters.groups"))
+    ]
+    payloads, holdout, holdout_group = (
+        _payloads(filters, key),
+        _holdout(filters, key),
+        _holdout_group(filters, key),
+    )
+    # Early access: `feature_enrollment: true` (the service reads `$feature_enrollment/<key>`), or the legacy
+    # `super_groups` (flag_matching.rs `get_match`, `is_super_condition_match`).
+    super_condition = _super_condition(filters, key, valid, strict=strict, matching_version=matching_version)
+    deps, unknown = _dependencies_and_unknown([*conditions, *([super_condition] if super_condition else [])])
+    bucketing = definition.get("bucketing_identifier") or filters.get("bucketing_identifier")
+    return CompiledFlag(
+        key=key,
+        id=_optional_int(definition.get("id"), key, "id")
+        if not isinstance(definition.get("id"), str)
+        else None,
+        version=definition.get("version") if isinstance(definition.get("version"), int) else None,
+        active=bool(definition.get("active", True)) and not definition.get("deleted", False),
+        aggregation=aggregation,
+        conditions=tuple(conditions),
+        variants=tuple(variants),
+        payloads=payloads,
+        early_exit=bool(filters.get("early_exit")),
+        continuity=bool(definition.get("ensure_experience_continuity")),
+        device_bucketing=bucketing == "device_id",
+        feature_enrollment=filters.get("feature_enrollment") is True,
+        holdout=holdout,
+        holdout_group=holdout_group,
+        super_condition=super_condition,
+        dependencies=frozenset(deps),
+        definition=definition,
+        needs_server=needs_server,
+        error=unknown,
+        sdk_evaluates=unknown is not None,
+    )
+
+
+def _definition_and_key(raw: Any) -> tuple[Mapping[str, Any], str]:
+    """The definition as plain data and its key; an error when it is not an object or has no key."""
     definition = as_plain(raw)
     if not isinstance(definition, Mapping):
         raise FlagDefinitionError(
@@ -319,11 +415,13 @@ def compile_flag(raw: Any, *, strict: bool = True, matching_version: int = 1) ->
     key = definition.get("key")
     if not isinstance(key, str) or not key:
         raise FlagDefinitionError(None, "flag definition", f"needs a non-empty string 'key', got {key!r}")
-    filters = _mapping(definition.get("filters"), key, "filters")
-    aggregation = _optional_int(
-        filters.get("aggregation_group_type_index"), key, "filters.aggregation_group_type_index"
-    )
+    return definition, key
 
+
+def _compile_variants(
+    filters: Mapping[str, Any], key: str, *, strict: bool
+) -> list[tuple[str, float, float]]:
+    """The variants as (key, low, high) on the cumulative table; strict: the percentages sum to 100."""
     variants: list[tuple[str, float, float]] = []
     multivariate = _mapping(filters.get("multivariate"), key, "filters.multivariate")
     raw_variants = _list(multivariate.get("variants"), key, "filters.multivariate.variants")
@@ -348,98 +446,92 @@ def compile_flag(raw: Any, *, strict: bool = True, matching_version: int = 1) ->
             "filters.multivariate.variants",
             f"variant rollout percentages sum to {total:g}, they must sum to 100",
         )
-    valid = {v[0] for v in variants}
+    return variants
 
+
+def _needs_server(filters: Mapping[str, Any], key: str) -> str | None:
+    """Why only the flags service can evaluate this flag (a rules format other than 1), or None."""
     # PostHog/posthog-sdk-test-harness contracts/feature_flag_rules_v2 (fixtures/wire/definitions.json):
     # `filters.version` absent or 1 is the classic format; 2 (or 2.0) the rules format; anything else is
     # unsupported, and a local reader must fall back to the server. None of them is read as version 1.
-    needs_server = None
     rules_version = filters.get("version", 1)
-    if isinstance(rules_version, bool) or rules_version != 1:
-        what = (
-            "the new rules format (filters.version 2)"
-            if rules_version == 2 and not isinstance(rules_version, bool)
-            else f"an unsupported rules format (filters.version {rules_version!r})"
-        )
-        needs_server = (
-            f"flag {key!r} uses {what}; only the flags service evaluates it: ask the server "
-            "(simulate(engine='remote'))"
-        )
-    conditions = [
-        _compile_condition(
-            g,
-            i,
-            key,
-            f"filters.groups[{i}]",
-            valid,
-            aggregation,
-            strict=strict,
-            matching_version=matching_version,
-        )
-        for i, g in enumerate([] if needs_server else _list(filters.get("groups"), key, "filters.groups"))
-    ]
+    if not isinstance(rules_version, bool) and rules_version == 1:
+        return None
+    what = (
+        "the new rules format (filters.version 2)"
+        if rules_version == 2 and not isinstance(rules_version, bool)
+        else f"an unsupported rules format (filters.version {rules_version!r})"
+    )
+    return (
+        f"flag {key!r} uses {what}; only the flags service evaluates it: ask the server "
+        "(simulate(engine='remote'))"
+    )
 
+
+def _payloads(filters: Mapping[str, Any], key: str) -> dict[str, str]:
+    """The payloads by variant (or "true"), each as JSON text; a null payload is no payload."""
     payloads: dict[str, str] = {}
     for pkey, pval in _mapping(filters.get("payloads"), key, "filters.payloads").items():
         if pval is None:
             continue
         payloads[str(pkey)] = pval if isinstance(pval, str) else json.dumps(pval)
+    return payloads
 
-    holdout = None
+
+def _holdout(filters: Mapping[str, Any], key: str) -> tuple[str, float] | None:
+    """The experiment holdout (its flag-style key, exclusion percentage clamped to 0-100), or None."""
     raw_holdout = filters.get("holdout")
-    if raw_holdout:
-        h = _mapping(raw_holdout, key, "filters.holdout")
-        if h.get("exclusion_percentage") is not None and h.get("id") is not None:
-            pct = min(
-                max(
-                    _number(
-                        h["exclusion_percentage"],
-                        key,
-                        "filters.holdout",
-                        "exclusion_percentage",
-                        lo=-math.inf,
-                        hi=math.inf,
-                    ),
-                    0.0,
-                ),
-                100.0,
-            )
-            holdout = (f"holdout-{h['id']}", pct)
+    if not raw_holdout:
+        return None
+    h = _mapping(raw_holdout, key, "filters.holdout")
+    if h.get("exclusion_percentage") is None or h.get("id") is None:
+        return None
+    pct = _number(
+        h["exclusion_percentage"], key, "filters.holdout", "exclusion_percentage", lo=-math.inf, hi=math.inf
+    )
+    return (f"holdout-{h['id']}", min(max(pct, 0.0), 100.0))
 
-    holdout_group = None
+
+def _holdout_group(filters: Mapping[str, Any], key: str) -> tuple[float | None, str | None] | None:
+    """The legacy first holdout group without properties: (rollout percentage, variant), or None."""
     raw_hg = _list(filters.get("holdout_groups"), key, "filters.holdout_groups")
-    if raw_hg:
-        hg = _mapping(raw_hg[0], key, "filters.holdout_groups[0]")
-        if not hg.get("properties"):
-            pct_raw = hg.get("rollout_percentage")
-            pct_hg = (
-                None
-                if pct_raw is None
-                else _number(pct_raw, key, "filters.holdout_groups[0]", "rollout_percentage")
-            )
-            hv = hg.get("variant")
-            holdout_group = (pct_hg, hv if isinstance(hv, str) and hv else None)
+    if not raw_hg:
+        return None
+    hg = _mapping(raw_hg[0], key, "filters.holdout_groups[0]")
+    if hg.get("properties"):
+        return None
+    pct_raw = hg.get("rollout_percentage")
+    pct_hg = (
+        None if pct_raw is None else _number(pct_raw, key, "filters.holdout_groups[0]", "rollout_percentage")
+    )
+    hv = hg.get("variant")
+    return (pct_hg, hv if isinstance(hv, str) and hv else None)
 
-    # Early access: `feature_enrollment: true` (the service reads `$feature_enrollment/<key>`), or the legacy
-    # `super_groups` (flag_matching.rs `get_match`, `is_super_condition_match`).
-    super_condition = None
+
+def _super_condition(
+    filters: Mapping[str, Any], key: str, valid: set[str], *, strict: bool, matching_version: int
+) -> ConditionSpec | None:
+    """The first of the legacy `super_groups`, compiled, or None."""
     raw_super = _list(filters.get("super_groups"), key, "filters.super_groups")
-    enrollment = filters.get("feature_enrollment") is True
-    if raw_super:
-        super_condition = _compile_condition(
-            raw_super[0],
-            0,
-            key,
-            "filters.super_groups[0]",
-            valid,
-            None,
-            strict=strict,
-            matching_version=matching_version,
-        )
+    if not raw_super:
+        return None
+    return _compile_condition(
+        raw_super[0],
+        0,
+        key,
+        "filters.super_groups[0]",
+        valid,
+        None,
+        strict=strict,
+        matching_version=matching_version,
+    )
 
+
+def _dependencies_and_unknown(conditions: Iterable[ConditionSpec]) -> tuple[set[str], str | None]:
+    """The flags these conditions depend on, and the problem of the first operator nobody knows."""
     deps: set[str] = set()
     unknown: str | None = None
-    for cond in [*conditions, *([super_condition] if super_condition else [])]:
+    for cond in conditions:
         deps.update(f.key for f in cond.filters if f.kind == "flag")
         for f in cond.filters:
             if (
@@ -449,32 +541,7 @@ def compile_flag(raw: Any, *, strict: bool = True, matching_version: int = 1) ->
                 and f.matcher.operator not in MISPLACED_OPERATORS
             ):
                 unknown = f.matcher.problem
-
-    bucketing = definition.get("bucketing_identifier") or filters.get("bucketing_identifier")
-    return CompiledFlag(
-        key=key,
-        id=_optional_int(definition.get("id"), key, "id")
-        if not isinstance(definition.get("id"), str)
-        else None,
-        version=definition.get("version") if isinstance(definition.get("version"), int) else None,
-        active=bool(definition.get("active", True)) and not definition.get("deleted", False),
-        aggregation=aggregation,
-        conditions=tuple(conditions),
-        variants=tuple(variants),
-        payloads=payloads,
-        early_exit=bool(filters.get("early_exit")),
-        continuity=bool(definition.get("ensure_experience_continuity")),
-        device_bucketing=bucketing == "device_id",
-        feature_enrollment=enrollment,
-        holdout=holdout,
-        holdout_group=holdout_group,
-        super_condition=super_condition,
-        dependencies=frozenset(deps),
-        definition=definition,
-        needs_server=needs_server,
-        error=unknown,
-        sdk_evaluates=unknown is not None,
-    )
+    return deps, unknown
 
 
 def error_flag(definition: Any, message: str) -> CompiledFlag:

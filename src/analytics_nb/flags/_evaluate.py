@@ -354,37 +354,13 @@ def compile_flags(
     if timezone is not None:
         team_zone(timezone)  # validate early: a ValueError naming the fix
     if isinstance(flags, CompiledFlags):
-        same_version = property_matching_version in (None, flags.property_matching_version)
-        if (
-            cohorts is None
-            and group_type_mapping is None
-            and same_version
-            and timezone in (None, flags.timezone)
-        ):
-            return flags
-        if same_version:
-            # cohorts, group types and the time zone do not change the compiled flags
-            new_errors: dict[str, str] | None = None if strict else {}
-            return CompiledFlags(
-                flags.flags,
-                compile_cohorts(cohorts, errors=new_errors, matching_version=flags.property_matching_version)
-                if cohorts is not None
-                else flags.cohorts,
-                group_type_mapping if group_type_mapping is not None else flags.group_type_mapping,
-                strict=strict,
-                cohort_errors=new_errors if cohorts is not None else flags.cohort_errors,
-                property_matching_version=flags.property_matching_version,
-                timezone=timezone or flags.timezone,
-            )
-        return compile_flags(
-            [f.definition for f in flags.flags],
+        return _recompile(
+            flags,
             cohorts=cohorts,
-            group_type_mapping=group_type_mapping
-            if group_type_mapping is not None
-            else flags.group_type_mapping,
+            group_type_mapping=group_type_mapping,
             strict=strict,
             property_matching_version=property_matching_version,
-            timezone=timezone or flags.timezone,
+            timezone=timezone,
         )
     # the one reader of every definitions shape (flags._reader): a shape it cannot read raises, always
     defs = read_definitions(flags)
@@ -414,6 +390,46 @@ def compile_flags(
         cohort_errors=cohort_errors,
         property_matching_version=version,
         timezone=timezone or "UTC",
+    )
+
+
+def _recompile(
+    flags: CompiledFlags,
+    *,
+    cohorts: Mapping[str, Any] | None,
+    group_type_mapping: Mapping[str, str] | None,
+    strict: bool,
+    property_matching_version: int | None,
+    timezone: str | None,
+) -> CompiledFlags:
+    """Already compiled flags with other options: the same object when nothing changes; the same flags
+    with new cohorts, group types or time zone (they do not change the compiled flags); compiled again
+    from their definitions for another property matching version."""
+    same_version = property_matching_version in (None, flags.property_matching_version)
+    if cohorts is None and group_type_mapping is None and same_version and timezone in (None, flags.timezone):
+        return flags
+    if not same_version:
+        return compile_flags(
+            [f.definition for f in flags.flags],
+            cohorts=cohorts,
+            group_type_mapping=group_type_mapping
+            if group_type_mapping is not None
+            else flags.group_type_mapping,
+            strict=strict,
+            property_matching_version=property_matching_version,
+            timezone=timezone or flags.timezone,
+        )
+    new_errors: dict[str, str] | None = None if strict else {}
+    return CompiledFlags(
+        flags.flags,
+        compile_cohorts(cohorts, errors=new_errors, matching_version=flags.property_matching_version)
+        if cohorts is not None
+        else flags.cohorts,
+        group_type_mapping if group_type_mapping is not None else flags.group_type_mapping,
+        strict=strict,
+        cohort_errors=new_errors if cohorts is not None else flags.cohort_errors,
+        property_matching_version=flags.property_matching_version,
+        timezone=timezone or flags.timezone,
     )
 
 
@@ -849,86 +865,136 @@ def _evaluate_server(
     """Today's service, flag_matching.rs `FeatureFlagMatcher::get_match`: early access, holdout, then the
     conditions in listed order, each with its own aggregation; `groups` holds only valid group keys
     (service_group_key)."""
-    # Early access: `feature_enrollment` reads `$feature_enrollment/<key>` (then falls through when unset);
-    # otherwise the legacy `super_groups` decide when the person has any of their properties. Both answer
-    # true/false (never a variant), reason super_condition_value, condition index 0.
-    if flag.feature_enrollment:
-        enrolled = person.get(f"$feature_enrollment/{flag.key}", MISSING)
-        if enrolled is not MISSING:
-            return _result(flag, enrolled is True or enrolled == "true", "super_condition_value", 0)
-    elif flag.super_condition is not None and flag.super_condition.filters:
-        sc = flag.super_condition
-        if any(f.key in person for f in sc.filters):
-            ctx.cond_group = False
-            code = condition_code(sc, person, ctx)
-            if code == INCONCLUSIVE:
-                return _result(flag, None, "inconclusive", None, _explain(sc, person, ctx))
-            ok = code == TRUE and _in_rollout(flag, sc.rollout, _person_bucket(flag, distinct_id, ctx))
-            return _result(flag, ok, "super_condition_value", 0)
-
-    # Holdout (`is_holdout_condition_match`): hashed on the flag-level identifier, "holdout-" prefix.
+    # the guards spare the calls for the many flags without early access or a holdout
+    if flag.feature_enrollment or flag.super_condition is not None:
+        early = _server_early_access(flag, distinct_id, person, ctx)
+        if early is not None:
+            return early
     if flag.holdout is not None:
-        hv, pct = flag.holdout
-        if flag.aggregation is None:
-            ident: str | None = _person_bucket(flag, distinct_id, ctx)
-        else:
-            ident = groups.get(mapping.get(str(flag.aggregation), ""), "")
-        if pct >= 100.0 or holdout_fraction(ident or "") <= pct / 100:
-            return _result(flag, hv, "holdout_condition_value", None)
-
+        held = _server_holdout(flag, distinct_id, groups, mapping, ctx)
+        if held is not None:
+            return held
     by_index: dict[int, Mapping[str, Any]] = {}
     for index, name in mapping.items():
         if str(index).isdigit():
             by_index[int(index)] = group_props.get(name, _EMPTY)
     ctx.person = person
     ctx.group_by_index = by_index
-    best, best_index = "no_group_type", None
-    pending = _Pending()
     try:
-        for cond in flag.conditions:
-            agg = cond.aggregation
-            if agg is None:
-                bucket = _person_bucket(flag, distinct_id, ctx)
-                if bucket is None:  # device-id bucketing without a device id: this condition is skipped
-                    best, best_index = _rank(best, best_index, "out_of_rollout_bound", cond.index)
-                    continue
-                props: Mapping[str, Any] = person
-                ctx.cond_group = False
-            else:
-                group_name = mapping.get(str(agg))
-                group_key = groups.get(group_name) if group_name else None
-                if group_key is None:
-                    best, best_index = _rank(best, best_index, "no_group_type", cond.index)
-                    continue
-                bucket = group_key
-                props = by_index.get(agg, _EMPTY)
-                ctx.cond_group = True
-            code = condition_code(cond, props, ctx)
-            if code == SERVER_ONLY:
-                # a cohort the caller did not supply (a static cohort): only the service knows
-                return _result(flag, None, "inconclusive", None, _explain(cond, props, ctx))
-            if code != TRUE:
-                best, best_index = _rank(best, best_index, "no_condition_match", cond.index)
-                if code == INCONCLUSIVE:
-                    pending.add(flag, cond, bucket, _in_rollout(flag, cond.rollout, bucket), props, ctx)
-                continue
-            if not _in_rollout(flag, cond.rollout, bucket):
-                best, best_index = _rank(best, best_index, "out_of_rollout_bound", cond.index)
-                if flag.early_exit:
-                    # PostHog PR #57321 (flag_matching.rs; posthog-python `_match_flag_conditions`): the
-                    # properties matched but the rollout excludes the person: stop here, False
-                    if pending.value:
-                        return pending.unknown(flag)
-                    return _result(flag, False, "out_of_rollout_bound", cond.index)
-                continue
-            if pending.differs(flag, cond, bucket):
-                return pending.unknown(flag)
-            value = _matched_value(flag, cond.variant, bucket)
-            return _result(flag, value, "condition_match", cond.index)
+        return _server_conditions(flag, distinct_id, person, groups, mapping, by_index, ctx)
     finally:
         ctx.person = None
         ctx.group_by_index = None
         ctx.cond_group = False
+
+
+def _server_early_access(
+    flag: CompiledFlag, distinct_id: str, person: Mapping[str, Any], ctx: _Context
+) -> FlagResult | None:
+    """Early access: `feature_enrollment` reads `$feature_enrollment/<key>` (then falls through when unset);
+    otherwise the legacy `super_groups` decide when the person has any of their properties. Both answer
+    true/false (never a variant), reason super_condition_value, condition index 0. None: fall through."""
+    if flag.feature_enrollment:
+        enrolled = person.get(f"$feature_enrollment/{flag.key}", MISSING)
+        if enrolled is MISSING:
+            return None
+        return _result(flag, enrolled is True or enrolled == "true", "super_condition_value", 0)
+    sc = flag.super_condition
+    if sc is None or not sc.filters or not any(f.key in person for f in sc.filters):
+        return None
+    ctx.cond_group = False
+    code = condition_code(sc, person, ctx)
+    if code == INCONCLUSIVE:
+        return _result(flag, None, "inconclusive", None, _explain(sc, person, ctx))
+    ok = code == TRUE and _in_rollout(flag, sc.rollout, _person_bucket(flag, distinct_id, ctx))
+    return _result(flag, ok, "super_condition_value", 0)
+
+
+def _server_holdout(
+    flag: CompiledFlag, distinct_id: str, groups: Mapping[str, str], mapping: Mapping[str, str], ctx: _Context
+) -> FlagResult | None:
+    """Holdout (`is_holdout_condition_match`): hashed on the flag-level identifier, "holdout-" prefix.
+    None: not held out."""
+    if flag.holdout is None:
+        return None
+    hv, pct = flag.holdout
+    if flag.aggregation is None:
+        ident: str | None = _person_bucket(flag, distinct_id, ctx)
+    else:
+        ident = groups.get(mapping.get(str(flag.aggregation), ""), "")
+    if pct >= 100.0 or holdout_fraction(ident or "") <= pct / 100:
+        return _result(flag, hv, "holdout_condition_value", None)
+    return None
+
+
+def _server_subject(
+    flag: CompiledFlag,
+    cond: ConditionSpec,
+    distinct_id: str,
+    person: Mapping[str, Any],
+    groups: Mapping[str, str],
+    mapping: Mapping[str, str],
+    by_index: Mapping[int, Mapping[str, Any]],
+    ctx: _Context,
+) -> tuple[str, Mapping[str, Any]] | str:
+    """One condition's (bucket, properties), person or group by its aggregation; or the reason it is
+    skipped (device-id bucketing without a device id; a group type the request does not name)."""
+    agg = cond.aggregation
+    if agg is None:
+        bucket = _person_bucket(flag, distinct_id, ctx)
+        if bucket is None:  # device-id bucketing without a device id: this condition is skipped
+            return "out_of_rollout_bound"
+        ctx.cond_group = False
+        return bucket, person
+    group_name = mapping.get(str(agg))
+    group_key = groups.get(group_name) if group_name else None
+    if group_key is None:
+        return "no_group_type"
+    ctx.cond_group = True
+    return group_key, by_index.get(agg, _EMPTY)
+
+
+def _server_conditions(
+    flag: CompiledFlag,
+    distinct_id: str,
+    person: Mapping[str, Any],
+    groups: Mapping[str, str],
+    mapping: Mapping[str, str],
+    by_index: Mapping[int, Mapping[str, Any]],
+    ctx: _Context,
+) -> FlagResult:
+    """The conditions in listed order: the first that matches with the subject in its rollout decides;
+    otherwise false with the best reason seen (or unknown, when a passed-over match was unknown)."""
+    best, best_index = "no_group_type", None
+    pending = _Pending()
+    for cond in flag.conditions:
+        subject = _server_subject(flag, cond, distinct_id, person, groups, mapping, by_index, ctx)
+        if isinstance(subject, str):
+            best, best_index = _rank(best, best_index, subject, cond.index)
+            continue
+        bucket, props = subject
+        code = condition_code(cond, props, ctx)
+        if code == SERVER_ONLY:
+            # a cohort the caller did not supply (a static cohort): only the service knows
+            return _result(flag, None, "inconclusive", None, _explain(cond, props, ctx))
+        if code != TRUE:
+            best, best_index = _rank(best, best_index, "no_condition_match", cond.index)
+            if code == INCONCLUSIVE:
+                pending.add(flag, cond, bucket, _in_rollout(flag, cond.rollout, bucket), props, ctx)
+            continue
+        if not _in_rollout(flag, cond.rollout, bucket):
+            best, best_index = _rank(best, best_index, "out_of_rollout_bound", cond.index)
+            if flag.early_exit:
+                # PostHog PR #57321 (flag_matching.rs; posthog-python `_match_flag_conditions`): the
+                # properties matched but the rollout excludes the person: stop here, False
+                if pending.value:
+                    return pending.unknown(flag)
+                return _result(flag, False, "out_of_rollout_bound", cond.index)
+            continue
+        if pending.differs(flag, cond, bucket):
+            return pending.unknown(flag)
+        value = _matched_value(flag, cond.variant, bucket)
+        return _result(flag, value, "condition_match", cond.index)
     if pending.value:
         return pending.unknown(flag)
     return _result(flag, False, best, best_index)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import datetime as dt
 import difflib
 import functools
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -882,6 +882,20 @@ class _Pending:
         return out
 
 
+def _settle_unmatched(
+    best: np.ndarray, und: np.ndarray, kind: np.ndarray, reason: np.ndarray, index: np.ndarray
+) -> None:
+    """The rows no condition matched: false, with the best-ranked reason and its condition index."""
+    if not und.any():
+        return
+    by_score = np.full(8, _R["no_group_type"], dtype=np.int8)
+    for name in ("no_group_type", "no_condition_match", "out_of_rollout_bound"):
+        by_score[REASON_SCORE[name]] = _R[name]
+    _put(kind, und, _K_FALSE)
+    _put(reason, und, by_score.take(best // 4096))
+    _put(index, und, (best % 4096 - 1).astype(index.dtype))
+
+
 class _RunState:
     """Results of one run: per-flag value kinds, variants, reasons and condition indexes."""
 
@@ -1277,53 +1291,15 @@ class _RunState:
             und = ~decided
             if not und.any():
                 break
-            if cond.aggregation is None:
-                if flag.device_bucketing:
-                    rank(und & ~has_device, "out_of_rollout_bound", cond.index)
-                    rows = und & has_device
-                else:
-                    rows = und
-                csource, cbucket = person, person_bucket
-            else:
-                group_name = ev._mapping.get(str(cond.aggregation))
-                if not group_name:
-                    rank(und, "no_group_type", cond.index)
-                    continue
-                codes, _ = ev._group_key_codes(group_name)
-                rank(und & (codes < 0), "no_group_type", cond.index)
-                rows = und & (codes >= 0)
-                csource, cbucket = ev._source(f"group:{group_name}"), f"group:{group_name}"
-            if not rows.any():
+            subject = self._condition_rows(flag, cond, und, person, person_bucket, has_device, rank)
+            if subject is None:
                 continue
+            rows, csource, cbucket = subject
             code = ev._condition_codes(cond, csource, self)
-            matched = code == TRUE
-            # one reduction tells whether any row is open (SERVER_ONLY / INCONCLUSIVE): the common case
-            # skips the rest of this bookkeeping
-            any_open = bool(code.max(initial=TRUE) > TRUE)
-            server_only = code == SERVER_ONLY if any_open else None
-            if server_only is not None and server_only.any():
-                settle(rows & server_only, _K_UNKNOWN, "inconclusive")
-                rank(rows & ~matched & ~server_only, "no_condition_match", cond.index)
-            else:
-                rank(rows & ~matched, "no_condition_match", cond.index)
-            hit = rows & matched
-            # rows whose match is unknown (a property without a column, a dependency with no known value)
-            undecided = rows & (code == INCONCLUSIVE) if any_open else None
-            if undecided is not None and not undecided.any():
-                undecided = None
+            hit, undecided = self._rank_unmatched(rows, code, cond.index, rank, settle)
             out: np.ndarray | None = None
             if cond.rollout is not None and cond.rollout != 100 and (undecided is not None or hit.any()):
-                need = hit if undecided is None else hit | undecided
-                out = ev._hashes(f"{flag.key}.", "", cbucket, need) > cond.rollout / 100
-                oor = hit & out
-                rank(oor, "out_of_rollout_bound", cond.index)
-                hit &= ~oor
-                if flag.early_exit and oor.any():
-                    # PostHog PR #57321 (flag_matching.rs; posthog-python `_match_flag_conditions`): the
-                    # properties matched but the rollout excludes the person: stop here, False
-                    if pending.active:
-                        settle(oor & pending.value, _K_UNKNOWN, self.open_reason(flag))
-                    settle(oor & ~decided, _K_FALSE, "out_of_rollout_bound", cond.index)
+                hit, out = self._rollout(flag, cond, cbucket, hit, undecided, pending, decided, rank, settle)
             if undecided is not None:
                 if out is None:
                     pending.add(flag, cond, cbucket, undecided, np.zeros(n, dtype=bool))
@@ -1337,14 +1313,94 @@ class _RunState:
         # no condition matched: unknown where an unknown condition would have matched
         if pending.active:
             settle(~decided & pending.value, _K_UNKNOWN, self.open_reason(flag))
-        und = ~decided
-        if und.any():
-            by_score = np.full(8, _R["no_group_type"], dtype=np.int8)
-            for name in ("no_group_type", "no_condition_match", "out_of_rollout_bound"):
-                by_score[REASON_SCORE[name]] = _R[name]
-            _put(kind, und, _K_FALSE)
-            _put(reason, und, by_score.take(best // 4096))
-            _put(index, und, (best % 4096 - 1).astype(index.dtype))
+        _settle_unmatched(best, ~decided, kind, reason, index)
+
+    def _condition_rows(
+        self,
+        flag: CompiledFlag,
+        cond: ConditionSpec,
+        und: np.ndarray,
+        person: _Source,
+        person_bucket: str,
+        has_device: np.ndarray,
+        rank: Callable[[np.ndarray, str, int], None],
+    ) -> tuple[np.ndarray, _Source, str] | None:
+        """The undecided rows one condition reads, with its source and bucket (person, or its group type);
+        rows it cannot read are ranked (no device id, no group key). None: no row left for it."""
+        ev = self.ev
+        if cond.aggregation is None:
+            if flag.device_bucketing:
+                rank(und & ~has_device, "out_of_rollout_bound", cond.index)
+                rows = und & has_device
+            else:
+                rows = und
+            csource, cbucket = person, person_bucket
+        else:
+            group_name = ev._mapping.get(str(cond.aggregation))
+            if not group_name:
+                rank(und, "no_group_type", cond.index)
+                return None
+            codes, _ = ev._group_key_codes(group_name)
+            rank(und & (codes < 0), "no_group_type", cond.index)
+            rows = und & (codes >= 0)
+            csource, cbucket = ev._source(f"group:{group_name}"), f"group:{group_name}"
+        if not rows.any():
+            return None
+        return rows, csource, cbucket
+
+    @staticmethod
+    def _rank_unmatched(
+        rows: np.ndarray,
+        code: np.ndarray,
+        idx: int,
+        rank: Callable[[np.ndarray, str, int], None],
+        settle: Any,
+    ) -> tuple[np.ndarray, np.ndarray | None]:
+        """Settle the rows only the service can answer, rank those the condition does not match; returns
+        the matched rows and the rows whose match is unknown (None when there are none)."""
+        matched = code == TRUE
+        # one reduction tells whether any row is open (SERVER_ONLY / INCONCLUSIVE): the common case
+        # skips the rest of this bookkeeping
+        any_open = bool(code.max(initial=TRUE) > TRUE)
+        server_only = code == SERVER_ONLY if any_open else None
+        if server_only is not None and server_only.any():
+            settle(rows & server_only, _K_UNKNOWN, "inconclusive")
+            rank(rows & ~matched & ~server_only, "no_condition_match", idx)
+        else:
+            rank(rows & ~matched, "no_condition_match", idx)
+        # rows whose match is unknown (a property without a column, a dependency with no known value)
+        undecided = rows & (code == INCONCLUSIVE) if any_open else None
+        if undecided is not None and not undecided.any():
+            undecided = None
+        return rows & matched, undecided
+
+    def _rollout(
+        self,
+        flag: CompiledFlag,
+        cond: ConditionSpec,
+        cbucket: str,
+        hit: np.ndarray,
+        undecided: np.ndarray | None,
+        pending: _Pending,
+        decided: np.ndarray,
+        rank: Callable[[np.ndarray, str, int], None],
+        settle: Any,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The condition's rollout over the matched and unknown rows: matched rows outside it are ranked
+        (and settled false with early exit); returns the rows still matched and the rows outside."""
+        assert cond.rollout is not None  # the caller reads a rollout below 100 only
+        need = hit if undecided is None else hit | undecided
+        out = self.ev._hashes(f"{flag.key}.", "", cbucket, need) > cond.rollout / 100
+        oor = hit & out
+        rank(oor, "out_of_rollout_bound", cond.index)
+        hit = hit & ~oor
+        if flag.early_exit and oor.any():
+            # PostHog PR #57321 (flag_matching.rs; posthog-python `_match_flag_conditions`): the
+            # properties matched but the rollout excludes the person: stop here, False
+            if pending.active:
+                settle(oor & pending.value, _K_UNKNOWN, self.open_reason(flag))
+            settle(oor & ~decided, _K_FALSE, "out_of_rollout_bound", cond.index)
+        return hit, out
 
     def _settle_match(
         self,

@@ -257,53 +257,9 @@ def _sdk_text(value: Any) -> str | None:
 def _exact(value: Any, negate: bool, version: int) -> _Built:
     if isinstance(value, tuple):
         value = list(value)
-    # --- server: compute_exact_match in `match_property`
-    if value is None:
-        server: ValueFn = _NEVER
-    elif is_boolish(value) and (version != 2 or value == []):
-        target = truthy(value)
-
-        def server(v: Any, now: dt.datetime) -> int:
-            return TRUE if (truthy(v) == target) != negate else FALSE
-    elif isinstance(value, list):
-        s_targets = frozenset(service_text(item).lower() for item in value)
-
-        def server(v: Any, now: dt.datetime) -> int:
-            return TRUE if (service_text(v).lower() in s_targets) != negate else FALSE
-    else:
-        s_single = service_text(value).lower()
-
-        def server(v: Any, now: dt.datetime) -> int:
-            return TRUE if (service_text(v).lower() == s_single) != negate else FALSE
-
-    # --- sdk: `_match_exact_property` (the property text is computed first: a datetime is inconclusive)
-    problem = None
     items = value if isinstance(value, list) else [value]
-    if any(_sdk_text(item) is None for item in items):
-        problem = f"value {value!r} has no JSON text (the SDK cannot compare it)"
-        sdk: ValueFn = _UNDECIDABLE
-    elif value == []:
-
-        def sdk(v: Any, now: dt.datetime) -> int:
-            if _sdk_text(v) is None:
-                return INCONCLUSIVE
-            return TRUE if truthy(v) != negate else FALSE
-    elif version != 2 and is_boolish(value):
-        k_target = truthy(value)
-
-        def sdk(v: Any, now: dt.datetime) -> int:
-            if _sdk_text(v) is None:
-                return INCONCLUSIVE
-            return TRUE if (truthy(v) == k_target) != negate else FALSE
-    else:
-        k_targets = frozenset(str(_sdk_text(item)).lower() for item in items)
-
-        def sdk(v: Any, now: dt.datetime) -> int:
-            text = _sdk_text(v)
-            if text is None:
-                return INCONCLUSIVE
-            return TRUE if (text.lower() in k_targets) != negate else FALSE
-
+    server = _exact_server(value, negate, version)
+    sdk, problem = _exact_sdk(value, items, negate, version)
     strs: StrsFn | None = None
     plain_text = value is not None and problem is None and all(isinstance(i, str) for i in items)
     if plain_text and not (is_boolish(value) and (version != 2 or value == [])):
@@ -313,6 +269,65 @@ def _exact(value: Any, negate: bool, version: int) -> _Built:
             return _codes(map(targets.__contains__, map(str.lower, values)), len(values), negate)
 
     return _Built(server, sdk, problem, strs, strs)
+
+
+def _exact_server(value: Any, negate: bool, version: int) -> ValueFn:
+    """The service's exact / is_not: compute_exact_match in `match_property`."""
+    if value is None:
+        return _NEVER
+    if is_boolish(value) and (version != 2 or value == []):
+        target = truthy(value)
+
+        def by_truth(v: Any, now: dt.datetime) -> int:
+            return TRUE if (truthy(v) == target) != negate else FALSE
+
+        return by_truth
+    if isinstance(value, list):
+        s_targets = frozenset(service_text(item).lower() for item in value)
+
+        def listed(v: Any, now: dt.datetime) -> int:
+            return TRUE if (service_text(v).lower() in s_targets) != negate else FALSE
+
+        return listed
+    s_single = service_text(value).lower()
+
+    def single(v: Any, now: dt.datetime) -> int:
+        return TRUE if (service_text(v).lower() == s_single) != negate else FALSE
+
+    return single
+
+
+def _exact_sdk(value: Any, items: list[Any], negate: bool, version: int) -> tuple[ValueFn, str | None]:
+    """The SDK's exact / is_not, `_match_exact_property` (the property text is computed first: a datetime
+    is inconclusive), and the problem when the value has no JSON text."""
+    if any(_sdk_text(item) is None for item in items):
+        return _UNDECIDABLE, f"value {value!r} has no JSON text (the SDK cannot compare it)"
+    if value == []:
+
+        def own_truth(v: Any, now: dt.datetime) -> int:
+            if _sdk_text(v) is None:
+                return INCONCLUSIVE
+            return TRUE if truthy(v) != negate else FALSE
+
+        return own_truth, None
+    if version != 2 and is_boolish(value):
+        k_target = truthy(value)
+
+        def by_truth(v: Any, now: dt.datetime) -> int:
+            if _sdk_text(v) is None:
+                return INCONCLUSIVE
+            return TRUE if (truthy(v) == k_target) != negate else FALSE
+
+        return by_truth, None
+    k_targets = frozenset(str(_sdk_text(item)).lower() for item in items)
+
+    def listed(v: Any, now: dt.datetime) -> int:
+        text = _sdk_text(v)
+        if text is None:
+            return INCONCLUSIVE
+        return TRUE if (text.lower() in k_targets) != negate else FALSE
+
+    return listed, None
 
 
 # ---------------------------------------------------------------- text

@@ -319,24 +319,45 @@ def _flag(item: Any, where: str) -> dict[str, Any]:
         key, filters = data.get("key"), data.get("filters")
         if type(key) is str and type(filters) is dict and KEY_PATTERN.fullmatch(key):  # the common case
             return data
-    elif isinstance(item, FeatureFlag):
-        data = item.model_dump(by_alias=True, mode="json", exclude_unset=True)
-    elif callable(getattr(item, "model_dump", None)) and not isinstance(item, type):
-        data = item.model_dump(by_alias=True, mode="json")
-    elif isinstance(item, Mapping):
-        data = dict(item)
-    elif isinstance(item, str):
+    else:
+        data = _flag_data(item, where)
+    key = _flag_key(data.get("key"), where)
+    filters = data.get("filters")
+    if isinstance(filters, str):
+        try:
+            data["filters"] = json.loads(filters)
+        except ValueError as exc:
+            raise DefinitionsError(
+                f"definitions: flag {key!r} has 'filters' text that is not JSON ({exc}).", key=key
+            ) from None
+    elif filters is None or (not isinstance(filters, (Mapping, list)) and is_missing(filters)):
+        data["filters"] = {}
+    return data
+
+
+def _flag_data(item: Any, where: str) -> dict[str, Any]:
+    """A flag definition that is not a dict (a model, a mapping) as a dict; text or another type is an
+    error naming what to pass."""
+    if isinstance(item, FeatureFlag):
+        return item.model_dump(by_alias=True, mode="json", exclude_unset=True)
+    if callable(getattr(item, "model_dump", None)) and not isinstance(item, type):
+        return item.model_dump(by_alias=True, mode="json")
+    if isinstance(item, Mapping):
+        return dict(item)
+    if isinstance(item, str):
         raise DefinitionsError(
             f"definitions: {where} is the text {item[:40]!r}, not a flag definition; a list of flag keys "
             "says which flags, not how they target: pass the definitions "
             "(client.feature_flags.local_evaluation()) and the keys as flags=."
         )
-    else:
-        raise DefinitionsError(
-            f"definitions: {where} is a {type(item).__name__}; a flag definition is a dict in the wire shape "
-            "of /flags/definitions or a FeatureFlag model."
-        )
-    key = data.get("key")
+    raise DefinitionsError(
+        f"definitions: {where} is a {type(item).__name__}; a flag definition is a dict in the wire shape "
+        "of /flags/definitions or a FeatureFlag model."
+    )
+
+
+def _flag_key(key: Any, where: str) -> str:
+    """The flag's key: present, non-empty text, and one PostHog accepts."""
     if key is None or (not isinstance(key, str) and is_missing(key)):
         raise DefinitionsError(f"definitions: {where} has no 'key'; every flag definition needs its key.")
     if not isinstance(key, str) or not key:
@@ -350,17 +371,7 @@ def _flag(item: Any, where: str) -> dict[str, Any]:
             "server).",
             key=key,
         )
-    filters = data.get("filters")
-    if isinstance(filters, str):
-        try:
-            data["filters"] = json.loads(filters)
-        except ValueError as exc:
-            raise DefinitionsError(
-                f"definitions: flag {key!r} has 'filters' text that is not JSON ({exc}).", key=key
-            ) from None
-    elif filters is None or (not isinstance(filters, (Mapping, list)) and is_missing(filters)):
-        data["filters"] = {}
-    return data
+    return key
 
 
 def _frame(frame: pd.DataFrame) -> Definitions:

@@ -254,16 +254,8 @@ class _SdkScan:
             return _STOP
         if c == "\\":
             return self._escape(i)
-        if c == "[":
-            if self.in_class is not None:
-                self.defers = True
-            self.in_class = i
-        elif c == "]" and self.in_class is not None:
-            start = self.in_class + (2 if self.p[self.in_class + 1 : self.in_class + 2] == "^" else 1)
-            if i == start:
-                self.defers = True
-            self.in_class = None
-            self.previous = "literal"
+        if c == "[" or (c == "]" and self.in_class is not None):
+            self._bracket(i, c)
         elif self.in_class is not None:
             self._class_char(i, c)
         elif c == "(" and self.p[i + 1 : i + 2] == "?":
@@ -274,12 +266,30 @@ class _SdkScan:
         elif c == "{":
             return self._repeat(i)
         elif c in "*+?":
-            if self.previous in ("^", "$", "empty group") or self.p[i + 1 : i + 2] in ("+", "{"):
-                self.defers = True
-            self.previous = "quantifier"
+            self._quantifier(i)
         else:
             self.previous = "empty group" if c == ")" and self.previous in ("(", "empty group") else c
         return i + 1
+
+    def _bracket(self, i: int, c: str) -> None:
+        """A class opens (a class inside a class defers) or closes (an empty class `[]` defers)."""
+        if c == "[":
+            if self.in_class is not None:
+                self.defers = True
+            self.in_class = i
+            return
+        assert self.in_class is not None
+        start = self.in_class + (2 if self.p[self.in_class + 1 : self.in_class + 2] == "^" else 1)
+        if i == start:
+            self.defers = True
+        self.in_class = None
+        self.previous = "literal"
+
+    def _quantifier(self, i: int) -> None:
+        """`*`, `+` or `?`: after an anchor or an empty group, or followed by `+` / `{`, the SDK defers."""
+        if self.previous in ("^", "$", "empty group") or self.p[i + 1 : i + 2] in ("+", "{"):
+            self.defers = True
+        self.previous = "quantifier"
 
     def _track_groups(self, c: str) -> bool:
         """Outside a class: anchors, quantifiers and which groups hold a quantifier; False when a

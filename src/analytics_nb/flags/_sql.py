@@ -517,31 +517,49 @@ class _Compiler:
         if isinstance(value, list) and any(isinstance(v, (list, dict)) for v in value):
             raise NeedsLocal(f"{spec.label}: nested filter values are evaluated by the local engine")
         items = value if isinstance(value, list) else [value]
-        version = self.version
-        if self.server:
-            if value is None:
-                return self.lit(_FALSE)
-            truthiness = is_boolish(value) and (version != 2 or value == [])
-            targets = None if truthiness else {service_text(i).lower() for i in items}
-            target = truthy(value)
-        else:
-            if any(to_text(i) is None for i in items):
-                return self.lit(_INCONCLUSIVE)
-            truthiness = value == [] or (version != 2 and is_boolish(value))
-            target = True if value == [] else truthy(value)
-            targets = None if truthiness else {str(to_text(i)).lower() for i in items}
-            if value == []:
-                # `_match_exact_property`: an empty list tests the value's own truthiness
-                truthiness, target = True, True
+        if self.server and value is None:
+            return self.lit(_FALSE)
+        if not self.server and any(to_text(i) is None for i in items):
+            return self.lit(_INCONCLUSIVE)
+        targets_of = self._server_exact_targets if self.server else self._sdk_exact_targets
+        truthiness, target, targets = targets_of(value, items)
         yes, no = self.lit(_FALSE if negate else _TRUE), self.lit(_TRUE if negate else _FALSE)
-        lowered = self.ascii_lower(text)
         if truthiness:
             # truthy(text): its lower case is "true"; no non-ASCII character lowers to t, r, u or e
-            is_true = exp.EQ(this=lowered, expression=self.lit("true"))
+            is_true = exp.EQ(this=self.ascii_lower(text), expression=self.lit("true"))
             hit = is_true if target else exp.not_(is_true)
             return self.case([(hit, yes)], no)
         assert targets is not None
-        listed = exp.In(this=lowered, expressions=[self.lit(t) for t in sorted(targets)])
+        return self._exact_listed(text, targets, yes, no, ascii_only)
+
+    def _server_exact_targets(self, value: Any, items: list[Any]) -> tuple[bool, bool, set[str] | None]:
+        """The service's reading of an exact value: (compare truthiness?, the truthiness wanted, the
+        lower-case targets otherwise)."""
+        truthiness = is_boolish(value) and (self.version != 2 or value == [])
+        targets = None if truthiness else {service_text(i).lower() for i in items}
+        return truthiness, truthy(value), targets
+
+    def _sdk_exact_targets(self, value: Any, items: list[Any]) -> tuple[bool, bool, set[str] | None]:
+        """The SDK's reading of an exact value, as `_server_exact_targets`; an empty list tests the
+        value's own truthiness (`_match_exact_property`)."""
+        if value == []:
+            return True, True, None
+        truthiness = self.version != 2 and is_boolish(value)
+        targets = None if truthiness else {str(to_text(i)).lower() for i in items}
+        return truthiness, truthy(value), targets
+
+    def _exact_listed(
+        self,
+        text: exp.Expression,
+        targets: set[str],
+        yes: exp.Expression,
+        no: exp.Expression,
+        ascii_only: bool,
+    ) -> exp.Expression:
+        """The row's lower case among the targets: exact for ASCII text; for other text, exact unless it holds
+        the Kelvin sign when every target is ASCII, and left to the local engine otherwise."""
+        exp = self.exp
+        listed = exp.In(this=self.ascii_lower(text), expressions=[self.lit(t) for t in sorted(targets)])
         if ascii_only:
             return self.case([(listed, yes)], no)
         whens = [(self.is_ascii(text), self.case([(listed, yes)], no))]
@@ -903,10 +921,7 @@ def compile_sql(
     Returns:
         The `SqlQuery`.
     """
-    if missing_columns not in ("not_set", "unknown"):
-        raise ValueError(f"missing_columns must be 'not_set' or 'unknown', got {missing_columns!r}")
-    if dialect not in DIALECTS:
-        raise ValueError(f"dialect must be one of {', '.join(DIALECTS)}, got {dialect!r}")
+    _check_options(missing_columns, dialect)
     server = check_mode(mode)
     require("sqlglot", "flags.to_sql / compile_sql")
     from sqlglot import exp
@@ -920,64 +935,19 @@ def compile_sql(
         timezone=timezone,
     )
     kinds = _schema(schema)
-    if kinds is not None and "distinct_id" not in kinds:
-        raise ValueError(f"the table needs a 'distinct_id' column; its columns are {sorted(kinds)[:10]}")
-    if kinds is not None and kinds["distinct_id"] not in ("string", "integer"):
-        raise ValueError(
-            "the 'distinct_id' column must be text or an integer (a float id hashes as '3.0'); cast it first"
-        )
-    clash = {f.key for f in compiled.flags} & {"distinct_id", "error"}
-    if clash:
-        raise ValueError(
-            f"flag key {sorted(clash)[0]!r} would collide with an output column; rename the flag"
-        )
+    _check_table(kinds, compiled)
     c = _Compiler(compiled, dialect, server, kinds, _now(now, server, compiled.timezone), table)
     c.unknown_absent = missing_columns == "unknown" and kinds is not None
-    absent = [name for name in carry if kinds is not None and name not in kinds]
-    if absent:
-        raise ValueError(f"carry={list(carry)!r}: the table has no column {absent[0]!r}")
-    for key in ("person_properties", "group_properties"):
-        if kinds is not None and key in kinds:
-            raise ValueError(
-                f"a {key!r} column of dicts is read by the local engine only; give one column per property"
-            )
+    _check_columns(kinds, carry)
 
-    ctes: list[tuple[str, Any]] = []
     base = exp.select(exp.Star(), exp.alias_(c.text(c.col("distinct_id")), "_anb_id", quoted=True)).from_(
         exp.to_table(table)
     )
-    ctes.append(("_anb_base", base))
-    prev = "_anb_base"
+    ctes: list[tuple[str, Any]] = [("_anb_base", base)]
     number = 0
     for level_no, level in enumerate(_levels(compiled)):
-        parts_by_flag: list[tuple[CompiledFlag, _FlagParts]] = []
-        for flag in level:
-            sf = SqlFlag(flag.key, flag.multivariate, payloads=flag.payloads)
-            c.flags[flag.key] = sf
-            fc = _FlagCompiler(c, flag, number, sf)
-            number += 1
-            try:
-                parts = fc.build()
-            except NeedsLocal as why:
-                sf.needs_local = str(why)
-                sf.outcomes = []
-                continue
-            c.outcome_col[flag.key] = f"_anb_{fc.n}_o"
-            parts_by_flag.append((flag, parts))
-        if not parts_by_flag:
-            continue
-        inputs = {name: e for _, p in parts_by_flag for name, e in p.inputs}
-        conditions = [(name, e) for _, p in parts_by_flag for name, e in p.conditions]
-        outcomes = [(c.outcome_col[f.key], p.outcome) for f, p in parts_by_flag]
-        for suffix, columns in (("in", list(inputs.items())), ("cond", conditions), ("out", outcomes)):
-            if not columns:
-                continue
-            name = f"_anb_{suffix}{level_no}"
-            select = exp.select(
-                exp.Star(), *[exp.alias_(e, n, quoted=True, copy=False) for n, e in columns]
-            ).from_(prev)
-            ctes.append((name, select))
-            prev = name
+        parts_by_flag, number = _compile_level(c, level, number)
+        ctes.extend(_level_ctes(c, parts_by_flag, level_no, prev=ctes[-1][0]))
 
     wanted = set(flags) if flags is not None else None
     sql_flags = [c.flags[f.key] for f in compiled.flags if wanted is None or f.key in wanted]
@@ -989,7 +959,7 @@ def compile_sql(
             local_column = "_anb_local"
             selected.insert(-1, exp.alias_(marker, local_column, quoted=True))
     selected[1:1] = [c.col(name) for name in carry]
-    final = exp.select(*selected).from_(prev)
+    final = exp.select(*selected).from_(ctes[-1][0])
     for name, select in ctes:
         final = final.with_(name, as_=select, copy=False)  # copy=True re-copied the whole tree per CTE
     # the header is a comment printed by sqlglot (which neutralises "*/" and "/*" in it), on the WITH
@@ -999,6 +969,85 @@ def compile_sql(
     if dialect == "clickhouse" and len(text.encode()) > CLICKHOUSE_MAX_QUERY_SIZE:
         text = _clickhouse_sized(final, text, pretty)
     return SqlQuery(text, dialect, mode, sql_flags, table, list(carry), reasons, local_column)
+
+
+def _check_options(missing_columns: str, dialect: str) -> None:
+    """`missing_columns` and `dialect` are ones compile_sql knows."""
+    if missing_columns not in ("not_set", "unknown"):
+        raise ValueError(f"missing_columns must be 'not_set' or 'unknown', got {missing_columns!r}")
+    if dialect not in DIALECTS:
+        raise ValueError(f"dialect must be one of {', '.join(DIALECTS)}, got {dialect!r}")
+
+
+def _check_table(kinds: dict[str, str | None] | None, compiled: CompiledFlags) -> None:
+    """The table has a text or integer `distinct_id`, and no flag key is an output column's name."""
+    if kinds is not None and "distinct_id" not in kinds:
+        raise ValueError(f"the table needs a 'distinct_id' column; its columns are {sorted(kinds)[:10]}")
+    if kinds is not None and kinds["distinct_id"] not in ("string", "integer"):
+        raise ValueError(
+            "the 'distinct_id' column must be text or an integer (a float id hashes as '3.0'); cast it first"
+        )
+    clash = {f.key for f in compiled.flags} & {"distinct_id", "error"}
+    if clash:
+        raise ValueError(
+            f"flag key {sorted(clash)[0]!r} would collide with an output column; rename the flag"
+        )
+
+
+def _check_columns(kinds: dict[str, str | None] | None, carry: Sequence[str]) -> None:
+    """Every carried column is in the table, and no column holds property dicts (one column per property)."""
+    absent = [name for name in carry if kinds is not None and name not in kinds]
+    if absent:
+        raise ValueError(f"carry={list(carry)!r}: the table has no column {absent[0]!r}")
+    for key in ("person_properties", "group_properties"):
+        if kinds is not None and key in kinds:
+            raise ValueError(
+                f"a {key!r} column of dicts is read by the local engine only; give one column per property"
+            )
+
+
+def _compile_level(
+    c: _Compiler, level: Sequence[CompiledFlag], number: int
+) -> tuple[list[tuple[CompiledFlag, _FlagParts]], int]:
+    """Each flag of one dependency level as SQL parts (a flag SQL cannot answer is marked needs_local);
+    returns the parts and the next flag number."""
+    parts_by_flag: list[tuple[CompiledFlag, _FlagParts]] = []
+    for flag in level:
+        sf = SqlFlag(flag.key, flag.multivariate, payloads=flag.payloads)
+        c.flags[flag.key] = sf
+        fc = _FlagCompiler(c, flag, number, sf)
+        number += 1
+        try:
+            parts = fc.build()
+        except NeedsLocal as why:
+            sf.needs_local = str(why)
+            sf.outcomes = []
+            continue
+        c.outcome_col[flag.key] = f"_anb_{fc.n}_o"
+        parts_by_flag.append((flag, parts))
+    return parts_by_flag, number
+
+
+def _level_ctes(
+    c: _Compiler, parts_by_flag: list[tuple[CompiledFlag, _FlagParts]], level_no: int, *, prev: str
+) -> list[tuple[str, Any]]:
+    """One level's CTEs, each over the one before: inputs, conditions, outcomes (empty ones left out)."""
+    from sqlglot import exp
+
+    inputs = {name: e for _, p in parts_by_flag for name, e in p.inputs}
+    conditions = [(name, e) for _, p in parts_by_flag for name, e in p.conditions]
+    outcomes = [(c.outcome_col[f.key], p.outcome) for f, p in parts_by_flag]
+    ctes: list[tuple[str, Any]] = []
+    for suffix, columns in (("in", list(inputs.items())), ("cond", conditions), ("out", outcomes)):
+        if not columns:
+            continue
+        name = f"_anb_{suffix}{level_no}"
+        select = exp.select(
+            exp.Star(), *[exp.alias_(e, n, quoted=True, copy=False) for n, e in columns]
+        ).from_(prev)
+        ctes.append((name, select))
+        prev = name
+    return ctes
 
 
 def _clickhouse_sized(final: Any, text: str, pretty: bool) -> str:

@@ -23,7 +23,7 @@ import pandas as pd
 
 from analytics_nb.flags import FrameEvaluator
 from analytics_nb.flags._evaluate import Mode
-from analytics_nb.flags._sql import NEEDS_LOCAL, SqlQuery, compile_sql, narrow_definitions
+from analytics_nb.flags._sql import NEEDS_LOCAL, SqlFlag, SqlQuery, compile_sql, narrow_definitions
 from analytics_nb.simulation._summary import Z95
 from analytics_nb.tables._extras import require, require_extra
 
@@ -226,27 +226,8 @@ def _local_answers(
         if name in batch.columns:
             data[name] = batch[name].astype(object).tolist()
     for sf in query.flags:
-        values = got[sf.key].astype(object).tolist()
-        if sf.multivariate:
-            data[sf.key] = [
-                None
-                if not isinstance(v, (str, bool))
-                else ("true" if v is True else "false" if v is False else v)
-                for v in values
-            ]
-        else:
-            data[sf.key] = [v if isinstance(v, bool) else None for v in values]
-        data[f"{sf.key}:reason"] = [
-            None if pd.isna(v) else str(v) for v in got[f"{sf.key}:reason"].astype(object)
-        ]
-        data[f"{sf.key}:condition_index"] = [
-            None if pd.isna(v) else int(v) for v in got[f"{sf.key}:condition_index"].astype(object)
-        ]
-        if payloads:
-            data[f"{sf.key}:payload"] = [
-                None if pd.isna(v) else str(v) for v in got[f"{sf.key}:payload"].astype(object)
-            ]
-    data["error"] = [None if pd.isna(v) else str(v) for v in got["error"].astype(object)]
+        data.update(_flag_answers(got, sf, payloads))
+    data["error"] = _texts(got["error"])
     if query.local_column is not None:
         data[query.local_column] = [False] * len(batch)
     arrays = [
@@ -256,6 +237,37 @@ def _local_answers(
         for f in target
     ]
     return pa.Table.from_arrays(arrays, schema=target)
+
+
+def _flag_answers(got: pd.DataFrame, sf: SqlFlag, payloads: bool) -> dict[str, list[Any]]:
+    """One flag's columns of the local answers as the SQL writes them: a variant flag's value as text
+    ("true" / "false" for a boolean answer), a boolean flag's as a bool, anything else None."""
+    values = got[sf.key].astype(object).tolist()
+    shown: list[Any]
+    if sf.multivariate:
+        shown = [
+            None
+            if not isinstance(v, (str, bool))
+            else ("true" if v is True else "false" if v is False else v)
+            for v in values
+        ]
+    else:
+        shown = [v if isinstance(v, bool) else None for v in values]
+    columns: dict[str, list[Any]] = {
+        sf.key: shown,
+        f"{sf.key}:reason": _texts(got[f"{sf.key}:reason"]),
+        f"{sf.key}:condition_index": [
+            None if pd.isna(v) else int(v) for v in got[f"{sf.key}:condition_index"].astype(object)
+        ],
+    }
+    if payloads:
+        columns[f"{sf.key}:payload"] = _texts(got[f"{sf.key}:payload"])
+    return columns
+
+
+def _texts(column: pd.Series) -> list[str | None]:
+    """A column's values as text, NA as None."""
+    return [None if pd.isna(v) else str(v) for v in column.astype(object)]
 
 
 def _row_key(query: SqlQuery) -> list[str]:

@@ -397,6 +397,33 @@ def _batch_outcomes(kind: str, ids: list[str], done: int) -> list[_Outcome]:
     return [_Outcome(f"{changed} or {unchanged}", detail) for _ in ids]
 
 
+def _done_count(body: Any, kind: Literal["add", "remove"]) -> int:
+    """The answer's `added_count` / `deleted_count` (0 when absent or not an integer)."""
+    done = body.get("added_count" if kind == "add" else "deleted_count") if isinstance(body, dict) else None
+    return done if isinstance(done, int) and not isinstance(done, bool) else 0
+
+
+def _not_sent_after(
+    outcomes: dict[str, tuple[int, _Outcome]],
+    batches: list[list[str]],
+    failed_at: int,
+    kind: Literal["add", "remove"],
+    n_unique: int,
+) -> None:
+    """After a failed call: the later calls' ids are `not sent`, and a warning counts what was not done."""
+    for number in range(failed_at + 1, len(batches)):
+        for session_id in batches[number]:
+            outcomes[session_id] = (number, _Outcome("not sent", "an earlier call failed"))
+    not_done = sum(len(b) for b in batches[failed_at:])
+    warnings.warn(
+        f"{not_done} of {n_unique} ids were not {kind}ed: call {failed_at + 1} of {len(batches)} "
+        "failed (see the report's status/detail); re-run with the ids whose status is 'failed' or "
+        "'not sent'.",
+        UserWarning,
+        stacklevel=4,
+    )
+
+
 async def bulk_change(
     core: Core,
     path: str,
@@ -438,23 +465,11 @@ async def bulk_change(
             for session_id in batch:
                 outcomes[session_id] = (number, _Outcome("failed", str(exc).splitlines()[0]))
             break
-        field = "added_count" if kind == "add" else "deleted_count"
-        done = body.get(field) if isinstance(body, dict) else None
-        done = done if isinstance(done, int) and not isinstance(done, bool) else 0
+        done = _done_count(body, kind)
         for session_id, outcome in zip(batch, _batch_outcomes(kind, batch, done), strict=True):
             outcomes[session_id] = (number, outcome)
     if failed_at is not None:
-        for number in range(failed_at + 1, len(batches)):
-            for session_id in batches[number]:
-                outcomes[session_id] = (number, _Outcome("not sent", "an earlier call failed"))
-        not_done = sum(len(b) for b in batches[failed_at:])
-        warnings.warn(
-            f"{not_done} of {len(unique)} ids were not {kind}ed: call {failed_at + 1} of {len(batches)} "
-            "failed (see the report's status/detail); re-run with the ids whose status is 'failed' or "
-            "'not sent'.",
-            UserWarning,
-            stacklevel=3,
-        )
+        _not_sent_after(outcomes, batches, failed_at, kind, len(unique))
     rows = []
     first_seen: set[str] = set()
     for session_id in ids:
