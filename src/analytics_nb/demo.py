@@ -31,6 +31,8 @@ SIMULATED_FLAGS = ["new-checkout", "beta-feature", "gradual-rollout", "paid-upse
 #: The what-if: this flag's first condition goes from its seeded rollout to ``WHATIF_PERCENT``.
 WHATIF_FLAG = "gradual-rollout"
 WHATIF_PERCENT = 60
+#: the flag whose audience the demo reads from the project's own persons (`client.audience`)
+AUDIENCE_FLAG = "new-checkout"
 #: the longest first clause a warning line keeps (the whole warning can run to 1,400 characters)
 WARNING_HEAD = 110
 
@@ -170,6 +172,17 @@ def _flags(client: Client, summary: DemoSummary) -> Any:
     return sets
 
 
+def _audience(client: Client, summary: DemoSummary) -> None:
+    """Who exactly gets a flag among the project's own persons: `client.audience` reads them through the
+    query API (one row per distinct id) and runs the local engine over them (the /flags answer per id)."""
+    who = client.audience(AUDIENCE_FLAG)
+    who.to_csv(summary.out / "audience.csv", inputs=False)
+    summary.files.append(summary.out / "audience.csv")
+    counts = who.outputs[AUDIENCE_FLAG].astype(object).value_counts(dropna=False)
+    shown = ", ".join(f"{value}: {count:,}" for value, count in counts.items())
+    summary.add("audience", f"{AUDIENCE_FLAG} over the project's {len(who):,} distinct ids: {shown}")
+
+
 def _attribution(client: Client, sets: pd.DataFrame, summary: DemoSummary) -> None:
     from analytics_nb.capture import attribute
 
@@ -228,6 +241,8 @@ def run(out: str | Path = DEFAULT_OUT, *, echo: Callable[[str], Any] | None = No
             _transformations(client, summary)
             say("flag simulation and what-if ...")
             sets = _flags(client, summary)
+            say("the audience among the project's own persons ...")
+            _audience(client, summary)
             say("attribution and capture ...")
             _attribution(client, sets, summary)
         finally:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import re
 from pathlib import Path
 
 import pytest
@@ -22,6 +23,7 @@ EXPECTED = [
     "simulation_agreement.csv",
     "whatif_changes.csv",
     "flag_shares.png",
+    "audience.csv",
     "capture_report.csv",
     "events_read_back.csv",
 ]
@@ -48,6 +50,10 @@ def test_exit_code_and_summary_lists_every_file(demo_run: tuple[int, str, str, P
     assert "remote decide vs the local engine: 0 disagreements over 1,500 compared" in stdout
     assert "unknown" not in stdout.split("remote decide vs")[1].splitlines()[0]
     assert "gradual-rollout 25% -> 60%" in stdout
+    # the project's own persons (issue 36): every distinct id of the demo project, one answer each
+    assert re.search(
+        r"new-checkout over the project's [\d,]+ distinct ids: False: [\d,]+, control", stdout
+    ), stdout
 
 
 def test_csv_files_read_back_typed(demo_run: tuple[int, str, str, Path]) -> None:
