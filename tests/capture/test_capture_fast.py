@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 
 from _clients import client_for
 from _examples import examples
-from analytics_nb.capture import _events, capture_frame
-from analytics_nb.capture._events import MAX_EVENT_BYTES, prepare_frame
+from analytics_nb.capture import MAX_EVENT_BYTES, _events, capture_frame
+from analytics_nb.capture._events import prepare_frame
 from analytics_nb.capture._values import content_digests
 
 pytest.importorskip("orjson")

@@ -10,8 +10,7 @@ import pandas as pd
 import pytest
 
 from analytics_nb import Client
-from analytics_nb.capture import build_event, capture_frame
-from analytics_nb.capture._events import EventError
+from analytics_nb.capture import EventError, build_event, capture_frame
 from analytics_nb.capture._values import MAX_NESTING
 
 

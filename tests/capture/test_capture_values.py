@@ -11,8 +11,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analytics_nb.capture import EventError, build_event, json_value, new_uuid7
-from analytics_nb.capture._events import MAX_EVENT_BYTES, prepare_frame
+from analytics_nb.capture import MAX_EVENT_BYTES, EventError, build_event, json_value, new_uuid7
+from analytics_nb.capture._events import prepare_frame
 from analytics_nb.capture._values import MISSING, ValueConversionError, convert_column, new_uuids
 
 

@@ -36,7 +36,7 @@ def demo(sandbox: Sandbox) -> Iterator[Client]:
 @pytest.fixture(scope="module")
 def flags_sandbox() -> Iterator[Sandbox]:
     """A sandbox with a known set of flags (keys, names, types, runtimes, ages, authors)."""
-    from analytics_nb.sandbox._server import start
+    from analytics_nb.sandbox import start
 
     with start(seed="empty", profile="spec") as sb, client_for(sb, keys="personal") as c:
         c.feature_flags.create(

@@ -152,8 +152,7 @@ def test_arrow_and_polars_outputs_are_dictionary_columns(out: pd.DataFrame) -> N
 
 
 def test_chunked_results_keep_category_columns() -> None:
-    from analytics_nb.simulation._definitions import load_definitions
-    from analytics_nb.simulation._inputs import normalise_property_sets
+    from analytics_nb.simulation import load_definitions, normalise_property_sets
 
     sets = normalise_property_sets(_frame(400, bad=False))
     chunked = ChunkedEvaluator(sets, load_definitions(copy.deepcopy(FLAGS)), chunk_rows=150)

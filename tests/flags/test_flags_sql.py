@@ -24,7 +24,8 @@ from analytics_nb.flags._sql import NEEDS_LOCAL, rollout_bound
 
 sqlglot = pytest.importorskip("sqlglot")
 duckdb = pytest.importorskip("duckdb")
-from analytics_nb.simulation._sql import run_sql, simulate_sql  # noqa: E402
+from analytics_nb.simulation import simulate_sql  # noqa: E402
+from analytics_nb.simulation._sql import run_sql  # noqa: E402
 
 NOW = dt.datetime(2026, 11, 26, 12, 0, tzinfo=dt.UTC)
 STRINGS = [

@@ -12,8 +12,7 @@ import pandas as pd
 import pytest
 
 from _flags import condition, flag, prop
-from analytics_nb.flags import DefinitionsError, evaluate_frame, read_definitions, to_sql
-from analytics_nb.flags._reader import Definitions
+from analytics_nb.flags import Definitions, DefinitionsError, evaluate_frame, read_definitions, to_sql
 from analytics_nb.simulation import SimulationInputError, simulate
 
 sqlglot = pytest.importorskip("sqlglot")

@@ -13,8 +13,8 @@ import pytest
 from test_models import PLAYLIST, SYNTHETIC
 
 from analytics_nb import frames as F
-from analytics_nb.frames import FrameParts
-from analytics_nb.frames._schema import DTYPES, column, transpose
+from analytics_nb.frames import DTYPES, FrameParts
+from analytics_nb.frames._schema import column, transpose
 
 
 def _by_dict_get(dicts: list[dict[str, Any]]) -> dict[str, list[Any]]:

@@ -178,7 +178,8 @@ def test_dask_is_the_same_door(reference: Any) -> None:
 
 def test_spark_batches_are_the_same_door(reference: Any) -> None:
     """The body of simulate_spark's mapInPandas (the PySpark run itself is in test_simulate_spark.py)."""
-    from analytics_nb.simulation._definitions import live_flags, load_definitions
+    from analytics_nb.simulation import load_definitions
+    from analytics_nb.simulation._definitions import live_flags
     from analytics_nb.simulation._spark import spark_batches
 
     mode, want = reference

@@ -23,8 +23,8 @@ from tests._clients import client_for
 from analytics_nb import AsyncClient, Client
 from analytics_nb.flags import IncompleteDefinitionsWarning, evaluate_frame
 from analytics_nb.sandbox import Sandbox
-from analytics_nb.simulation import WhatIf, asimulate, simulate, whatif, with_rollout
-from analytics_nb.simulation._definitions import flag_references, load_definitions
+from analytics_nb.simulation import WhatIf, asimulate, load_definitions, simulate, whatif, with_rollout
+from analytics_nb.simulation._definitions import flag_references
 
 COHORT_FLAG = "eu-cohort-promo"
 GROUP_FLAG = "company-dashboard"

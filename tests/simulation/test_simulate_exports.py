@@ -21,8 +21,12 @@ import pytest
 from _clients import client_for
 from analytics_nb import Client
 from analytics_nb.sandbox import Sandbox, start
-from analytics_nb.simulation import SimulationInputError, read_posthog_export, simulate
-from analytics_nb.simulation._inputs import normalise_property_sets
+from analytics_nb.simulation import (
+    SimulationInputError,
+    normalise_property_sets,
+    read_posthog_export,
+    simulate,
+)
 
 #: Flags over person properties only (the group flag needs a group key, which an export has not).
 FLAGS = [

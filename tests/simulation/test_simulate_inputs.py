@@ -14,6 +14,7 @@ from _flags import condition, flag
 from analytics_nb.models import FeatureFlag, LocalEvaluationResponse
 from analytics_nb.simulation import (
     SimulationInputError,
+    SimulationResult,
     grid,
     load_definitions,
     normalise_property_sets,
@@ -28,7 +29,6 @@ from analytics_nb.simulation import (
 )
 from analytics_nb.simulation._output import build_frame
 from analytics_nb.simulation._remote import PARTIAL_ERROR, parse_response
-from analytics_nb.simulation._result import SimulationResult
 from analytics_nb.simulation._whatif import diff_frames
 
 FLAGS = [

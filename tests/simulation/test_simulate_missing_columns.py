@@ -162,8 +162,7 @@ def test_simulate_with_the_column_gives_no_warning_and_no_na() -> None:
 
 
 def test_chunked_local_run_adds_up_the_counts() -> None:
-    from analytics_nb.simulation._definitions import load_definitions
-    from analytics_nb.simulation._inputs import normalise_property_sets
+    from analytics_nb.simulation import load_definitions, normalise_property_sets
     from analytics_nb.simulation._local import ChunkedEvaluator, run_local
 
     sets = normalise_property_sets(_people(200))

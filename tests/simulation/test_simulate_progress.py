@@ -34,10 +34,11 @@ from analytics_nb.simulation import (
     _remote,
     asimulate,
     grid,
+    load_definitions,
+    normalise_property_sets,
     simulate,
 )
-from analytics_nb.simulation._definitions import live_flags, load_definitions
-from analytics_nb.simulation._inputs import normalise_property_sets
+from analytics_nb.simulation._definitions import live_flags
 from analytics_nb.simulation._local import ChunkedEvaluator, conform, make_evaluator
 
 

@@ -21,8 +21,7 @@ from _clients import client_for
 from analytics_nb import Client
 from analytics_nb.client import FlagsRateLimitWarning
 from analytics_nb.sandbox import Sandbox, start
-from analytics_nb.simulation import SimulationInputError
-from analytics_nb.simulation._remote import FilteredFlagsWarning
+from analytics_nb.simulation import FilteredFlagsWarning, SimulationInputError
 
 ALL_ON = {"groups": [{"properties": [], "rollout_percentage": 100}]}
 SCOPED = {

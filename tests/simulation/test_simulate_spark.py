@@ -12,9 +12,9 @@ import pandas as pd
 import pytest
 from test_simulate_families import family_flags, person_frame
 
-from analytics_nb.simulation import IncompleteDefinitionsWarning, simulate
-from analytics_nb.simulation._definitions import live_flags, load_definitions
-from analytics_nb.simulation._spark import simulate_spark, spark_batches, spark_columns
+from analytics_nb.simulation import IncompleteDefinitionsWarning, load_definitions, simulate, simulate_spark
+from analytics_nb.simulation._definitions import live_flags
+from analytics_nb.simulation._spark import spark_batches, spark_columns
 
 
 def _text(v: Any) -> Any:

@@ -19,7 +19,8 @@ from analytics_nb.simulation import MissingPropertyWarning, simulate
 pytest.importorskip("duckdb", reason="the 'sql' extra is not installed")
 pytest.importorskip("sqlglot", reason="the 'sql' extra is not installed")
 from analytics_nb.flags._sql import NEEDS_LOCAL
-from analytics_nb.simulation._sql import run_sql, simulate_sql
+from analytics_nb.simulation import simulate_sql
+from analytics_nb.simulation._sql import run_sql
 
 
 def _one(key: str, properties: list[dict[str, Any]], rollout: float = 100) -> dict[str, Any]:

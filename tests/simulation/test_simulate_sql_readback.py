@@ -67,7 +67,8 @@ def test_a_boolean_flag_with_a_holdout_reads_back_its_holdout_value_and_counts_o
 
 
 def test_spark_schema_gives_a_holdout_flag_a_string_column() -> None:
-    from analytics_nb.simulation._definitions import live_flags, load_definitions
+    from analytics_nb.simulation import load_definitions
+    from analytics_nb.simulation._definitions import live_flags
     from analytics_nb.simulation._spark import spark_batches, spark_columns
 
     defs = live_flags(load_definitions([HOLDOUT]))
