@@ -65,10 +65,10 @@ def with_inputs(outputs: pd.DataFrame, inputs: pd.DataFrame) -> pd.DataFrame:
 @runtime_checkable
 class Answers(Protocol):
     """What every result of the simulation door offers, whichever engine computed it (local, remote, both,
-    sql): the row count, the per-flag summary (the same `SUMMARY_COLUMNS`), a crosstab, the answers as
-    pandas (``frame``) or another family (``to``), and files (``to_csv``, ``to_parquet``). The SQL engine's
-    result keeps its answers in parquet and computes ``len``, ``summary`` and ``crosstab`` in SQL; ``frame``
-    collects them."""
+    sql, dask): the row count, the per-flag summary (the same `SUMMARY_COLUMNS`), a crosstab, the answers as
+    pandas (``frame``; over Dask the lazy Dask frame) or another family (``to``), and files (``to_csv``,
+    ``to_parquet``). `SimulationResult` satisfies it for every engine; the engines themselves implement the
+    smaller `AnswerSource` the result reads."""
 
     def __len__(self) -> int: ...
 
