@@ -1,12 +1,13 @@
 """One lazy result (issue 34): every engine answers with a `SimulationResult` over its `AnswerSource`.
 
-The same persons through local, remote, both and Dask give one class with the same ``summary()``,
+The same persons through local, remote, both, Dask (and sql) give one class with the same ``summary()``,
 ``crosstab()`` and ``len()``; a Dask result counts on the cluster and never collects its rows for them; a
 what-if is a `WhatIfResult` over either backend; the retired class names still import, with a warning.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import warnings
 from pathlib import Path
 from typing import Any
@@ -74,6 +75,8 @@ def test_every_engine_answers_with_one_result_and_the_same_tables(
         for engine in ("local", "remote", "both")
     }
     results["dask"] = simulate_dask(dd.from_pandas(PEOPLE, npartitions=3), KEYS, definitions=definitions)
+    if importlib.util.find_spec("duckdb") is not None:  # the SQL engine's result: a subclass, for now
+        results["sql"] = simulate(PEOPLE, KEYS, engine="sql", client=client)
     want = results["local"]
     for engine, result in results.items():
         assert isinstance(result, SimulationResult), engine

@@ -9,14 +9,15 @@ cluster, DuckDB's parquet) counts them where they lie and brings back only the s
   from them, once, by `summary_from_counts`, for every engine);
 - ``crosstab(key, by, ...)``: the table of a flag's values per value of a property;
 - ``collect(inputs=...)``: the answers as pandas (the only call that brings every row back);
-- ``errors()``, ``to_parquet(path, ...)``;
+- ``head(n)``, ``errors()``, ``to_parquet(path, ...)`` (only those rows, or written where they lie);
 - ``missing_report()``: {flag: (the properties no column holds, answers they made NA)}, the report
   `flags._door.warn_missing_properties` builds the one `MissingPropertyWarning` from.
 
 `FrameSource` is the in-memory source (local, remote, both: the answers are a pandas frame already); the Dask
 source is `simulation._distributed.DaskSource`. A lazy engine hands the result a `Backend`, which makes its
 source over the result's current frame (so ``dataclasses.replace(result, frame=...)`` and
-``result.frame = result.frame.persist()`` keep working).
+``result.frame = result.frame.persist()`` keep working); a subclass that keeps its answers itself (the SQL
+engine's result) may override `SimulationResult.source` instead.
 """
 
 from __future__ import annotations
@@ -59,6 +60,8 @@ class AnswerSource(Protocol):
     def crosstab(self, key: str, by: str, *, normalize: Normalize, margins: bool) -> pd.DataFrame: ...
 
     def collect(self, *, inputs: bool = False) -> pd.DataFrame: ...
+
+    def head(self, n: int) -> pd.DataFrame: ...
 
     def errors(self) -> pd.DataFrame: ...
 
@@ -127,6 +130,9 @@ class FrameSource:
 
     def collect(self, *, inputs: bool = False) -> pd.DataFrame:
         return self.frame if inputs else self.outputs
+
+    def head(self, n: int) -> pd.DataFrame:
+        return self.frame.head(n)
 
     def errors(self) -> pd.DataFrame:
         mask = self.frame["error"].notna()

@@ -420,6 +420,11 @@ class DaskSource:
         outputs, sets = dask.compute(self.frame, self.inputs)
         return with_inputs(outputs, sets)
 
+    def head(self, n: int) -> pd.DataFrame:
+        """The first ``n`` rows (from the first partition)."""
+        out: pd.DataFrame = self.frame.head(n)
+        return out
+
     def errors(self) -> pd.DataFrame:
         """The rows with an error (selected on the cluster)."""
         frame = self.frame

@@ -147,8 +147,8 @@ class SimulationResult:
 
     @property
     def lazy(self) -> bool:
-        """The answers are computed only when asked (Dask)."""
-        return self.backend is not None
+        """The answers are computed only when asked (Dask): the repr and notebook view count nothing."""
+        return self.source.lazy
 
     @property
     def input_columns(self) -> list[str]:
@@ -217,7 +217,7 @@ class SimulationResult:
                 "lazy=True)"
             )
         lines = [
-            f"SimulationResult(engine={self.engine!r}, rows={len(self.frame)}, flags={len(self.flags)}, "
+            f"SimulationResult(engine={self.engine!r}, rows={len(self)}, flags={len(self.flags)}, "
             f"errors={len(self.errors)}{', partial=True' if self.partial else ''})"
         ]
         if self.partial:
@@ -487,6 +487,6 @@ class SimulationResult:
             )
         if self.agreement is not None:
             parts.append("<p><b>Agreement local vs remote</b></p>" + self.agreement.to_html(index=False))
-        parts.append(self.frame.head(10).to_html(max_cols=20))
+        parts.append(self.source.head(10).to_html(max_cols=20))
         parts.append("</div>")
         return "".join(parts)
