@@ -159,6 +159,7 @@ def _flags(client: Client, summary: DemoSummary) -> Any:
     definitions = client.feature_flags.local_evaluation()
     before = next(f for f in definitions.flags if f.key == WHATIF_FLAG).filters.groups[0].rollout_percentage
     change = WhatIf(sets, definitions).run(with_rollout(definitions, WHATIF_FLAG, WHATIF_PERCENT))
+    assert change.changes is not None  # an in-memory what-if lists every moved row
     _write_csv(summary, change.changes, "whatif_changes.csv")
     moved = ", ".join(
         f"{count} property sets {old} -> {new}"

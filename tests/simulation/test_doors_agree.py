@@ -31,7 +31,7 @@ from test_flags_sql import corpus, persons
 
 from _flags import condition, flag, prop
 from analytics_nb.flags import FrameEvaluator, evaluate_frame
-from analytics_nb.simulation import WhatIf, simulate
+from analytics_nb.simulation import SimulationResult, WhatIf, simulate
 
 NOW = dt.datetime(2026, 11, 26, 12, 0, tzinfo=dt.UTC)
 MODES = ["server", "sdk"]
@@ -168,6 +168,7 @@ def test_dask_is_the_same_door(reference: Any) -> None:
     mode, want = reference
     with pytest.warns(MissingPropertyWarning, match=r"'no-column' needs the person's stored `country`"):
         sim = simulate_dask(dd.from_pandas(PEOPLE, npartitions=3), definitions=POOL, mode=mode)
+    assert isinstance(sim, SimulationResult) and sim.lazy  # the one result, over the Dask source
     got = sim.frame.compute()
     _diff("simulate_dask", got, want, reasons=False)
     with warnings.catch_warnings():
@@ -210,6 +211,7 @@ def test_every_engine_returns_one_kind_of_result(engine: str, tmp_path: Any) -> 
         result = simulate(PEOPLE, keys, engine=engine, definitions=POOL)  # type: ignore[arg-type]
         summary = result.summary()
     assert isinstance(result, Answers)
+    assert isinstance(result, SimulationResult)  # one class for every engine (sql: its subclass)
     assert len(result) == len(PEOPLE)
     assert list(summary.columns) == SUMMARY_COLUMNS
     assert summary.groupby("flag")["rows"].first().to_dict() == dict.fromkeys(keys, len(PEOPLE))

@@ -1,8 +1,9 @@
 """Flag simulation across property sets: remote decide, the local flag engine, both compared, and what-if.
 
 ``simulate(property_sets, flags=None, engine="remote" | "local" | "both" | "sql", client=..., ...)``
-returns a `SimulationResult` (with ``engine="sql"`` a `SqlSimulationResult`: DuckDB over the rows where they
-lie, out of core); `WhatIf` / `whatif` show who moves when definitions are edited;
+returns a `SimulationResult`, the one result of every engine (with ``engine="sql"`` its subclass
+`SqlSimulationResult`: DuckDB over the rows where they lie, out of core; `simulate_dask` a lazy one over
+Dask); `WhatIf` / `whatif` show who moves when definitions are edited (a `WhatIfResult`);
 `flag_timeline` who each change of a flag moved, `definitions_as_of` the definitions at a past moment,
 `flag_audit` the recorded flag calls against the definitions in force then; `grid`,
 `sample_persons` and `random_property_sets` build property sets; `read_posthog_export` reads PostHog's persons
@@ -15,14 +16,18 @@ DuckDB or a parquet path; `simulate_dask` runs the local engine over a Dask Data
 
 from __future__ import annotations
 
+import warnings
+from typing import Any
+
 from analytics_nb.flags import IncompleteDefinitionsWarning
+from analytics_nb.simulation._answers import AnswerSource
 from analytics_nb.simulation._audience import audience
 from analytics_nb.simulation._audience_twins import aaudience
 from analytics_nb.simulation._audit import FlagAudit, flag_audit
 from analytics_nb.simulation._builders import grid, random_property_sets, sample_persons
 from analytics_nb.simulation._compare import AGREEMENT_COLUMNS, agreement_headline
 from analytics_nb.simulation._definitions import Definitions, load_definitions
-from analytics_nb.simulation._distributed import DaskSimulation, DaskWhatIf, simulate_dask
+from analytics_nb.simulation._distributed import simulate_dask
 from analytics_nb.simulation._errors import LongRunWarning, SimulationInputError
 from analytics_nb.simulation._exports import read_posthog_export
 from analytics_nb.simulation._history import (
@@ -60,9 +65,8 @@ __all__ = [
     "DEFAULT_CONCURRENCY",
     "PLOT_HINT",
     "SUMMARY_COLUMNS",
+    "AnswerSource",
     "Answers",
-    "DaskSimulation",
-    "DaskWhatIf",
     "Definitions",
     "Engine",
     "FailedFlagsWarning",
@@ -107,3 +111,22 @@ __all__ = [
     "with_variant_weights",
     "without_condition",
 ]
+
+#: class names retired by the one result (issue 34): importable for one release, with a `FutureWarning`
+_RETIRED = {
+    "DaskSimulation": (SimulationResult, "SimulationResult (simulate_dask returns one)"),
+    "DaskWhatIf": (WhatIfResult, "WhatIfResult (a Dask result's whatif returns one)"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    """The retired names, as the classes that replaced them, with a `FutureWarning` naming the new one."""
+    if name in _RETIRED:
+        cls, new = _RETIRED[name]
+        warnings.warn(
+            f"analytics_nb.simulation.{name} is now {new}; the old name works until the next release.",
+            FutureWarning,
+            stacklevel=2,
+        )
+        return cls
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

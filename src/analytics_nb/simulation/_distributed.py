@@ -1,11 +1,11 @@
 """The local flag engine over a Dask DataFrame, partition by partition, on whatever scheduler Dask uses (a
 ``dask.distributed`` cluster when a Client is active).
 
-``simulate_dask(ddf, definitions=...)`` returns a `DaskSimulation`: ``.frame`` is a lazy Dask DataFrame of
-results (one `FrameEvaluator` per partition, the same columns as the pandas result); ``.summary()`` and
-``.crosstab()`` are computed on the cluster from per-partition counts added up there, so only the small
-tables come back; ``.whatif(edited)`` re-evaluates only the flags whose definitions changed (and the flags
-they depend on) and counts the moves on the cluster.
+``simulate_dask(ddf, definitions=...)`` returns the one `SimulationResult` over a `DaskSource`: ``.frame`` is
+a lazy Dask DataFrame of results (one `FrameEvaluator` per partition, the same columns as the pandas result);
+``.summary()`` and ``.crosstab()`` are computed on the cluster from per-partition counts added up there, so
+only the small tables come back; ``.whatif(edited)`` (`DaskRun.whatif`) re-evaluates only the flags whose
+definitions changed (and the flags they depend on) and counts the moves on the cluster.
 
 The definitions travel to the workers once: they are one task of the graph (``dask.delayed``, or a Future
 scattered to every worker with ``broadcast=True`` when a distributed Client is active) that every
@@ -22,15 +22,19 @@ name them. ``check_ids=False`` skips that pass over the ids (an export known to 
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import functools
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
 
+from analytics_nb.simulation._answers import Counts, Normalize, write_parquet
 from analytics_nb.simulation._definitions import (
     Definitions,
     fill,
@@ -49,18 +53,13 @@ from analytics_nb.simulation._local import (
     warn_absent_columns,
 )
 from analytics_nb.simulation._output import flag_columns
-from analytics_nb.simulation._summary import (
-    ValueCounts,
-    add_counts,
-    summary_from_counts,
-    value_counts,
-    warn_unknown,
-)
-from analytics_nb.simulation._whatif import _affected, diff_frames
+from analytics_nb.simulation._result import SimulationResult, with_inputs
+from analytics_nb.simulation._summary import ValueCounts, add_counts, value_counts
+from analytics_nb.simulation._whatif import WhatIfResult, _affected, diff_frames
 from analytics_nb.tables import family_of
 from analytics_nb.tables._extras import require
 
-__all__ = ["DaskSimulation", "DaskWhatIf", "is_dask", "simulate_dask"]
+__all__ = ["DaskRun", "DaskSource", "is_dask", "simulate_dask"]
 
 Mode = Literal["server", "sdk"]
 
@@ -277,28 +276,46 @@ def _add_moves(parts: Sequence[pd.DataFrame]) -> pd.DataFrame:
     return out.reset_index(drop=True)
 
 
-@dataclass(repr=False)
-class DaskWhatIf:
-    """Changes from the current to the edited definitions over a Dask frame: ``moves`` (flag, from, to,
-    count; computed on the cluster), ``edited`` (the lazy edited result) and ``definitions``."""
+def _missing_part(
+    part: pd.DataFrame,
+    defs: Definitions,
+    mode: Mode,
+    now: dt.datetime | None,
+    missing_columns: MissingColumns,
+) -> dict[str, tuple[tuple[str, ...], int]]:
+    """One partition's `FrameEvaluator.missing_report` (the answers absent columns made NA)."""
+    evaluator = make_evaluator(
+        normalise_property_sets(part), defs, mode=mode, now=now, missing_columns=missing_columns
+    )
+    evaluator.run(payloads=False, reasons=False)
+    return dict(evaluator.missing_report)
 
-    moves: pd.DataFrame
-    edited: DaskSimulation
 
-    def __repr__(self) -> str:
-        return f"DaskWhatIf(moves={len(self.moves)}, moved={int(self.moves['count'].sum())})"
+def _add_reports(
+    parts: Sequence[dict[str, tuple[tuple[str, ...], int]]],
+) -> dict[str, tuple[tuple[str, ...], int]]:
+    total: dict[str, tuple[tuple[str, ...], int]] = {}
+    for report in parts:
+        for key, (labels, count) in report.items():
+            total[key] = (labels, total.get(key, ((), 0))[1] + count)
+    return total
 
 
-@dataclass(repr=False)
-class DaskSimulation:
-    """A local simulation over a Dask DataFrame: ``.frame`` lazy results, summaries computed on the
-    cluster."""
+def _write_part(result: pd.DataFrame, inputs: pd.DataFrame | None, path: Path) -> str:
+    """One partition's answers (with its input columns when given) to one parquet file."""
+    frame = result if inputs is None else with_inputs(result, inputs)
+    write_parquet(frame, path)
+    return str(path)
 
-    frame: Any  # dask.dataframe.DataFrame of results
-    inputs: Any  # the Dask DataFrame of property sets
+
+@dataclass(frozen=True)
+class DaskRun:
+    """The settings of a `simulate_dask` run, kept on its `SimulationResult` (``result.backend``): they make
+    the `DaskSource` over the result's lazy frame and re-run edited flags (``result.whatif``)."""
+
     definitions: Definitions
     mode: Mode = "server"
-    flags: list[str] | None = None
+    flags: list[str] | None = None  # the keys asked for (None: every flag)
     payloads: bool = True
     #: the instant relative dates ("-7d") are read against, in every partition and what-if re-run: the
     #: time of the `simulate_dask` call (the lazy result may be computed much later)
@@ -306,81 +323,19 @@ class DaskSimulation:
     #: a property the partitions have no column for: "unknown" (NA where it matters) or "not_set"
     missing_columns: MissingColumns = "unknown"
 
-    def __repr__(self) -> str:
-        return f"DaskSimulation(partitions={self.frame.npartitions}, flags={len(self.flag_keys)}, lazy=True)"
+    def source(self, frame: Any, inputs: Any) -> DaskSource:
+        """The answers of ``frame`` (lazy results) over ``inputs`` (the lazy property sets)."""
+        return DaskSource(frame, inputs, self)
 
-    @property
-    def flag_keys(self) -> list[str]:
-        """The flag keys in the result, in column order."""
-        return flag_columns(self.frame._meta)
+    def result(self, frame: Any, inputs: Any) -> SimulationResult:
+        """The one result over a lazy Dask frame of answers."""
+        return SimulationResult(frame, "dask", inputs, self.mode, self.definitions.variants(), backend=self)
 
-    def _delayed_parts(self, frame: Any) -> list[Any]:
-        parts: list[Any] = frame.to_delayed()
-        return parts
-
-    def summary(self, flags: Sequence[str] | None = None) -> pd.DataFrame:
-        """As `SimulationResult.summary`: per-partition value counts, added up on the cluster.
-
-        Args:
-            flags: Only these flags. None: every flag.
-
-        Returns:
-            One row per (flag, value), as pandas.
-        """
-        dask, _ = _dask()
-        keys = list(flags) if flags is not None else self.flag_keys
-        counts = [dask.delayed(_counts_part)(p, keys) for p in self._delayed_parts(self.frame)]
-        total = dask.delayed(_add_all)(counts).compute()
-        return warn_unknown(summary_from_counts(total, keys, self.definitions.variants()))
-
-    def crosstab(
-        self,
-        flag: str,
-        by: str,
-        *,
-        normalize: bool | Literal["all", "index", "columns"] = False,
-        margins: bool = False,
-    ) -> pd.DataFrame:
-        """As `SimulationResult.crosstab` (``by`` a column of the inputs): counts per partition, added up on
-        the cluster; only the (property value, flag value) counts come back.
-
-        Args:
-            flag: The flag key.
-            by: A column of the inputs.
-            normalize: Shares instead of counts, as ``pandas.crosstab`` takes it.
-            margins: Add row and column totals.
-
-        Returns:
-            The table, as pandas.
-        """
-        dask, _ = _dask()
-        if flag not in self.flag_keys:
-            raise SimulationInputError(f"flag {flag!r} is not in this result.", key=flag)
-        if by not in self.inputs.columns:
-            raise SimulationInputError(f"no property column {by!r} in the property sets.", column=by)
-        results = self._delayed_parts(self.frame)
-        inputs = self._delayed_parts(self.inputs)
-        parts = [dask.delayed(_crosstab_part)(r, i, flag, by) for r, i in zip(results, inputs, strict=True)]
-        long = dask.delayed(_concat_long)(parts).compute()
-        index = pd.Series(long["by"].to_numpy(dtype=object), name=by)
-        columns = pd.Series(long["value"].to_numpy(dtype=object), name=flag)
-        table = pd.crosstab(
-            index, columns, values=long["count"], aggfunc="sum", normalize=normalize, margins=margins
-        ).fillna(0)
-        return table if normalize is not False else table.astype("int64")
-
-    def whatif(self, edited: Any) -> DaskWhatIf:
+    def whatif(self, result: SimulationResult, edited: Any) -> WhatIfResult:
         """Re-evaluate only the flags ``edited`` changes (and what they depend on), lazily; count the moves
-        on the cluster. Persist ``.frame`` first (``result.frame = result.frame.persist()``) so the base
-        results are not computed again.
-
-        Args:
-            edited: The edited definitions.
-
-        Returns:
-            The lazy what-if result (``.moves``, ``.edited``).
-        """
+        on the cluster (`SimulationResult.whatif`)."""
         dask, dd = _dask()
+        started = time.perf_counter()
         edited_defs = live_flags(load_definitions(edited))
         edited_defs.group_type_mapping = {
             **self.definitions.group_type_mapping,
@@ -393,11 +348,11 @@ class DaskSimulation:
             needed = set(edited_defs.keys)
         else:
             affected, needed = _affected(self.definitions, edited_defs)
-        keys = [k for k in self.flag_keys if k in affected]
+        keys = [k for k in result.flags if k in affected]
         new_frame = dd.map_partitions(
             _edit_part,
-            self.frame,
-            self.inputs,
+            result.frame,
+            result.inputs,
             _shared(edited_defs),
             self.mode,
             sorted(needed),
@@ -405,18 +360,116 @@ class DaskSimulation:
             self.payloads,
             self.now,
             self.missing_columns,
-            meta=self.frame._meta,
+            meta=result.frame._meta,
             align_dataframes=False,
         )
         moves = [
             dask.delayed(_moves_part)(b, e, keys)
-            for b, e in zip(self._delayed_parts(self.frame), self._delayed_parts(new_frame), strict=True)
+            for b, e in zip(result.frame.to_delayed(), new_frame.to_delayed(), strict=True)
         ]
         total = dask.delayed(_add_moves)(moves).compute()
-        new = DaskSimulation(
-            new_frame, self.inputs, edited_defs, self.mode, self.flags, self.payloads, now=self.now
-        )
-        return DaskWhatIf(total, new)
+        new = dataclasses.replace(self, definitions=edited_defs).result(new_frame, result.inputs)
+        return WhatIfResult(result, new, total, None, time.perf_counter() - started)
+
+
+@dataclass(repr=False)
+class DaskSource:
+    """The answers of a `simulate_dask` run, where they lie: counted per partition on the cluster (only
+    the counts come back); ``collect`` is the one call that brings every row back."""
+
+    frame: Any  # dask.dataframe.DataFrame of results
+    inputs: Any  # the Dask DataFrame of property sets
+    run: DaskRun
+    lazy = True
+
+    @property
+    def keys(self) -> list[str]:
+        return flag_columns(self.frame._meta)
+
+    def __len__(self) -> int:
+        return len(self.frame)  # the partitions' row counts, added on the cluster
+
+    def counts(self, keys: Sequence[str]) -> Counts:
+        dask, _ = _dask()
+        counts = [dask.delayed(_counts_part)(p, list(keys)) for p in self.frame.to_delayed()]
+        total: Counts = dask.delayed(_add_all)(counts).compute()
+        return total
+
+    def crosstab(self, key: str, by: str, *, normalize: Normalize, margins: bool) -> pd.DataFrame:
+        """Counts per partition, added up on the cluster; only the (property value, flag value) counts come
+        back (``by`` a column of the inputs)."""
+        dask, _ = _dask()
+        if by not in self.inputs.columns:
+            raise SimulationInputError(f"no property column {by!r} in the property sets.", column=by)
+        results, inputs = self.frame.to_delayed(), self.inputs.to_delayed()
+        parts = [dask.delayed(_crosstab_part)(r, i, key, by) for r, i in zip(results, inputs, strict=True)]
+        long = dask.delayed(_concat_long)(parts).compute()
+        index = pd.Series(long["by"].to_numpy(dtype=object), name=by)
+        columns = pd.Series(long["value"].to_numpy(dtype=object), name=key)
+        table = pd.crosstab(
+            index, columns, values=long["count"], aggfunc="sum", normalize=normalize, margins=margins
+        ).fillna(0)
+        return table if normalize is not False else table.astype("int64")
+
+    def collect(self, *, inputs: bool = False) -> pd.DataFrame:
+        """Every row as pandas (computed on the cluster and brought back)."""
+        dask, _ = _dask()
+        if not inputs:
+            out: pd.DataFrame = self.frame.compute()
+            return out
+        outputs, sets = dask.compute(self.frame, self.inputs)
+        return with_inputs(outputs, sets)
+
+    def head(self, n: int) -> pd.DataFrame:
+        """The first ``n`` rows (from the first partition)."""
+        out: pd.DataFrame = self.frame.head(n)
+        return out
+
+    def errors(self) -> pd.DataFrame:
+        """The rows with an error (selected on the cluster)."""
+        frame = self.frame
+        out: pd.DataFrame = frame[frame["error"].notna()][["distinct_id", "error"]].compute()
+        return out
+
+    def to_parquet(self, path: str | Path, *, inputs: bool) -> Path:
+        """A folder of ``part-<i>.parquet`` files, one per partition, written by the workers."""
+        dask, _ = _dask()
+        folder = Path(path)
+        folder.mkdir(parents=True, exist_ok=True)
+        results = self.frame.to_delayed()
+        sets = self.inputs.to_delayed() if inputs else [None] * len(results)
+        writes = [
+            dask.delayed(_write_part)(r, i, folder / f"part-{n}.parquet")
+            for n, (r, i) in enumerate(zip(results, sets, strict=True))
+        ]
+        dask.compute(*writes)
+        return folder
+
+    def missing_report(self) -> dict[str, tuple[tuple[str, ...], int]]:
+        """The answers absent columns made NA, counted on the cluster (one more pass over the partitions,
+        only when some flag reads a property no column holds)."""
+        run = self.run
+        if run.missing_columns != "unknown" or not _absent(self.inputs._meta, run):
+            return {}
+        dask, _ = _dask()
+        defs = _shared(run.definitions)
+        parts = [
+            dask.delayed(_missing_part)(p, defs, run.mode, run.now, run.missing_columns)
+            for p in self.inputs.to_delayed()
+        ]
+        report: dict[str, tuple[tuple[str, ...], int]] = dask.delayed(_add_reports)(parts).compute()
+        keys = set(self.keys)
+        return {k: v for k, v in report.items() if k in keys}
+
+
+def _absent(empty: pd.DataFrame, run: DaskRun) -> dict[str, tuple[str, ...]]:
+    """The flags reading properties no column of ``empty`` (the frame's meta) holds, from the engine."""
+    evaluator = make_evaluator(
+        normalise_property_sets(empty), run.definitions, mode=run.mode, missing_columns="unknown"
+    )
+    evaluator.run()
+    absent: dict[str, tuple[str, ...]] = dict(evaluator.absent_properties)
+    return absent
 
 
 def simulate_dask(
@@ -430,7 +483,7 @@ def simulate_dask(
     client: Any = None,
     check_ids: bool = True,
     missing_columns: MissingColumns = "unknown",
-) -> DaskSimulation:
+) -> SimulationResult:
     """The local flag engine over a Dask DataFrame, lazily, one partition at a time (see the module doc).
 
     ``definitions`` as for `simulate` (JSON, dicts, models, a LocalEvaluationResponse, a flags DataFrame).
@@ -454,7 +507,7 @@ def simulate_dask(
             ``"not_set"``.
 
     Returns:
-        A lazy `DaskSimulation`.
+        The lazy `SimulationResult` (``engine == "dask"``; ``.frame`` the lazy Dask DataFrame of answers).
     """
     if not is_dask(ddf):
         raise SimulationInputError(
@@ -491,4 +544,5 @@ def simulate_dask(
         meta=meta,
         align_dataframes=False,
     )
-    return DaskSimulation(frame, ddf, defs, mode, keys, payloads, now=now, missing_columns=missing_columns)
+    run = DaskRun(defs, mode, keys, payloads, now=now, missing_columns=missing_columns)
+    return run.result(frame, ddf)

@@ -1,4 +1,9 @@
-"""`SimulationResult`: the result frame plus summaries, crosstabs, plots and (both-mode) the comparison."""
+"""`SimulationResult`: the one result of every engine (issue 34): the answers, summaries, crosstabs, plots,
+files and (both-mode) the comparison.
+
+The result asks its `AnswerSource` (`simulation._answers`) for counts, tables and rows: the answers in memory
+(local, remote, both) or where a lazy engine keeps them (Dask: counted on the cluster, collected only by
+``to(...)``); ``summary()`` is built from the source's counts in one place for every engine."""
 
 from __future__ import annotations
 
@@ -10,11 +15,13 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 import pandas as pd
 
+from analytics_nb.flags._door import MissingReport, warn_missing_properties
+from analytics_nb.simulation._answers import AnswerSource, Backend, FrameSource, property_values
 from analytics_nb.simulation._compare import agreement_headline
 from analytics_nb.simulation._errors import SimulationInputError
 from analytics_nb.simulation._inputs import output_choice
-from analytics_nb.simulation._output import INPUT_COLUMNS_ATTR, flag_columns
-from analytics_nb.simulation._summary import crosstab, format_share, summarize, warn_unknown
+from analytics_nb.simulation._output import INPUT_COLUMNS_ATTR
+from analytics_nb.simulation._summary import format_share, summary_from_counts, warn_unknown
 from analytics_nb.tables import Output, from_pandas
 
 __all__ = ["INPUT_COLUMNS_ATTR", "Answers", "SimulationResult", "with_inputs"]
@@ -58,10 +65,10 @@ def with_inputs(outputs: pd.DataFrame, inputs: pd.DataFrame) -> pd.DataFrame:
 @runtime_checkable
 class Answers(Protocol):
     """What every result of the simulation door offers, whichever engine computed it (local, remote, both,
-    sql): the row count, the per-flag summary (the same `SUMMARY_COLUMNS`), a crosstab, the answers as
-    pandas (``frame``) or another family (``to``), and files (``to_csv``, ``to_parquet``). The SQL engine's
-    result keeps its answers in parquet and computes ``len``, ``summary`` and ``crosstab`` in SQL; ``frame``
-    collects them."""
+    sql, dask): the row count, the per-flag summary (the same `SUMMARY_COLUMNS`), a crosstab, the answers as
+    pandas (``frame``; over Dask the lazy Dask frame) or another family (``to``), and files (``to_csv``,
+    ``to_parquet``). `SimulationResult` satisfies it for every engine; the engines themselves implement the
+    smaller `AnswerSource` the result reads."""
 
     def __len__(self) -> int: ...
 
@@ -81,12 +88,19 @@ class Answers(Protocol):
 
 @dataclass(repr=False)
 class SimulationResult:
-    """What `simulate` returns: ``.frame`` (distinct_id, the input property columns, one column per flag,
-    ``<key>:payload``, ``error``).
+    """What `simulate` returns, for every engine (local, remote, both, sql) and what `simulate_dask` returns:
+    ``len()``, ``summary()``, ``crosstab()``, ``to("pandas" | "polars" | "arrow")``, ``to_csv`` /
+    ``to_parquet``, computed by the engine's `AnswerSource` where the answers lie.
 
-    ``.frame`` keeps the property sets' columns (``country``, ``plan``, group keys, ...) beside the outputs,
-    so the frame, ``to_csv`` and the panel's export say what produced each row; ``.outputs`` is the frame
-    without them, and ``to_csv(path, inputs=False)`` / ``to(output, inputs=False)`` leave them out.
+    ``.frame`` (distinct_id, the input property columns, one column per flag, ``<key>:payload``, ``error``)
+    keeps the property sets' columns (``country``, ``plan``, group keys, ...) beside the outputs, so the
+    frame, ``to_csv`` and the panel's export say what produced each row; ``.outputs`` is the frame without
+    them, and ``to_csv(path, inputs=False)`` / ``to(output, inputs=False)`` leave them out.
+
+    Over Dask (``engine == "dask"``) the answers stay lazy: ``.frame`` is the lazy Dask DataFrame of outputs
+    (``.frame.persist()``, ``.frame.to_parquet(...)``), ``summary()`` and ``crosstab()`` count on the
+    cluster, ``to_parquet`` writes one file per partition from the workers, ``to("pandas")`` collects, and
+    ``whatif(edited)`` re-runs only the edited flags there.
 
     In both-mode ``.frame`` is the remote result, ``.local`` / ``.remote`` both frames, ``.agreement`` the
     per-flag agreement table and ``.differences`` the differing rows with their likely cause.
@@ -96,9 +110,9 @@ class SimulationResult:
     property sets not evaluated (pass them to ``simulate`` again to finish).
     """
 
-    frame: pd.DataFrame
+    frame: Any  # pandas; the lazy Dask DataFrame of outputs over Dask
     engine: str
-    inputs: pd.DataFrame
+    inputs: Any  # the property sets: pandas; the Dask DataFrame over Dask
     mode: str = "server"
     variants: dict[str, list[str]] = field(default_factory=dict)
     local: pd.DataFrame | None = None
@@ -110,17 +124,36 @@ class SimulationResult:
     total: int | None = None  # the rows asked for, when the run stopped early (``rows_total``)
     remaining: pd.DataFrame | None = None  # the property sets not evaluated (partial results)
     output: Output = "pandas"  # the family ``.data`` comes back in (the input's, or simulate's output=)
-    outputs: pd.DataFrame = field(init=False, repr=False)
+    outputs: Any = field(init=False, repr=False)
     client: Any = field(default=None, repr=False)  # the client the run used (``verify`` asks it)
+    #: the local engine's report of answers absent columns made NA (None: none was kept)
+    missing: MissingReport | None = field(default=None, repr=False)
+    #: a lazy engine's settings (Dask): it makes the `AnswerSource` over ``frame``; None: in memory
+    backend: Backend | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
+        if self.backend is not None:  # a lazy engine's frame holds the outputs only
+            self.outputs = self.frame
+            return
         self.outputs = _outputs_only(self.frame)
         self.frame = with_inputs(self.outputs, self.inputs)
 
     @property
+    def source(self) -> AnswerSource:
+        """The engine's answers behind this result (made over the current ``frame`` each time it is read)."""
+        if self.backend is not None:
+            return self.backend.source(self.frame, self.inputs)
+        return FrameSource(self.outputs, self.frame, self.inputs, self.missing)
+
+    @property
+    def lazy(self) -> bool:
+        """The answers are computed only when asked (Dask): the repr and notebook view count nothing."""
+        return self.source.lazy
+
+    @property
     def input_columns(self) -> list[str]:
         """The input property columns ``.frame`` carries beside the outputs."""
-        return list(self.frame.attrs.get(INPUT_COLUMNS_ATTR, []))
+        return list(getattr(self.frame, "attrs", {}).get(INPUT_COLUMNS_ATTR, []))
 
     @property
     def data(self) -> Any:
@@ -128,8 +161,9 @@ class SimulationResult:
         return self.to(self.output)
 
     def to(self, output: Output, *, inputs: bool = True) -> Any:
-        """``.frame`` as "pandas", "polars" or "arrow" (flag columns as described in the README);
-        ``inputs=False`` leaves the input property columns out.
+        """The answers as "pandas", "polars" or "arrow" (flag columns as described in the README), collected
+        from the engine (a lazy one computes them here); ``inputs=False`` leaves the input property columns
+        out.
 
         Args:
             output: ``"pandas"``, ``"polars"`` or ``"arrow"``.
@@ -138,32 +172,36 @@ class SimulationResult:
         Returns:
             The result in that family.
         """
-        return from_pandas(self.frame if inputs else self.outputs, output_choice(output) or "pandas")
+        return from_pandas(self.source.collect(inputs=inputs), output_choice(output) or "pandas")
 
     # -- basics ----------------------------------------------------------------------------------------------
     @property
     def flags(self) -> list[str]:
         """The flag keys in the result, in column order."""
-        return flag_columns(self.outputs)
+        return self.source.keys
+
+    @property
+    def flag_keys(self) -> list[str]:
+        """The flag keys (``flags``; the name `simulate_dask`'s result had)."""
+        return self.flags
 
     @property
     def errors(self) -> pd.DataFrame:
         """The rows with an error (distinct_id and error text)."""
-        mask = self.frame["error"].notna()
-        return self.frame.loc[mask.to_numpy(dtype=bool), ["distinct_id", "error"]]
+        return self.source.errors()
 
     @property
     def rows_done(self) -> int:
         """The rows evaluated (all of them unless the run was interrupted)."""
-        return len(self.frame)
+        return len(self)
 
     @property
     def rows_total(self) -> int:
         """The rows asked for."""
-        return self.total if self.total is not None else len(self.frame)
+        return self.total if self.total is not None else len(self)
 
     def __len__(self) -> int:
-        return len(self.frame)
+        return len(self.source)
 
     def _partial_note(self) -> str:
         return (
@@ -172,8 +210,14 @@ class SimulationResult:
         )
 
     def __repr__(self) -> str:
+        if self.lazy:  # counts nothing: rows and errors are known only once computed
+            parts = getattr(self.frame, "npartitions", "?")
+            return (
+                f"SimulationResult(engine={self.engine!r}, partitions={parts}, flags={len(self.flags)}, "
+                "lazy=True)"
+            )
         lines = [
-            f"SimulationResult(engine={self.engine!r}, rows={len(self.frame)}, flags={len(self.flags)}, "
+            f"SimulationResult(engine={self.engine!r}, rows={len(self)}, flags={len(self.flags)}, "
             f"errors={len(self.errors)}{', partial=True' if self.partial else ''})"
         ]
         if self.partial:
@@ -186,7 +230,8 @@ class SimulationResult:
     def summary(self, flags: Sequence[str] | None = None) -> pd.DataFrame:
         """Per flag and value: count, rows, share_of_rows (over every row), n (rows with a known value), share
         (over those), 95% Wilson CI, unknown rows; one `UnknownShareWarning` (and ``attrs["note"]``) when a
-        flag is unknown for 10% of its rows or more.
+        flag is unknown for 10% of its rows or more. Counted by the engine where the answers lie (over Dask,
+        per partition on the cluster: only the counts come back).
 
         Args:
             flags: Only these flags. None: every flag.
@@ -195,7 +240,7 @@ class SimulationResult:
             One row per (flag, value).
         """
         keys = self._keys(flags)
-        return warn_unknown(summarize(self.frame, keys, self.variants))
+        return warn_unknown(summary_from_counts(self.source.counts(keys), keys, self.variants))
 
     def _keys(self, flags: Sequence[str] | str | None) -> list[str]:
         if flags is None:
@@ -221,22 +266,7 @@ class SimulationResult:
         Raises:
             SimulationInputError: The property sets have no such property (the message lists those they have).
         """
-        inputs = self.inputs
-        if name in inputs.columns:
-            return inputs[name].rename(name)
-        if "person_properties" in inputs.columns:
-            values = [
-                c.get(name) if isinstance(c, dict) else None for c in inputs["person_properties"].tolist()
-            ]
-            if any(v is not None for v in values):
-                return pd.Series(values, index=inputs.index, dtype=object, name=name)
-        cols = [
-            c for c in inputs.columns if c not in ("distinct_id", "person_properties", "group_properties")
-        ]
-        raise SimulationInputError(
-            f"no property {name!r} in the property sets; crosstab by one of {', '.join(map(repr, cols))}.",
-            column=name,
-        )
+        return property_values(self.inputs, name)
 
     def crosstab(
         self,
@@ -246,7 +276,8 @@ class SimulationResult:
         normalize: bool | Literal["all", "index", "columns"] = False,
         margins: bool = False,
     ) -> pd.DataFrame:
-        """Counts (or shares, ``normalize="index"``) of ``flag``'s values per value of property ``by``.
+        """Counts (or shares, ``normalize="index"``) of ``flag``'s values per value of property ``by``
+        (over Dask: counted per partition on the cluster, ``by`` a column of the inputs).
 
         Args:
             flag: The flag key.
@@ -259,7 +290,57 @@ class SimulationResult:
             A table of property values by flag values.
         """
         (key,) = self._keys([flag])
-        return crosstab(self.frame[key], self.property_values(by), normalize=normalize, margins=margins)
+        return self.source.crosstab(key, by, normalize=normalize, margins=margins)
+
+    @property
+    def missing_report(self) -> MissingReport | None:
+        """{flag: (the properties no column holds that it reads, answers they made NA)}: what the
+        `MissingPropertyWarning` said (over Dask counted on the cluster when read). None: the result was
+        built without the engine's report."""
+        return self.source.missing_report()
+
+    def warn_missing(self) -> None:
+        """Show the `MissingPropertyWarning` of ``missing_report`` again (nothing when no answer is NA for
+        a missing column); the one warning every engine builds from its report."""
+        report = self.missing_report
+        if report:
+            warn_missing_properties(report, len(self))
+
+    def whatif(self, edited: Any) -> Any:
+        """Who moves from which value to which when the definitions become ``edited``, over a lazy (Dask)
+        result: only the flags ``edited`` changes (and those they depend on) are re-evaluated, per partition,
+        and the moves counted on the cluster. Persist ``.frame`` first (``result.frame =
+        result.frame.persist()``) so the base answers are not computed again. In memory use
+        ``WhatIf(property_sets, definitions).run(edited)``.
+
+        Args:
+            edited: The edited definitions.
+
+        Returns:
+            A `WhatIfResult` (``.moves``; ``.edited`` the lazy edited result).
+
+        Raises:
+            SimulationInputError: The result is not over Dask.
+        """
+        rerun = getattr(self.backend, "whatif", None)
+        if rerun is None:
+            raise SimulationInputError(
+                f"whatif on a result needs the definitions it ran with (a simulate_dask result); this one is "
+                f"engine={self.engine!r}: use WhatIf(property_sets, definitions).run(edited)."
+            )
+        return rerun(self, edited)
+
+    # -- a lazy engine's settings (simulate_dask) ----------------------------------------------------------
+    @property
+    def definitions(self) -> Any:
+        """The definitions a lazy (Dask) run evaluates; None in memory."""
+        return getattr(self.backend, "definitions", None)
+
+    @property
+    def now(self) -> Any:
+        """The instant a Dask run reads relative dates ("-7d") against: the `simulate_dask` call's; None in
+        memory."""
+        return getattr(self.backend, "now", None)
 
     def plot(self, flags: Sequence[str] | None = None, *, ax: Any = None) -> Any:
         """Stacked bars of value shares per flag (needs matplotlib: ``pip install analytics-nb[plot]``).
@@ -276,8 +357,9 @@ class SimulationResult:
         return plot_shares(self.summary(flags), ax=ax)
 
     def to_csv(self, path: str | Path, *, inputs: bool = True) -> Path:
-        """Write ``.frame`` to CSV (through ``analytics_nb.frames.to_csv``, so ``frames.read_csv`` reads it
-        back with the same dtypes); ``inputs=False`` writes the outputs only (no input property columns).
+        """Write the answers to CSV (through ``analytics_nb.frames.to_csv``, so ``frames.read_csv`` reads it
+        back with the same dtypes; a lazy result is collected first); ``inputs=False`` writes the outputs
+        only (no input property columns).
 
         Args:
             path: The file to write.
@@ -289,27 +371,23 @@ class SimulationResult:
         from analytics_nb.frames import to_csv
 
         path = Path(path)
-        to_csv(self.frame if inputs else self.outputs, path)
+        to_csv(self.source.collect(inputs=inputs), path)
         return path
 
     def to_parquet(self, path: str | Path, *, inputs: bool = True) -> Path:
-        """Write ``.frame`` to parquet (through Arrow: the flag columns typed as in ``to("arrow")``);
-        ``inputs=False`` writes the outputs only. Needs pyarrow (``pip install "analytics-nb[arrow]"``).
+        """Write the answers to parquet (through Arrow: the flag columns typed as in ``to("arrow")``):
+        one file; over Dask a folder of one file per partition, written by the workers (nothing is
+        collected). ``inputs=False`` writes the outputs only. Needs pyarrow (``pip install
+        "analytics-nb[arrow]"``).
 
         Args:
-            path: The file to write.
+            path: The file to write (over Dask: the folder).
             inputs: Write the input property columns too.
 
         Returns:
             The path written.
         """
-        try:
-            import pyarrow.parquet as pq
-        except ImportError as exc:  # one line naming the extra, not a bare ModuleNotFoundError
-            raise ImportError('to_parquet needs pyarrow: pip install "analytics-nb[arrow]"') from exc
-        path = Path(path)
-        pq.write_table(self.to("arrow", inputs=inputs), path)
-        return path
+        return self.source.to_parquet(path, inputs=inputs)
 
     # -- checks against PostHog -----------------------------------------------------------------------------
     def verify(
@@ -376,10 +454,16 @@ class SimulationResult:
     # -- notebooks -------------------------------------------------------------------------------------------
     def _repr_html_(self) -> str:
         head = html.escape(repr(self).splitlines()[0])
+        if self.lazy:  # the notebook view of a lazy result computes nothing
+            return (
+                f"<div><p><b>{head}</b></p><p><i>lazy: summary(), crosstab() and len() count where the "
+                'answers lie; to("pandas") collects them.</i></p></div>'
+            )
         parts = [f"<div><p><b>{head}</b></p>"]
         if self.partial:
             parts.append(f"<p><b>{html.escape(self._partial_note())}</b></p>")
-        summary = summarize(self.frame, self.flags, self.variants)  # the note is shown below, not warned
+        keys = self.flags
+        summary = summary_from_counts(self.source.counts(keys), keys, self.variants)  # the note is shown
         if summary.attrs.get("note"):
             parts.append(f"<p><i>{html.escape(summary.attrs['note'])}</i></p>")
         if len(summary):
@@ -403,6 +487,6 @@ class SimulationResult:
             )
         if self.agreement is not None:
             parts.append("<p><b>Agreement local vs remote</b></p>" + self.agreement.to_html(index=False))
-        parts.append(self.frame.head(10).to_html(max_cols=20))
+        parts.append(self.source.head(10).to_html(max_cols=20))
         parts.append("</div>")
         return "".join(parts)

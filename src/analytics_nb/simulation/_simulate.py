@@ -381,10 +381,27 @@ def _result(
     extra = partial or {}
     if remote is None:
         assert local is not None
-        return SimulationResult(local, "local", inputs, options.mode, variants, local=local, elapsed=elapsed)
-    if local is None:
         return SimulationResult(
-            remote, "remote", inputs, options.mode, variants, remote=remote, elapsed=elapsed, **extra
+            local,
+            "local",
+            inputs,
+            options.mode,
+            variants,
+            local=local,
+            elapsed=elapsed,
+            missing=_local_report(prepared),
+        )
+    if local is None:  # the service reads the stored properties: no answer is NA for a missing column
+        return SimulationResult(
+            remote,
+            "remote",
+            inputs,
+            options.mode,
+            variants,
+            remote=remote,
+            elapsed=elapsed,
+            missing={},
+            **extra,
         )
     assert defs is not None
     remote_keys = set(flag_columns(remote))
@@ -401,8 +418,19 @@ def _result(
         agreement=agreement,
         differences=differences,
         elapsed=elapsed,
+        missing={},  # .frame is the remote answer (the local report is the local frame's)
         **extra,
     )
+
+
+def _local_report(prepared: _Prepared) -> dict[str, tuple[tuple[str, ...], int]] | None:
+    """The local engine's report of answers absent columns made NA, for the flags asked (None: a caller's
+    evaluator that keeps none)."""
+    report = getattr(prepared.evaluator, "missing_report", None)
+    if report is None:
+        return None
+    keys = prepared.keys
+    return {k: v for k, v in report.items() if keys is None or k in keys}
 
 
 def _partial(

@@ -100,7 +100,7 @@ def _explanation(answer: FlagTestEvaluation) -> str:
 
 
 def _sample(result: SimulationResult, n: int, seed: int) -> pd.DataFrame:
-    frame = result.frame
+    frame = result.source.collect(inputs=True)  # pandas whichever engine answered
     usable = frame[frame["error"].isna()] if "error" in frame.columns else frame
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
         raise SimulationInputError(f"n={n!r} must be a positive number of rows to check (default 50).")

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import html
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -271,38 +272,53 @@ def _na(value: Any) -> Any:
 
 @dataclass(repr=False)
 class WhatIfResult:
-    """Changes from the current to the edited definitions.
+    """Changes from the current to the edited definitions, from `WhatIf` (in memory) or from a Dask
+    result's ``whatif`` (one class for both).
 
-    ``moves``: flag, from, to, count. ``changes``: row, distinct_id, flag, from, to (a line per moved row and
-    flag). ``base`` / ``edited``: the two result frames.
+    ``moves``: flag, from, to, count (over Dask counted on the cluster). In memory ``base`` / ``edited`` are
+    the two result frames and ``changes`` has a line per moved row and flag (row, distinct_id, flag, from,
+    to); over Dask ``base`` / ``edited`` are the lazy `SimulationResult` objects and ``changes`` is None (the
+    rows are not brought back: ``edited.frame`` holds them).
     """
 
-    base: pd.DataFrame
-    edited: pd.DataFrame
+    base: Any  # pandas frame; over Dask the lazy base SimulationResult
+    edited: Any  # pandas frame; over Dask the lazy edited SimulationResult
     moves: pd.DataFrame
-    changes: pd.DataFrame
+    changes: pd.DataFrame | None
     elapsed: float
     output: Output = "pandas"  # the family of ``base_data`` / ``edited_data`` (the property sets' family)
 
     @property
+    def lazy(self) -> bool:
+        """Over Dask: ``base`` and ``edited`` are lazy results, ``changes`` is None."""
+        return not isinstance(self.base, pd.DataFrame)
+
+    @property
     def base_data(self) -> Any:
-        """``base`` in the property sets' family (Polars in, Polars out; Arrow in, Arrow out)."""
-        return from_pandas(self.base, self.output)
+        """``base`` in the property sets' family (Polars in, Polars out; Arrow in, Arrow out; over Dask
+        collected)."""
+        return self.base.to(self.output) if self.lazy else from_pandas(self.base, self.output)
 
     @property
     def edited_data(self) -> Any:
-        """``edited`` in the property sets' family."""
-        return from_pandas(self.edited, self.output)
+        """``edited`` in the property sets' family (over Dask collected)."""
+        return self.edited.to(self.output) if self.lazy else from_pandas(self.edited, self.output)
 
     def __repr__(self) -> str:
-        moved = self.changes["row"].nunique() if len(self.changes) else 0
+        moved = int(self.moves["count"].sum()) if len(self.moves) else 0
+        if self.changes is None:
+            return (
+                f"WhatIfResult(engine='dask', moves={len(self.moves)}, moved={moved}, "
+                f"elapsed={self.elapsed:.3f}s)"
+            )
+        rows = self.changes["row"].nunique() if len(self.changes) else 0
         return (
-            f"WhatIfResult(rows={len(self.base)}, moved_rows={moved}, moves={len(self.moves)}, "
+            f"WhatIfResult(rows={len(self.base)}, moved_rows={rows}, moves={len(self.moves)}, "
             f"elapsed={self.elapsed:.3f}s)"
         )
 
     def _repr_html_(self) -> str:
-        return f"<div><p><b>{self!r}</b></p>{self.moves.to_html(index=False)}</div>"
+        return f"<div><p><b>{html.escape(repr(self))}</b></p>{self.moves.to_html(index=False)}</div>"
 
 
 _BOOL_VALUES = np.array([False, True, pd.NA], dtype=object)

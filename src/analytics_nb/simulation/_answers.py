@@ -1,0 +1,145 @@
+"""The engine side of the one result (issue 34): what an engine gives `SimulationResult`.
+
+`simulate` answers with one `SimulationResult`, whichever engine computed the answers; the result asks its
+`AnswerSource` for what it shows, so an engine that keeps its answers elsewhere (Dask partitions on a
+cluster, DuckDB's parquet) counts them where they lie and brings back only the small tables:
+
+- ``keys`` and ``len()``: the flag keys and the rows;
+- ``counts(keys)``: per flag, its value counts and the rows with an unknown value (``summary()`` is built
+  from them, once, by `summary_from_counts`, for every engine);
+- ``crosstab(key, by, ...)``: the table of a flag's values per value of a property;
+- ``collect(inputs=...)``: the answers as pandas (the only call that brings every row back);
+- ``head(n)``, ``errors()``, ``to_parquet(path, ...)`` (only those rows, or written where they lie);
+- ``missing_report()``: {flag: (the properties no column holds, answers they made NA)}, the report
+  `flags._door.warn_missing_properties` builds the one `MissingPropertyWarning` from.
+
+`FrameSource` is the in-memory source (local, remote, both: the answers are a pandas frame already); the Dask
+source is `simulation._distributed.DaskSource`. A lazy engine hands the result a `Backend`, which makes its
+source over the result's current frame (so ``dataclasses.replace(result, frame=...)`` and
+``result.frame = result.frame.persist()`` keep working); a subclass that keeps its answers itself (the SQL
+engine's result) may override `SimulationResult.source` instead.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal, Protocol, runtime_checkable
+
+import pandas as pd
+
+from analytics_nb.flags._door import MissingReport
+from analytics_nb.simulation._errors import SimulationInputError
+from analytics_nb.simulation._output import flag_columns
+from analytics_nb.simulation._summary import ValueCounts, crosstab, value_counts
+from analytics_nb.tables import from_pandas
+
+__all__ = ["AnswerSource", "Backend", "Counts", "FrameSource", "property_values", "write_parquet"]
+
+Counts = dict[str, tuple[ValueCounts, int]]
+"""{flag: (counts of its known values, rows with an unknown value)}, as `_summary.value_counts` gives them."""
+
+Normalize = bool | Literal["all", "index", "columns"]
+
+
+@runtime_checkable
+class AnswerSource(Protocol):
+    """What an engine implements so `SimulationResult` can answer over it (see the module doc)."""
+
+    #: the answers are computed only when asked (Dask): the repr and notebook view count nothing
+    lazy: bool
+
+    @property
+    def keys(self) -> list[str]: ...
+
+    def __len__(self) -> int: ...
+
+    def counts(self, keys: Sequence[str]) -> Counts: ...
+
+    def crosstab(self, key: str, by: str, *, normalize: Normalize, margins: bool) -> pd.DataFrame: ...
+
+    def collect(self, *, inputs: bool = False) -> pd.DataFrame: ...
+
+    def head(self, n: int) -> pd.DataFrame: ...
+
+    def errors(self) -> pd.DataFrame: ...
+
+    def to_parquet(self, path: str | Path, *, inputs: bool) -> Path: ...
+
+    def missing_report(self) -> MissingReport | None: ...
+
+
+class Backend(Protocol):
+    """A lazy engine's settings, kept on the result: it makes the source over the result's frames."""
+
+    def source(self, frame: Any, inputs: Any) -> AnswerSource: ...
+
+
+def property_values(inputs: pd.DataFrame, name: str) -> pd.Series:
+    """A property's values per row of ``inputs``, from a column or from the ``person_properties`` dicts;
+    `SimulationInputError` listing the properties there are when there is no such property."""
+    if name in inputs.columns:
+        return inputs[name].rename(name)
+    if "person_properties" in inputs.columns:
+        values = [c.get(name) if isinstance(c, dict) else None for c in inputs["person_properties"].tolist()]
+        if any(v is not None for v in values):
+            return pd.Series(values, index=inputs.index, dtype=object, name=name)
+    cols = [c for c in inputs.columns if c not in ("distinct_id", "person_properties", "group_properties")]
+    raise SimulationInputError(
+        f"no property {name!r} in the property sets; crosstab by one of {', '.join(map(repr, cols))}.",
+        column=name,
+    )
+
+
+def write_parquet(frame: pd.DataFrame, path: str | Path) -> Path:
+    """``frame`` to one parquet file through Arrow (flag columns typed as in ``to("arrow")``)."""
+    try:
+        import pyarrow.parquet as pq
+    except ImportError as exc:  # one line naming the extra, not a bare ModuleNotFoundError
+        raise ImportError('to_parquet needs pyarrow: pip install "analytics-nb[arrow]"') from exc
+    path = Path(path)
+    pq.write_table(from_pandas(frame, "arrow"), path)
+    return path
+
+
+@dataclass(repr=False)
+class FrameSource:
+    """Answers already in memory (local, remote, both): ``outputs`` (the answers), ``frame`` (with the input
+    columns), ``inputs`` (the property sets) and the local engine's ``report`` (None: none was kept)."""
+
+    outputs: pd.DataFrame
+    frame: pd.DataFrame
+    inputs: pd.DataFrame
+    report: MissingReport | None = None
+    lazy = False
+
+    @property
+    def keys(self) -> list[str]:
+        return flag_columns(self.outputs)
+
+    def __len__(self) -> int:
+        return len(self.frame)
+
+    def counts(self, keys: Sequence[str]) -> Counts:
+        return value_counts(self.frame, keys)
+
+    def crosstab(self, key: str, by: str, *, normalize: Normalize, margins: bool) -> pd.DataFrame:
+        by_values = property_values(self.inputs, by)
+        return crosstab(self.frame[key], by_values, normalize=normalize, margins=margins)
+
+    def collect(self, *, inputs: bool = False) -> pd.DataFrame:
+        return self.frame if inputs else self.outputs
+
+    def head(self, n: int) -> pd.DataFrame:
+        return self.frame.head(n)
+
+    def errors(self) -> pd.DataFrame:
+        mask = self.frame["error"].notna()
+        return self.frame.loc[mask.to_numpy(dtype=bool), ["distinct_id", "error"]]
+
+    def to_parquet(self, path: str | Path, *, inputs: bool) -> Path:
+        return write_parquet(self.collect(inputs=inputs), path)
+
+    def missing_report(self) -> MissingReport | None:
+        return self.report

@@ -1,0 +1,177 @@
+"""One lazy result (issue 34): every engine answers with a `SimulationResult` over its `AnswerSource`.
+
+The same persons through local, remote, both, Dask (and sql) give one class with the same ``summary()``,
+``crosstab()`` and ``len()``; a Dask result counts on the cluster and never collects its rows for them; a
+what-if is a `WhatIfResult` over either backend; the retired class names still import, with a warning.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import warnings
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+
+from _flags import condition, flag, prop
+from analytics_nb.simulation import (
+    AnswerSource,
+    MissingPropertyWarning,
+    SimulationInputError,
+    SimulationResult,
+    WhatIf,
+    WhatIfResult,
+    simulate,
+    simulate_dask,
+    with_rollout,
+)
+
+dd = pytest.importorskip("dask.dataframe", reason="the 'dask' extra is not installed")
+
+FLAGS = [
+    flag("pro-only", condition(prop("plan", ["pro"]))),
+    flag("half", condition(rollout=50)),
+    flag(
+        "exp",
+        condition(prop("plan", ["team"]), variant="test"),
+        condition(rollout=80),
+        multivariate={
+            "variants": [
+                {"key": "control", "rollout_percentage": 50},
+                {"key": "test", "rollout_percentage": 50},
+            ]
+        },
+    ),
+    flag("by-country", condition(prop("country", ["DE"]))),
+]
+KEYS = [f["key"] for f in FLAGS]
+PEOPLE = pd.DataFrame(
+    {
+        "distinct_id": [f"one-{i}" for i in range(150)],
+        "plan": ["pro", "free", "team"] * 50,
+        "country": ["DE", "US", "FR"] * 50,
+    }
+)
+
+
+def _flag_cells(frame: pd.DataFrame) -> dict[str, list[Any]]:
+    frame = frame.reset_index(drop=True)
+    return {k: [None if v is pd.NA else v for v in frame[k].astype(object).tolist()] for k in KEYS}
+
+
+def test_every_engine_answers_with_one_result_and_the_same_tables(
+    empty_sandbox: Any, make_client: Any
+) -> None:
+    """local, remote, both (against the sandbox's /flags) and Dask: one class, the same summary, crosstab,
+    len and cells for the same persons and flags."""
+    client = make_client(empty_sandbox, ids=True)
+    for f in FLAGS:
+        client.feature_flags.create(f["key"], filters=f["filters"])
+    definitions = client.feature_flags.local_evaluation()
+    results = {
+        engine: simulate(PEOPLE, KEYS, engine=engine, client=client)  # type: ignore[arg-type]
+        for engine in ("local", "remote", "both")
+    }
+    results["dask"] = simulate_dask(dd.from_pandas(PEOPLE, npartitions=3), KEYS, definitions=definitions)
+    if importlib.util.find_spec("duckdb") is not None:  # the SQL engine's result: a subclass, for now
+        results["sql"] = simulate(PEOPLE, KEYS, engine="sql", client=client)
+    want = results["local"]
+    for engine, result in results.items():
+        assert isinstance(result, SimulationResult), engine
+        assert isinstance(result.source, AnswerSource), engine
+        assert result.engine == engine
+        assert len(result) == len(PEOPLE), engine
+        assert result.flags == KEYS, engine
+        pd.testing.assert_frame_equal(result.summary(), want.summary(), obj=engine)
+        for key in ("exp", "pro-only"):
+            pd.testing.assert_frame_equal(
+                result.crosstab(key, "plan"), want.crosstab(key, "plan"), check_names=False, obj=engine
+            )
+        assert _flag_cells(result.to("pandas", inputs=False)) == _flag_cells(want.outputs), engine
+    assert results["dask"].lazy and not want.lazy
+
+
+def test_a_dask_result_counts_on_the_cluster_and_collects_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    """summary, crosstab, len, errors, the repr and the notebook view of a Dask result never compute its
+    frame nor collect its rows; only ``to(...)`` does."""
+    from analytics_nb.simulation._distributed import DaskSource
+
+    result = simulate_dask(dd.from_pandas(PEOPLE, npartitions=3), definitions=FLAGS)
+    want = simulate(PEOPLE, engine="local", definitions=FLAGS)
+
+    def refuse(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("the Dask result's rows were collected")
+
+    monkeypatch.setattr(DaskSource, "collect", refuse)
+    monkeypatch.setattr(type(result.frame), "compute", refuse)
+    pd.testing.assert_frame_equal(result.summary(), want.summary())
+    pd.testing.assert_frame_equal(
+        result.crosstab("exp", "country"), want.crosstab("exp", "country"), check_names=False
+    )
+    assert len(result) == len(PEOPLE)
+    assert "lazy=True" in repr(result) and "lazy" in result._repr_html_()
+    monkeypatch.undo()
+    assert _flag_cells(result.to("pandas")) == _flag_cells(want.outputs)
+
+
+def test_a_dask_result_writes_parquet_per_partition_with_the_local_answers(tmp_path: Path) -> None:
+    pytest.importorskip("pyarrow")
+    result = simulate_dask(dd.from_pandas(PEOPLE, npartitions=3), definitions=FLAGS)
+    want = simulate(PEOPLE, engine="local", definitions=FLAGS)
+    folder = result.to_parquet(tmp_path / "answers")
+    assert sorted(p.name for p in folder.iterdir()) == [f"part-{i}.parquet" for i in range(3)]
+    back = pd.concat([pd.read_parquet(folder / f"part-{i}.parquet") for i in range(3)], ignore_index=True)
+    assert back["distinct_id"].tolist() == PEOPLE["distinct_id"].tolist()
+    assert back["plan"].tolist() == PEOPLE["plan"].tolist()  # the input columns, as the pandas result's
+    local = pd.read_parquet(want.to_parquet(tmp_path / "local.parquet"))
+    for key in KEYS:
+        assert back[key].tolist() == local[key].tolist(), key
+
+
+def test_missing_report_is_the_engines_own_for_every_engine() -> None:
+    """The report the `MissingPropertyWarning` is built from: the local run's counts, and the same counts
+    from a Dask result (counted on the cluster when read)."""
+    people = PEOPLE.drop(columns="country")
+    with pytest.warns(MissingPropertyWarning, match="150 answers"):
+        local = simulate(people, engine="local", definitions=FLAGS)
+    assert local.missing_report == {"by-country": (("the person's stored `country`",), 150)}
+    with pytest.warns(MissingPropertyWarning):
+        lazy = simulate_dask(dd.from_pandas(people, npartitions=3), definitions=FLAGS)
+    assert lazy.missing_report == local.missing_report
+    with pytest.warns(MissingPropertyWarning, match="150 answers"):
+        lazy.warn_missing()
+    assert simulate(PEOPLE, engine="local", definitions=FLAGS).missing_report == {}
+
+
+def test_a_whatif_is_one_class_over_either_backend() -> None:
+    edited = with_rollout(FLAGS, "half", 90)
+    memory = WhatIf(PEOPLE, FLAGS).run(edited)
+    lazy = simulate_dask(dd.from_pandas(PEOPLE, npartitions=3), definitions=FLAGS).whatif(edited)
+    assert isinstance(memory, WhatIfResult) and isinstance(lazy, WhatIfResult)
+    pd.testing.assert_frame_equal(lazy.moves, memory.moves)
+    assert isinstance(lazy.edited, SimulationResult) and lazy.changes is None
+    assert _flag_cells(lazy.edited_data) == _flag_cells(memory.edited)
+    assert "moved=" in repr(lazy) and "moved_rows=" in repr(memory)
+    with pytest.raises(SimulationInputError, match=r"WhatIf\(property_sets, definitions\)\.run\(edited\)"):
+        simulate(PEOPLE, engine="local", definitions=FLAGS).whatif(edited)
+
+
+def test_the_retired_class_names_import_with_a_warning() -> None:
+    """DaskSimulation and DaskWhatIf still import for one release, as the classes that replaced them, and
+    isinstance with the old name still holds."""
+    import analytics_nb.simulation as simulation
+
+    with pytest.warns(FutureWarning, match="DaskSimulation is now SimulationResult"):
+        from analytics_nb.simulation import DaskSimulation
+    with pytest.warns(FutureWarning, match="DaskWhatIf is now WhatIfResult"):
+        dask_whatif = simulation.DaskWhatIf
+    assert DaskSimulation is SimulationResult and dask_whatif is WhatIfResult
+    result = simulate_dask(dd.from_pandas(PEOPLE, npartitions=2), definitions=FLAGS)
+    assert isinstance(result, DaskSimulation)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(AttributeError, match="no attribute 'NoSuchResult'"):
+            simulation.NoSuchResult  # noqa: B018
+    assert "DaskSimulation" not in simulation.__all__
