@@ -27,9 +27,11 @@ from analytics_nb.flags._regex import compile_pattern, sdk_support
 from analytics_nb.flags._values import (
     BadValueError,
     Opaque,
+    SdkTextAbort,
     ascii_lower,
     is_boolish,
     normalize,
+    sdk_container_text,
     service_text,
     to_text,
     truthy,
@@ -141,6 +143,8 @@ class PropertyMatcher:
                     return INCONCLUSIVE
                 text = repr(raw)
                 return ABORT if "e" in text.removeprefix("np.float64") else self.sdk_fn(text, now)
+        if isinstance(raw, (list, dict)) and (op in EQUALITY or op in TEXT or op in REGEX):
+            return self._sdk_container(raw, now)
         if op in NUMERIC:
             return self.sdk_fn(True, now)  # the SDK's numeric parse reads no number in a bool either
         if op in DATES:
@@ -148,6 +152,18 @@ class PropertyMatcher:
         if op in SEMVER_CMP or op in SEMVER_RANGE:
             return self.sdk_fn(str(value.raw), now)
         return INCONCLUSIVE
+
+    def _sdk_container(self, raw: list[Any] | dict[Any, Any], now: dt.datetime) -> int:
+        """sdk mode, a list or dict cell holding values outside JSON (`holds_sdk_opaque`): posthog 7.91.1
+        prints it item by item (`_value_to_string`), so `[np.float64(1.5)]` has the text
+        "[np.float64(1.5)]" and exact / text / regex filters compare that text (issue 34); an item it cannot
+        print is inconclusive, an exponent float64 ends the flag (ABORT, as for a bare one). Such a cell is
+        never truthy to the SDK (`_is_truthy_property_value`: a float item is not), nor is its text."""
+        try:
+            text = sdk_container_text(raw)
+        except SdkTextAbort:
+            return ABORT
+        return INCONCLUSIVE if text is None else self.sdk_fn(text, now)
 
     def match_strs(self, values: list[str], server: bool) -> np.ndarray | None:
         """Outcome codes for many plain strings at once, or None when there is no fast path."""
