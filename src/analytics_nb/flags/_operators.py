@@ -101,6 +101,8 @@ class PropertyMatcher:
     problem: str | None = None
     server_strs: StrsFn | None = None
     sdk_strs: StrsFn | None = None
+    #: server mode: why no value can be answered (the filter answers SERVER_ONLY, never a guess)
+    server_unknown: str | None = None
 
     def match(self, value: Any, server: bool, now: dt.datetime) -> int:
         """The outcome for a present value (server mode answers INCONCLUSIVE only for a value the client
@@ -225,6 +227,7 @@ def prepare_property(key: str, operator: str, value: Any, *, matching_version: i
         built.problem,
         built.server_strs,
         built.sdk_strs,
+        built.server_unknown,
     )
 
 
@@ -235,6 +238,8 @@ class _Built:
     problem: str | None = None
     server_strs: StrsFn | None = None
     sdk_strs: StrsFn | None = None
+    #: why the service's answer cannot be known for any value (a regex form the engine does not model)
+    server_unknown: str | None = None
 
 
 def _const(code: int) -> ValueFn:
@@ -416,6 +421,10 @@ def _regex(value: Any, negate: bool) -> _Built:
         s_pattern = compile_pattern(service_text(value))
         if s_pattern is None:
             server = _NEVER  # an invalid pattern never matches, for regex and not_regex alike
+        elif s_pattern.unknown is not None:
+            # the service runs it, the engine cannot say how: unknown for every value (issue 34); SERVER_ONLY
+            # is the code both the dict and the frame paths keep as unknown in server mode
+            server = _const(SERVER_ONLY)
         else:
             s_search = s_pattern.search
 
@@ -471,7 +480,13 @@ def _regex(value: Any, negate: bool) -> _Built:
             f"invalid regex {value!r} for the service's dialect (Rust regex / fancy_regex): it never "
             "matches, for regex and not_regex alike; fix the pattern"
         )
-    return _Built(server, sdk, problem, server_strs, sdk_strs)
+    unknown = None
+    if s_pattern is not None and s_pattern.unknown is not None:
+        unknown = (
+            f"regex {service_text(value)!r} uses {s_pattern.unknown}, which fancy_regex (the service) runs "
+            "but the engine does not model: the service's answer is unknown"
+        )
+    return _Built(server, sdk, problem, server_strs, sdk_strs, unknown)
 
 
 def _python_compiles(pattern: str) -> bool:
