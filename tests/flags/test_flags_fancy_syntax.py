@@ -82,6 +82,14 @@ CASES = [
     (f"{PARSE} parse_absent; src/vm.rs AbsentRepeater", r"^(?~abc)$", "xxab", True),
     (f"{PARSE} parse_absent; src/vm.rs AbsentRepeater", r"^(?~abc)$", "xxabc", False),
     ("fancy-regex 0.19 src/compile.rs (absent stopper does not compile)", r"(?~|abc)x", "x", None),
+    (f"{PARSE} parse_delimited_subroutine_call; src/compile.rs SubroutineCall", r"^(a)\g<1>$", "aa", True),
+    (f"{PARSE} parse_delimited_subroutine_call; src/compile.rs SubroutineCall", r"^(a)\g<1>$", "ab", False),
+    (f"{PARSE} parse_delimited_subroutine_call (forward, by name)", r"\g<n>(?<n>a)", "aa", True),
+    (f"{PARSE} parse_delimited_subroutine_call (relative)", r"^(a)(.)\g<-1>$", "abc", True),
+    (f"{PARSE} parse_unrestricted_subroutine_call ((?P>name))", r"^(?<n>a|b)(?P>n)$", "ab", True),
+    (f"{PARSE} parse_conditional (DEFINE)", r"^(?(DEFINE)(?<w>\w+))\g<w>$", "hello", True),
+    (f"{PARSE} parse_conditional (DEFINE)", r"^(?(DEFINE)(?<w>\w+))\g<w>$", "hello world", False),
+    ("fancy-regex 0.19 src/analyze.rs (SubroutineCallTargetNotFound)", r"\g<nope>(a)", "a", None),
     (f"{PARSE} parse_flags (R); src/vm.rs AnyNoCRLF", r"(?R)(?=).", "\r", False),
     (f"{PARSE} parse_flags (R); src/vm.rs AnyNoCRLF", r"(?R)(?=).", "a", True),
     ("fancy-regex 0.19 src/vm.rs matches_literal_casei (window in bytes)", r"(s)(?i:\1)", "sſ", False),
@@ -118,13 +126,6 @@ REFUSED_AFTER_PARSING = {
     "property name regex-syntax does not know (the delegate does not build)": re.compile(r"^\\pä$"),
 }
 
-# fancy-regex 0.19 forms the engine does not model: a row that uses one must be answered "unknown" (never a
-# guessed match / no match); every other row must agree.
-UNMODELLED = {
-    "subroutine call": re.compile(r"\\g|\(\?P>"),
-    "DEFINE group": re.compile(r"\(\?\(DEFINE\)"),
-}
-
 ROWS = json.loads((Path(__file__).parent / "fancy_regex_cases.json").read_text(encoding="utf-8"))
 
 
@@ -140,25 +141,13 @@ def _agrees(pattern: str, text: str | None, want: object) -> bool:
 
 
 def test_fancy_regex_own_pattern_checks() -> None:
-    """The 597 checks of fancy-regex 0.19's tests: 581 agree with what the service's `Regex::new` +
-    `is_match` answer (568 as the table states them, plus 13 parse-only rows refused after parsing); the
-    other 16 use a subroutine call or DEFINE and are answered unknown (before issue 34: 339, then 496)."""
-    agree, unknown, unexplained = 0, 0, []
-    for where, pattern, text, want in ROWS:
-        ok = _agrees(pattern, text, want)
-        agree += ok
-        if ok:
-            continue
-        compiled = compile_pattern(pattern)
-        if any(shape.search(pattern) for shape in UNMODELLED.values()):
-            assert compiled is not None and compiled.engine == "unknown", (where, pattern)
-            assert compiled.search(text or "") is None
-            unknown += 1
-        else:
-            unexplained.append((where, pattern, text, want))
-    assert not unexplained, unexplained
-    assert agree >= 581, agree
-    assert agree + unknown == len(ROWS) == 597
+    """The 597 checks of fancy-regex 0.19's tests all agree with what the service's `Regex::new` +
+    `is_match` answer: 584 as the table states them, plus 13 parse-only rows for forms refused after
+    parsing (before issue 34: 339, then 496). One parse-only row holds a recursive subroutine call, which
+    the engine accepts but answers unknown when matching (see `test_an_unmodelled_form_is_unknown_...`)."""
+    disagree = [(w, p, t, want) for w, p, t, want in ROWS if not _agrees(p, t, want)]
+    assert not disagree, disagree
+    assert len(ROWS) == 597
 
 
 def test_nested_repeat_reaches_the_limit_where_the_service_does() -> None:
@@ -216,23 +205,25 @@ def test_an_unclosed_word_boundary_brace_is_refused_at_once() -> None:
     assert compile_pattern(r"x\b{start") is None
 
 
+RECURSIVE = r"^(?<n>a|\(\g<n>\))$"
+
+
 def test_an_unmodelled_form_is_unknown_never_a_guess() -> None:
-    """A subroutine call (`\\g<n>`) is valid to the service, which answers; the engine does not model it,
-    so a filter on it is unknown with a reason naming the form, for `regex` and `not_regex`, in the dict
-    and frame paths (before issue 34: false for both, as if the service refused the pattern). A False
-    filter beside it still decides the condition."""
+    """A recursive subroutine call (a group calling itself) is valid to the service, which answers; the
+    engine does not model recursion, so a filter on it is unknown with a reason naming the form, for
+    `regex` and `not_regex`, in the dict and frame paths (before issue 34: false for both, as if the
+    service refused the pattern). A False filter beside it still decides the condition."""
     import pandas as pd
 
     from analytics_nb.flags import evaluate_frame
 
     for operator in ("regex", "not_regex"):
-        definition = flag("f", condition(prop("p", r"(?<n>a)\g<n>", operator)))
-        got = evaluate_flag(definition, "u", person_properties={"p": "aa"})
+        definition = flag("f", condition(prop("p", RECURSIVE, operator)))
+        got = evaluate_flag(definition, "u", person_properties={"p": "((a))"})
         assert got.value is None and got.reason == "inconclusive", got
-        assert "subroutine call" in (got.description or ""), got.description
-        frame = pd.DataFrame({"distinct_id": ["a", "b"], "p": ["aa", "x"]})
+        assert "recursive subroutine call" in (got.description or ""), got.description
+        frame = pd.DataFrame({"distinct_id": ["a", "b"], "p": ["(a)", "x"]})
         out = evaluate_frame(frame, definitions=[definition])
         assert out["f"].isna().all(), out
-    both = flag("f", condition(prop("p", r"(?<n>a)\g<n>", "regex"), prop("q", "z", "exact")))
-    assert evaluate_flag(both, "u", person_properties={"p": "aa", "q": "y"}).value is False
-    assert compile_pattern(r"\g<nope>(a)") is None  # a call to no group: SubroutineCallTargetNotFound
+    both = flag("f", condition(prop("p", RECURSIVE, "regex"), prop("q", "z", "exact")))
+    assert evaluate_flag(both, "u", person_properties={"p": "(a)", "q": "y"}).value is False

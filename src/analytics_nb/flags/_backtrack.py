@@ -25,13 +25,16 @@ does, emits the same instruction shapes and counts pops the same way. Delegates 
 boundaries are hard (src/lib.rs `Assertion::is_always_hard`). Known differences, so the count can differ
 from the service's on some patterns (the answer differs only when one side crosses the limit and the
 other does not): a delegate sees one character of left context (enough for ``\\b`` and ``^``);
-case-insensitive literals whose case folding changes their length are taken as constant size. Patterns
-this parser does not cover (possessive quantifiers read from raw text, verbose mode, conditionals,
-subroutine calls) raise `Unsupported` and the caller decides.
+case-insensitive literals whose case folding changes their length are taken as constant size.
+It also reads the forms `_fancy_syntax` writes for fancy_regex's conditionals (``(?(N)T|F)``), ``(*FAIL)``,
+the absent repeater ``(?~X)``, subroutine calls ``\\g<N>`` (inlined, as src/compile.rs does) and
+``(?(DEFINE)...)`` (issue 34). What it does not model (recursive calls, a nested absent repeater, a
+variable-length look-behind with fancy parts) raises `Unsupported`: the caller answers unknown.
 """
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -87,7 +90,7 @@ def _render(node: Node) -> str:
         return node.text
     if k == "any":
         return {"s": "(?s:.)", "R": "(?R-s:.)"}.get(node.text, "(?-s:.)")
-    if k == "empty":
+    if k in ("empty", "define"):
         return ""
     if k == "concat":
         return "".join(_render(c) for c in node.children)
@@ -135,6 +138,9 @@ class _Parser:
         node = self._alt({"i": False, "m": False, "s": False, "U": False, "R": False})
         if self.i != len(self.p):
             raise Unsupported("unbalanced parenthesis")
+        groups = {n.index: n for n in _preorder(node) if n.kind == "group"}
+        for call in (n for n in _preorder(node) if n.kind == "call"):
+            _inline(call, groups, ())
         return node
 
     def _alt(self, flags: dict[str, bool]) -> Node:
@@ -255,6 +261,10 @@ class _Parser:
             return self._backref(int(p[start + 1 : j]), flags)
         if e == "k" and p[start + 2 : start + 3] == "<":
             return self._named_backref(flags)
+        if e == "g" and p[start + 2 : start + 3] == "<":  # `_fancy_syntax` writes every call as \g<N>
+            end = p.index(">", start)
+            self.i = end + 1
+            return Node("call", index=int(p[start + 3 : end]))
         self.i = _escape_end(p, e, start + 2)
         return self._escape_node(e, p[start : self.i], flags)
 
@@ -295,6 +305,13 @@ class _Parser:
         if p.startswith("*FAIL)", self.i):
             self.i += 6
             return Node("fail")
+        if p.startswith("?(DEFINE)", self.i):
+            self.i += 9
+            inner = self._alt(dict(flags))
+            if not p.startswith(")", self.i):
+                raise Unsupported("unclosed group")
+            self.i += 1
+            return Node("define", children=[inner])
         if p.startswith("?(", self.i):
             self.i += 2
             return self._conditional(flags)
@@ -390,6 +407,20 @@ class _Parser:
         return Node("cond", children=[test, true, false])
 
 
+def _inline(call: Node, groups: dict[int, Node], calling: tuple[int, ...]) -> None:
+    """src/compile.rs `Expr::SubroutineCall`: a call compiles as a copy of the called group's body that
+    captures into that group. A recursive call (a group calling itself, directly or not, or the whole
+    pattern, `\\g<0>`) is not modelled: fancy_regex unrolls it 20 levels deep
+    (`MAX_SUBROUTINE_RECURSION_DEPTH`) and checks left recursion, which this matcher does not follow."""
+    target = groups.get(call.index)
+    if target is None or call.index in calling:
+        raise Unsupported("a recursive subroutine call")
+    body = copy.deepcopy(target.children[0])
+    for inner in (n for n in _preorder(body) if n.kind == "call"):
+        _inline(inner, groups, (*calling, call.index))
+    call.children = [body]
+
+
 # -------------------------------------------------------------------------------------------- analysis
 
 
@@ -440,6 +471,10 @@ _MEASURES: dict[str, Callable[[Node, list[Node], set[int]], tuple[bool, bool, in
     "exists": lambda node, ch, backrefs: (True, True, 0),
     "fail": lambda node, ch, backrefs: (True, True, 0),
     "absent": lambda node, ch, backrefs: (True, False, 0),
+    # src/analyze.rs: a subroutine call is hard and as long as the group it calls; a DEFINE group is easy,
+    # empty and of constant size
+    "call": lambda node, ch, backrefs: (True, ch[0].const, ch[0].min_size),
+    "define": lambda node, ch, backrefs: (False, True, 0),
     "cond": lambda node, ch, backrefs: (
         True,
         all(c.const for c in ch) and ch[0].min_size + ch[1].min_size == ch[2].min_size,
@@ -668,6 +703,10 @@ class _Compiler:
             self.conditional(node, hard)
         elif k == "absent":
             self.absent(node.children[0], hard)
+        elif k == "call":  # the called group's body, captured into that group
+            self.add(SAVE, 2 * node.index)
+            self.visit(node.children[0], hard)
+            self.add(SAVE, 2 * node.index + 1)
 
     def absent(self, inner: Node, hard: bool) -> None:
         """src/compile.rs `Expr::Absent(Absent::Repeater)`: an easy body is one `AbsentRepeater` delegate

@@ -27,8 +27,9 @@ each in the function named:
 
 `rewrite(pattern)` returns the pattern in plain `regex` syntax with every flag written out where it
 applies, or `None` when fancy_regex refuses it (the service then never matches); it raises `Unmodelled`
-for the forms fancy_regex accepts that the engine does not model (subroutine calls, ``(?(DEFINE)...)``,
-a conditional on a group that does not exist). Written from a reading of those files, not a port.
+for the forms fancy_regex accepts that the engine does not model (a conditional on a group that does
+not exist); subroutine calls are written ``\\g<N>`` and ``(?(DEFINE)...)`` kept for `_backtrack`.
+Written from a reading of those files, not a port.
 """
 
 from __future__ import annotations
@@ -277,22 +278,26 @@ class _Scanner:
 
     def subroutine_call(self, i: int) -> tuple[int, _Atom]:
         """`\\g1`, `\\g<name>`, `\\g'name'`, `\\g<-1>` (src/parse.rs `parse_escape`,
-        `parse_delimited_subroutine_call`): parsed for the errors they raise, then left unmodelled; a name
-        no group has is an error (`SubroutineCallTargetNotFound`, src/analyze.rs)."""
+        `parse_delimited_subroutine_call`), written ``\\g<N>`` with the group's number for `_backtrack`;
+        a name no group has is an error (`SubroutineCallTargetNotFound`, src/analyze.rs)."""
         if i >= self.n:
             raise _Refused("\\g at the end")
         if self.p[i].isdigit():
-            i = self._digits(i)
-        else:
-            opener = "'" if self.p[i] == "'" else "<"
-            i, name = self._call_target(i, opener, ">" if opener == "<" else "'")
-            if name is not None:
-                self.calls.append(name)
-        self.unmodelled.append("a subroutine call (\\g<...>, (?P>...))")
-        return i, _Atom("(?:)")
+            end = self._digits(i)
+            return end, self._call(int(self.p[i:end]))
+        opener = "'" if self.p[i] == "'" else "<"
+        end, target = self._call_target(i, opener, ">" if opener == "<" else "'")
+        return end, self._call(target)
 
-    def _call_target(self, i: int, opener: str, close: str) -> tuple[int, str | None]:
-        """A delimited call target: (end, the name, or None for a number or a relative +N / -N)."""
+    def _call(self, target: str | int) -> _Atom:
+        """A subroutine call atom; a name is resolved at the end (forward references are allowed)."""
+        if isinstance(target, int):
+            return _Atom(f"\\g<{target}>")
+        self.calls.append(target)
+        return _Atom(f"\\g<\x02{len(self.calls) - 1}\x02>")
+
+    def _call_target(self, i: int, opener: str, close: str) -> tuple[int, str | int]:
+        """A delimited call target: (end, the name, or the group number; a relative +N / -N resolved)."""
         p = self.p
         if not p.startswith(opener, i) or self.n - i <= len(opener) + len(close):
             raise _Refused("invalid group name")
@@ -303,8 +308,12 @@ class _Scanner:
         if name in ("+", "-") or (name[0] in "+-" and name[1:].isdigit()):
             if not name[1:].isdigit() or int(name[1:]) == 0 or not name[1:].isascii():
                 raise _Refused("invalid relative call")
-            return end + len(close), None
-        return end + len(close), None if name.isdigit() else name
+            amount = int(name)  # src/parse.rs `resolve_target`: relative to the last group opened
+            number = self.groups + (amount + 1 if amount < 0 else amount)
+            if number < 0:
+                raise _Refused("invalid relative call")
+            return end + len(close), number
+        return end + len(close), int(name) if name.isdigit() and name.isascii() else name
 
     def escaped_char(self, i: int, b: str) -> str:
         """The character an escape outside the rules above stands for; an unknown letter is an error."""
@@ -483,10 +492,7 @@ class _Scanner:
             if close <= i + 3:
                 raise _Refused("invalid group name")
             name = p[i + 3 : close]
-            if not name.isdigit():
-                self.calls.append(name)
-            self.unmodelled.append("a subroutine call (\\g<...>, (?P>...))")
-            return close + 1, _Atom("(?:)")
+            return close + 1, self._call(int(name) if name.isdigit() and name.isascii() else name)
         if p.startswith("*", i):
             return self.verb(i)
         if p.startswith("?>", i):
@@ -588,10 +594,9 @@ class _Scanner:
         p = self.p
         if i >= self.n:
             raise _Refused("unclosed group")
-        if p.startswith("DEFINE)", i):
-            j, _ = self.alternation(i + 7, depth)
-            self.unmodelled.append("a (?(DEFINE)...) group")
-            return self.close_paren(j), _Atom("(?:)")
+        if p.startswith("DEFINE)", i):  # groups to call, matching nothing here
+            j, text = self.alternation(i + 7, depth)
+            return self.close_paren(j), _Atom(f"(?(DEFINE){text})")
         b = p[i]
         target = b in "'<+-" or b.isdigit()
         if target:
@@ -661,8 +666,10 @@ class _Scanner:
                 raise _Refused("invalid named back-reference")
             text = text.replace(f"\x00{k}\x00", f"\\{target[0]}")
             self.max_ref = max(self.max_ref, target[0])
-        if any(name not in self.names for name in self.calls):
-            raise _Refused("subroutine call to a group that does not exist")
+        for k, name in enumerate(self.calls):
+            if name not in self.names:
+                raise _Refused("subroutine call to a group that does not exist")
+            text = text.replace(f"\x02{k}\x02", str(self.names[name][0]))
         for k, cond in enumerate(self.conditions):
             number = cond if isinstance(cond, int) else self.names.get(cond, (None, 0))[0]
             if number is None:

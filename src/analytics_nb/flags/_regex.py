@@ -15,10 +15,11 @@ Rust `regex` crate, so we do the same:
   backtracking VM that compiles them the way fancy_regex does (easy sub-patterns delegated to `paula`) and
   counts backtracks the way fancy_regex counts them, up to the same 10,000; past it there is "no answer",
   which the service turns into "no match" for `regex` and `not_regex` alike;
-* a fancy_regex form the engine does not model (subroutine calls, the absent repeater, CRLF mode, a
-  variable-length look-behind holding fancy parts...) compiles to an *unknown* pattern (`Pattern.unknown`
-  says which form): the service answers it, the engine cannot say what, so a filter on it is unknown
-  (issue 34; before, such patterns ran on the `regex` module with a time limit, or counted as invalid);
+* a fancy_regex form the engine does not model (a recursive subroutine call, a variable-length
+  look-behind holding fancy parts, a nested absent repeater, a conditional on a group that does not
+  exist) compiles to an *unknown* pattern (`Pattern.unknown` says which form): the service answers it,
+  the engine cannot say what, so a filter on it is unknown (issue 34; before, such patterns ran on the
+  `regex` module with a time limit, or counted as invalid);
 * a pattern neither accepts is invalid: the service never matches it (`regex` and `not_regex` both false).
 """
 
@@ -34,7 +35,7 @@ import paula  # type: ignore[import-untyped]  # the Rust regex crate, pattern te
 from analytics_nb.flags._backtrack import LimitExceeded, Unsupported, compile_program, has_word_boundary
 from analytics_nb.flags._fancy_syntax import Unmodelled, rewrite
 
-_FANCY_HINT = re.compile(r"\(\?<?[=!]|\\[1-9]|\\k<|\(\?>|\(\?P=|\(\?\(|\(\*|\(\?~")
+_FANCY_HINT = re.compile(r"\(\?<?[=!]|\\[1-9]|\\k<|\(\?>|\(\?P=|\(\?\(|\(\*|\(\?~|\\g<")
 
 
 @dataclass(frozen=True, slots=True)
