@@ -90,6 +90,8 @@ CASES = [
     (f"{PARSE} parse_conditional (DEFINE)", r"^(?(DEFINE)(?<w>\w+))\g<w>$", "hello", True),
     (f"{PARSE} parse_conditional (DEFINE)", r"^(?(DEFINE)(?<w>\w+))\g<w>$", "hello world", False),
     ("fancy-regex 0.19 src/analyze.rs (SubroutineCallTargetNotFound)", r"\g<nope>(a)", "a", None),
+    (f"{PARSE} Resolver resolve_target (a number may point forward)", r"^(?:\1b|(a))+$", "aab", True),
+    (f"{PARSE} Resolver resolve_target (a number may point forward)", r"^(?:\1b|(a))+$", "ab", False),
     (f"{PARSE} parse_flags (R); src/vm.rs AnyNoCRLF", r"(?R)(?=).", "\r", False),
     (f"{PARSE} parse_flags (R); src/vm.rs AnyNoCRLF", r"(?R)(?=).", "a", True),
     ("fancy-regex 0.19 src/vm.rs matches_literal_casei (window in bytes)", r"(s)(?i:\1)", "sſ", False),

@@ -294,8 +294,8 @@ class _Parser:
         raise Unsupported(f"escape \\{e}")
 
     def _backref(self, group: int, flags: dict[str, bool]) -> Node:
-        if group > self.groups:
-            raise Unsupported("back-reference to a later group")
+        """A back-reference; one to a later group (`\\1(a)`) is valid to fancy_regex (the resolver only
+        checks the number exists, which `_fancy_syntax` did) and fails until that group has matched."""
         self.backrefs.add(group)
         return Node("backref", index=group, casei=flags["i"])
 
