@@ -229,3 +229,13 @@ def test_an_unmodelled_form_is_unknown_never_a_guess() -> None:
         assert out["f"].isna().all(), out
     both = flag("f", condition(prop("p", RECURSIVE, "regex"), prop("q", "z", "exact")))
     assert evaluate_flag(both, "u", person_properties={"p": "(a)", "q": "y"}).value is False
+
+
+def test_calls_of_calls_stop_at_a_size_bound() -> None:
+    """Each call inlines its group, so calls of calls double at every level; past 20,000 inlined nodes
+    the pattern is answered unknown instead of building a program of millions of instructions."""
+    pattern = "(a)" + "".join(f"(\\g<{i}>\\g<{i}>)" for i in range(1, 25))
+    compiled = compile_pattern(pattern)
+    assert compiled is not None and compiled.engine == "unknown"
+    small = compile_pattern(r"^(a)(\g<1>\g<1>)(\g<2>\g<2>)$")
+    assert small is not None and small.search("a" * 7) is True and small.search("a" * 6) is False

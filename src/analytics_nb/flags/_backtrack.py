@@ -139,8 +139,9 @@ class _Parser:
         if self.i != len(self.p):
             raise Unsupported("unbalanced parenthesis")
         groups = {n.index: n for n in _preorder(node) if n.kind == "group"}
+        budget = [_INLINE_BUDGET]
         for call in (n for n in _preorder(node) if n.kind == "call"):
-            _inline(call, groups, ())
+            _inline(call, groups, (), budget)
         return node
 
     def _alt(self, flags: dict[str, bool]) -> Node:
@@ -407,7 +408,12 @@ class _Parser:
         return Node("cond", children=[test, true, false])
 
 
-def _inline(call: Node, groups: dict[int, Node], calling: tuple[int, ...]) -> None:
+#: Nodes the inlined copies of subroutine calls may add before the pattern counts as not modelled (calls
+#: of calls double at each level: `(a)(\\g<1>\\g<1>)(\\g<2>\\g<2>)...`).
+_INLINE_BUDGET = 20_000
+
+
+def _inline(call: Node, groups: dict[int, Node], calling: tuple[int, ...], budget: list[int]) -> None:
     """src/compile.rs `Expr::SubroutineCall`: a call compiles as a copy of the called group's body that
     captures into that group. A recursive call (a group calling itself, directly or not, or the whole
     pattern, `\\g<0>`) is not modelled: fancy_regex unrolls it 20 levels deep
@@ -416,8 +422,12 @@ def _inline(call: Node, groups: dict[int, Node], calling: tuple[int, ...]) -> No
     if target is None or call.index in calling:
         raise Unsupported("a recursive subroutine call")
     body = copy.deepcopy(target.children[0])
-    for inner in (n for n in _preorder(body) if n.kind == "call"):
-        _inline(inner, groups, (*calling, call.index))
+    nodes = _preorder(body)
+    budget[0] -= len(nodes)
+    if budget[0] < 0:
+        raise Unsupported("subroutine calls expanding past 20,000 nodes")
+    for inner in (n for n in nodes if n.kind == "call"):
+        _inline(inner, groups, (*calling, call.index), budget)
     call.children = [body]
 
 
