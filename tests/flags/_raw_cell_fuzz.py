@@ -60,8 +60,20 @@ def raw_cell(rng: random.Random) -> Any:
         return rng.choice([{"pro"}, {1, 2}, set(), frozenset({"a"})])
     if pick == 11:
         return decimal.Decimal(rng.choice(["2.5", "30", "-1", "1E+2", "NaN"]))
-    if pick == 12:
-        return rng.choice([("pro",), (1, 2), ()])
+    if pick == 12:  # tuples, and lists / dicts of numpy scalars (issue 34: the SDK prints np.float64 items)
+        f = np.float64
+        return rng.choice(
+            [
+                ("pro",),
+                (1, 2),
+                (),
+                [f(1.5)],
+                ["pro", f(30.0)],
+                {"a": f(-2.25)},
+                [np.int64(5), f(1.5)],
+                [f(1e16)],
+            ]
+        )
     if pick == 13:
         return _Thing()
     if pick == 14:

@@ -109,3 +109,96 @@ def test_the_sdk_exception_is_read_in_filter_order(person: dict[str, object], ex
     assert canonical(_official(case, subject)) == canonical(
         "<inconclusive>" if expected is None else expected
     )
+
+
+def _container_cells() -> list[object]:
+    import numpy as np
+
+    f = np.float64
+    return [
+        [f(1.5)],
+        ["x", f(2.0)],
+        [[f(1.5)], "y"],
+        {"a": f(1.5), "b": "pro"},
+        [{"k": f(-2.25)}],
+        [f(1e16)],
+        [f(1e-5)],
+        [np.int64(3), f(1e16)],  # the int64 item raises first: inconclusive, not the abort
+        [np.int64(3)],
+        [np.bool_(True)],
+        [np.str_("pro"), f(30.0)],
+        [np.float32(1.5)],
+        [f("nan")],
+        {1: f(1.5)},
+        (f(1.5),),
+    ]
+
+
+_CONTAINER_FILTERS = [
+    ("exact", "[np.float64(1.5)]"),
+    ("exact", ["[np.float64(1.5)]", "x"]),
+    ("exact", "true"),
+    ("exact", []),
+    ("is_not", '["x",np.float64(2.0)]'),
+    ("icontains", "FLOAT64"),
+    ("not_icontains", "1.5"),
+    ("starts_with", "[{"),
+    ("ends_with", ")]"),
+    ("regex", r"^\[np\.float64\(1\.5\)\]$"),
+    ("regex", r'"pro"'),
+    ("not_regex", "zzz"),
+    ("gt", "1"),
+    ("is_date_before", "2024-01-01"),
+    ("semver_eq", "1.0.0"),
+]
+
+
+@pytest.mark.parametrize(("operator", "value"), _CONTAINER_FILTERS)
+def test_containers_of_numpy_scalars_answer_as_the_sdk(operator: str, value: object) -> None:
+    """A list or dict cell holding numpy scalars, fed raw to posthog 7.91.1's client path and to the engine
+    in sdk mode: the SDK prints an `np.float64` item with `repr()` ("[np.float64(1.5)]") and compares that
+    text, so exact / text / regex filters answer (issue 34: the engine answered unknown for every
+    container holding a numpy float); `np.int64` / `np.bool_` / `np.float32` items and tuples stay
+    unknown, an exponent float64 item ends the flag, as there."""
+    import copy
+
+    from _raw_cell_fuzz import _CLIENT, INCONCLUSIVE, canonical
+
+    from analytics_nb.flags import evaluate_flags
+
+    logging.getLogger("posthog").setLevel(logging.CRITICAL)
+    flag = {
+        "id": 1,
+        "key": "f",
+        "active": True,
+        "filters": {
+            "groups": [
+                {
+                    "properties": [{"key": "p", "type": "person", "operator": operator, "value": value}],
+                    "rollout_percentage": 100,
+                }
+            ]
+        },
+    }
+    _CLIENT._update_flag_state(
+        {
+            "flags": [copy.deepcopy(flag)],
+            "group_type_mapping": {},
+            "cohorts": {},
+            "property_matching_version": 1,
+        }
+    )
+    answered = 0
+    for cell in _container_cells():
+        official = _CLIENT.get_feature_flag(
+            "f",
+            "u",
+            person_properties={"p": cell},
+            only_evaluate_locally=True,
+            send_feature_flag_events=False,
+        )
+        ours = evaluate_flags([flag], "u", person_properties={"p": cell}, mode="sdk")["f"].value
+        expected = canonical(INCONCLUSIVE if official is None else official)
+        assert canonical(INCONCLUSIVE if ours is None else ours) == expected, (cell, official, ours)
+        answered += expected[0] == "bool"
+    assert answered >= 5 or operator in ("gt", "is_date_before", "semver_eq"), answered

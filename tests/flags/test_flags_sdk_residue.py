@@ -151,10 +151,10 @@ def test_values_outside_json_inside_a_container_as_the_sdk(cell: Any, operator: 
     assert got == official(definition, {"p": cell})
 
 
-def test_numpy_float_inside_a_container_is_inconclusive() -> None:
-    """The one shape still answered differently: the SDK prints `[np.float64(1.5)]` as its repr text
-    ("[np.float64(1.5)]") and answers; the engine does not reproduce a repr as JSON and says unknown."""
+def test_numpy_float_inside_a_container_answers_as_the_sdk() -> None:
+    """The SDK prints `[np.float64(1.5)]` as its repr text ("[np.float64(1.5)]") and answers; the engine
+    answers the same (issue 34; before, it said unknown)."""
     definition = flag("f", condition(prop("p", "np.float64", "icontains")))
     assert official(definition, {"p": [np.float64(1.5)]}) is True
     person = {"p": [np.float64(1.5)]}
-    assert evaluate_flag(definition, "u1", person_properties=person, mode="sdk").value is None
+    assert evaluate_flag(definition, "u1", person_properties=person, mode="sdk").value is True

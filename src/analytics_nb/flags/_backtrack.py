@@ -25,13 +25,16 @@ does, emits the same instruction shapes and counts pops the same way. Delegates 
 boundaries are hard (src/lib.rs `Assertion::is_always_hard`). Known differences, so the count can differ
 from the service's on some patterns (the answer differs only when one side crosses the limit and the
 other does not): a delegate sees one character of left context (enough for ``\\b`` and ``^``);
-case-insensitive literals whose case folding changes their length are taken as constant size. Patterns
-this parser does not cover (possessive quantifiers read from raw text, verbose mode, conditionals,
-subroutine calls) raise `Unsupported` and the caller decides.
+case-insensitive literals whose case folding changes their length are taken as constant size.
+It also reads the forms `_fancy_syntax` writes for fancy_regex's conditionals (``(?(N)T|F)``), ``(*FAIL)``,
+the absent repeater ``(?~X)``, subroutine calls ``\\g<N>`` (inlined, as src/compile.rs does) and
+``(?(DEFINE)...)`` (issue 34). What it does not model (recursive calls, a nested absent repeater, a
+variable-length look-behind with fancy parts) raises `Unsupported`: the caller answers unknown.
 """
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -86,8 +89,8 @@ def _render(node: Node) -> str:
     if k in ("leaf", "assert"):
         return node.text
     if k == "any":
-        return "(?s:.)" if node.text == "s" else "(?-s:.)"
-    if k == "empty":
+        return {"s": "(?s:.)", "R": "(?R-s:.)"}.get(node.text, "(?-s:.)")
+    if k in ("empty", "define"):
         return ""
     if k == "concat":
         return "".join(_render(c) for c in node.children)
@@ -129,11 +132,16 @@ class _Parser:
         self.groups = 0
         self.names: dict[str, int] = {}
         self.backrefs: set[int] = set()
+        self.tested: set[int] = set()  # groups a conditional tests (`(?(1)...)`)
 
     def parse(self) -> Node:
-        node = self._alt({"i": False, "m": False, "s": False, "U": False})
+        node = self._alt({"i": False, "m": False, "s": False, "U": False, "R": False})
         if self.i != len(self.p):
             raise Unsupported("unbalanced parenthesis")
+        groups = {n.index: n for n in _preorder(node) if n.kind == "group"}
+        budget = [_INLINE_BUDGET]
+        for call in (n for n in _preorder(node) if n.kind == "call"):
+            _inline(call, groups, (), budget)
         return node
 
     def _alt(self, flags: dict[str, bool]) -> Node:
@@ -191,11 +199,10 @@ class _Parser:
             return self._escape(flags)
         self.i += 1
         if c == ".":
-            return Node("any", text="s" if flags["s"] else "")
-        if c == "^":
-            return Node("assert", text="(?m:^)" if flags["m"] else r"\A")
-        if c == "$":
-            return Node("assert", text="(?m:$)" if flags["m"] else r"\z")
+            return Node("any", text="s" if flags["s"] else "R" if flags["R"] else "")
+        if c in "^$":
+            mode = "mR" if flags["R"] else "m"
+            return Node("assert", text=f"(?{mode}:{c})" if flags["m"] else r"\A" if c == "^" else r"\z")
         if c in "*+?":
             raise Unsupported("nothing to repeat")
         if c == "{" and not items:
@@ -255,6 +262,10 @@ class _Parser:
             return self._backref(int(p[start + 1 : j]), flags)
         if e == "k" and p[start + 2 : start + 3] == "<":
             return self._named_backref(flags)
+        if e == "g" and p[start + 2 : start + 3] == "<":  # `_fancy_syntax` writes every call as \g<N>
+            end = p.index(">", start)
+            self.i = end + 1
+            return Node("call", index=int(p[start + 3 : end]))
         self.i = _escape_end(p, e, start + 2)
         return self._escape_node(e, p[start : self.i], flags)
 
@@ -284,14 +295,34 @@ class _Parser:
         raise Unsupported(f"escape \\{e}")
 
     def _backref(self, group: int, flags: dict[str, bool]) -> Node:
-        if group > self.groups:
-            raise Unsupported("back-reference to a later group")
+        """A back-reference; one to a later group (`\\1(a)`) is valid to fancy_regex (the resolver only
+        checks the number exists, which `_fancy_syntax` did) and fails until that group has matched."""
         self.backrefs.add(group)
         return Node("backref", index=group, casei=flags["i"])
 
     def _group(self, flags: dict[str, bool]) -> Node | None:
         p = self.p
         self.i += 1
+        if p.startswith("*FAIL)", self.i):
+            self.i += 6
+            return Node("fail")
+        if p.startswith("?(DEFINE)", self.i):
+            self.i += 9
+            inner = self._alt(dict(flags))
+            if not p.startswith(")", self.i):
+                raise Unsupported("unclosed group")
+            self.i += 1
+            return Node("define", children=[inner])
+        if p.startswith("?(", self.i):
+            self.i += 2
+            return self._conditional(flags)
+        if p.startswith("?~", self.i):  # the absent repeater (`_fancy_syntax` writes no other absent form)
+            self.i += 2
+            inner = self._alt(dict(flags))
+            if not p.startswith(")", self.i):
+                raise Unsupported("unclosed group")
+            self.i += 1
+            return Node("absent", children=[inner])
         inner_flags = dict(flags)
         kind, look, index = "plain", "", 0
         if p.startswith("?", self.i):
@@ -319,9 +350,9 @@ class _Parser:
                         f = p[j]
                         if f == "-":
                             on = False
-                        elif f in "imsU":
+                        elif f in "imsUR":
                             inner_flags[f] = on
-                        elif f not in "uR":
+                        elif f != "u":
                             raise Unsupported(f"flag {f}")
                         j += 1
                     if j >= len(p):
@@ -344,6 +375,60 @@ class _Parser:
         if kind == "atomic":
             return Node("atomic", children=[child])
         return Node("look", children=[child], look=look)
+
+    def _conditional(self, flags: dict[str, bool]) -> Node:
+        """What `_fancy_syntax` writes for fancy_regex's conditionals (src/parse.rs `parse_conditional`):
+        ``(?(N))`` a bare group-exists test, ``(?(N)T|F)``, ``(?(*FAIL)T|F)`` or ``(?((?:C))T|F)``."""
+        p = self.p
+        if p[self.i].isdigit():
+            end = p.index(")", self.i)
+            test = Node("exists", index=int(p[self.i : end]))
+            self.tested.add(test.index)
+            self.i = end + 1
+            if p.startswith(")", self.i):
+                self.i += 1
+                return test
+        elif p.startswith("*FAIL)", self.i):
+            self.i += 6
+            test = Node("fail")
+        else:
+            condition = self._atom(flags, [])
+            if condition is None or not p.startswith(")", self.i):
+                raise Unsupported("conditional")
+            self.i += 1
+            test = condition
+        true = self._concat(flags)
+        if not p.startswith("|", self.i):
+            raise Unsupported("conditional")
+        self.i += 1
+        false = self._concat(flags)
+        if not p.startswith(")", self.i):
+            raise Unsupported("conditional")
+        self.i += 1
+        return Node("cond", children=[test, true, false])
+
+
+#: Nodes the inlined copies of subroutine calls may add before the pattern counts as not modelled (calls
+#: of calls double at each level: `(a)(\\g<1>\\g<1>)(\\g<2>\\g<2>)...`).
+_INLINE_BUDGET = 20_000
+
+
+def _inline(call: Node, groups: dict[int, Node], calling: tuple[int, ...], budget: list[int]) -> None:
+    """src/compile.rs `Expr::SubroutineCall`: a call compiles as a copy of the called group's body that
+    captures into that group. A recursive call (a group calling itself, directly or not, or the whole
+    pattern, `\\g<0>`) is not modelled: fancy_regex unrolls it 20 levels deep
+    (`MAX_SUBROUTINE_RECURSION_DEPTH`) and checks left recursion, which this matcher does not follow."""
+    target = groups.get(call.index)
+    if target is None or call.index in calling:
+        raise Unsupported("a recursive subroutine call")
+    body = copy.deepcopy(target.children[0])
+    nodes = _preorder(body)
+    budget[0] -= len(nodes)
+    if budget[0] < 0:
+        raise Unsupported("subroutine calls expanding past 20,000 nodes")
+    for inner in (n for n in nodes if n.kind == "call"):
+        _inline(inner, groups, (*calling, call.index), budget)
+    call.children = [body]
 
 
 # -------------------------------------------------------------------------------------------- analysis
@@ -390,6 +475,21 @@ _MEASURES: dict[str, Callable[[Node, list[Node], set[int]], tuple[bool, bool, in
     "look": lambda node, ch, backrefs: (True, True, 0),
     "atomic": lambda node, ch, backrefs: (True, ch[0].const, ch[0].min_size),
     "backref": lambda node, ch, backrefs: (True, False, 0),
+    # fancy-regex 0.19 src/analyze.rs: a group-exists test and a verb are hard and of constant size 0; a
+    # conditional is hard, its size the test's plus the smaller branch's, constant when test + true
+    # branch and false branch are constant and as long
+    "exists": lambda node, ch, backrefs: (True, True, 0),
+    "fail": lambda node, ch, backrefs: (True, True, 0),
+    "absent": lambda node, ch, backrefs: (True, False, 0),
+    # src/analyze.rs: a subroutine call is hard and as long as the group it calls; a DEFINE group is easy,
+    # empty and of constant size
+    "call": lambda node, ch, backrefs: (True, ch[0].const, ch[0].min_size),
+    "define": lambda node, ch, backrefs: (False, True, 0),
+    "cond": lambda node, ch, backrefs: (
+        True,
+        all(c.const for c in ch) and ch[0].min_size + ch[1].min_size == ch[2].min_size,
+        ch[0].min_size + min(ch[1].min_size, ch[2].min_size),
+    ),
 }
 
 
@@ -532,12 +632,14 @@ def _literal_text(node: Node) -> str:
 # instructions: tuples (op, a, b); ops are small ints for speed
 LIT, ANY, ANYNL, DELEGATE, SPLIT, JMP, SAVE, RESTORE, REP_GR, REP_NG, REP_EPS_GR, REP_EPS_NG = range(12)
 GOBACK, FAIL_NEG, BACKREF, BEGIN_ATOMIC, END_ATOMIC, LOOKBEHIND, SAVE0, END, UNANCHORED = range(12, 21)
+EXISTS, FAIL, ANYNCRLF, DELEGATE_CAPTURES, ABSENT = 21, 22, 23, 24, 25
 
 
 class _Compiler:
-    def __init__(self, groups: int) -> None:
+    def __init__(self, groups: int, tested: set[int] | None = None) -> None:
         self.prog: list[list[Any]] = []
         self.nslots = 2 * (groups + 1)
+        self.tested = tested or set()
 
     def newslot(self) -> int:
         self.nslots += 1
@@ -563,6 +665,12 @@ class _Compiler:
             after = paula.Regex(r"\A(?s:.)(?:" + body + ")")
         except ValueError as exc:
             raise Unsupported(f"delegate {body!r}: {exc}") from None
+        groups = [g.index for n in nodes for g in _preorder(n) if g.kind == "group"]
+        if self.tested.intersection(groups):
+            # src/vm.rs `store_capture_groups`: a delegate records the groups it matched, which a
+            # conditional's group-exists test reads
+            self.add(DELEGATE_CAPTURES, start, after, tuple(groups))
+            return
         self.add(DELEGATE, start, after)
 
     def visit(self, node: Node, hard: bool) -> None:
@@ -576,7 +684,7 @@ class _Compiler:
             else:
                 self.add(LIT, node.text)
         elif k == "any":
-            self.add(ANY if node.text == "s" else ANYNL)
+            self.add({"s": ANY, "R": ANYNCRLF}.get(node.text, ANYNL))
         elif k in ("leaf", "assert"):
             self.delegate([node])
         elif k == "concat":
@@ -597,6 +705,53 @@ class _Compiler:
             self.add(BEGIN_ATOMIC)
             self.visit(node.children[0], False)
             self.add(END_ATOMIC)
+        elif k == "exists":
+            self.add(EXISTS, 2 * node.index)
+        elif k == "fail":
+            self.add(FAIL)
+        elif k == "cond":
+            self.conditional(node, hard)
+        elif k == "absent":
+            self.absent(node.children[0], hard)
+        elif k == "call":  # the called group's body, captured into that group
+            self.add(SAVE, 2 * node.index)
+            self.visit(node.children[0], hard)
+            self.add(SAVE, 2 * node.index + 1)
+
+    def absent(self, inner: Node, hard: bool) -> None:
+        """src/compile.rs `Expr::Absent(Absent::Repeater)`: an easy body is one `AbsentRepeater` delegate
+        (src/vm.rs: advance one character at a time, pushing a branch each time, until the body matches
+        here or the text ends); a hard one is expanded to ``(?((?!body))\\O|)*``
+        (`compile_hard_absent_repeater`). A nested absent repeater does not compile there."""
+        if any(n.kind == "absent" for n in _preorder(inner)):
+            raise Unsupported("a nested absent repeater")
+        if not inner.hard:
+            body = _render(inner)
+            try:
+                start = paula.Regex(r"\A(?:" + body + ")")
+                after = paula.Regex(r"\A(?s:.)(?:" + body + ")")
+            except ValueError as exc:
+                raise Unsupported(f"absent {body!r}: {exc}") from None
+            self.add(ABSENT, start, after)
+            return
+        test = Node("look", children=[inner], look="ahead_neg")
+        step = Node("cond", children=[test, Node("any", text="s"), Node("empty")])
+        _analyse(step, set())
+        self.repeat(Node("repeat", children=[step], lo=0, hi=-1, hard=True), hard)
+
+    def conditional(self, node: Node, hard: bool) -> None:
+        """src/compile.rs `compile_conditional`: the test runs inside an atomic section behind a split to
+        the false branch, so a test that passed is never retried and a failed one costs one backtrack."""
+        test, true, false = node.children
+        self.add(BEGIN_ATOMIC)
+        split = self.add(SPLIT, len(self.prog) + 1, -1)
+        self.visit(test, hard)
+        self.add(END_ATOMIC)
+        self.visit(true, hard)
+        jump = self.add(JMP, -1)
+        self.prog[split][2] = len(self.prog)
+        self.visit(false, hard)
+        self.prog[jump][1] = len(self.prog)
 
     def concat(self, node: Node, hard: bool) -> None:
         ch = node.children
@@ -738,7 +893,7 @@ def compile_program(pattern: str, limit: int = BACKTRACK_LIMIT) -> Program | str
     _analyse(tree, parser.backrefs)
     if not tree.hard:
         return _render(tree)
-    c = _Compiler(parser.groups)
+    c = _Compiler(parser.groups, parser.tested)
     first = tree.children[0] if tree.kind == "concat" else tree
     anchored = first.kind == "assert" and first.text == r"\A"
     if not anchored:
@@ -887,7 +1042,7 @@ def _rare(
             return None
         ref = text[lo_ix:hi_ix]
         got = text[ix : ix + len(ref)]
-        if got == ref or (insn[2] and len(got) == len(ref) and got.casefold() == ref.casefold()):
+        if got == ref or (insn[2] and len(got) == len(ref) and _fold_equal(got, ref)):
             return pc + 1, ix + len(ref), marks
         return None
     if op == BEGIN_ATOMIC:
@@ -897,7 +1052,59 @@ def _rare(
         return pc + 1, ix, marks[:-1]
     if op == LOOKBEHIND:
         return None if insn[1].find(text[:ix]) is None else (pc + 1, ix, marks)
+    if op == EXISTS:  # src/vm.rs `BackrefExistsCondition`: the group's start slot is set
+        return None if slots[insn[1]] < 0 else (pc + 1, ix, marks)
+    if op == FAIL:
+        return None
+    if op == ABSENT:
+        context = 1 if ix > 0 else 0
+        if (insn[2] if context else insn[1]).find(text[ix - context :]) is not None or ix >= len(text):
+            return pc + 1, ix, marks
+        stack.append((pc + 1, ix, slots[:], marks))
+        return pc, ix + 1, marks
+    if op == DELEGATE_CAPTURES:
+        return _delegate_captures(insn, pc, ix, slots, marks, text)
+    if op == ANYNCRLF:  # src/vm.rs `AnyNoCRLF`
+        return (pc + 1, ix + 1, marks) if ix < len(text) and text[ix] not in "\r\n" else None
     raise AssertionError(op)  # pragma: no cover - every op is handled
+
+
+def _fold_equal(got: str, ref: str) -> bool:
+    """src/vm.rs `matches_literal_casei`: the window is as many UTF-8 bytes as the captured text, and each
+    character equals its counterpart under simple case folding (`chars_fold_equal`), so `ſ` (2 bytes)
+    never stands for `s` (1 byte) and `ß` never for `ss`."""
+    if got.isascii() and ref.isascii():
+        return got.lower() == ref.lower()
+    if len(got.encode()) != len(ref.encode()):
+        return False
+    return all(a == b or _simple_fold(a) == _simple_fold(b) for a, b in zip(got, ref, strict=True))
+
+
+def _simple_fold(char: str) -> str:
+    folded = char.casefold()
+    return folded if len(folded) == 1 else char.lower()
+
+
+def _preorder(node: Node) -> list[Node]:
+    out = [node]
+    for c in node.children:
+        out.extend(_preorder(c))
+    return out
+
+
+def _delegate_captures(
+    insn: tuple[Any, ...], pc: int, ix: int, slots: list[int], marks: tuple[int, ...], text: str
+) -> tuple[int, int, tuple[int, ...]] | None:
+    """A delegate holding a group some conditional tests: as DELEGATE, and each group it matched is
+    marked as set (its slots get the current position; only whether it is set is ever read)."""
+    context = 1 if ix > 0 else 0
+    found = (insn[2] if context else insn[1]).captures(text[ix - context :])
+    if found is None:
+        return None
+    for number, got in zip(insn[3], found[1:], strict=False):
+        if got is not None:
+            slots[2 * number] = slots[2 * number + 1] = ix
+    return pc + 1, ix - context + len(found[0]), marks
 
 
 def _chars(text: str, start: int, byte_end: int) -> int:

@@ -668,6 +668,8 @@ def describe_open_filter(spec: FilterSpec, props: Mapping[str, Any], ctx: _Conte
             return f"property {spec.key!r} holds a {kind} value, which cannot be sent to the service as JSON"
         operator = spec.matcher.operator
         return f"property {spec.key!r} holds a {kind} value, which the SDK cannot compare ({operator!r})"
+    if ctx.server and spec.matcher.server_unknown is not None:
+        return f"property {spec.key!r}: {spec.matcher.server_unknown}"
     if not spec.matcher.sdk_supported:
         return f"operator {spec.matcher.operator!r} is not evaluated by the official SDK locally"
     return (
@@ -904,7 +906,7 @@ def _server_early_access(
         return None
     ctx.cond_group = False
     code = condition_code(sc, person, ctx)
-    if code == INCONCLUSIVE:
+    if code in (INCONCLUSIVE, SERVER_ONLY):  # SERVER_ONLY: a filter only the service can answer
         return _result(flag, None, "inconclusive", None, _explain(sc, person, ctx))
     ok = code == TRUE and _in_rollout(flag, sc.rollout, _person_bucket(flag, distinct_id, ctx))
     return _result(flag, ok, "super_condition_value", 0)

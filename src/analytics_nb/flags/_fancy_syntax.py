@@ -20,12 +20,16 @@ each in the function named:
 * `parse_group` / `Resolver`: ``(?<n>..)``, ``(?'n'..)``, ``(?P<n>..)`` with any name, names may repeat
   (``\\k<n>`` is the last group of that name, which must come before the reference); ``(?P=n)``;
 * `parse_flags`: ``i m s U x R u`` (``-u`` is an error); a bare ``(?i)`` is not undone at the end of the
-  enclosing group (only ``(?i:...)`` is scoped).
+  enclosing group (only ``(?i:...)`` is scoped); ``R`` (CRLF mode) is written out on each ``.``, ``^``, ``$``;
+* `parse_conditional`, `parse_backtracking_control_verb`: conditionals and ``(*FAIL)`` are written in a
+  form `_backtrack` reads (see `_Scanner.conditional`); other verbs and the absent forms other than the
+  repeater parse but do not compile (the service refuses them).
 
 `rewrite(pattern)` returns the pattern in plain `regex` syntax with every flag written out where it
-applies, `None` when fancy_regex refuses it (the service then never matches), or the pattern unchanged
-for the forms left to the engine's other paths (CRLF mode, subroutine calls,
-conditionals, absent operators, backtracking verbs). Written from a reading of those files, not a port.
+applies, or `None` when fancy_regex refuses it (the service then never matches); it raises `Unmodelled`
+for the forms fancy_regex accepts that the engine does not model (a conditional on a group that does
+not exist); subroutine calls are written ``\\g<N>`` and ``(?(DEFINE)...)`` kept for `_backtrack`.
+Written from a reading of those files, not a port.
 """
 
 from __future__ import annotations
@@ -40,8 +44,21 @@ class _Refused(Exception):
     """fancy_regex's parser refuses the pattern (a `ParseError`)."""
 
 
-class _Other(Exception):
-    """A form `rewrite` leaves to the engine's other paths."""
+class Unmodelled(Exception):
+    """fancy_regex accepts the pattern but it uses a form the engine does not run as fancy_regex does
+    (the message names it): the service answers, the engine cannot say what."""
+
+
+#: fancy-regex 0.19 `src/parse.rs` `parse_backtracking_control_verb`: the verbs it parses. Only `(*FAIL)`
+#: / `(*F)` compile; the others are `CompileError::FeatureNotYetSupported` (`src/compile.rs` `visit`).
+_VERBS = {
+    "*FAIL)": True,
+    "*F)": True,
+    "*ACCEPT)": False,
+    "*COMMIT)": False,
+    "*SKIP)": False,
+    "*PRUNE)": False,
+}
 
 
 @dataclass
@@ -76,11 +93,15 @@ class _Scanner:
     def __init__(self, pattern: str) -> None:
         self.p = pattern
         self.n = len(pattern)
-        self.flags = {"i": False, "m": False, "s": False, "U": False, "x": False}
+        self.flags = {"i": False, "m": False, "s": False, "U": False, "x": False, "R": False}
         self.groups = 0
         self.names: dict[str, tuple[int, int]] = {}  # name -> (group number, position of its "(")
         self.refs: list[tuple[str, int, int]] = []  # (name, position, index in out) to resolve at the end
         self.max_ref = 0
+        self.conditions: list[str | int] = []  # per `(?(<name>)..)` marker: a group name or number
+        self.calls: list[str] = []  # subroutine-call targets given by name (must exist)
+        self.unmodelled: list[str] = []  # forms fancy_regex accepts that the engine does not model
+        self.compile_refused = False  # parsed, but fancy_regex's analysis / compiler refuses it
 
     # --------------------------------------------------------------------------------- whitespace
 
@@ -197,12 +218,12 @@ class _Scanner:
         if i >= self.n:
             return i, _EMPTY
         c = self.p[i]
-        if c == ".":
-            return i + 1, _Atom("(?s:.)" if self.flags["s"] else "(?-s:.)")
-        if c == "^":
-            return i + 1, _Atom("(?m:^)" if self.flags["m"] else "^")
-        if c == "$":
-            return i + 1, _Atom("(?m:$)" if self.flags["m"] else "$")
+        if c == ".":  # CRLF mode (`R`): a dot matches neither \r nor \n (fancy-regex `Insn::AnyNoCRLF`)
+            dot = "(?s:.)" if self.flags["s"] else "(?R-s:.)" if self.flags["R"] else "(?-s:.)"
+            return i + 1, _Atom(dot)
+        if c in "^$":  # line anchors in CRLF mode also see \r (`Assertion::StartLine { crlf }`)
+            mode = "mR" if self.flags["R"] else "m"
+            return i + 1, _Atom(f"(?{mode}:{c})" if self.flags["m"] else c)
         if c == "(":
             return self.group(i, depth)
         if c == "\\":
@@ -252,8 +273,47 @@ class _Scanner:
         if b == "R":
             return end, _Atom(_GENERAL_NEWLINE)
         if b == "g":
-            raise _Other("subroutine call")
+            return self.subroutine_call(end)
         return end, self.literal(self.escaped_char(i, b))
+
+    def subroutine_call(self, i: int) -> tuple[int, _Atom]:
+        """`\\g1`, `\\g<name>`, `\\g'name'`, `\\g<-1>` (src/parse.rs `parse_escape`,
+        `parse_delimited_subroutine_call`), written ``\\g<N>`` with the group's number for `_backtrack`;
+        a name no group has is an error (`SubroutineCallTargetNotFound`, src/analyze.rs)."""
+        if i >= self.n:
+            raise _Refused("\\g at the end")
+        if self.p[i].isdigit():
+            end = self._digits(i)
+            return end, self._call(int(self.p[i:end]))
+        opener = "'" if self.p[i] == "'" else "<"
+        end, target = self._call_target(i, opener, ">" if opener == "<" else "'")
+        return end, self._call(target)
+
+    def _call(self, target: str | int) -> _Atom:
+        """A subroutine call atom; a name is resolved at the end (forward references are allowed)."""
+        if isinstance(target, int):
+            return _Atom(f"\\g<{target}>")
+        self.calls.append(target)
+        return _Atom(f"\\g<\x02{len(self.calls) - 1}\x02>")
+
+    def _call_target(self, i: int, opener: str, close: str) -> tuple[int, str | int]:
+        """A delimited call target: (end, the name, or the group number; a relative +N / -N resolved)."""
+        p = self.p
+        if not p.startswith(opener, i) or self.n - i <= len(opener) + len(close):
+            raise _Refused("invalid group name")
+        end = p.find(close, i + len(opener))
+        name = p[i + len(opener) : end] if end > 0 else ""
+        if not name:
+            raise _Refused("invalid group name")
+        if name in ("+", "-") or (name[0] in "+-" and name[1:].isdigit()):
+            if not name[1:].isdigit() or int(name[1:]) == 0 or not name[1:].isascii():
+                raise _Refused("invalid relative call")
+            amount = int(name)  # src/parse.rs `resolve_target`: relative to the last group opened
+            number = self.groups + (amount + 1 if amount < 0 else amount)
+            if number < 0:
+                raise _Refused("invalid relative call")
+            return end + len(close), number
+        return end + len(close), int(name) if name.isdigit() and name.isascii() else name
 
     def escaped_char(self, i: int, b: str) -> str:
         """The character an escape outside the rules above stands for; an unknown letter is an error."""
@@ -423,8 +483,18 @@ class _Scanner:
             self.refs.append((name, i + 3, 0))
             marker = f"\x00{len(self.refs) - 1}\x00"
             return close + 1, _Atom(f"(?i:{marker})" if self.flags["i"] else marker)
-        if p.startswith(("?~", "?(", "?P>", "*"), i):
-            raise _Other("absent / conditional / subroutine / verb")
+        if p.startswith("?~", i):
+            return self.absent(i + 2, depth)
+        if p.startswith("?(", i):
+            return self.conditional(i + 2, depth)
+        if p.startswith("?P>", i):
+            close = p.find(")", i + 3)
+            if close <= i + 3:
+                raise _Refused("invalid group name")
+            name = p[i + 3 : close]
+            return close + 1, self._call(int(name) if name.isdigit() and name.isascii() else name)
+        if p.startswith("*", i):
+            return self.verb(i)
         if p.startswith("?>", i):
             return self.group_body(i + 2, depth, "(?>")
         if p.startswith("?", i):
@@ -459,10 +529,8 @@ class _Scanner:
             if i >= self.n:
                 raise _Refused("unclosed group")
             c = self.p[i]
-            if c in "imsUx":
+            if c in "imsUxR":
                 self.flags[c] = not neg
-            elif c == "R":
-                raise _Other("CRLF mode")
             elif c == "u":
                 if neg:
                     raise _Refused("changing unicode mode")
@@ -480,6 +548,114 @@ class _Scanner:
                 raise _Refused("unknown flag")
             i += 1
 
+    # --------------------------------------------------------------------------------- fancy forms
+
+    def verb(self, i: int) -> tuple[int, _Atom]:
+        """`parse_backtracking_control_verb`: ``(*FAIL)`` / ``(*F)`` fail here (written ``(*FAIL)``); the
+        other verbs parse but do not compile; anything else is an error."""
+        for text, compiles in _VERBS.items():
+            if self.p.startswith(text, i):
+                self.compile_refused |= not compiles
+                return i + len(text), _Atom("(*FAIL)", repeatable=False)
+        raise _Refused("unknown verb")
+
+    def absent(self, i: int, depth: int) -> tuple[int, _Atom]:
+        """`parse_absent`: ``(?~|absent|exp)``, ``(?~|absent)`` and ``(?~|)`` parse but do not compile
+        (src/compile.rs: "Absent expression / stopper", "Range clear"); the repeater ``(?~absent)`` is
+        written as such for `_backtrack`."""
+        if i >= self.n:
+            raise _Refused("unclosed group")
+        if self.p[i] != "|":
+            i, text = self.alternation(i, depth)
+            return self.close_paren(i), _Atom(f"(?~{text})")
+        i, _ = self.branch(i + 1, depth)
+        if i < self.n and self.p[i] == "|":
+            i, _ = self.branch(i + 1, depth)
+            i = self.close_paren(i)
+        elif i < self.n and self.p[i] == ")":
+            i += 1
+        else:
+            raise _Refused("expected | or ) in an absent expression")
+        self.compile_refused = True
+        return i, _Atom("(?:)")
+
+    def close_paren(self, i: int) -> int:
+        """`check_for_close_paren`."""
+        i = self.ws(i)
+        if i >= self.n or self.p[i] != ")":
+            raise _Refused("expected close paren")
+        return i + 1
+
+    def conditional(self, i: int, depth: int) -> tuple[int, _Atom]:
+        """`parse_conditional` (i just after ``(?(``): a group-exists test (``(?(1)``, ``(?(<n>)``,
+        ``(?('n')``, ``(?(-1)``), a verb, ``DEFINE`` or any expression, then the branches: the first
+        alternative runs when the test passes, the others (an alternation) when it fails. Written for
+        `_backtrack` as ``(?(N)T|F)``, ``(?(*FAIL)T|F)`` or ``(?((?:C))T|F)``; a bare test as ``(?(N))``."""
+        p = self.p
+        if i >= self.n:
+            raise _Refused("unclosed group")
+        if p.startswith("DEFINE)", i):  # groups to call, matching nothing here
+            j, text = self.alternation(i + 7, depth)
+            return self.close_paren(j), _Atom(f"(?(DEFINE){text})")
+        b = p[i]
+        target = b in "'<+-" or b.isdigit()
+        if target:
+            close = {"'": "')", "<": ">)"}.get(b, ")")
+            nxt, head = self.condition_target(i + (b in "'<"), close)
+        elif b == "*":
+            nxt, _ = self.verb(i)
+            head = "(?(*FAIL)"
+        else:
+            j, text = self.alternation(i, depth)
+            nxt, head = self.close_paren(j), f"(?((?:{text}))"
+        branches: list[str] = []
+        end = nxt
+        while True:
+            end, text = self.branch(end, depth)
+            branches.append(text)
+            end = self.ws(end)
+            if not p.startswith("|", end):
+                break
+            end += 1
+        if end == nxt and not target:
+            raise _Refused("a conditional needs a branch")
+        end = self.close_paren(end)
+        if len(branches) == 1 and not branches[0]:  # no branch: the test alone
+            if target:
+                return end, _Atom(head + ")", repeatable=False)
+            return end, _Atom(head[3:-1] if b != "*" else "(*FAIL)", repeatable=b != "*")
+        false = branches[1] if len(branches) == 2 else "(?:" + "|".join(branches[1:]) + ")"
+        return end, _Atom(f"{head}{branches[0]}|{false})")
+
+    def condition_target(self, i: int, close: str) -> tuple[int, str]:
+        """`parse_condition_target` / `parse_id`: a name or number, or a relative +N / -N, then `close`;
+        a recursion level (``(?(n+1)``) parses but does not compile (src/compile.rs)."""
+        p = self.p
+        j = i
+        while j < self.n and (p[j].isalnum() or p[j] == "_"):
+            j += 1
+        ident = p[i:j]
+        if ident and p.startswith(close, j):
+            target: str | int = int(ident) if ident.isdigit() and ident.isascii() else ident
+            return self._condition_marker(target, j + len(close))
+        k = self._digits(j + 1) if j < self.n and p[j] in "+-" else j
+        if k == j + 1 or k == j or not p.startswith(close, k):
+            raise _Refused("invalid group name")
+        amount = int(p[j + 1 : k]) * (-1 if p[j] == "-" else 1)
+        if ident:  # a recursion level
+            self.compile_refused = True
+            return k + len(close), "(?(0)"
+        if amount == 0:
+            raise _Refused("invalid group name")
+        number = self.groups + (amount + 1 if amount < 0 else amount)
+        if number < 0:
+            raise _Refused("invalid relative group")
+        return self._condition_marker(number, k + len(close))
+
+    def _condition_marker(self, target: str | int, end: int) -> tuple[int, str]:
+        self.conditions.append(target)
+        return end, f"(?(\x01{len(self.conditions) - 1}\x01)"
+
     # --------------------------------------------------------------------------------- names
 
     def resolve(self, text: str) -> str:
@@ -490,6 +666,17 @@ class _Scanner:
                 raise _Refused("invalid named back-reference")
             text = text.replace(f"\x00{k}\x00", f"\\{target[0]}")
             self.max_ref = max(self.max_ref, target[0])
+        for k, name in enumerate(self.calls):
+            if name not in self.names:
+                raise _Refused("subroutine call to a group that does not exist")
+            text = text.replace(f"\x02{k}\x02", str(self.names[name][0]))
+        for k, cond in enumerate(self.conditions):
+            number = cond if isinstance(cond, int) else self.names.get(cond, (None, 0))[0]
+            if number is None:
+                raise _Refused("condition on a group that does not exist")
+            if not 0 < number <= self.groups:
+                self.unmodelled.append("a condition on a group that does not exist")
+            text = text.replace(f"\x01{k}\x01", str(number))
         return text
 
 
@@ -561,8 +748,10 @@ def rewrite(pattern: str) -> str | None:
         text = scanner.resolve(text)
     except _Refused:
         return None
-    except _Other:
-        return pattern
     if scanner.max_ref > scanner.groups:
         return None  # a back-reference to a group that does not exist
+    if scanner.unmodelled:
+        raise Unmodelled(scanner.unmodelled[0])
+    if scanner.compile_refused:
+        return None
     return text

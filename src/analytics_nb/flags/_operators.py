@@ -27,9 +27,11 @@ from analytics_nb.flags._regex import compile_pattern, sdk_support
 from analytics_nb.flags._values import (
     BadValueError,
     Opaque,
+    SdkTextAbort,
     ascii_lower,
     is_boolish,
     normalize,
+    sdk_container_text,
     service_text,
     to_text,
     truthy,
@@ -99,6 +101,8 @@ class PropertyMatcher:
     problem: str | None = None
     server_strs: StrsFn | None = None
     sdk_strs: StrsFn | None = None
+    #: server mode: why no value can be answered (the filter answers SERVER_ONLY, never a guess)
+    server_unknown: str | None = None
 
     def match(self, value: Any, server: bool, now: dt.datetime) -> int:
         """The outcome for a present value (server mode answers INCONCLUSIVE only for a value the client
@@ -141,6 +145,8 @@ class PropertyMatcher:
                     return INCONCLUSIVE
                 text = repr(raw)
                 return ABORT if "e" in text.removeprefix("np.float64") else self.sdk_fn(text, now)
+        if isinstance(raw, (list, dict)) and (op in EQUALITY or op in TEXT or op in REGEX):
+            return self._sdk_container(raw, now)
         if op in NUMERIC:
             return self.sdk_fn(True, now)  # the SDK's numeric parse reads no number in a bool either
         if op in DATES:
@@ -148,6 +154,18 @@ class PropertyMatcher:
         if op in SEMVER_CMP or op in SEMVER_RANGE:
             return self.sdk_fn(str(value.raw), now)
         return INCONCLUSIVE
+
+    def _sdk_container(self, raw: list[Any] | dict[Any, Any], now: dt.datetime) -> int:
+        """sdk mode, a list or dict cell holding values outside JSON (`holds_sdk_opaque`): posthog 7.91.1
+        prints it item by item (`_value_to_string`), so `[np.float64(1.5)]` has the text
+        "[np.float64(1.5)]" and exact / text / regex filters compare that text (issue 34); an item it cannot
+        print is inconclusive, an exponent float64 ends the flag (ABORT, as for a bare one). Such a cell is
+        never truthy to the SDK (`_is_truthy_property_value`: a float item is not), nor is its text."""
+        try:
+            text = sdk_container_text(raw)
+        except SdkTextAbort:
+            return ABORT
+        return INCONCLUSIVE if text is None else self.sdk_fn(text, now)
 
     def match_strs(self, values: list[str], server: bool) -> np.ndarray | None:
         """Outcome codes for many plain strings at once, or None when there is no fast path."""
@@ -209,6 +227,7 @@ def prepare_property(key: str, operator: str, value: Any, *, matching_version: i
         built.problem,
         built.server_strs,
         built.sdk_strs,
+        built.server_unknown,
     )
 
 
@@ -219,6 +238,8 @@ class _Built:
     problem: str | None = None
     server_strs: StrsFn | None = None
     sdk_strs: StrsFn | None = None
+    #: why the service's answer cannot be known for any value (a regex form the engine does not model)
+    server_unknown: str | None = None
 
 
 def _const(code: int) -> ValueFn:
@@ -400,6 +421,10 @@ def _regex(value: Any, negate: bool) -> _Built:
         s_pattern = compile_pattern(service_text(value))
         if s_pattern is None:
             server = _NEVER  # an invalid pattern never matches, for regex and not_regex alike
+        elif s_pattern.unknown is not None:
+            # the service runs it, the engine cannot say how: unknown for every value (issue 34); SERVER_ONLY
+            # is the code both the dict and the frame paths keep as unknown in server mode
+            server = _const(SERVER_ONLY)
         else:
             s_search = s_pattern.search
 
@@ -455,7 +480,13 @@ def _regex(value: Any, negate: bool) -> _Built:
             f"invalid regex {value!r} for the service's dialect (Rust regex / fancy_regex): it never "
             "matches, for regex and not_regex alike; fix the pattern"
         )
-    return _Built(server, sdk, problem, server_strs, sdk_strs)
+    unknown = None
+    if s_pattern is not None and s_pattern.unknown is not None:
+        unknown = (
+            f"regex {service_text(value)!r} uses {s_pattern.unknown}, which fancy_regex (the service) runs "
+            "but the engine does not model: the service's answer is unknown"
+        )
+    return _Built(server, sdk, problem, server_strs, sdk_strs, unknown)
 
 
 def _python_compiles(pattern: str) -> bool:

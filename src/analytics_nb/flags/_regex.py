@@ -14,9 +14,12 @@ Rust `regex` crate, so we do the same:
 * patterns with look-around or back-references (the `fancy_regex` extensions) run on `_backtrack`, a
   backtracking VM that compiles them the way fancy_regex does (easy sub-patterns delegated to `paula`) and
   counts backtracks the way fancy_regex counts them, up to the same 10,000; past it there is "no answer",
-  which the service turns into "no match" for `regex` and `not_regex` alike. The few fancy forms that VM
-  does not model (verbose mode, possessive quantifiers, conditionals) run on the `regex` module with a
-  time limit instead (`FANCY_TIMEOUT_S`), the one place a wall clock still stands in for the step count;
+  which the service turns into "no match" for `regex` and `not_regex` alike;
+* a fancy_regex form the engine does not model (a recursive subroutine call, a variable-length
+  look-behind holding fancy parts, a nested absent repeater, a conditional on a group that does not
+  exist) compiles to an *unknown* pattern (`Pattern.unknown` says which form): the service answers it,
+  the engine cannot say what, so a filter on it is unknown (issue 34; before, such patterns ran on the
+  `regex` module with a time limit, or counted as invalid);
 * a pattern neither accepts is invalid: the service never matches it (`regex` and `not_regex` both false).
 """
 
@@ -28,16 +31,11 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 import paula  # type: ignore[import-untyped]  # the Rust regex crate, pattern text unchanged
-import regex as _mrab  # type: ignore[import-untyped]  # look-around/back-references with a timeout
 
 from analytics_nb.flags._backtrack import LimitExceeded, Unsupported, compile_program, has_word_boundary
-from analytics_nb.flags._fancy_syntax import rewrite
+from analytics_nb.flags._fancy_syntax import Unmodelled, rewrite
 
-#: Wall-clock stand-in for fancy_regex's 10,000-step backtrack limit, only for the fancy forms `_backtrack`
-#: does not model: generous enough that a sane pattern finishes, small enough that a catastrophic one stops.
-FANCY_TIMEOUT_S = 0.02
-
-_FANCY_HINT = re.compile(r"\(\?<?[=!]|\\[1-9]|\\k<|\(\?>|\(\?P=")
+_FANCY_HINT = re.compile(r"\(\?<?[=!]|\\[1-9]|\\k<|\(\?>|\(\?P=|\(\?\(|\(\*|\(\?~|\\g<")
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,49 +43,27 @@ class Pattern:
     """A compiled filter pattern: `search(text)` is True/False, or None when the bound was hit."""
 
     source: str
-    engine: str  # "rust" (linear time), "steps" (step-bounded VM), "fancy" (time-bounded backtracking)
+    engine: str  # "rust" (linear time), "steps" (step-bounded VM), "unknown" (a form not modelled)
     search: Callable[[str], bool | None]
+    #: for engine "unknown": the fancy_regex form the engine does not model (a sentence for the cause)
+    unknown: str | None = None
 
 
-def _strict_end(pattern: str) -> str:
-    """Unescaped ``$`` outside classes as ``\\Z`` for the `regex` module, whose ``$`` also matches before
-    a final newline (Rust's does not)."""
-    out: list[str] = []
-    i, in_class = 0, False
-    while i < len(pattern):
-        c = pattern[i]
-        if c == "\\" and i + 1 < len(pattern):
-            out.append(pattern[i : i + 2])
-            i += 2
-            continue
-        if in_class:
-            if c == "]":
-                in_class = False
-        elif c == "[":
-            in_class = True
-            j = i + 1
-            if pattern[j : j + 1] == "^":
-                j += 1
-            if pattern[j : j + 1] == "]":
-                j += 1
-            out.append(pattern[i:j])
-            i = j
-            continue
-        elif c == "$":
-            out.append(r"\Z")
-            i += 1
-            continue
-        out.append(c)
-        i += 1
-    return "".join(out)
+def _unknown(pattern: str, form: str) -> Pattern:
+    """A pattern the service accepts but the engine cannot run as fancy_regex does: no answer."""
+    return Pattern(pattern, "unknown", lambda text: None, form)
 
 
 @lru_cache(maxsize=4096)
 def compile_pattern(pattern: str) -> Pattern | None:
     """The pattern compiled in the service's dialect, or None when the service would reject it.
 
-    fancy_regex's own parser reads the text first (`_fancy_syntax.rewrite`); what it builds runs here."""
-    source = rewrite(pattern)
+    fancy_regex's own parser reads the text first (`_fancy_syntax.rewrite`); what it builds runs here. A
+    form the engine does not model gives an "unknown" pattern (never a guessed answer)."""
+    try:
+        source = rewrite(pattern)
+    except Unmodelled as exc:
+        return _unknown(pattern, str(exc))
     if source is None:
         return None
     return _compile_source(pattern, source)
@@ -141,14 +117,14 @@ def _word_boundary(pattern: str, source: str, search_rust: Callable[[str], bool 
 
 
 def _compile_fancy(pattern: str, source: str) -> Pattern | None:
-    """A pattern the `regex` crate alone does not run as fancy_regex would: the step-bounded VM, else the
-    time-bounded `regex` module; None when it is not a fancy form either (the service refuses it)."""
+    """A pattern the `regex` crate alone does not run as fancy_regex would: the step-bounded VM; unknown
+    for a form that VM does not model; None when it is not a fancy form either (the service refuses it)."""
     if _FANCY_HINT.search(source) is None:
         return None
     try:
         program = compile_program(source)
-    except Unsupported:
-        return _timed(source)
+    except Unsupported as exc:
+        return _unknown(pattern, str(exc))
     if isinstance(program, str):  # fancy_regex's rewrite left nothing fancy: the regex crate, unbounded
         try:
             easy = paula.Regex(program).is_match
@@ -164,23 +140,6 @@ def _compile_fancy(pattern: str, source: str) -> Pattern | None:
             return None
 
     return Pattern(pattern, "steps", search_steps)
-
-
-def _timed(pattern: str) -> Pattern | None:
-    """A fancy form `_backtrack` does not model, on the `regex` module with a time limit."""
-    try:
-        fancy = _mrab.compile(_strict_end(pattern), _mrab.VERSION0)
-    except Exception:  # regex.error and friends: invalid in the fancy dialect too
-        return None
-    fancy_search = fancy.search
-
-    def search_fancy(text: str) -> bool | None:
-        try:
-            return fancy_search(text, timeout=FANCY_TIMEOUT_S) is not None
-        except TimeoutError:
-            return None
-
-    return Pattern(pattern, "fancy", search_fancy)
 
 
 # ---------------------------------------------------------------------------------------------- sdk mode

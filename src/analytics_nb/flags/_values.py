@@ -70,6 +70,64 @@ def holds_sdk_opaque(value: Any) -> bool:
     return False
 
 
+class SdkTextAbort(Exception):
+    """posthog 7.91.1 raises a plain `ValueError` while printing the value (not `InconclusiveMatchError`)."""
+
+
+def sdk_container_text(value: Any) -> str | None:
+    """The text posthog 7.91.1 compares a raw list or dict cell as (`_value_to_string` ->
+    `_json_value_to_string` / `_json_scalar_to_string` / `_format_json_float` in posthog/feature_flags.py),
+    item by item with the SDK's own type tests: an `np.float64` is a `float` to it, printed with `repr()`
+    ("[np.float64(1.5)]"), and an `np.str_` is a `str`, while `np.int64`, `np.bool_`, `np.float32`, tuples,
+    `Decimal`, `pd.NA`... are none of its types. None where the SDK raises `InconclusiveMatchError` (such an
+    item, a non-finite float, a dict key that is not a string); `SdkTextAbort` where its float printing
+    raises `ValueError` (an `np.float64` whose repr has an exponent: "np.float64(1e+16)" splits at "e"
+    and `int("+16)")` fails)."""
+    if isinstance(value, list):
+        parts = [sdk_container_text(item) for item in value]
+        return None if None in parts else "[" + ",".join(parts) + "]"  # type: ignore[arg-type]
+    if isinstance(value, dict):
+        if not all(isinstance(key, str) for key in value):
+            return None
+        items = []
+        for key in sorted(value):
+            inner = sdk_container_text(value[key])
+            if inner is None:
+                return None
+            items.append(f"{json.dumps(key, ensure_ascii=False)}:{inner}")
+        return "{" + ",".join(items) + "}"
+    return _sdk_scalar_text(value)
+
+
+def _sdk_scalar_text(value: Any) -> str | None:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    if isinstance(value, int):
+        return str(value)
+    if not isinstance(value, float) or not math.isfinite(value):
+        return None
+    text = repr(value)  # an np.float64 prints as "np.float64(1.5)" (numpy 2)
+    if "e" not in text:
+        return text
+    try:
+        return json_float_text(value) if type(value) is float else _exponent_text(text)
+    except ValueError:
+        raise SdkTextAbort(text) from None
+
+
+def _exponent_text(text: str) -> str:
+    """`_format_json_float` on a repr with an exponent; raises ValueError where the SDK does."""
+    mantissa, exponent_text = text.split("e")
+    exponent = int(exponent_text)
+    if -6 < exponent < 0:
+        return format(Decimal(text), "f")
+    return f"{mantissa}e{'+' if exponent >= 0 else ''}{exponent}"
+
+
 class BadValueError(ValueError):
     """A cell holds something that is not a JSON-like property value (a set, bytes, an object...)."""
 
