@@ -82,6 +82,101 @@ def _literal(text: str, dialect: str = "duckdb") -> str:
     return out
 
 
+# ------------------------------------------------------------------------------------------ hashing
+
+#: The DuckDB function `simulate_sql` registers for bucketing (`compile_sql(bucket_function=)`).
+BUCKET_FUNCTION = "_anb_bucket"
+HASHERS = ("auto", "native", "sql")
+
+
+def column_buckets(prefix: Any, ids: Any, suffix: Any) -> Any:
+    """DuckDB vectorised (Arrow) function: the bucket fraction of ``prefix + id + suffix`` for each id of
+    an Arrow text column, by the project's SHA-NI column hasher (`flags._hashing.fractions_into`, the
+    local engine's), bit-identical to `flags.hash_fraction`; NULL for a NULL id. `prefix` and `suffix`
+    are the same on every row (the flag key and salt: literals in the query), read from the first row.
+    The id buffer is hashed where Arrow holds it (no Python object per row, no copy of the text)."""
+    import numpy as np
+    import pyarrow as pa
+
+    from analytics_nb.flags._hashing import EncodedIds, fractions_into
+
+    ids = _one_chunk(ids)
+    n = len(ids)
+    if n == 0:
+        return pa.array([], pa.float64())
+    head, tail = _first_text(prefix), _first_text(suffix)
+    data, positions = _text_buffers(ids)
+    out = np.empty(n, dtype=np.float64)
+    fractions_into(head, EncodedIds(data, positions), tail, out)
+    mask = ids.is_null().to_numpy(zero_copy_only=False) if ids.null_count else None
+    return pa.array(out, mask=mask)
+
+
+def _one_chunk(column: Any) -> Any:
+    """An Arrow array from what DuckDB hands a vectorised function (a chunked array, usually of one chunk)."""
+    import pyarrow as pa
+
+    if isinstance(column, pa.ChunkedArray):
+        return column.chunk(0) if column.num_chunks == 1 else column.combine_chunks()
+    return column
+
+
+def _text_buffers(ids: Any) -> tuple[Any, Any]:
+    """The UTF-8 buffer and int64 offsets (one per row, plus one) of an Arrow text array, read in place
+    (``string``: its int32 offsets widened; other text types cast to ``large_string`` first)."""
+    import numpy as np
+    import pyarrow as pa
+
+    n = len(ids)
+    if ids.type == pa.string():
+        _, offsets, data = ids.buffers()
+        positions = np.frombuffer(offsets, dtype=np.int32, count=n + 1, offset=ids.offset * 4).astype(
+            np.int64
+        )
+    else:
+        ids = ids.cast(pa.large_string())
+        _, offsets, data = ids.buffers()
+        positions = np.frombuffer(offsets, dtype=np.int64, count=n + 1, offset=ids.offset * 8)
+    return (data if data is not None else b""), positions
+
+
+def _first_text(column: Any) -> bytes:
+    """The first value of a constant text argument as UTF-8 (empty when NULL)."""
+    column = _one_chunk(column)
+    if len(column) == 0 or (column.null_count and not column[0].is_valid):
+        return b""
+    data, positions = _text_buffers(column.slice(0, 1))
+    return bytes(memoryview(data)[int(positions[0]) : int(positions[1])])
+
+
+def register_bucket_function(con: Any, hasher: str) -> str | None:
+    """Register `column_buckets` on a DuckDB connection as `BUCKET_FUNCTION` and return its name, when
+    `hasher` asks for it ("native") or allows it ("auto") and the compiled hasher is built; None: the query
+    hashes with DuckDB's own SHA-1. Measured (1M ids, 2 shared cores): 0.17 s per million against 0.25 s
+    for DuckDB's ``sha1`` + hex ``substr`` + cast, 0 of 1M fractions different."""
+    from analytics_nb.flags._hashing import native_impl
+
+    if hasher not in HASHERS:
+        raise ValueError(f"hasher must be one of {', '.join(HASHERS)}, got {hasher!r}")
+    if hasher == "sql" or (hasher == "auto" and native_impl() is None):
+        return None
+    try:
+        import duckdb.sqltypes as types
+    except ImportError:  # DuckDB before 1.4
+        import duckdb.typing as types  # type: ignore[no-redef,import-not-found]
+
+    con.create_function(
+        BUCKET_FUNCTION,
+        column_buckets,
+        [types.VARCHAR, types.VARCHAR, types.VARCHAR],
+        types.DOUBLE,
+        type="arrow",
+        null_handling="special",
+        side_effects=False,
+    )
+    return BUCKET_FUNCTION
+
+
 # ------------------------------------------------------------------------------------------ engines
 
 
@@ -501,6 +596,7 @@ def simulate_sql(
     flags: Sequence[str] | None = None,
     reasons: bool = True,
     warn: bool = True,
+    hasher: str = "auto",
 ) -> SqlSimulation:
     """Evaluate flags for every row of `source` through DuckDB: a parquet path (file or folder), a DuckDB
     relation, a pandas frame or Arrow table. Memory is bounded by `memory_limit` (DuckDB's setting; it
@@ -535,6 +631,9 @@ def simulate_sql(
         flags: Only these flag keys (what they depend on is evaluated, not written). None: every flag.
         reasons: Write ``<flag>:reason`` and ``<flag>:condition_index`` columns.
         warn: Issue the `MissingPropertyWarning` (False: the caller reads ``missing_report``).
+        hasher: ``"auto"``: the project's compiled SHA-1 column hasher as a DuckDB function when it is
+            built, else DuckDB's ``sha1``; ``"native"``: the compiled hasher (its hashlib fallback when
+            not built); ``"sql"``: DuckDB's ``sha1``. The same buckets either way.
 
     Returns:
         The `SqlSimulation`.
@@ -561,6 +660,7 @@ def simulate_sql(
         # DuckDB's own progress bar for the query (shown for queries running over two seconds)
         bar = progress and not os.environ.get("TQDM_DISABLE")
         con.execute(f"SET enable_progress_bar = {'true' if bar else 'false'}")
+        bucket_function = register_bucket_function(con, hasher)
         source_sql, keys = _source_sql(source, con, batch_rows)
         con.execute(f"CREATE VIEW {_TABLE} AS {source_sql}")
         schema = {row[0]: row[1] for row in con.execute(f"DESCRIBE {_TABLE}").fetchall()}
@@ -576,6 +676,7 @@ def simulate_sql(
             carry=keys,
             flags=flags,
             reasons=reasons,
+            bucket_function=bucket_function,
         )
         sql_path = os.path.join(workdir, "sql.parquet")
         con.execute(f"COPY ({query.sql}) TO {_literal(sql_path)} (FORMAT parquet)")

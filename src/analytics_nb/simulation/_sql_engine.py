@@ -239,7 +239,9 @@ def simulate_in_sql(
             mode=mode,
             out=out,
             memory_limit=memory_limit or DEFAULT_MEMORY_LIMIT,
-            payloads=payloads,
+            # a payload is a function of the value (`CompiledFlag.payload_for`): read back from the values
+            # (`_collect`), never written by the query (it was a third of the columns written)
+            payloads=False,
             progress=bool(progress),
             missing_columns=missing,
             now=now,
@@ -421,6 +423,7 @@ class SqlSimulationResult(SimulationResult):
         index = self._index(positions)
         multivariate = self._text_flags
         keys = self.sim.flags
+        values = {k: [_value(v, k in multivariate) for v in raw[k].tolist()] for k in keys}
 
         def texts(suffix: str) -> dict[str, list[Any]]:
             return {k: [None if pd.isna(v) else str(v) for v in raw[k + suffix].tolist()] for k in keys}
@@ -431,9 +434,9 @@ class SqlSimulationResult(SimulationResult):
             index,
             raw["distinct_id"].tolist(),
             keys,
-            {k: [_value(v, k in multivariate) for v in raw[k].tolist()] for k in keys},
+            values,
             multivariate=multivariate,
-            payloads=texts(":payload") if self._payloads else None,
+            payloads=self._payloads_of(values) if self._payloads else None,
             payload_texts=self._defs.payload_texts(),
             reasons=texts(":reason") if written else None,
             condition_index={
@@ -445,6 +448,18 @@ class SqlSimulationResult(SimulationResult):
             errors=[None if pd.isna(v) else str(v) for v in raw["error"].tolist()],
         )
         return select_flags(frame, self._flag_keys, payloads=self._payloads, reasons=self._reasons)
+
+    def _payloads_of(self, values: dict[str, list[Any]]) -> dict[str, list[Any]]:
+        """Each flag's payload per row from its value, as the engine gives it (`CompiledFlag.payload_for`:
+        the variant's payload, ``"true"``'s for True, none for False or unknown)."""
+        out: dict[str, list[Any]] = {}
+        for sf in self.sim.query.flags:
+            table = sf.payloads
+            out[sf.key] = [
+                None if v is None or v is False else table.get(v if isinstance(v, str) else "true")
+                for v in values[sf.key]
+            ]
+        return out
 
     @property
     def _text_flags(self) -> set[str]:
