@@ -23,7 +23,7 @@ import pandas as pd
 
 from analytics_nb.flags import FrameEvaluator
 from analytics_nb.flags._evaluate import Mode
-from analytics_nb.flags._sql import NEEDS_LOCAL, SqlFlag, SqlQuery, compile_sql, narrow_definitions
+from analytics_nb.flags._sql import NEEDS_LOCAL, SqlQuery, compile_sql, narrow_definitions
 from analytics_nb.simulation._summary import Z95
 from analytics_nb.tables._extras import require, require_extra
 
@@ -316,53 +316,58 @@ def _local_answers(
     if report is not None:
         for key, (labels, count) in evaluator.missing_report.items():
             report[key] = (labels, report.get(key, ((), 0))[1] + count)
-    data: dict[str, Any] = {"distinct_id": batch["distinct_id"].to_numpy(dtype=object)}
-    for name in ROW_KEYS:
-        if name in batch.columns:
-            data[name] = batch[name].astype(object).tolist()
-    for sf in query.flags:
-        data.update(_flag_answers(got, sf, payloads))
-    data["error"] = _texts(got["error"])
-    if query.local_column is not None:
-        data[query.local_column] = [False] * len(batch)
-    arrays = [
-        pa.array(data[f.name], type=f.type, from_pandas=True)
-        if f.name != "distinct_id"
-        else pa.array([None if pd.isna(v) else v for v in batch["distinct_id"].astype(object)], type=f.type)
-        for f in target
-    ]
+    multivariate = {sf.key for sf in query.flags if sf.multivariate}
+    boolean = {sf.key for sf in query.flags if not sf.multivariate}
+    arrays = []
+    for f in target:
+        if f.name == "distinct_id" or f.name in ROW_KEYS:
+            column = pa.Array.from_pandas(batch[f.name])
+        elif f.name == query.local_column:
+            column = pa.array([False] * len(batch), pa.bool_())
+        elif f.name in multivariate:
+            column = pa.array(_variant_texts(got[f.name]), pa.string())
+        elif f.name in boolean and got[f.name].dtype == object:  # a bool, else unknown: never a text
+            column = pa.array([v if isinstance(v, bool) else None for v in got[f.name].tolist()], pa.bool_())
+        else:
+            column = _arrow_column(got[f.name])
+        arrays.append(column.cast(f.type) if column.type != f.type else column)
     return pa.Table.from_arrays(arrays, schema=target)
 
 
-def _flag_answers(got: pd.DataFrame, sf: SqlFlag, payloads: bool) -> dict[str, list[Any]]:
-    """One flag's columns of the local answers as the SQL writes them: a variant flag's value as text
-    ("true" / "false" for a boolean answer), a boolean flag's as a bool, anything else None."""
-    values = got[sf.key].astype(object).tolist()
-    shown: list[Any]
-    if sf.multivariate:
-        shown = [
-            None
-            if not isinstance(v, (str, bool))
-            else ("true" if v is True else "false" if v is False else v)
-            for v in values
-        ]
-    else:
-        shown = [v if isinstance(v, bool) else None for v in values]
-    columns: dict[str, list[Any]] = {
-        sf.key: shown,
-        f"{sf.key}:reason": _texts(got[f"{sf.key}:reason"]),
-        f"{sf.key}:condition_index": [
-            None if pd.isna(v) else int(v) for v in got[f"{sf.key}:condition_index"].astype(object)
-        ],
-    }
-    if payloads:
-        columns[f"{sf.key}:payload"] = _texts(got[f"{sf.key}:payload"])
-    return columns
+def _arrow_column(column: pd.Series) -> Any:
+    """A column of the local engine's frame as Arrow, column at a time: a boolean flag (NA: null), a reason
+    or payload category (decoded to text), a condition index (Int64), the error text."""
+    import pyarrow as pa
+
+    if isinstance(column.dtype, pd.CategoricalDtype):
+        return pa.Array.from_pandas(column).dictionary_decode()
+    if column.dtype == object:
+        return pa.array([None if v is None or v is pd.NA or v != v else v for v in column.tolist()])
+    return pa.Array.from_pandas(column)
 
 
-def _texts(column: pd.Series) -> list[str | None]:
-    """A column's values as text, NA as None."""
-    return [None if pd.isna(v) else str(v) for v in column.astype(object)]
+def _variant_texts(column: pd.Series) -> list[str | None]:
+    """A variant flag's values as the SQL writes them: the variant, "true" / "false" for a boolean answer,
+    None when unknown."""
+    return [
+        v if isinstance(v, str) else "true" if v is True else "false" if v is False else None
+        for v in column.tolist()
+    ]
+
+
+def _engine_dtype(arrow_type: Any) -> Any:
+    """The pandas dtype the local engine reads a batch column as: text as ``StringDtype`` (which the engine
+    matches once per distinct value, in bulk: an ``ArrowDtype`` text column was matched value by value,
+    2.4x slower on 96 demo flags), anything else as ``ArrowDtype`` (integers stay exact, nulls stay null)."""
+    import pyarrow as pa
+
+    if (
+        pa.types.is_string(arrow_type)
+        or pa.types.is_large_string(arrow_type)
+        or str(arrow_type) == "string_view"
+    ):
+        return pd.StringDtype()
+    return pd.ArrowDtype(arrow_type)
 
 
 def _row_key(query: SqlQuery) -> list[str]:
@@ -371,13 +376,25 @@ def _row_key(query: SqlQuery) -> list[str]:
 
 
 def _local_condition(query: SqlQuery) -> str:
-    """The rows of the SQL answers that the local engine must answer ('TRUE' for all of them)."""
-    if query.local_flags:
-        return "TRUE"
+    """The rows of the SQL answers whose answer of some flag the SQL answers is left to the local engine
+    (those rows are answered by it in full). The flags the SQL leaves to the local engine on every row
+    (`SqlQuery.local_flags`) are answered on their own (`_local_flag_columns`), not by sending every row."""
     if not query.reasons:
         return _quote(query.local_column) if query.local_column is not None else "FALSE"
-    tests = [f"{_quote(sf.key + ':reason')} = {_literal(NEEDS_LOCAL)}" for sf in query.flags]
+    tests = [
+        f"{_quote(sf.key + ':reason')} = {_literal(NEEDS_LOCAL)}"
+        for sf in query.flags
+        if sf.needs_local is None
+    ]
     return " OR ".join(tests) if tests else "FALSE"
+
+
+def _local_flag_columns(query: SqlQuery, target: Any) -> list[str]:
+    """The answer columns of the flags the SQL leaves to the local engine on every row."""
+    names = {
+        k + suffix for k in query.local_flags for suffix in ("", ":reason", ":condition_index", ":payload")
+    }
+    return [f.name for f in target if f.name in names]
 
 
 # ------------------------------------------------------------------------------------------ simulation
@@ -679,31 +696,10 @@ def simulate_sql(
             bucket_function=bucket_function,
         )
         sql_path = os.path.join(workdir, "sql.parquet")
-        con.execute(f"COPY ({query.sql}) TO {_literal(sql_path)} (FORMAT parquet)")
-        local = _local_condition(query)
-        sql_src = f"read_parquet({_literal(sql_path)})"
-        local_rows = 0
-        report: dict[str, tuple[tuple[str, ...], int]] = {}
-        final = f"SELECT * FROM {sql_src}"
-        if local != "FALSE":
-            local_rows = _answer_locally(
-                con,
-                query,
-                definitions,
-                (mode, now, payloads, missing_columns),
-                batch_rows,
-                (local, sql_src, workdir),
-                progress,
-                report,
-            )
-            if local_rows:
-                local_path = os.path.join(workdir, "local.parquet")
-                final = (
-                    f"SELECT * FROM {sql_src} WHERE NOT ({local}) "
-                    f"UNION ALL BY NAME SELECT * FROM read_parquet({_literal(local_path)})"
-                )
+        how = (mode, now, payloads, missing_columns)
+        local_rows, final, report = _combine(con, query, definitions, how, batch_rows, workdir, progress)
         target = Path(out) if out is not None else Path(workdir) / "answers.parquet"
-        if local_rows:
+        if final is not None:
             con.execute(f"COPY ({final}) TO {_literal(str(target))} (FORMAT parquet)")
         else:
             shutil.move(sql_path, target)
@@ -716,6 +712,55 @@ def simulate_sql(
     if warn and report:
         warn_missing_properties(report, _count(con, target))
     return SqlSimulation(con, target, query, local_rows, workdir, report)
+
+
+def _combine(
+    con: Any,
+    query: SqlQuery,
+    definitions: Any,
+    how: tuple[Mode, dt.datetime, bool, str],
+    batch_rows: int,
+    workdir: str,
+    progress: bool,
+) -> tuple[int, str | None, dict[str, tuple[tuple[str, ...], int]]]:
+    """Run the query and the local engine's part: the rows the SQL left to the local engine for some flag,
+    answered in full by it. Returns those rows' count, the SELECT of the final answers (None: the SQL
+    answers, ``sql.parquet``, as they are) and the local engine's missing-property report.
+
+    A flag the SQL cannot express at all (`SqlQuery.local_flags`) needs the local engine on every row;
+    the query is then not run and the local engine answers every row and flag (``local.parquet``): it reads
+    every row anyway, and it evaluates a flag faster than DuckDB does (measured on the 2 shared cores:
+    7M flag evaluations/s against 3.5M). Before, the query ran and every row went through the local engine
+    as well: 96 demo-like flags on 200k rows took 3-13x the local engine alone."""
+    sql_path = os.path.join(workdir, "sql.parquet")
+    report: dict[str, tuple[tuple[str, ...], int]] = {}
+    if query.local_flags:
+        empty = con.sql(f"SELECT * FROM ({query.sql}) LIMIT 0").to_arrow_table()
+        import pyarrow.parquet as pq
+
+        pq.write_table(empty, sql_path)  # the answers' schema, for the local engine's writer
+        rows = _answer_locally(
+            con, query, definitions, how, batch_rows, ("TRUE", "", workdir), progress, report
+        )
+        if rows:  # the local engine's answers are the answers
+            os.replace(os.path.join(workdir, "local.parquet"), sql_path)
+        return rows, None, report
+    con.execute(f"COPY ({query.sql}) TO {_literal(sql_path)} (FORMAT parquet)")
+    local = _local_condition(query)
+    if local == "FALSE":
+        return 0, None, report
+    sql_src = f"read_parquet({_literal(sql_path)})"
+    rows = _answer_locally(
+        con, query, definitions, how, batch_rows, (local, sql_src, workdir), progress, report
+    )
+    if not rows:
+        return 0, None, report
+    local_path = _literal(os.path.join(workdir, "local.parquet"))
+    final = (
+        f"SELECT * FROM {sql_src} WHERE NOT ({local}) "
+        f"UNION ALL BY NAME SELECT * FROM read_parquet({local_path})"
+    )
+    return rows, final, report
 
 
 def _count(con: Any, path: Path) -> int:
@@ -759,7 +804,7 @@ def _answer_locally(
         bar = tqdm(total=total, unit="rows", desc="local engine")
     try:
         for batch in reader:
-            frame = batch.to_pandas(types_mapper=pd.ArrowDtype)
+            frame = batch.to_pandas(types_mapper=_engine_dtype)
             writer.write_table(
                 _local_answers(
                     frame, query, mode, definitions, now, payloads, target, missing_columns, report
