@@ -10,10 +10,13 @@ every answer is the local engine's answer.
 
 from __future__ import annotations
 
+import atexit
 import datetime as dt
 import os
 import shutil
+import signal
 import tempfile
+import threading
 import weakref
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -80,6 +83,60 @@ def _literal(text: str, dialect: str = "duckdb") -> str:
 
     out: str = exp.Literal.string(text).sql(dialect=dialect)
     return out
+
+
+# ------------------------------------------------------------------------------------------ work folders
+
+#: the working folders of runs and results alive in this process (removed on SIGTERM and at exit)
+_LIVE: set[str] = set()
+_installed = False
+
+
+def make_workdir(prefix: str) -> str:
+    """A new temporary working folder, registered so that SIGTERM (and interpreter exit) removes it.
+
+    Ctrl-C raises KeyboardInterrupt, which the runs clean up after (`simulate_sql`'s ``except``); SIGTERM's
+    default action ended the process with no Python code run, leaving DuckDB's database and spill folder
+    (gigabytes on a large export) in the temporary folder."""
+    folder = tempfile.mkdtemp(prefix=prefix)
+    _LIVE.add(folder)
+    _install_cleanup()
+    return folder
+
+
+def remove_workdir(folder: str | None) -> None:
+    """Remove a working folder and forget it."""
+    if folder:
+        _LIVE.discard(folder)
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _remove_all() -> None:
+    for folder in list(_LIVE):
+        remove_workdir(folder)
+
+
+def _install_cleanup() -> None:
+    """Once per process: remove the live working folders at exit and on SIGTERM. SIGTERM's handler is
+    installed only over the default action (never over a handler the program set, nor an ignored signal)
+    and only from the main thread (Python's rule); it removes the folders, restores the default action and
+    re-sends SIGTERM, so the process still ends as killed by it."""
+    global _installed
+    if _installed:
+        return
+    _installed = True
+    atexit.register(_remove_all)
+    if threading.current_thread() is not threading.main_thread():
+        _installed = False  # try again from the main thread
+        return
+    if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+        signal.signal(signal.SIGTERM, _on_sigterm)
+
+
+def _on_sigterm(signum: int, frame: Any) -> None:
+    _remove_all()
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    os.kill(os.getpid(), signal.SIGTERM)
 
 
 # ------------------------------------------------------------------------------------------ hashing
@@ -243,7 +300,7 @@ def _run_chdb(query: SqlQuery, table: Any) -> pd.DataFrame:
 
     chdb_session: Any = require("chdb.session", "engine='clickhouse' (chDB)", "chdb")
 
-    folder = tempfile.mkdtemp(prefix="anb-chdb-")
+    folder = make_workdir("anb-chdb-")
     try:
         path = os.path.join(folder, "persons.parquet")
         pq.write_table(table, path)
@@ -258,7 +315,7 @@ def _run_chdb(query: SqlQuery, table: Any) -> pd.DataFrame:
         finally:
             sess.close()
     finally:
-        shutil.rmtree(folder, ignore_errors=True)
+        remove_workdir(folder)
     frame: pd.DataFrame = result.to_pandas(types_mapper=pd.ArrowDtype)
     return frame
 
@@ -525,8 +582,7 @@ class SqlSimulation:
 
 def _cleanup(con: Any, workdir: str | None) -> None:
     con.close()
-    if workdir:
-        shutil.rmtree(workdir, ignore_errors=True)
+    remove_workdir(workdir)
 
 
 def _wilson(counts_sql: str, group: str, z: float) -> str:
@@ -665,7 +721,7 @@ def simulate_sql(
     if flags is not None:
         definitions = narrow_definitions(definitions, list(flags))
     now = now or dt.datetime.now(dt.UTC)
-    workdir = tempfile.mkdtemp(prefix="anb-sql-")
+    workdir = make_workdir("anb-sql-")
     con = duckdb.connect(
         os.path.join(workdir, "work.duckdb"),
         config={"memory_limit": memory_limit, "temp_directory": os.path.join(workdir, "spill")},
@@ -705,7 +761,7 @@ def simulate_sql(
             shutil.move(sql_path, target)
     except BaseException:
         con.close()
-        shutil.rmtree(workdir, ignore_errors=True)
+        remove_workdir(workdir)
         raise
     written = {sf.key for sf in query.flags}
     report = {k: v for k, v in report.items() if k in written}
