@@ -9,11 +9,17 @@ ratio, the rows whose answers differ, and the load average (the machine is share
 
     .venv/bin/python bench/sql_vs_duckdb.py                    # 1M persons
     .venv/bin/python bench/sql_vs_duckdb.py --rows 10000000
+    .venv/bin/python bench/sql_vs_duckdb.py --many 200000      # and ~100 flags: SQL against the local engine
+
+``--many N``: N persons x 100 flags (10 copies of the 10 `flags_sql` flags, every one answered in SQL) and
+x 96 demo flags (6 copies of the 16 demo flags; 7 of each copy are answered by the local engine: regex,
+cohort, dates, groups), `simulate(engine="sql")` against `simulate(engine="local")` on the same frame.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import tempfile
@@ -21,6 +27,7 @@ import time
 import warnings
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import duckdb
 
@@ -71,10 +78,61 @@ def load() -> str:
     return " ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
+def copies(flags: list[dict[str, Any]], n: int) -> list[dict[str, Any]]:
+    """`n` copies of `flags`, each flag key (and every reference to it) suffixed with the copy number."""
+    keys = {f["key"] for f in flags}
+    out = []
+    for c in range(n):
+        for flag in flags:
+            text = json.dumps(flag)
+            for key in keys:
+                text = text.replace(f'"{key}"', f'"{key}-{c}"')
+            out.append(json.loads(text))
+    return out
+
+
+def many(rows: int, runs: int) -> None:
+    """~100 flags on `rows` persons: SQL against the local engine, best of `runs` each."""
+    import pandas as pd
+
+    from analytics_nb.sandbox._resources.demo_flags import demo_flag_definitions, demo_persons
+
+    with tempfile.TemporaryDirectory() as folder:
+        export = os.path.join(folder, "persons.parquet")
+        write_export(Path(export), rows)
+        frame = pd.read_parquet(export)
+        demo_path = os.path.join(folder, "demo.parquet")
+        demo = pd.DataFrame([{"distinct_id": i, **p} for i, p in demo_persons(rows)])
+        demo.to_parquet(demo_path)
+        for label, defs, path, table in (
+            ("100 flags answered in SQL", copies(definitions(), 10), export, frame),
+            (
+                "96 demo flags (42 need the local engine)",
+                copies(demo_flag_definitions(1), 6),
+                demo_path,
+                demo,
+            ),
+        ):
+
+            def sql(defs: Any = defs, path: str = path) -> None:
+                simulate(path, engine="sql", definitions=defs, progress=False).close()
+
+            def local(defs: Any = defs, table: Any = table) -> None:
+                simulate(table, engine="local", definitions=defs, progress=False)
+
+            t_local = best_of(runs, local)
+            t_sql = best_of(runs, sql)
+            print(
+                f"{rows:,} persons x {label}: engine='sql' {t_sql:.2f} s, engine='local' {t_local:.2f} s, "
+                f"ratio {t_sql / t_local:.2f}; load average {load()}"
+            )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--many", type=int, default=0, help="also ~100 flags x this many persons vs local")
     args = parser.parse_args()
     warnings.simplefilter("ignore")
     defs = definitions()[:FLAGS]
@@ -104,6 +162,8 @@ def main() -> None:
     print(f"hand-written DuckDB query (best of {args.runs}): {t_theirs:.2f} s")
     print(f"simulate(engine='sql')    (best of {args.runs}): {t_ours:.2f} s  ratio {t_ours / t_theirs:.2f}")
     print(f"rows that differ: {differ} of {n_ours:,}; load average after: {load()}")
+    if args.many:
+        many(args.many, args.runs)
 
 
 if __name__ == "__main__":

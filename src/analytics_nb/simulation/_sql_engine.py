@@ -313,6 +313,13 @@ def _value(v: Any, text: bool) -> Any:
     raise TypeError(f"a boolean flag's SQL answer is {v!r}; expected a boolean")
 
 
+def _texts(column: pd.Series) -> list[str | None]:
+    """A text column read back as a list, missing cells None: column at a time (the per-cell ``pd.isna``
+    loop was most of the read-back's time on wide answers)."""
+    values: list[str | None] = column.astype(object).where(column.notna(), None).tolist()
+    return values
+
+
 class SqlSimulationResult(SimulationResult):
     """What ``simulate(..., engine="sql")`` returns: a `SimulationResult` over DuckDB's answers.
 
@@ -426,7 +433,7 @@ class SqlSimulationResult(SimulationResult):
         values = {k: [_value(v, k in multivariate) for v in raw[k].tolist()] for k in keys}
 
         def texts(suffix: str) -> dict[str, list[Any]]:
-            return {k: [None if pd.isna(v) else str(v) for v in raw[k + suffix].tolist()] for k in keys}
+            return {k: _texts(raw[k + suffix]) for k in keys}
 
         # the SQL writes reason and condition-index columns only when they were asked for
         written = self.sim.query.reasons
@@ -439,13 +446,10 @@ class SqlSimulationResult(SimulationResult):
             payloads=self._payloads_of(values) if self._payloads else None,
             payload_texts=self._defs.payload_texts(),
             reasons=texts(":reason") if written else None,
-            condition_index={
-                k: [None if pd.isna(v) else int(v) for v in raw[k + ":condition_index"].tolist()]
-                for k in keys
-            }
+            condition_index={k: pd.array(raw[k + ":condition_index"], dtype="Int64").tolist() for k in keys}
             if written
             else None,
-            errors=[None if pd.isna(v) else str(v) for v in raw["error"].tolist()],
+            errors=_texts(raw["error"]),
         )
         return select_flags(frame, self._flag_keys, payloads=self._payloads, reasons=self._reasons)
 
