@@ -15,7 +15,7 @@ from analytics_nb.flags import compile_sql, hash_fraction
 from analytics_nb.flags._hashing import raw_hash
 from analytics_nb.flags._sql import _fraction, _variant_range, rollout_bound
 from analytics_nb.simulation import simulate, simulate_sql
-from analytics_nb.simulation._sql import column_buckets, register_bucket_function
+from analytics_nb.simulation._sql import column_buckets, register_buckets
 
 duckdb = pytest.importorskip("duckdb", reason="the 'sql' extra is not installed")
 pa = pytest.importorskip("pyarrow")
@@ -28,26 +28,23 @@ IDS += [f"user-{i}" for i in range(3000)] + [
 
 def test_column_buckets_equal_hash_fraction_on_every_id() -> None:
     ids = pa.chunked_array([pa.array([None, *IDS]).slice(1)])  # a slice: the offsets start past zero
-    n = len(IDS)
     for prefix, suffix in (("flag.", ""), ("flag.", "variant"), ("holdout-", ""), ("ключ.", "")):
-        got = column_buckets(pa.array([prefix] * n), ids, pa.array([suffix] * n)).to_pylist()
+        got = column_buckets(prefix, suffix)(ids).to_pylist()
         assert got == [raw_hash(prefix + i + suffix) for i in IDS]
-    assert column_buckets(pa.array(["k."]), pa.array(["é"]), pa.array([""])).to_pylist() == [
-        hash_fraction("k", "é")
-    ]
-    nulls = column_buckets(pa.array(["k."] * 3), pa.array(["a", None, ""]), pa.array([""] * 3)).to_pylist()
+    assert column_buckets("k.", "")(pa.array(["é"])).to_pylist() == [hash_fraction("k", "é")]
+    nulls = column_buckets("k.", "")(pa.array(["a", None, ""])).to_pylist()
     assert nulls == [hash_fraction("k", "a"), None, hash_fraction("k", "")]
-    wide = column_buckets(pa.array(["k."]), pa.array(["é"], pa.large_string()), pa.array([""])).to_pylist()
+    wide = column_buckets("k.", "")(pa.array(["é"], pa.large_string())).to_pylist()
     assert wide == [hash_fraction("k", "é")]
+    assert column_buckets("k.", "")(pa.array([], pa.string())).to_pylist() == []
 
 
 def test_the_duckdb_function_equals_duckdbs_own_sha1_bit_for_bit() -> None:
     con = duckdb.connect()
-    name = register_bucket_function(con, "native")
-    assert name is not None
+    register_buckets(con, {"b": ("flag.", "variant")})
     con.register("ids", pa.table({"id": pa.array([*IDS, None])}))
     differ = con.execute(
-        f"SELECT count(*), count(*) FILTER (WHERE {name}('flag.', id, 'variant') IS DISTINCT FROM "
+        "SELECT count(*), count(*) FILTER (WHERE b(id) IS DISTINCT FROM "
         "CAST(CAST(('0x' || substr(sha1('flag.' || id || 'variant'), 1, 15)) AS UBIGINT) AS DOUBLE) "
         "/ CAST(1152921504606846975 AS DOUBLE)) FROM ids"
     ).fetchall()
@@ -97,7 +94,7 @@ def test_native_and_sql_hashers_give_the_local_engines_answers(reasons: bool) ->
     frame = _frame()
     local = simulate(frame, engine="local", definitions=_definitions(), reasons=reasons)
     with simulate(frame, engine="sql", definitions=_definitions(), reasons=reasons, progress=False) as sql:
-        assert "_anb_bucket(" in sql.sql.lower()  # the compiled hasher ran (it is built here)
+        assert "_anb_bucket_0(" in sql.sql.lower()  # the compiled hasher ran (it is built here)
         pd.testing.assert_frame_equal(sql.outputs, local.outputs)
     with (
         simulate_sql(frame, _definitions(), hasher="sql", progress=False, reasons=reasons) as a,
@@ -113,19 +110,20 @@ def test_a_bucket_is_hashed_only_on_rows_a_condition_matched() -> None:
     frame = _frame(1000)
     hashed: list[int] = []
 
-    def counting(prefix: Any, ids: Any, suffix: Any) -> Any:
+    query = compile_sql(
+        _definitions()[:1], schema={"distinct_id": "VARCHAR", "plan": "VARCHAR"}, bucket_function="counted"
+    )
+    ((name, (prefix, suffix)),) = query.buckets.items()
+    assert (prefix, suffix) == ("r.", "")
+
+    def counting(ids: Any) -> Any:
         hashed.append(len(ids))
-        return column_buckets(prefix, ids, suffix)
+        return column_buckets(prefix, suffix)(ids)
 
     import duckdb.sqltypes as types
 
     con = duckdb.connect()
-    con.create_function(
-        "counted", counting, [types.VARCHAR] * 3, types.DOUBLE, type="arrow", null_handling="special"
-    )
+    con.create_function(name, counting, [types.VARCHAR], types.DOUBLE, type="arrow", null_handling="special")
     con.register("persons", pa.Table.from_pandas(frame))
-    query = compile_sql(
-        _definitions()[:1], schema={"distinct_id": "VARCHAR", "plan": "VARCHAR"}, bucket_function="counted"
-    )
     got = con.execute(query.sql).df()
     assert sum(hashed) == 200 and got["r"].sum() > 0

@@ -35,9 +35,14 @@ def _spy(monkeypatch: pytest.MonkeyPatch) -> tuple[list[int], list[dict[str, Any
     dtypes: list[dict[str, Any]] = []
     real_buckets, real_evaluator = sql_module.column_buckets, sql_module.FrameEvaluator
 
-    def buckets(prefix: Any, ids: Any, suffix: Any) -> Any:
-        hashed.append(len(ids))
-        return real_buckets(prefix, ids, suffix)
+    def buckets(prefix: str, suffix: str) -> Any:
+        real = real_buckets(prefix, suffix)
+
+        def counted(ids: Any) -> Any:
+            hashed.append(len(ids))
+            return real(ids)
+
+        return counted
 
     def evaluator(frame: pd.DataFrame, **kw: Any) -> Any:
         dtypes.append(frame.dtypes.to_dict())

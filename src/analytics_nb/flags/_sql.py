@@ -117,6 +117,9 @@ class SqlQuery:
     reasons: bool = True
     #: without reasons: the boolean column saying a row needs the local engine (None when no row can)
     local_column: str | None = None
+    #: with `compile_sql(bucket_function=)`: {function name: (prefix, suffix)}, the bucket fraction of
+    #: ``prefix + distinct_id + suffix`` each function must return (the caller registers them)
+    buckets: dict[str, tuple[str, str]] = field(default_factory=dict)
 
     @property
     def local_flags(self) -> dict[str, str]:
@@ -231,9 +234,12 @@ class _Compiler:
         #: a property the table has no column for is unknown (the local engine answers: NA where the
         #: answer depends on it) rather than "not set"
         self.unknown_absent = False
-        #: None: the engine's own SHA-1 (`h60`); else the name of a DuckDB function (prefix, id, suffix) ->
-        #: the bucket fraction (`simulation._sql` registers the project's column hasher under it)
+        #: None: the engine's own SHA-1 (`h60`); else the stem of DuckDB functions ``<stem>_<n>(id)`` giving
+        #: the bucket fraction of one (prefix, suffix) each (`SqlQuery.buckets`; `simulation._sql`
+        #: registers the project's column hasher under those names)
         self.bucket_function: str | None = None
+        #: (prefix, suffix) -> the name of its bucket function (`bucket_function` + a number)
+        self.buckets: dict[tuple[str, str], str] = {}
 
     # -------------------------------------------------------------- small builders
 
@@ -366,7 +372,8 @@ class _Compiler:
         `bucket_function`) its fraction `h / LONG_SCALE` computed by that function; `bound` prints a bound
         for either."""
         if self.bucket_function is not None:
-            return self.fn(self.bucket_function, self.lit(prefix), self.col("_anb_id"), self.lit(suffix))
+            name = self.buckets.setdefault((prefix, suffix), f"{self.bucket_function}_{len(self.buckets)}")
+            return self.fn(name, self.col("_anb_id"))
         parts = [self.lit(prefix), self.col("_anb_id")] + ([self.lit(suffix)] if suffix else [])
         return self.h60(self.concat(*parts))
 
@@ -954,10 +961,11 @@ def compile_sql(
         carry: Input columns the SELECT passes through after ``distinct_id`` (a row key, say).
         flags: Only these flag keys (and, compiled but not written, what they depend on). None: all.
         reasons: Write ``<flag>:reason`` and ``<flag>:condition_index``.
-        bucket_function: DuckDB only: the name of a function ``(prefix, id, suffix) -> DOUBLE`` giving
-            the bucket fraction of ``prefix + id + suffix`` (`simulation.simulate_sql` registers the
-            project's SHA-NI column hasher, `flags._hashing`, under it); the bounds are then the fractions
-            of the exact integer bounds. None: the engine's own SHA-1.
+        bucket_function: DuckDB only: the stem of functions ``<stem>_<n>(id) -> DOUBLE``, each the bucket
+            fraction of ``prefix + id + suffix`` for one (prefix, suffix), listed in `SqlQuery.buckets`
+            (`simulation.simulate_sql` registers the project's SHA-NI column hasher, `flags._hashing`,
+            under them); the bounds are then the fractions of the exact integer bounds. None: the
+            engine's own SHA-1.
 
     Returns:
         The `SqlQuery`.
@@ -1012,7 +1020,8 @@ def compile_sql(
     text = final.sql(dialect=dialect, pretty=pretty, identify=False)
     if dialect == "clickhouse" and len(text.encode()) > CLICKHOUSE_MAX_QUERY_SIZE:
         text = _clickhouse_sized(final, text, pretty)
-    return SqlQuery(text, dialect, mode, sql_flags, table, list(carry), reasons, local_column)
+    buckets = {name: pair for pair, name in c.buckets.items()}
+    return SqlQuery(text, dialect, mode, sql_flags, table, list(carry), reasons, local_column, buckets)
 
 
 def _check_options(missing_columns: str, dialect: str) -> None:
