@@ -117,6 +117,9 @@ class SqlQuery:
     reasons: bool = True
     #: without reasons: the boolean column saying a row needs the local engine (None when no row can)
     local_column: str | None = None
+    #: with `compile_sql(bucket_function=)`: {function name: (prefix, suffix)}, the bucket fraction of
+    #: ``prefix + distinct_id + suffix`` each function must return (the caller registers them)
+    buckets: dict[str, tuple[str, str]] = field(default_factory=dict)
 
     @property
     def local_flags(self) -> dict[str, str]:
@@ -231,6 +234,12 @@ class _Compiler:
         #: a property the table has no column for is unknown (the local engine answers: NA where the
         #: answer depends on it) rather than "not set"
         self.unknown_absent = False
+        #: None: the engine's own SHA-1 (`h60`); else the stem of DuckDB functions ``<stem>_<n>(id)`` giving
+        #: the bucket fraction of one (prefix, suffix) each (`SqlQuery.buckets`; `simulation._sql`
+        #: registers the project's column hasher under those names)
+        self.bucket_function: str | None = None
+        #: (prefix, suffix) -> the name of its bucket function (`bucket_function` + a number)
+        self.buckets: dict[tuple[str, str], str] = {}
 
     # -------------------------------------------------------------- small builders
 
@@ -357,6 +366,25 @@ class _Compiler:
             ),
         )
         return exp.cast(exp.cast(exp.Paren(this=hexed), "BIT(60)", dialect="postgres"), "BIGINT")
+
+    def bucket(self, prefix: str, suffix: str = "") -> exp.Expression:
+        """The bucket of ``prefix + distinct_id + suffix``: the 60-bit integer of `h60`, or (with a
+        `bucket_function`) its fraction `h / LONG_SCALE` computed by that function; `bound` prints a bound
+        for either."""
+        if self.bucket_function is not None:
+            name = self.buckets.setdefault((prefix, suffix), f"{self.bucket_function}_{len(self.buckets)}")
+            return self.fn(name, self.col("_anb_id"))
+        parts = [self.lit(prefix), self.col("_anb_id")] + ([self.lit(suffix)] if suffix else [])
+        return self.h60(self.concat(*parts))
+
+    def bound(self, h: int) -> exp.Expression:
+        """An integer bound on the 60-bit hash as the bucket column reads it: the integer itself, or with a
+        `bucket_function` its fraction. The fraction is monotone in the integer, and every bound here is
+        the last (or first) integer on one side of a share, so ``f(h) <= f(B)`` exactly when ``h <= B``
+        (and ``f(h) >= f(A)`` exactly when ``h >= A``): the same rows either way."""
+        if self.bucket_function is None:
+            return self.exp.Literal.number(h)
+        return self.exp.cast(self.lit(repr(_fraction(h))), "double")
 
     def concat(self, *parts: exp.Expression) -> exp.Expression:
         exp = self.exp
@@ -671,6 +699,8 @@ class _FlagParts:
 
     inputs: list[tuple[str, Any]] = field(default_factory=list)
     conditions: list[tuple[str, Any]] = field(default_factory=list)
+    #: the rollout and variant buckets, computed after the conditions (`_FlagCompiler.guard_hashes`)
+    hashes: list[tuple[str, Any]] = field(default_factory=list)
     outcome: Any = None
 
 
@@ -702,10 +732,10 @@ class _FlagCompiler:
         if flag.holdout is not None:
             hv, pct = flag.holdout
             name = f"_anb_{self.n}_hold"
-            self.parts.inputs.append((name, o.h60(o.concat(o.lit("holdout-"), o.col("_anb_id")))))
+            self.parts.inputs.append((name, o.bucket("holdout-")))
             bound = rollout_bound(pct / 100)
             if bound >= 0:
-                test = exp.LTE(this=o.col(name), expression=exp.Literal.number(bound))
+                test = exp.LTE(this=o.col(name), expression=o.bound(bound))
                 whens.append((test, self.oid("variant", hv, "holdout_condition_value", None)))
         rollout_col = f"_anb_{self.n}_h"
         uses_rollout = False
@@ -734,11 +764,25 @@ class _FlagCompiler:
                     )
                 whens.append((is_true, stop))
         if uses_rollout:
-            key_dot = o.lit(f"{flag.key}.")
-            self.parts.inputs.append((rollout_col, o.h60(o.concat(key_dot, o.col("_anb_id")))))
+            self.parts.hashes.insert(0, (rollout_col, o.bucket(f"{flag.key}.")))
+        self.guard_hashes(codes)
         default = self.fallthrough(codes, whens)
         self.parts.outcome = o.case(whens, default)
         return self.parts
+
+    def guard_hashes(self, codes: list[Any]) -> None:
+        """Hash only the rows that read a rollout or variant bucket: both are read only where a
+        condition's code is TRUE (`matched`, `match`), so each is ``CASE WHEN k0 = 1 OR ... THEN bucket
+        END``, NULL (never read) elsewhere. SHA-1 was most of the query's time; rows no condition matches
+        are no longer hashed."""
+        o = self.o
+        exp = o.exp
+        if not self.parts.hashes or not codes:
+            return
+        matched = exp.or_(*[exp.EQ(this=k.copy(), expression=o.lit(_TRUE)) for k in codes])
+        self.parts.hashes = [
+            (name, o.case([(matched.copy(), e)], exp.Null())) for name, e in self.parts.hashes
+        ]
 
     def condition(self, cond: ConditionSpec) -> Any:
         """Adds the condition's filter-code columns and its code column; returns the code column."""
@@ -779,7 +823,7 @@ class _FlagCompiler:
             return None
         if bound < 0:
             return o.exp.false()
-        return o.exp.LTE(this=o.col(column), expression=o.exp.Literal.number(bound))
+        return o.exp.LTE(this=o.col(column), expression=o.bound(bound))
 
     def match(self, cond: ConditionSpec) -> Any:
         o, flag = self.o, self.flag
@@ -789,15 +833,14 @@ class _FlagCompiler:
         if not flag.variants:
             return self.oid("true", None, "condition_match", cond.index)
         vcol = f"_anb_{self.n}_v"
-        if not any(name == vcol for name, _ in self.parts.inputs):
-            text = o.concat(o.lit(f"{flag.key}."), o.col("_anb_id"), o.lit("variant"))
-            self.parts.inputs.append((vcol, o.h60(text)))
+        if not any(name == vcol for name, _ in self.parts.hashes):
+            self.parts.hashes.append((vcol, o.bucket(f"{flag.key}.", "variant")))
         whens = []
         for vkey, low, high in flag.variants:
             first, last = _variant_range(low, high)
             if first > last:
                 continue
-            test = exp.Between(this=o.col(vcol), low=exp.Literal.number(first), high=exp.Literal.number(last))
+            test = exp.Between(this=o.col(vcol), low=o.bound(first), high=o.bound(last))
             whens.append((test, self.oid("variant", vkey, "condition_match", cond.index)))
         return o.case(whens, self.oid("true", None, "condition_match", cond.index))
 
@@ -889,6 +932,7 @@ def compile_sql(
     carry: Sequence[str] = (),
     flags: Sequence[str] | None = None,
     reasons: bool = True,
+    bucket_function: str | None = None,
 ) -> SqlQuery:
     """Compile flag definitions to one SELECT over `table` (see `to_sql`); returns the `SqlQuery` with the
     text and what each flag's outcome integers mean (used to read the answers back).
@@ -917,6 +961,11 @@ def compile_sql(
         carry: Input columns the SELECT passes through after ``distinct_id`` (a row key, say).
         flags: Only these flag keys (and, compiled but not written, what they depend on). None: all.
         reasons: Write ``<flag>:reason`` and ``<flag>:condition_index``.
+        bucket_function: DuckDB only: the stem of functions ``<stem>_<n>(id) -> DOUBLE``, each the bucket
+            fraction of ``prefix + id + suffix`` for one (prefix, suffix), listed in `SqlQuery.buckets`
+            (`simulation.simulate_sql` registers the project's SHA-NI column hasher, `flags._hashing`,
+            under them); the bounds are then the fractions of the exact integer bounds. None: the
+            engine's own SHA-1.
 
     Returns:
         The `SqlQuery`.
@@ -938,6 +987,9 @@ def compile_sql(
     _check_table(kinds, compiled)
     c = _Compiler(compiled, dialect, server, kinds, _now(now, server, compiled.timezone), table)
     c.unknown_absent = missing_columns == "unknown" and kinds is not None
+    if bucket_function is not None and dialect != "duckdb":
+        raise ValueError("bucket_function= is a DuckDB function; other dialects hash with their own SHA-1")
+    c.bucket_function = bucket_function
     _check_columns(kinds, carry)
 
     base = exp.select(exp.Star(), exp.alias_(c.text(c.col("distinct_id")), "_anb_id", quoted=True)).from_(
@@ -968,7 +1020,8 @@ def compile_sql(
     text = final.sql(dialect=dialect, pretty=pretty, identify=False)
     if dialect == "clickhouse" and len(text.encode()) > CLICKHOUSE_MAX_QUERY_SIZE:
         text = _clickhouse_sized(final, text, pretty)
-    return SqlQuery(text, dialect, mode, sql_flags, table, list(carry), reasons, local_column)
+    buckets = {name: pair for pair, name in c.buckets.items()}
+    return SqlQuery(text, dialect, mode, sql_flags, table, list(carry), reasons, local_column, buckets)
 
 
 def _check_options(missing_columns: str, dialect: str) -> None:
@@ -1036,9 +1089,11 @@ def _level_ctes(
 
     inputs = {name: e for _, p in parts_by_flag for name, e in p.inputs}
     conditions = [(name, e) for _, p in parts_by_flag for name, e in p.conditions]
+    hashes = [(name, e) for _, p in parts_by_flag for name, e in p.hashes]
     outcomes = [(c.outcome_col[f.key], p.outcome) for f, p in parts_by_flag]
     ctes: list[tuple[str, Any]] = []
-    for suffix, columns in (("in", list(inputs.items())), ("cond", conditions), ("out", outcomes)):
+    levels = (("in", list(inputs.items())), ("cond", conditions), ("hash", hashes), ("out", outcomes))
+    for suffix, columns in levels:
         if not columns:
             continue
         name = f"_anb_{suffix}{level_no}"

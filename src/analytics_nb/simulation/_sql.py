@@ -10,10 +10,13 @@ every answer is the local engine's answer.
 
 from __future__ import annotations
 
+import atexit
 import datetime as dt
 import os
 import shutil
+import signal
 import tempfile
+import threading
 import weakref
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -23,7 +26,7 @@ import pandas as pd
 
 from analytics_nb.flags import FrameEvaluator
 from analytics_nb.flags._evaluate import Mode
-from analytics_nb.flags._sql import NEEDS_LOCAL, SqlFlag, SqlQuery, compile_sql, narrow_definitions
+from analytics_nb.flags._sql import NEEDS_LOCAL, SqlQuery, compile_sql, narrow_definitions
 from analytics_nb.simulation._summary import Z95
 from analytics_nb.tables._extras import require, require_extra
 
@@ -80,6 +83,156 @@ def _literal(text: str, dialect: str = "duckdb") -> str:
 
     out: str = exp.Literal.string(text).sql(dialect=dialect)
     return out
+
+
+# ------------------------------------------------------------------------------------------ work folders
+
+#: the working folders of runs and results alive in this process (removed on SIGTERM and at exit)
+_LIVE: set[str] = set()
+_installed = False
+
+
+def make_workdir(prefix: str) -> str:
+    """A new temporary working folder, registered so that SIGTERM (and interpreter exit) removes it.
+
+    Ctrl-C raises KeyboardInterrupt, which the runs clean up after (`simulate_sql`'s ``except``); SIGTERM's
+    default action ended the process with no Python code run, leaving DuckDB's database and spill folder
+    (gigabytes on a large export) in the temporary folder."""
+    folder = tempfile.mkdtemp(prefix=prefix)
+    _LIVE.add(folder)
+    _install_cleanup()
+    return folder
+
+
+def remove_workdir(folder: str | None) -> None:
+    """Remove a working folder and forget it."""
+    if folder:
+        _LIVE.discard(folder)
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _remove_all() -> None:
+    for folder in list(_LIVE):
+        remove_workdir(folder)
+
+
+def _install_cleanup() -> None:
+    """Once per process: remove the live working folders at exit and on SIGTERM. SIGTERM's handler is
+    installed only over the default action (never over a handler the program set, nor an ignored signal)
+    and only from the main thread (Python's rule); it removes the folders, restores the default action and
+    re-sends SIGTERM, so the process still ends as killed by it."""
+    global _installed
+    if _installed:
+        return
+    _installed = True
+    atexit.register(_remove_all)
+    if threading.current_thread() is not threading.main_thread():
+        _installed = False  # try again from the main thread
+        return
+    if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+        signal.signal(signal.SIGTERM, _on_sigterm)
+
+
+def _on_sigterm(signum: int, frame: Any) -> None:
+    _remove_all()
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    os.kill(os.getpid(), signal.SIGTERM)
+
+
+# ------------------------------------------------------------------------------------------ hashing
+
+#: The DuckDB function `simulate_sql` registers for bucketing (`compile_sql(bucket_function=)`).
+BUCKET_FUNCTION = "_anb_bucket"
+HASHERS = ("auto", "native", "sql")
+
+
+def column_buckets(prefix: str, suffix: str) -> Any:
+    """A DuckDB vectorised (Arrow) function of one text column: the bucket fraction of
+    ``prefix + id + suffix`` for each id, by the project's SHA-NI column hasher
+    (`flags._hashing.fractions_into`, the local engine's), bit-identical to `flags.hash_fraction`; NULL
+    for a NULL id. The id buffer is hashed where Arrow holds it (no Python object per row, no copy of
+    the text); the prefix and suffix are bound here, not passed as constant columns (DuckDB hands a
+    constant argument over as a full column per chunk: 25% of the time per hash)."""
+    import numpy as np
+    import pyarrow as pa
+
+    from analytics_nb.flags._hashing import EncodedIds, fractions_into
+
+    head, tail = prefix.encode("utf-8"), suffix.encode("utf-8")
+
+    def buckets(ids: Any) -> Any:
+        ids = _one_chunk(ids)
+        n = len(ids)
+        if n == 0:
+            return pa.array([], pa.float64())
+        data, positions = _text_buffers(ids)
+        out = np.empty(n, dtype=np.float64)
+        fractions_into(head, EncodedIds(data, positions), tail, out)
+        mask = ids.is_null().to_numpy(zero_copy_only=False) if ids.null_count else None
+        return pa.array(out, mask=mask)
+
+    return buckets
+
+
+def _one_chunk(column: Any) -> Any:
+    """An Arrow array from what DuckDB hands a vectorised function (a chunked array, usually of one chunk)."""
+    import pyarrow as pa
+
+    if isinstance(column, pa.ChunkedArray):
+        return column.chunk(0) if column.num_chunks == 1 else column.combine_chunks()
+    return column
+
+
+def _text_buffers(ids: Any) -> tuple[Any, Any]:
+    """The UTF-8 buffer and int64 offsets (one per row, plus one) of an Arrow text array, read in place
+    (``string``: its int32 offsets widened; other text types cast to ``large_string`` first)."""
+    import numpy as np
+    import pyarrow as pa
+
+    n = len(ids)
+    if ids.type == pa.string():
+        _, offsets, data = ids.buffers()
+        positions = np.frombuffer(offsets, dtype=np.int32, count=n + 1, offset=ids.offset * 4).astype(
+            np.int64
+        )
+    else:
+        ids = ids.cast(pa.large_string())
+        _, offsets, data = ids.buffers()
+        positions = np.frombuffer(offsets, dtype=np.int64, count=n + 1, offset=ids.offset * 8)
+    return (data if data is not None else b""), positions
+
+
+def bucket_stem(hasher: str) -> str | None:
+    """`BUCKET_FUNCTION` when `hasher` asks for the compiled hasher ("native") or allows it ("auto") and
+    it is built; None: the query hashes with DuckDB's own SHA-1. Measured (1M ids, 2 shared cores): 0.25 s
+    per million hashes against 0.50 s for DuckDB's ``sha1`` + hex ``substr`` + cast, 0 of 1M fractions
+    different."""
+    from analytics_nb.flags._hashing import native_impl
+
+    if hasher not in HASHERS:
+        raise ValueError(f"hasher must be one of {', '.join(HASHERS)}, got {hasher!r}")
+    if hasher == "sql" or (hasher == "auto" and native_impl() is None):
+        return None
+    return BUCKET_FUNCTION
+
+
+def register_buckets(con: Any, buckets: Mapping[str, tuple[str, str]]) -> None:
+    """Register each bucket function of a compiled query (`SqlQuery.buckets`) on a DuckDB connection."""
+    try:
+        import duckdb.sqltypes as types
+    except ImportError:  # DuckDB before 1.4
+        import duckdb.typing as types  # type: ignore[no-redef,import-not-found]
+
+    for name, (prefix, suffix) in buckets.items():
+        con.create_function(
+            name,
+            column_buckets(prefix, suffix),
+            [types.VARCHAR],
+            types.DOUBLE,
+            type="arrow",
+            null_handling="special",
+            side_effects=False,
+        )
 
 
 # ------------------------------------------------------------------------------------------ engines
@@ -148,7 +301,7 @@ def _run_chdb(query: SqlQuery, table: Any) -> pd.DataFrame:
 
     chdb_session: Any = require("chdb.session", "engine='clickhouse' (chDB)", "chdb")
 
-    folder = tempfile.mkdtemp(prefix="anb-chdb-")
+    folder = make_workdir("anb-chdb-")
     try:
         path = os.path.join(folder, "persons.parquet")
         pq.write_table(table, path)
@@ -163,7 +316,7 @@ def _run_chdb(query: SqlQuery, table: Any) -> pd.DataFrame:
         finally:
             sess.close()
     finally:
-        shutil.rmtree(folder, ignore_errors=True)
+        remove_workdir(folder)
     frame: pd.DataFrame = result.to_pandas(types_mapper=pd.ArrowDtype)
     return frame
 
@@ -221,53 +374,58 @@ def _local_answers(
     if report is not None:
         for key, (labels, count) in evaluator.missing_report.items():
             report[key] = (labels, report.get(key, ((), 0))[1] + count)
-    data: dict[str, Any] = {"distinct_id": batch["distinct_id"].to_numpy(dtype=object)}
-    for name in ROW_KEYS:
-        if name in batch.columns:
-            data[name] = batch[name].astype(object).tolist()
-    for sf in query.flags:
-        data.update(_flag_answers(got, sf, payloads))
-    data["error"] = _texts(got["error"])
-    if query.local_column is not None:
-        data[query.local_column] = [False] * len(batch)
-    arrays = [
-        pa.array(data[f.name], type=f.type, from_pandas=True)
-        if f.name != "distinct_id"
-        else pa.array([None if pd.isna(v) else v for v in batch["distinct_id"].astype(object)], type=f.type)
-        for f in target
-    ]
+    multivariate = {sf.key for sf in query.flags if sf.multivariate}
+    boolean = {sf.key for sf in query.flags if not sf.multivariate}
+    arrays = []
+    for f in target:
+        if f.name == "distinct_id" or f.name in ROW_KEYS:
+            column = pa.Array.from_pandas(batch[f.name])
+        elif f.name == query.local_column:
+            column = pa.array([False] * len(batch), pa.bool_())
+        elif f.name in multivariate:
+            column = pa.array(_variant_texts(got[f.name]), pa.string())
+        elif f.name in boolean and got[f.name].dtype == object:  # a bool, else unknown: never a text
+            column = pa.array([v if isinstance(v, bool) else None for v in got[f.name].tolist()], pa.bool_())
+        else:
+            column = _arrow_column(got[f.name])
+        arrays.append(column.cast(f.type) if column.type != f.type else column)
     return pa.Table.from_arrays(arrays, schema=target)
 
 
-def _flag_answers(got: pd.DataFrame, sf: SqlFlag, payloads: bool) -> dict[str, list[Any]]:
-    """One flag's columns of the local answers as the SQL writes them: a variant flag's value as text
-    ("true" / "false" for a boolean answer), a boolean flag's as a bool, anything else None."""
-    values = got[sf.key].astype(object).tolist()
-    shown: list[Any]
-    if sf.multivariate:
-        shown = [
-            None
-            if not isinstance(v, (str, bool))
-            else ("true" if v is True else "false" if v is False else v)
-            for v in values
-        ]
-    else:
-        shown = [v if isinstance(v, bool) else None for v in values]
-    columns: dict[str, list[Any]] = {
-        sf.key: shown,
-        f"{sf.key}:reason": _texts(got[f"{sf.key}:reason"]),
-        f"{sf.key}:condition_index": [
-            None if pd.isna(v) else int(v) for v in got[f"{sf.key}:condition_index"].astype(object)
-        ],
-    }
-    if payloads:
-        columns[f"{sf.key}:payload"] = _texts(got[f"{sf.key}:payload"])
-    return columns
+def _arrow_column(column: pd.Series) -> Any:
+    """A column of the local engine's frame as Arrow, column at a time: a boolean flag (NA: null), a reason
+    or payload category (decoded to text), a condition index (Int64), the error text."""
+    import pyarrow as pa
+
+    if isinstance(column.dtype, pd.CategoricalDtype):
+        return pa.Array.from_pandas(column).dictionary_decode()
+    if column.dtype == object:
+        return pa.array([None if v is None or v is pd.NA or v != v else v for v in column.tolist()])
+    return pa.Array.from_pandas(column)
 
 
-def _texts(column: pd.Series) -> list[str | None]:
-    """A column's values as text, NA as None."""
-    return [None if pd.isna(v) else str(v) for v in column.astype(object)]
+def _variant_texts(column: pd.Series) -> list[str | None]:
+    """A variant flag's values as the SQL writes them: the variant, "true" / "false" for a boolean answer,
+    None when unknown."""
+    return [
+        v if isinstance(v, str) else "true" if v is True else "false" if v is False else None
+        for v in column.tolist()
+    ]
+
+
+def _engine_dtype(arrow_type: Any) -> Any:
+    """The pandas dtype the local engine reads a batch column as: text as ``StringDtype`` (which the engine
+    matches once per distinct value, in bulk: an ``ArrowDtype`` text column was matched value by value,
+    2.4x slower on 96 demo flags), anything else as ``ArrowDtype`` (integers stay exact, nulls stay null)."""
+    import pyarrow as pa
+
+    if (
+        pa.types.is_string(arrow_type)
+        or pa.types.is_large_string(arrow_type)
+        or str(arrow_type) == "string_view"
+    ):
+        return pd.StringDtype()
+    return pd.ArrowDtype(arrow_type)
 
 
 def _row_key(query: SqlQuery) -> list[str]:
@@ -276,13 +434,25 @@ def _row_key(query: SqlQuery) -> list[str]:
 
 
 def _local_condition(query: SqlQuery) -> str:
-    """The rows of the SQL answers that the local engine must answer ('TRUE' for all of them)."""
-    if query.local_flags:
-        return "TRUE"
+    """The rows of the SQL answers whose answer of some flag the SQL answers is left to the local engine
+    (those rows are answered by it in full). The flags the SQL leaves to the local engine on every row
+    (`SqlQuery.local_flags`) are answered on their own (`_local_flag_columns`), not by sending every row."""
     if not query.reasons:
         return _quote(query.local_column) if query.local_column is not None else "FALSE"
-    tests = [f"{_quote(sf.key + ':reason')} = {_literal(NEEDS_LOCAL)}" for sf in query.flags]
+    tests = [
+        f"{_quote(sf.key + ':reason')} = {_literal(NEEDS_LOCAL)}"
+        for sf in query.flags
+        if sf.needs_local is None
+    ]
     return " OR ".join(tests) if tests else "FALSE"
+
+
+def _local_flag_columns(query: SqlQuery, target: Any) -> list[str]:
+    """The answer columns of the flags the SQL leaves to the local engine on every row."""
+    names = {
+        k + suffix for k in query.local_flags for suffix in ("", ":reason", ":condition_index", ":payload")
+    }
+    return [f.name for f in target if f.name in names]
 
 
 # ------------------------------------------------------------------------------------------ simulation
@@ -413,8 +583,7 @@ class SqlSimulation:
 
 def _cleanup(con: Any, workdir: str | None) -> None:
     con.close()
-    if workdir:
-        shutil.rmtree(workdir, ignore_errors=True)
+    remove_workdir(workdir)
 
 
 def _wilson(counts_sql: str, group: str, z: float) -> str:
@@ -501,6 +670,7 @@ def simulate_sql(
     flags: Sequence[str] | None = None,
     reasons: bool = True,
     warn: bool = True,
+    hasher: str = "auto",
 ) -> SqlSimulation:
     """Evaluate flags for every row of `source` through DuckDB: a parquet path (file or folder), a DuckDB
     relation, a pandas frame or Arrow table. Memory is bounded by `memory_limit` (DuckDB's setting; it
@@ -535,6 +705,9 @@ def simulate_sql(
         flags: Only these flag keys (what they depend on is evaluated, not written). None: every flag.
         reasons: Write ``<flag>:reason`` and ``<flag>:condition_index`` columns.
         warn: Issue the `MissingPropertyWarning` (False: the caller reads ``missing_report``).
+        hasher: ``"auto"``: the project's compiled SHA-1 column hasher as a DuckDB function when it is
+            built, else DuckDB's ``sha1``; ``"native"``: the compiled hasher (its hashlib fallback when
+            not built); ``"sql"``: DuckDB's ``sha1``. The same buckets either way.
 
     Returns:
         The `SqlSimulation`.
@@ -549,7 +722,7 @@ def simulate_sql(
     if flags is not None:
         definitions = narrow_definitions(definitions, list(flags))
     now = now or dt.datetime.now(dt.UTC)
-    workdir = tempfile.mkdtemp(prefix="anb-sql-")
+    workdir = make_workdir("anb-sql-")
     con = duckdb.connect(
         os.path.join(workdir, "work.duckdb"),
         config={"memory_limit": memory_limit, "temp_directory": os.path.join(workdir, "spill")},
@@ -561,6 +734,7 @@ def simulate_sql(
         # DuckDB's own progress bar for the query (shown for queries running over two seconds)
         bar = progress and not os.environ.get("TQDM_DISABLE")
         con.execute(f"SET enable_progress_bar = {'true' if bar else 'false'}")
+        bucket_function = bucket_stem(hasher)
         source_sql, keys = _source_sql(source, con, batch_rows)
         con.execute(f"CREATE VIEW {_TABLE} AS {source_sql}")
         schema = {row[0]: row[1] for row in con.execute(f"DESCRIBE {_TABLE}").fetchall()}
@@ -576,45 +750,75 @@ def simulate_sql(
             carry=keys,
             flags=flags,
             reasons=reasons,
+            bucket_function=bucket_function,
         )
+        register_buckets(con, query.buckets)
         sql_path = os.path.join(workdir, "sql.parquet")
-        con.execute(f"COPY ({query.sql}) TO {_literal(sql_path)} (FORMAT parquet)")
-        local = _local_condition(query)
-        sql_src = f"read_parquet({_literal(sql_path)})"
-        local_rows = 0
-        report: dict[str, tuple[tuple[str, ...], int]] = {}
-        final = f"SELECT * FROM {sql_src}"
-        if local != "FALSE":
-            local_rows = _answer_locally(
-                con,
-                query,
-                definitions,
-                (mode, now, payloads, missing_columns),
-                batch_rows,
-                (local, sql_src, workdir),
-                progress,
-                report,
-            )
-            if local_rows:
-                local_path = os.path.join(workdir, "local.parquet")
-                final = (
-                    f"SELECT * FROM {sql_src} WHERE NOT ({local}) "
-                    f"UNION ALL BY NAME SELECT * FROM read_parquet({_literal(local_path)})"
-                )
+        how = (mode, now, payloads, missing_columns)
+        local_rows, final, report = _combine(con, query, definitions, how, batch_rows, workdir, progress)
         target = Path(out) if out is not None else Path(workdir) / "answers.parquet"
-        if local_rows:
+        if final is not None:
             con.execute(f"COPY ({final}) TO {_literal(str(target))} (FORMAT parquet)")
         else:
             shutil.move(sql_path, target)
     except BaseException:
         con.close()
-        shutil.rmtree(workdir, ignore_errors=True)
+        remove_workdir(workdir)
         raise
     written = {sf.key for sf in query.flags}
     report = {k: v for k, v in report.items() if k in written}
     if warn and report:
         warn_missing_properties(report, _count(con, target))
     return SqlSimulation(con, target, query, local_rows, workdir, report)
+
+
+def _combine(
+    con: Any,
+    query: SqlQuery,
+    definitions: Any,
+    how: tuple[Mode, dt.datetime, bool, str],
+    batch_rows: int,
+    workdir: str,
+    progress: bool,
+) -> tuple[int, str | None, dict[str, tuple[tuple[str, ...], int]]]:
+    """Run the query and the local engine's part: the rows the SQL left to the local engine for some flag,
+    answered in full by it. Returns those rows' count, the SELECT of the final answers (None: the SQL
+    answers, ``sql.parquet``, as they are) and the local engine's missing-property report.
+
+    A flag the SQL cannot express at all (`SqlQuery.local_flags`) needs the local engine on every row;
+    the query is then not run and the local engine answers every row and flag (``local.parquet``): it reads
+    every row anyway, and it evaluates a flag faster than DuckDB does (measured on the 2 shared cores:
+    7M flag evaluations/s against 3.5M). Before, the query ran and every row went through the local engine
+    as well: 96 demo-like flags on 200k rows took 3-13x the local engine alone."""
+    sql_path = os.path.join(workdir, "sql.parquet")
+    report: dict[str, tuple[tuple[str, ...], int]] = {}
+    if query.local_flags:
+        empty = con.sql(f"SELECT * FROM ({query.sql}) LIMIT 0").to_arrow_table()
+        import pyarrow.parquet as pq
+
+        pq.write_table(empty, sql_path)  # the answers' schema, for the local engine's writer
+        rows = _answer_locally(
+            con, query, definitions, how, batch_rows, ("TRUE", "", workdir), progress, report
+        )
+        if rows:  # the local engine's answers are the answers
+            os.replace(os.path.join(workdir, "local.parquet"), sql_path)
+        return rows, None, report
+    con.execute(f"COPY ({query.sql}) TO {_literal(sql_path)} (FORMAT parquet)")
+    local = _local_condition(query)
+    if local == "FALSE":
+        return 0, None, report
+    sql_src = f"read_parquet({_literal(sql_path)})"
+    rows = _answer_locally(
+        con, query, definitions, how, batch_rows, (local, sql_src, workdir), progress, report
+    )
+    if not rows:
+        return 0, None, report
+    local_path = _literal(os.path.join(workdir, "local.parquet"))
+    final = (
+        f"SELECT * FROM {sql_src} WHERE NOT ({local}) "
+        f"UNION ALL BY NAME SELECT * FROM read_parquet({local_path})"
+    )
+    return rows, final, report
 
 
 def _count(con: Any, path: Path) -> int:
@@ -658,7 +862,7 @@ def _answer_locally(
         bar = tqdm(total=total, unit="rows", desc="local engine")
     try:
         for batch in reader:
-            frame = batch.to_pandas(types_mapper=pd.ArrowDtype)
+            frame = batch.to_pandas(types_mapper=_engine_dtype)
             writer.write_table(
                 _local_answers(
                     frame, query, mode, definitions, now, payloads, target, missing_columns, report

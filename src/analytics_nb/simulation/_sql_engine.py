@@ -239,7 +239,9 @@ def simulate_in_sql(
             mode=mode,
             out=out,
             memory_limit=memory_limit or DEFAULT_MEMORY_LIMIT,
-            payloads=payloads,
+            # a payload is a function of the value (`CompiledFlag.payload_for`): read back from the values
+            # (`_collect`), never written by the query (it was a third of the columns written)
+            payloads=False,
             progress=bool(progress),
             missing_columns=missing,
             now=now,
@@ -309,6 +311,13 @@ def _value(v: Any, text: bool) -> Any:
     if isinstance(v, bool | np.bool_):
         return bool(v)
     raise TypeError(f"a boolean flag's SQL answer is {v!r}; expected a boolean")
+
+
+def _texts(column: pd.Series) -> list[str | None]:
+    """A text column read back as a list, missing cells None: column at a time (the per-cell ``pd.isna``
+    loop was most of the read-back's time on wide answers)."""
+    values: list[str | None] = column.astype(object).where(column.notna(), None).tolist()
+    return values
 
 
 class SqlSimulationResult(SimulationResult):
@@ -421,9 +430,10 @@ class SqlSimulationResult(SimulationResult):
         index = self._index(positions)
         multivariate = self._text_flags
         keys = self.sim.flags
+        values = {k: [_value(v, k in multivariate) for v in raw[k].tolist()] for k in keys}
 
         def texts(suffix: str) -> dict[str, list[Any]]:
-            return {k: [None if pd.isna(v) else str(v) for v in raw[k + suffix].tolist()] for k in keys}
+            return {k: _texts(raw[k + suffix]) for k in keys}
 
         # the SQL writes reason and condition-index columns only when they were asked for
         written = self.sim.query.reasons
@@ -431,20 +441,29 @@ class SqlSimulationResult(SimulationResult):
             index,
             raw["distinct_id"].tolist(),
             keys,
-            {k: [_value(v, k in multivariate) for v in raw[k].tolist()] for k in keys},
+            values,
             multivariate=multivariate,
-            payloads=texts(":payload") if self._payloads else None,
+            payloads=self._payloads_of(values) if self._payloads else None,
             payload_texts=self._defs.payload_texts(),
             reasons=texts(":reason") if written else None,
-            condition_index={
-                k: [None if pd.isna(v) else int(v) for v in raw[k + ":condition_index"].tolist()]
-                for k in keys
-            }
+            condition_index={k: pd.array(raw[k + ":condition_index"], dtype="Int64").tolist() for k in keys}
             if written
             else None,
-            errors=[None if pd.isna(v) else str(v) for v in raw["error"].tolist()],
+            errors=_texts(raw["error"]),
         )
         return select_flags(frame, self._flag_keys, payloads=self._payloads, reasons=self._reasons)
+
+    def _payloads_of(self, values: dict[str, list[Any]]) -> dict[str, list[Any]]:
+        """Each flag's payload per row from its value, as the engine gives it (`CompiledFlag.payload_for`:
+        the variant's payload, ``"true"``'s for True, none for False or unknown)."""
+        out: dict[str, list[Any]] = {}
+        for sf in self.sim.query.flags:
+            table = sf.payloads
+            out[sf.key] = [
+                None if v is None or v is False else table.get(v if isinstance(v, str) else "true")
+                for v in values[sf.key]
+            ]
+        return out
 
     @property
     def _text_flags(self) -> set[str]:

@@ -1,0 +1,80 @@
+"""How `simulate_sql` shares the work with the local engine (issue 35): a flag SQL cannot express sends
+every row to the local engine, which then answers every flag without the query running as well; the
+local engine reads text columns as ``StringDtype`` (matched once per distinct value); the answers stay the
+local engine's."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+import pytest
+
+import analytics_nb.simulation._sql as sql_module
+from analytics_nb.simulation import simulate, simulate_sql
+
+pytest.importorskip("duckdb", reason="the 'sql' extra is not installed")
+
+ROLLOUT = {"key": "half", "filters": {"groups": [{"properties": [], "rollout_percentage": 50}]}}
+REGEX = {
+    "key": "rx",
+    "filters": {
+        "groups": [{"properties": [{"key": "email", "operator": "regex", "value": "^a", "type": "person"}]}]
+    },
+}
+
+
+def _frame(n: int = 400) -> pd.DataFrame:
+    return pd.DataFrame(
+        {"distinct_id": [f"u{i}" for i in range(n)], "email": [f"{'ab'[i % 2]}{i}@x.io" for i in range(n)]}
+    )
+
+
+def _spy(monkeypatch: pytest.MonkeyPatch) -> tuple[list[int], list[dict[str, Any]]]:
+    hashed: list[int] = []
+    dtypes: list[dict[str, Any]] = []
+    real_buckets, real_evaluator = sql_module.column_buckets, sql_module.FrameEvaluator
+
+    def buckets(prefix: str, suffix: str) -> Any:
+        real = real_buckets(prefix, suffix)
+
+        def counted(ids: Any) -> Any:
+            hashed.append(len(ids))
+            return real(ids)
+
+        return counted
+
+    def evaluator(frame: pd.DataFrame, **kw: Any) -> Any:
+        dtypes.append(frame.dtypes.to_dict())
+        return real_evaluator(frame, **kw)
+
+    monkeypatch.setattr(sql_module, "column_buckets", buckets)
+    monkeypatch.setattr(sql_module, "FrameEvaluator", evaluator)
+    return hashed, dtypes
+
+
+def test_a_flag_sql_cannot_express_routes_every_flag_to_the_local_engine(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    hashed, dtypes = _spy(monkeypatch)
+    frame = _frame()
+    want = simulate(frame, engine="local", definitions=[ROLLOUT, REGEX])
+    with simulate_sql(frame, [ROLLOUT, REGEX], progress=False, hasher="native") as sim:
+        assert sim.local_flags.keys() == {"rx"} and sim.local_rows == len(frame)
+        assert hashed == []  # the query did not run: no row hashed by SQL for `half`
+        got = sim.frame().sort_values("_anb_row")
+        assert got["half"].tolist() == want.frame["half"].astype(object).tolist()
+        assert got["rx"].tolist() == want.frame["rx"].astype(object).tolist()
+    assert dtypes and isinstance(dtypes[0]["email"], pd.StringDtype)
+    assert isinstance(dtypes[0]["distinct_id"], pd.StringDtype)
+
+
+def test_without_such_a_flag_the_query_answers_and_hashes(monkeypatch: pytest.MonkeyPatch) -> None:
+    hashed, dtypes = _spy(monkeypatch)
+    frame = _frame()
+    want = simulate(frame, engine="local", definitions=[ROLLOUT])
+    with simulate_sql(frame, [ROLLOUT], progress=False, hasher="native") as sim:
+        assert sim.local_flags == {} and sim.local_rows == 0 and dtypes == []
+        assert sum(hashed) == len(frame)
+        got = sim.frame().sort_values("_anb_row")
+        assert got["half"].tolist() == want.frame["half"].astype(object).tolist()
