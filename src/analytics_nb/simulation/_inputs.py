@@ -394,6 +394,25 @@ def _strip_properties_prefix(frame: pd.DataFrame) -> pd.DataFrame:
     return frame.rename(columns=renames)
 
 
+def _blank_ids(texts: pd.Series) -> pd.Series:
+    """Ids that are empty or only white space (``str.strip`` empties them). Only an id that is empty or
+    starts with white space can be one, so `strip` runs on those alone (the first characters of an Arrow
+    column are read by Arrow and tested once per distinct character)."""
+    if isinstance(texts.dtype, pd.StringDtype) and texts.dtype.storage == "pyarrow":
+        import pyarrow.compute as pc
+
+        first = pd.Series(pc.utf8_slice_codeunits(texts.array.__arrow_array__(), 0, 1), dtype=texts.dtype)
+        codes, uniques = pd.factorize(first)
+        spaced = np.array([u == "" or u.isspace() for u in uniques] + [False], dtype=bool)
+        candidates = np.flatnonzero(spaced[codes])
+    else:
+        candidates = np.flatnonzero([not t or t[0].isspace() for t in texts.tolist()])
+    blank = np.zeros(len(texts), dtype=bool)
+    values: list[Any] = texts.iloc[candidates].tolist() if len(candidates) else []
+    blank[candidates] = [not str(t).strip() for t in values]
+    return pd.Series(blank, index=texts.index)
+
+
 def normalise_property_sets(property_sets: Any) -> PropertySets:
     """Validate ``property_sets`` and return them in the flag-engine frame conventions.
 
@@ -441,8 +460,10 @@ def normalise_property_sets(property_sets: Any) -> PropertySets:
             row=rows[0],
         )
     _check_scalar_column(frame, "distinct_id")
-    texts = id_text(ids)
-    empty = texts.str.strip() == ""
+    # an Arrow text column is kept as it is (the engine hashes its buffer; no Python string per row)
+    arrow_ids = isinstance(ids.dtype, pd.StringDtype) and ids.dtype.storage == "pyarrow"
+    texts = ids if arrow_ids else id_text(ids)
+    empty = _blank_ids(texts)
     if empty.any():
         rows = _first_bad(empty)
         raise SimulationInputError(
@@ -464,7 +485,7 @@ def normalise_property_sets(property_sets: Any) -> PropertySets:
             column="distinct_id",
             row=rows[0],
         )
-    frame["distinct_id"] = texts.astype(object)
+    frame["distinct_id"] = texts if arrow_ids else texts.astype(object)
     if "error" in frame.columns:
         raise SimulationInputError(
             "property sets have a column named 'error', which the result reserves for row errors; rename it "
