@@ -10,8 +10,9 @@ shared):
 - `simulate(engine="local")` on the same frame (input checks, chunks, the result with its input columns):
   the same figures;
 - with ``--big N`` (default 10,000,000; ``--big 0`` skips): the peak RSS of `simulate(engine="local")` on N
-  rows in a fresh process, input frame included (target <= 2 GB), and how much of it building the input
-  frame alone took. Run it at most twice: it is slow.
+  rows in a fresh process, input frame included (target <= 2 GB; the frame has `bench_frame`'s columns,
+  built by Arrow: see `lean_frame`), and how much of it building the input frame alone took. Run it at
+  most twice: it is slow.
 
 Run: .venv/bin/python bench/local_floor.py [--rows 1000000] [--big 10000000]
 """
@@ -29,6 +30,11 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
 import analytics_nb.flags._hashing as hashing
 from analytics_nb.flags import evaluate_frame
@@ -71,8 +77,35 @@ def timed_with_floor(run: Callable[[], Any], rounds: int) -> tuple[float, float,
     return best, floor, rows
 
 
+def lean_frame(n: int, seed: int = 1) -> pd.DataFrame:
+    """`bench_frame(n)`'s columns and dtypes (Arrow text, int64), built by Arrow without a Python string
+    per row: at 10M rows `bench_frame`'s lists of Python strings alone peak near 2 GB, which would hide the
+    engine's own peak."""
+    rng = np.random.default_rng(seed)
+    ids = pa.array(np.arange(n))
+
+    def text(*parts: Any) -> pd.Series:
+        return pd.Series(pc.binary_join_element_wise(*parts, ""), dtype="str")
+
+    def pick(choices: list[str]) -> pa.Array:
+        return pc.take(pa.array(choices), pa.array(rng.integers(0, len(choices), n)))
+
+    domains = ["example.com", "mail.test", "corp.io", "Example.COM"]
+    return pd.DataFrame(
+        {
+            "distinct_id": text("user-", pc.cast(ids, pa.string())),
+            "plan": text(pick(["free", "pro", "enterprise"])),
+            "age": rng.integers(16, 80, n),
+            "email": text("u", pc.cast(ids, pa.string()), "@", pick(domains)),
+            "country": text(pick(["US", "DE", "FR", "CN", "BR"])),
+            "group:company": text("company-", pc.cast(pa.array(rng.integers(0, 1000, n)), pa.string())),
+            "group:company:size": rng.integers(1, 200, n),
+        }
+    )
+
+
 def big_child(n: int) -> None:
-    frame = bench_frame(n)
+    frame = lean_frame(n)
     frame_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     start = time.perf_counter()
     result = simulate(

@@ -125,3 +125,21 @@ def test_arrow_ids_are_kept_in_place() -> None:
     sets = normalise_property_sets(frame)
     assert sets.frame["distinct_id"].dtype == frame["distinct_id"].dtype
     assert sets.frame["distinct_id"].tolist() == frame["distinct_id"].tolist()
+
+
+@pytest.mark.parametrize("ids", [["a", "b", "c", "d"], ["a", "b", "c", "a"]])
+def test_equal_id_hashes_are_compared_as_text(ids: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """The repeated-id check of an Arrow column sorts the ids' hashes; where two hashes are equal it must
+    compare the ids themselves (every hash equal here), refusing a real repeat and nothing else."""
+    from analytics_nb.flags import _hashing
+
+    def same_hash(prefix: bytes, enc: Any, suffix: bytes, out: np.ndarray, rows: Any = None) -> None:
+        out[:] = 0.5
+
+    monkeypatch.setattr(_hashing, "fractions_into", same_hash)
+    frame = pd.DataFrame({"distinct_id": pd.Series(ids, dtype="str")})
+    if len(set(ids)) == len(ids):
+        assert normalise_property_sets(frame).frame["distinct_id"].tolist() == ids
+    else:
+        with pytest.raises(SimulationInputError, match="'a' appears more than once"):
+            normalise_property_sets(frame)

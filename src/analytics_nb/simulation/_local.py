@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 
 from analytics_nb.simulation._definitions import Definitions
 from analytics_nb.simulation._errors import SimulationInputError
-from analytics_nb.simulation._inputs import PropertySets, normalise_property_sets
+from analytics_nb.simulation._inputs import PropertySets, normalise_property_sets, release_arrow_memory
 from analytics_nb.simulation._output import select_flags
 
 __all__ = [
@@ -191,7 +191,8 @@ class ChunkedEvaluator:
             parts.add(start, part)
             if progress is not None:
                 progress.update(len(part))
-            del part
+            del part, evaluator
+            release_arrow_memory()  # the chunk's Arrow temporaries, kept by Arrow's allocator otherwise
         return parts.frame()
 
 
