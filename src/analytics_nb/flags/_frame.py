@@ -1044,6 +1044,9 @@ class _RunState:
             if source is not None:
                 for spec in cond.filters:
                     visit(spec, source)
+        # `visit` and `walk` refer to each other: clearing them breaks the cycle, which would otherwise keep
+        # this run and its evaluator (every cached array) alive until the cyclic collector runs
+        del visit, walk
         out = self.absent[flag.key] = tuple(found)
         return out
 
