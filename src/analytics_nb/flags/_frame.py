@@ -11,7 +11,7 @@ from __future__ import annotations
 import datetime as dt
 import difflib
 import functools
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -1007,31 +1007,39 @@ class _RunState:
         found: dict[str, None] = {}
         seen: set[str] = set()
 
-        def visit(spec: FilterSpec, source: _Source) -> None:
-            if spec.kind == "property":
-                src = ev._routed(spec, source) if ev._server else source
-                if src.unknown(spec.key):
-                    where = src.name.removeprefix("group:")
-                    label = (
-                        f"the person's stored `{spec.key}`"
-                        if src.name == "person"
-                        else f"the stored `{spec.key}` of group {where!r}"
-                    )
-                    found[label] = None
-            elif spec.kind == "cohort":
-                group = ev._cohorts.get(spec.cohort_id or "")
-                if group is not None and spec.cohort_id not in seen:
-                    seen.add(spec.cohort_id or "")
-                    walk(group, source)
-            else:
-                found.update(dict.fromkeys(self.absent.get(self.compiled.alias.get(spec.key, spec.key), ())))
-
-        def walk(group: CohortGroup, source: _Source) -> None:
-            for child in group.children:
-                if isinstance(child, CohortGroup):
-                    walk(child, source)
+        def visit(first: FilterSpec, source: _Source) -> None:
+            # depth first through cohorts, in order, with a stack of iterators: a closure recursing through
+            # another (visit <-> walk) is a reference cycle that kept this run and its evaluator (every
+            # cached array) alive until the cyclic collector ran
+            stack: list[Iterator[FilterSpec | CohortGroup]] = [iter([first])]
+            while stack:
+                item = next(stack[-1], None)
+                if item is None:
+                    stack.pop()
+                elif isinstance(item, CohortGroup):
+                    stack.append(iter(item.children))
+                elif item.kind == "property":
+                    note_property(item, source)
+                elif item.kind == "cohort":
+                    group = ev._cohorts.get(item.cohort_id or "")
+                    if group is not None and item.cohort_id not in seen:
+                        seen.add(item.cohort_id or "")
+                        stack.append(iter(group.children))
                 else:
-                    visit(child, source)
+                    found.update(
+                        dict.fromkeys(self.absent.get(self.compiled.alias.get(item.key, item.key), ()))
+                    )
+
+        def note_property(spec: FilterSpec, source: _Source) -> None:
+            src = ev._routed(spec, source) if ev._server else source
+            if src.unknown(spec.key):
+                where = src.name.removeprefix("group:")
+                label = (
+                    f"the person's stored `{spec.key}`"
+                    if src.name == "person"
+                    else f"the stored `{spec.key}` of group {where!r}"
+                )
+                found[label] = None
 
         person = ev._source("person")
         if flag.feature_enrollment and person.unknown(f"$feature_enrollment/{flag.key}"):
@@ -1044,9 +1052,6 @@ class _RunState:
             if source is not None:
                 for spec in cond.filters:
                     visit(spec, source)
-        # `visit` and `walk` refer to each other: clearing them breaks the cycle, which would otherwise keep
-        # this run and its evaluator (every cached array) alive until the cyclic collector runs
-        del visit, walk
         out = self.absent[flag.key] = tuple(found)
         return out
 
