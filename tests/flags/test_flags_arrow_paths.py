@@ -37,9 +37,14 @@ def _frame(n: int, arrow: bool) -> pd.DataFrame:
     return pd.DataFrame({"distinct_id": pd.Series(ids, dtype=dtype), "email": pd.Series(emails, dtype=dtype)})
 
 
+@pytest.mark.parametrize("chunks", [1, 2])
 @pytest.mark.parametrize("mode", ["server", "sdk"])
-def test_arrow_columns_answer_as_object_columns(mode: str) -> None:
-    arrow = evaluate_frame(_frame(400, True), definitions=_flags(), mode=mode, reasons=True)
+def test_arrow_columns_answer_as_object_columns(mode: str, chunks: int) -> None:
+    frame = _frame(400, True)
+    if chunks == 2:  # a concatenated frame: each Arrow column has two chunks
+        frame = pd.concat([frame.iloc[:150], frame.iloc[150:]])
+        assert frame["email"].array.__arrow_array__().num_chunks == 2
+    arrow = evaluate_frame(frame, definitions=_flags(), mode=mode, reasons=True)
     plain = evaluate_frame(_frame(400, False), definitions=_flags(), mode=mode, reasons=True)
     pd.testing.assert_frame_equal(arrow.drop(columns="distinct_id"), plain.drop(columns="distinct_id"))
     assert arrow["error"].notna().sum() == 2
