@@ -327,11 +327,15 @@ def local_evaluator(
 def conform(
     frame: pd.DataFrame, sets: PropertySets, keys: Sequence[str] | None, *, payloads: bool, reasons: bool
 ) -> pd.DataFrame:
-    """Engine output in the result conventions: input index, distinct_id first, chosen flags, error last."""
+    """Engine output in the result conventions: input index, distinct_id first (``object``, as every door
+    gives it; the property sets keep an Arrow id column as it is, for the engine), chosen flags, error
+    last."""
     if len(frame) == len(sets.frame) and not frame.index.equals(sets.frame.index):
         frame = frame.set_axis(sets.frame.index, axis=0)
     if "distinct_id" not in frame.columns:
         frame = frame.assign(distinct_id=sets.frame["distinct_id"])
+    if frame["distinct_id"].dtype != object:
+        frame = frame.assign(distinct_id=frame["distinct_id"].astype(object))
     return select_flags(frame, keys, payloads=payloads, reasons=reasons)
 
 
