@@ -12,39 +12,30 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from _flags import condition, flag, prop
 from analytics_nb.simulation import SimulationInputError, _local, normalise_property_sets, simulate
 
 MAPPING = {"0": "company"}
 
 
-def _prop(key: str, op: str, value: Any, kind: str = "person") -> dict[str, Any]:
-    out = {"key": key, "operator": op, "value": value, "type": kind}
-    if kind == "group":
-        out["group_type_index"] = 0
-    return out
-
-
-def _flag(key: str, groups: list[dict[str, Any]], **filters: Any) -> dict[str, Any]:
-    return {"id": len(key), "key": key, "active": True, "filters": {"groups": groups, **filters}}
-
-
 def _definitions() -> list[dict[str, Any]]:
-    three = {"variants": [{"key": k, "rollout_percentage": p} for k, p in (("a", 34), ("b", 33), ("c", 33))]}
+    three = {"a": 34, "b": 33, "c": 33}
+    big = prop("size", 50, "gte", "group", group_type_index=0)
     return [
-        _flag("roll", [{"properties": [], "rollout_percentage": 40}]),
-        _flag("mail", [{"properties": [_prop("email", "icontains", "@Example")], "rollout_percentage": 70}]),
-        _flag("paid", [{"properties": [_prop("plan", "exact", ["pro"]), _prop("age", "gte", 30)]}]),
-        _flag(
+        flag("roll", condition(rollout=40)),
+        flag("mail", condition(prop("email", "@Example", "icontains"), rollout=70)),
+        flag("paid", condition(prop("plan", ["pro"]), prop("age", 30, "gte"))),
+        flag(
             "mv",
-            [{"properties": [_prop("plan", "is_not", "free")], "rollout_percentage": 80}],
-            multivariate=three,
+            condition(prop("plan", "free", "is_not"), rollout=80),
+            variants=three,
             payloads={"a": '{"x": 1}', "b": '"two"'},
         ),
         # every row gets a variant: an object column of text only (pandas would infer `str` for it)
-        _flag("all-text", [{"properties": [], "rollout_percentage": 100}], multivariate=three),
-        _flag("big", [{"properties": [_prop("size", "gte", 50, "group")]}], aggregation_group_type_index=0),
+        flag("all-text", condition(), variants=three),
+        flag("big", condition(big), aggregation_group_type_index=0),
         # reads a property no column holds: NA with reason missing_property where it decides
-        _flag("stored", [{"properties": [_prop("tier", "exact", "gold")], "rollout_percentage": 50}]),
+        flag("stored", condition(prop("tier", "gold"), rollout=50)),
     ]
 
 
