@@ -101,8 +101,9 @@ class EncodedIds:
         """The identifiers of a pyarrow string / large_string array (or a one-chunk ChunkedArray) without
         copying its text: the data buffer is read in place, only the offsets become int64. A null row reads
         as "" (the caller marks it)."""
-        if hasattr(array, "combine_chunks"):
-            array = array.combine_chunks()  # one chunk (a pandas column): no copy
+        if hasattr(array, "num_chunks"):
+            # one chunk (a pandas column, a slice of one) is read in place; combine_chunks would copy it
+            array = array.chunk(0) if array.num_chunks == 1 else array.combine_chunks()
         _validity, offsets_buf, data_buf = array.buffers()
         wide = array.type.id == _large_string_id()
         raw = np.frombuffer(offsets_buf, dtype=np.int64 if wide else np.int32)
