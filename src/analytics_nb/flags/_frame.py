@@ -11,7 +11,7 @@ from __future__ import annotations
 import datetime as dt
 import difflib
 import functools
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -83,6 +83,13 @@ def reason_dtype() -> pd.CategoricalDtype:
     """The dtype of every `<key>:reason` column (``flags.REASON_DTYPE``). Built on first use: a categorical
     over text makes pandas 3 load pyarrow for its `str` index, and `import analytics_nb.flags` stays cheap."""
     return pd.CategoricalDtype(list(REASON_CODES))
+
+
+@functools.lru_cache(maxsize=256)
+def _payload_dtype(texts: tuple[str, ...]) -> pd.CategoricalDtype:
+    """The dtype of a `<key>:payload` column: built once per set of payload texts (pandas checks the
+    categories each time a dtype is built, which a chunked run would repeat for every chunk)."""
+    return pd.CategoricalDtype(list(texts))
 
 
 def __getattr__(name: str) -> Any:
@@ -209,6 +216,14 @@ def _coalesce(first: _Column, second: _Column) -> _Column:
     return _Column(codes, [*first.uniques, *second.uniques], first.all_str and second.all_str)
 
 
+def _arrow_strings(series: pd.Series) -> Any:
+    """The pyarrow array behind an Arrow-backed text column (no copy), or None for any other column."""
+    dtype = series.dtype
+    if isinstance(dtype, pd.StringDtype) and dtype.storage == "pyarrow":
+        return series.array.__arrow_array__()
+    return None
+
+
 class _Source:
     """Where one kind of properties comes from: person columns, or one group type's columns."""
 
@@ -222,6 +237,12 @@ class _Source:
         if col is None:
             col = self.columns[key] = self.ev._load_column(self.name, key)
         return col
+
+    def unknown(self, key: str) -> bool:
+        """Whether the frame has no value of `key` for any row (`missing_columns="unknown"`), without
+        reading the column."""
+        col = self.columns.get(key)
+        return col.unknown if col is not None else self.ev._column_unknown(self.name, key)
 
 
 def is_group_key_column(name: Any) -> bool:
@@ -353,11 +374,10 @@ class FrameEvaluator:
         self._n = len(frame)
         self._now: dt.datetime = _now(now, self._server, self._compiled.timezone)
         self._errors = np.full(self._n, _NO_ERROR, dtype=object)
-        self._ids: list[str | None] = self._load_ids()
+        #: the ids as Python text (None for a bad one), built on first use (an Arrow column needs none)
+        self._id_list: list[str | None] | None = None
         # encoded once, contiguously: every rollout / variant / holdout hash of a person reads this buffer
-        self._id_enc = EncodedIds.from_strs(
-            [s if s is not None else "" for s in self._ids] if None in self._ids else self._ids  # type: ignore[arg-type]
-        )
+        self._id_enc = self._encode_ids()
         self._device_enc: EncodedIds | None = None
         self._sources: dict[str, _Source] = {}
         self._filter_cache: dict[tuple[str, str], np.ndarray] = {}
@@ -379,8 +399,36 @@ class FrameEvaluator:
 
     # ------------------------------------------------------------------ inputs
 
+    @property
+    def _ids(self) -> list[str | None]:
+        """The ids as Python text, None where the row has an error (a missing or bad id)."""
+        if self._id_list is None:
+            self._id_list = self._load_ids()
+        return self._id_list
+
+    def _encode_ids(self) -> EncodedIds:
+        """The ids encoded for hashing; an Arrow-backed text column is read in place (no Python string per
+        row), and its null or empty ids are marked as errors as `_load_ids` marks them."""
+        col = self._frame["distinct_id"]
+        arrow = _arrow_strings(col)
+        if arrow is None:
+            ids = self._ids
+            return EncodedIds.from_strs([s if s is not None else "" for s in ids] if None in ids else ids)  # type: ignore[arg-type]
+        enc = EncodedIds.from_arrow(arrow)
+        bad = np.diff(enc.offsets) == 0  # a null id has no text either
+        if bad.any():
+            self._errors[bad] = "distinct_id is missing or not a string/number"
+        return enc
+
     def _load_ids(self) -> list[str | None]:
         col = self._frame["distinct_id"]
+        if col.dtype == object:
+            plain: list[Any] = col.tolist()
+            if set(map(type, plain)) == {str}:  # the usual object column: only text, read as it is
+                for bad_row in [i for i, v in enumerate(plain) if not v]:
+                    self._errors[bad_row] = "distinct_id is missing or not a string/number"
+                    plain[bad_row] = None
+                return plain
         if pd.api.types.is_float_dtype(col.dtype):
             raise ValueError(
                 "the 'distinct_id' column has a float dtype, and 3.0 and 3 hash differently (a flag would "
@@ -453,6 +501,20 @@ class FrameEvaluator:
             keys = self._group_key_values(name)
             col = keys if col.unknown else _coalesce(col, keys)
         return col
+
+    def _column_unknown(self, source: str, key: str) -> bool:
+        """`_load_column(source, key).unknown`, read from the column names alone."""
+        if not self._unknown_absent or source == "empty":
+            return False
+        columns = self._frame.columns
+        if source == "person":
+            return (
+                key not in self._plain_columns and key != "distinct_id" and "person_properties" not in columns
+            )
+        name = source.removeprefix("group:")
+        return (
+            key != "$group_key" and f"group:{name}:{key}" not in columns and "group_properties" not in columns
+        )
 
     def _person_column(self, key: str) -> _Column:
         frame = self._frame
@@ -615,10 +677,13 @@ class FrameEvaluator:
     def _property_codes(self, spec: FilterSpec, source: _Source) -> np.ndarray:
         m = spec.matcher
         assert m is not None
-        col = source.column(spec.key)
-        if col.unknown:
+        if source.unknown(spec.key):
             return np.full(self._n, INCONCLUSIVE, dtype=np.int8)
         server, now = self._server, self._now
+        direct = self._arrow_codes(m, source, spec.key) if spec.key not in source.columns else None
+        if direct is not None:
+            return direct
+        col = source.column(spec.key)
         fast = m.match_strs(col.uniques, server) if col.all_str else None
         if not server and not m.sdk_supported:
             table = np.full(len(col.uniques), INCONCLUSIVE, dtype=np.int8)
@@ -636,6 +701,25 @@ class FrameEvaluator:
                 table[table == INCONCLUSIVE] = FALSE
                 table[opaque] = keep
         return _lookup(table.astype(np.int8, copy=False), col.codes, m.missing(server))
+
+    def _arrow_codes(self, m: Any, source: _Source, key: str) -> np.ndarray | None:
+        """A text filter (icontains, starts_with, ...) over an Arrow-backed person column, matched by Arrow
+        row by row instead of once per distinct value: a column of mostly distinct values (emails) would cost
+        a Python string each. None where this path does not apply (the caller factorizes the column)."""
+        if source.name != "person" or self._nulls or key not in self._plain_columns or key in _INITIAL_SOURCE:
+            return None
+        arrow = _arrow_strings(self._frame[key])
+        if arrow is None or m.arrow_strs is None:
+            return None
+        import pyarrow.compute as pc
+
+        nulls = arrow.null_count > 0
+        codes = m.match_arrow(pc.fill_null(arrow, "") if nulls else arrow, self._server)
+        if codes is None:
+            return None
+        if nulls:
+            _put(codes, np.asarray(arrow.is_null(), dtype=bool), m.missing(self._server))
+        return codes
 
     def _group_codes(self, group: CohortGroup, source: _Source, state: _RunState) -> np.ndarray:
         n = self._n
@@ -793,7 +877,7 @@ class FrameEvaluator:
         self._group_passed.clear()
         self._device_enc = None
         self._id_enc = EncodedIds(b"", np.zeros(1, dtype=np.int64))
-        self._ids = []
+        self._id_list = []
 
 
 def _negate(code: np.ndarray) -> np.ndarray:
@@ -923,34 +1007,42 @@ class _RunState:
         found: dict[str, None] = {}
         seen: set[str] = set()
 
-        def visit(spec: FilterSpec, source: _Source) -> None:
-            if spec.kind == "property":
-                src = ev._routed(spec, source) if ev._server else source
-                if src.column(spec.key).unknown:
-                    where = src.name.removeprefix("group:")
-                    label = (
-                        f"the person's stored `{spec.key}`"
-                        if src.name == "person"
-                        else f"the stored `{spec.key}` of group {where!r}"
-                    )
-                    found[label] = None
-            elif spec.kind == "cohort":
-                group = ev._cohorts.get(spec.cohort_id or "")
-                if group is not None and spec.cohort_id not in seen:
-                    seen.add(spec.cohort_id or "")
-                    walk(group, source)
-            else:
-                found.update(dict.fromkeys(self.absent.get(self.compiled.alias.get(spec.key, spec.key), ())))
-
-        def walk(group: CohortGroup, source: _Source) -> None:
-            for child in group.children:
-                if isinstance(child, CohortGroup):
-                    walk(child, source)
+        def visit(first: FilterSpec, source: _Source) -> None:
+            # depth first through cohorts, in order, with a stack of iterators: a closure recursing through
+            # another (visit <-> walk) is a reference cycle that kept this run and its evaluator (every
+            # cached array) alive until the cyclic collector ran
+            stack: list[Iterator[FilterSpec | CohortGroup]] = [iter([first])]
+            while stack:
+                item = next(stack[-1], None)
+                if item is None:
+                    stack.pop()
+                elif isinstance(item, CohortGroup):
+                    stack.append(iter(item.children))
+                elif item.kind == "property":
+                    note_property(item, source)
+                elif item.kind == "cohort":
+                    group = ev._cohorts.get(item.cohort_id or "")
+                    if group is not None and item.cohort_id not in seen:
+                        seen.add(item.cohort_id or "")
+                        stack.append(iter(group.children))
                 else:
-                    visit(child, source)
+                    found.update(
+                        dict.fromkeys(self.absent.get(self.compiled.alias.get(item.key, item.key), ()))
+                    )
+
+        def note_property(spec: FilterSpec, source: _Source) -> None:
+            src = ev._routed(spec, source) if ev._server else source
+            if src.unknown(spec.key):
+                where = src.name.removeprefix("group:")
+                label = (
+                    f"the person's stored `{spec.key}`"
+                    if src.name == "person"
+                    else f"the stored `{spec.key}` of group {where!r}"
+                )
+                found[label] = None
 
         person = ev._source("person")
-        if flag.feature_enrollment and person.column(f"$feature_enrollment/{flag.key}").unknown:
+        if flag.feature_enrollment and person.unknown(f"$feature_enrollment/{flag.key}"):
             found[f"the person's stored `$feature_enrollment/{flag.key}`"] = None
         conds = [*flag.conditions, *([flag.super_condition] if flag.super_condition is not None else [])]
         for cond in conds:
@@ -1480,7 +1572,7 @@ class _RunState:
         # codes in the type pandas keeps for this many categories (int8 below 127), so nothing is converted
         narrow = np.int8 if len(texts) < 127 else np.int32
         lookup = np.array([*(code(v) for v in labels), -1, code("true"), -1], dtype=narrow)
-        return self._category_column(f"{flag.key}:payload", pd.CategoricalDtype(texts), lookup.take(pos))
+        return self._category_column(f"{flag.key}:payload", _payload_dtype(tuple(texts)), lookup.take(pos))
 
     def frame(self, *, payloads: bool, reasons: bool, keys: Sequence[str] | None = None) -> pd.DataFrame:
         """The output columns of the flags in ``keys``, in that order (None: every flag, in the definitions'

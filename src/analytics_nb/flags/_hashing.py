@@ -15,6 +15,7 @@ import importlib
 import warnings
 from collections.abc import Sequence
 from types import ModuleType
+from typing import Any
 
 import numpy as np
 
@@ -74,7 +75,7 @@ class EncodedIds:
 
     __slots__ = ("data", "offsets")
 
-    def __init__(self, data: bytes, offsets: np.ndarray) -> None:
+    def __init__(self, data: bytes | memoryview, offsets: np.ndarray) -> None:
         self.data = data
         self.offsets = offsets
 
@@ -95,6 +96,21 @@ class EncodedIds:
         np.cumsum(np.fromiter(map(len, encoded), dtype=np.int64, count=n), out=offsets[1:])
         return cls(b"".join(encoded), offsets)
 
+    @classmethod
+    def from_arrow(cls, array: Any) -> EncodedIds:
+        """The identifiers of a pyarrow string / large_string array (or a one-chunk ChunkedArray) without
+        copying its text: the data buffer is read in place, only the offsets become int64. A null row reads
+        as "" (the caller marks it)."""
+        if hasattr(array, "num_chunks"):
+            # one chunk (a pandas column, a slice of one) is read in place; combine_chunks would copy it
+            array = array.chunk(0) if array.num_chunks == 1 else array.combine_chunks()
+        _validity, offsets_buf, data_buf = array.buffers()
+        wide = array.type.id == _large_string_id()
+        raw = np.frombuffer(offsets_buf, dtype=np.int64 if wide else np.int32)
+        offsets = raw[array.offset : array.offset + len(array) + 1].astype(np.int64, copy=False)
+        data = memoryview(data_buf).cast("B") if data_buf is not None else memoryview(b"")
+        return cls(data, offsets)
+
     def take(self, positions: np.ndarray) -> EncodedIds:
         """The identifiers at `positions` (int array), as a new column."""
         starts, ends = self.offsets[positions], self.offsets[positions + 1]
@@ -103,6 +119,12 @@ class EncodedIds:
         offsets = np.zeros(len(positions) + 1, dtype=np.int64)
         np.cumsum(ends - starts, out=offsets[1:])
         return EncodedIds(data, offsets)
+
+
+def _large_string_id() -> int:
+    import pyarrow as pa
+
+    return int(pa.large_string().id)
 
 
 def fractions_into(

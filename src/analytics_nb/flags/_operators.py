@@ -82,6 +82,9 @@ NEGATIVE_OPERATORS: Final = frozenset(
 ValueFn = Callable[[Any, dt.datetime], int]
 #: fn(list of str values) -> int8 codes, a fast path with the same answers as the ValueFn
 StrsFn = Callable[[list[str]], np.ndarray]
+#: fn(a pyarrow string array without nulls) -> int8 codes, the same answers as StrsFn over its values: for
+#: a column with many distinct values, where building the Python strings would cost more than the match
+ArrowFn = Callable[[Any], np.ndarray]
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,6 +106,8 @@ class PropertyMatcher:
     sdk_strs: StrsFn | None = None
     #: server mode: why no value can be answered (the filter answers SERVER_ONLY, never a guess)
     server_unknown: str | None = None
+    #: the same answers as `server_strs` / `sdk_strs` (which must both be set), over a pyarrow array
+    arrow_strs: ArrowFn | None = None
 
     def match(self, value: Any, server: bool, now: dt.datetime) -> int:
         """The outcome for a present value (server mode answers INCONCLUSIVE only for a value the client
@@ -174,6 +179,13 @@ class PropertyMatcher:
             return None
         return fn(values)
 
+    def match_arrow(self, values: Any, server: bool) -> np.ndarray | None:
+        """Outcome codes for a pyarrow string array without nulls, or None when there is no such path."""
+        fn = self.server_strs if server else self.sdk_strs
+        if fn is None or self.arrow_strs is None or (not server and not self.sdk_supported):
+            return None
+        return self.arrow_strs(values)
+
     def missing(self, server: bool) -> int:
         """The outcome when the property is absent: server mode answers, SDK mode cannot."""
         return self.server_absent if server else INCONCLUSIVE
@@ -228,6 +240,7 @@ def prepare_property(key: str, operator: str, value: Any, *, matching_version: i
         built.server_strs,
         built.sdk_strs,
         built.server_unknown,
+        built.arrow_strs,
     )
 
 
@@ -240,6 +253,7 @@ class _Built:
     sdk_strs: StrsFn | None = None
     #: why the service's answer cannot be known for any value (a regex form the engine does not model)
     server_unknown: str | None = None
+    arrow_strs: ArrowFn | None = None
 
 
 def _const(code: int) -> ValueFn:
@@ -384,7 +398,6 @@ def _text(operator: str, value: Any) -> _Built:
                 return INCONCLUSIVE
             return TRUE if test(ascii_lower(text), k_needle) != negate else FALSE
 
-    strs: StrsFn | None = None
     if isinstance(value, str):
         needle = ascii_lower(value)
 
@@ -393,7 +406,23 @@ def _text(operator: str, value: Any) -> _Built:
             lowered = map(str.lower, values) if all(map(str.isascii, values)) else map(ascii_lower, values)
             return _codes(map(test, lowered, repeat(needle)), len(values), negate)
 
-    return _Built(server, sdk, problem, strs, strs)
+        return _Built(server, sdk, problem, strs, strs, _arrow_text(base, needle, negate))
+    return _Built(server, sdk, problem)
+
+
+def _arrow_text(base: str, needle: str, negate: bool) -> ArrowFn:
+    """`strs` of a text operator over a pyarrow string array: Arrow's `ascii_lower` lowers the ASCII letters
+    only, as `ascii_lower` does (and `str.lower` on ASCII text), and a substring / prefix / suffix test on
+    UTF-8 bytes answers as on the text (UTF-8 never matches inside a character)."""
+
+    def arrow(values: Any) -> np.ndarray:
+        import pyarrow.compute as pc
+
+        fn = {"icontains": pc.match_substring, "starts_with": pc.starts_with, "ends_with": pc.ends_with}[base]
+        hits = np.asarray(fn(pc.ascii_lower(values), needle), dtype=bool)
+        return (hits != negate).view(np.int8)
+
+    return arrow
 
 
 def _multi(operator: str, value: Any) -> _Built:

@@ -1,9 +1,10 @@
 """Local simulation: the flag engine's `FrameEvaluator` over definitions (fetched or passed in).
 
 Past ``LOCAL_CHUNK_ROWS * 2`` rows the rows are evaluated in chunks of ``LOCAL_CHUNK_ROWS`` (one evaluator
-per chunk, results concatenated: every flag value depends on its own row only, so the result is the same),
-which lets a progress bar move during a long run. What-if (`WhatIf`) keeps one evaluator over all rows, so
-its cached hashes serve every re-run.
+per chunk, each chunk's answers written into the preallocated result columns: every flag value depends on
+its own row only, so the result is the same), which keeps the peak memory one chunk's working set plus the
+result and lets a progress bar move during a long run. What-if (`WhatIf`) keeps one evaluator over all
+rows, so its cached hashes serve every re-run.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import datetime as dt
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
+import numpy as np
 import pandas as pd
 
 from analytics_nb.client import progress_bar
@@ -30,8 +32,8 @@ if TYPE_CHECKING:
 
 from analytics_nb.simulation._definitions import Definitions
 from analytics_nb.simulation._errors import SimulationInputError
-from analytics_nb.simulation._inputs import PropertySets, normalise_property_sets
-from analytics_nb.simulation._output import concat_frames, select_flags
+from analytics_nb.simulation._inputs import PropertySets, normalise_property_sets, release_arrow_memory
+from analytics_nb.simulation._output import select_flags
 
 __all__ = [
     "LOCAL_CHUNK_ROWS",
@@ -49,8 +51,9 @@ __all__ = [
     "warn_missing_properties",
 ]
 
-LOCAL_CHUNK_ROWS = 50_000
-"""Rows per chunk of a long local run (about 0.4 s each); runs over twice this many are chunked."""
+LOCAL_CHUNK_ROWS = 200_000
+"""Rows per chunk of a long local run (about 0.3 s each for 10 flags); runs over twice this many are
+chunked. Memory stays one chunk's working arrays plus the result, filled in place."""
 
 
 def check_missing_columns(value: Any) -> MissingColumns:
@@ -173,21 +176,136 @@ class ChunkedEvaluator:
         self, definitions: Any = None, *, payloads: bool = False, reasons: bool = False, progress: Any = None
     ) -> pd.DataFrame:
         """Evaluate every chunk and concatenate the results (``progress.update(rows)`` after each chunk)."""
-        parts = []
+        # the ids are the input's own column (the chunks' copies of it are not kept)
+        parts = _Assembly(len(self.sets), self.sets.frame["distinct_id"])
         report: dict[str, tuple[tuple[str, ...], int]] = {}
         for start in range(0, len(self.sets), self.chunk_rows):
             evaluator = self._first if start == 0 and self._first is not None else None
             if evaluator is None:
                 evaluator = self._evaluator(start)
             self._first = None  # built once; later runs rebuild it like the others
+            # run once and dropped: its caches are released as it goes (else the evaluator, which its
+            # sources refer back to, waits for the cyclic garbage collector with every cached hash: ~45 MB
+            # a 200,000-row chunk piled up until the run ended)
+            evaluator._one_shot = True
             part: pd.DataFrame = evaluator.run(definitions=definitions, payloads=payloads, reasons=reasons)
             for key, (labels, count) in evaluator.missing_report.items():
                 report[key] = (labels, report.get(key, ((), 0))[1] + count)
             self.missing_report = report
-            parts.append(part)
+            parts.add(start, part)
             if progress is not None:
                 progress.update(len(part))
-        return concat_frames(parts, ignore_index=True)
+            del part, evaluator
+            release_arrow_memory()  # the chunk's Arrow temporaries, kept by Arrow's allocator otherwise
+        return parts.frame()
+
+
+class _Assembly:
+    """The chunks' results written into the whole result's columns as they come: no list of parts and no
+    concatenation, so the peak holds the result once (not the parts and their concatenation). Booleans,
+    categories, Int64, object and numpy columns are filled in place; any other column (``distinct_id`` in
+    its input's dtype, ``error``'s string) is kept as pieces and joined column by column at the end."""
+
+    def __init__(self, n: int, ids: pd.Series) -> None:
+        self.n = n
+        self.ids = ids
+        self.order: list[Any] | None = None
+        self.columns: dict[Any, _Filled | list[pd.Series]] = {}
+
+    def add(self, start: int, part: pd.DataFrame) -> None:
+        if self.order is None:
+            self.order = list(part.columns)
+            self.columns = {
+                name: _Filled.make(part[name], self.n) or [] for name in self.order if name != "distinct_id"
+            }
+        elif list(part.columns) != self.order:  # one set of definitions gives every chunk the same columns
+            raise AssertionError("the chunks of one local run have different columns")
+        for name, target in self.columns.items():
+            if isinstance(target, list):
+                target.append(part[name])
+            else:
+                target.write(start, part[name])
+
+    def frame(self) -> pd.DataFrame:
+        index = pd.RangeIndex(self.n)
+        data: dict[Any, Any] = {}
+        for name in self.order or []:
+            if name == "distinct_id":
+                data[name] = self.ids.set_axis(index, axis=0)
+                continue
+            target = self.columns.pop(name)
+            if isinstance(target, list):
+                data[name] = pd.concat(target, ignore_index=True) if target else pd.Series(index=index)
+            else:
+                values = target.array()
+                # an object column stays object (pandas would infer `str` for all-text values)
+                dtype = values.dtype if isinstance(values, np.ndarray) else None
+                data[name] = pd.Series(values, index=index, dtype=dtype, copy=False)
+        return pd.DataFrame(data, index=index, copy=False)
+
+
+@dataclasses.dataclass
+class _Filled:
+    """One result column of a known kind, preallocated for every row and filled a chunk at a time."""
+
+    kind: str
+    values: np.ndarray
+    mask: np.ndarray | None = None
+    dtype: Any = None
+
+    @classmethod
+    def make(cls, series: pd.Series, n: int) -> _Filled | None:
+        dtype = series.dtype
+        if isinstance(dtype, pd.BooleanDtype):
+            return cls("boolean", np.zeros(n, dtype=bool), np.zeros(n, dtype=bool))
+        if isinstance(dtype, pd.Int64Dtype):
+            return cls("Int64", np.zeros(n, dtype=np.int64), np.zeros(n, dtype=bool))
+        if isinstance(dtype, pd.CategoricalDtype):
+            return cls(
+                "category",
+                np.full(n, -1, dtype=np.int8 if len(dtype.categories) < 127 else np.int32),
+                None,
+                dtype,
+            )
+        if isinstance(dtype, np.dtype):
+            return cls("numpy", np.empty(n, dtype=dtype))
+        return None
+
+    def write(self, start: int, series: pd.Series) -> None:
+        end = start + len(series)
+        if self.kind in ("boolean", "Int64"):
+            assert self.mask is not None
+            na = series.isna().to_numpy()
+            self.values[start:end] = series.to_numpy(
+                dtype=self.values.dtype, na_value=self.values.dtype.type(0)
+            )
+            self.mask[start:end] = na
+        elif self.kind == "category":
+            self.values[start:end] = self._codes(series)
+        else:
+            self.values[start:end] = series.to_numpy(dtype=self.values.dtype)
+
+    def _codes(self, series: pd.Series) -> np.ndarray:
+        """The chunk's category codes in this column's categories; categories it adds are appended (codes
+        written before keep their meaning)."""
+        if series.dtype != self.dtype:
+            merged = list(dict.fromkeys([*self.dtype.categories, *series.cat.categories]))
+            self.dtype = pd.CategoricalDtype(merged)
+            if len(merged) >= 127 and self.values.dtype == np.int8:
+                self.values = self.values.astype(np.int32)
+            series = series.astype(self.dtype)
+        return series.cat.codes.to_numpy()
+
+    def array(self) -> Any:
+        if self.kind == "boolean":
+            assert self.mask is not None
+            return pd.arrays.BooleanArray(self.values, self.mask)
+        if self.kind == "Int64":
+            assert self.mask is not None
+            return pd.arrays.IntegerArray(self.values, self.mask)
+        if self.kind == "category":
+            return pd.Categorical.from_codes(self.values, dtype=self.dtype, validate=False)
+        return self.values
 
 
 def local_evaluator(
@@ -209,11 +327,15 @@ def local_evaluator(
 def conform(
     frame: pd.DataFrame, sets: PropertySets, keys: Sequence[str] | None, *, payloads: bool, reasons: bool
 ) -> pd.DataFrame:
-    """Engine output in the result conventions: input index, distinct_id first, chosen flags, error last."""
+    """Engine output in the result conventions: input index, distinct_id first (``object``, as every door
+    gives it; the property sets keep an Arrow id column as it is, for the engine), chosen flags, error
+    last."""
     if len(frame) == len(sets.frame) and not frame.index.equals(sets.frame.index):
         frame = frame.set_axis(sets.frame.index, axis=0)
     if "distinct_id" not in frame.columns:
         frame = frame.assign(distinct_id=sets.frame["distinct_id"])
+    if frame["distinct_id"].dtype != object:
+        frame = frame.assign(distinct_id=frame["distinct_id"].astype(object))
     return select_flags(frame, keys, payloads=payloads, reasons=reasons)
 
 
