@@ -406,7 +406,7 @@ def _text(operator: str, value: Any) -> _Built:
             lowered = map(str.lower, values) if all(map(str.isascii, values)) else map(ascii_lower, values)
             return _codes(map(test, lowered, repeat(needle)), len(values), negate)
 
-        return _Built(server, sdk, problem, strs, strs, _arrow_text(base, needle, negate))
+        return _Built(server, sdk, problem, strs, strs, arrow_strs=_arrow_text(base, needle, negate))
     return _Built(server, sdk, problem)
 
 
@@ -515,7 +515,7 @@ def _regex(value: Any, negate: bool) -> _Built:
             f"regex {service_text(value)!r} uses {s_pattern.unknown}, which fancy_regex (the service) runs "
             "but the engine does not model: the service's answer is unknown"
         )
-    return _Built(server, sdk, problem, server_strs, sdk_strs, unknown)
+    return _Built(server, sdk, problem, server_strs, sdk_strs, server_unknown=unknown)
 
 
 def _python_compiles(pattern: str) -> bool:
