@@ -239,3 +239,19 @@ def test_calls_of_calls_stop_at_a_size_bound() -> None:
     assert compiled is not None and compiled.engine == "unknown"
     small = compile_pattern(r"^(a)(\g<1>\g<1>)(\g<2>\g<2>)$")
     assert small is not None and small.search("a" * 7) is True and small.search("a" * 6) is False
+
+
+def test_an_unmodelled_regex_in_a_legacy_super_condition_is_unknown_in_frames_too() -> None:
+    """Server mode, a legacy super condition (`super_groups`) on an unmodelled regex: the dict path answers
+    unknown (the service's answer cannot be known); the frame path read the filter as no match and answered
+    `False` (super_condition_value) before - a plausible value in place of "unknown"."""
+    import pandas as pd
+
+    from analytics_nb.flags import evaluate_frame
+
+    definition = flag("f", condition(rollout=0), super_groups=[condition(prop("p", RECURSIVE, "regex"))])
+    got = evaluate_flag(definition, "u", person_properties={"p": "((a))"})
+    assert got.value is None and got.reason == "inconclusive", got
+    frame = pd.DataFrame({"distinct_id": ["u", "v"], "p": ["((a))", "x"]})
+    out = evaluate_frame(frame, definitions=[definition], reasons=True)
+    assert out["f"].isna().all(), out

@@ -1317,7 +1317,13 @@ class _RunState:
             rows = ~decided & mentioned
             if rows.any():
                 code = ev._condition_codes(sc, person, self)
-                settle(rows & (code == INCONCLUSIVE), _K_UNKNOWN, self.open_reason(flag))
+                # a filter only the service can answer (SERVER_ONLY) leaves the gate unknown too, as the
+                # dict path answers it (`_server_early_access`)
+                settle(
+                    rows & ((code == INCONCLUSIVE) | (code == SERVER_ONLY)),
+                    _K_UNKNOWN,
+                    self.open_reason(flag),
+                )
                 rows &= ~decided
                 ok = rows & (code == TRUE)
                 if sc.rollout is not None and sc.rollout != 100:
