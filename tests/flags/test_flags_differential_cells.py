@@ -202,3 +202,37 @@ def test_containers_of_numpy_scalars_answer_as_the_sdk(operator: str, value: obj
         assert canonical(INCONCLUSIVE if ours is None else ours) == expected, (cell, official, ours)
         answered += expected[0] == "bool"
     assert answered >= 5 or operator in ("gt", "is_date_before", "semver_eq"), answered
+
+
+@pytest.mark.parametrize(("operator", "value"), _CONTAINER_FILTERS)
+def test_frames_read_containers_of_numpy_scalars_as_the_dict_api(operator: str, value: object) -> None:
+    """sdk mode over a frame whose object column holds list / dict cells of numpy scalars (a parquet list
+    column, `df.to_dict("records")`): every cell answers as the dict API answers it (which the test above
+    holds to posthog 7.91.1). Before, the frame path turned the items into plain numbers, so
+    `[np.float64(1.5)]` with `icontains "FLOAT64"` was False where the SDK says True."""
+    import pandas as pd
+
+    from analytics_nb.flags import evaluate_flags, evaluate_frame
+
+    flag = {
+        "id": 1,
+        "key": "f",
+        "active": True,
+        "filters": {
+            "groups": [
+                {
+                    "properties": [{"key": "p", "type": "person", "operator": operator, "value": value}],
+                    "rollout_percentage": 100,
+                }
+            ]
+        },
+    }
+    cells = _container_cells()
+    frame = pd.DataFrame(
+        {"distinct_id": [f"u{i}" for i in range(len(cells))], "p": pd.Series(cells, dtype=object)}
+    )
+    got = evaluate_frame(frame, definitions=[flag], mode="sdk")
+    for i, cell in enumerate(cells):
+        expected = evaluate_flags([flag], f"u{i}", person_properties={"p": cell}, mode="sdk")["f"].value
+        ours = got["f"].iloc[i]
+        assert (None if pd.isna(ours) else bool(ours)) == expected, (cell, ours, expected)

@@ -44,7 +44,14 @@ from analytics_nb.flags._incomplete import (
 )
 from analytics_nb.flags._operators import ABORT, FALSE, INCONCLUSIVE, SERVER_ONLY, TRUE
 from analytics_nb.flags._reader import Definitions, read_definitions
-from analytics_nb.flags._values import MISSING, BadValueError, Opaque, normalize, service_text
+from analytics_nb.flags._values import (
+    MISSING,
+    BadValueError,
+    Opaque,
+    holds_sdk_opaque,
+    normalize,
+    service_text,
+)
 from analytics_nb.tables import Family, Output, check_output, default_output, from_pandas, to_pandas
 
 #: `$initial_browser` -> `$browser`: the service fills a missing initial property from its twin
@@ -136,7 +143,13 @@ class _Column:
 
 
 def _factorize(
-    series: pd.Series, errors: np.ndarray, where: str, *, nulls: bool = False, none_is_null: bool = False
+    series: pd.Series,
+    errors: np.ndarray,
+    where: str,
+    *,
+    nulls: bool = False,
+    none_is_null: bool = False,
+    sdk: bool = False,
 ) -> _Column:
     """Codes + plain distinct values for one column; bad cells go to `errors` and count as absent.
 
@@ -144,7 +157,10 @@ def _factorize(
     key a dict cell lacks) is always absent. A value outside JSON (timedelta, period, interval, complex,
     bytes, set, objects) is kept as `Opaque`, as the dict API keeps it: only the filters that read it
     answer for it (what the SDK or the service answers, or unknown), and other flags of its row answer.
-    `errors` is still filled by the callers for a bad `distinct_id`.
+    `errors` is still filled by the callers for a bad `distinct_id`. With `sdk` (sdk mode), a tuple, or a
+    list or dict cell holding values posthog 7.91.1 does not read as JSON (numpy scalars: `[np.float64(1.5)]`,
+    as `df.to_dict("records")` hands them over), is kept raw as `Opaque`, so the filters compare what the
+    SDK compares for it, as the dict API does (`sdk_container_text`).
     """
     n = len(series)
     dtype = series.dtype
@@ -179,7 +195,10 @@ def _factorize(
         if raw is MISSING:
             continue
         try:
-            v = normalize(raw, none_is_null=nulls or none_is_null)
+            if sdk and (isinstance(raw, tuple) or (isinstance(raw, (list, dict)) and holds_sdk_opaque(raw))):
+                v = Opaque(raw)
+            else:
+                v = normalize(raw, none_is_null=nulls or none_is_null)
         except BadValueError:
             v = Opaque(raw)
         if v is MISSING:
@@ -484,7 +503,9 @@ class FrameEvaluator:
         name = source.removeprefix("group:")
         col_name = f"group:{name}:{key}"
         if col_name in frame.columns:
-            col = _factorize(frame[col_name], self._errors, f"column {col_name!r}", nulls=nulls)
+            col = _factorize(
+                frame[col_name], self._errors, f"column {col_name!r}", nulls=nulls, sdk=not self._server
+            )
         elif "group_properties" in frame.columns:
             inner = [d.get(name) if isinstance(d, Mapping) else None for d in frame["group_properties"]]
             col = _factorize(
@@ -493,6 +514,7 @@ class FrameEvaluator:
                 f"group_properties[{name!r}][{key!r}]",
                 nulls=nulls,
                 none_is_null=True,
+                sdk=not self._server,
             )
         else:
             col = _missing_column(self._n, self._unknown_absent)
@@ -519,7 +541,9 @@ class FrameEvaluator:
     def _person_column(self, key: str) -> _Column:
         frame = self._frame
         if key in self._plain_columns:
-            return _factorize(frame[key], self._errors, f"column {key!r}", nulls=self._nulls)
+            return _factorize(
+                frame[key], self._errors, f"column {key!r}", nulls=self._nulls, sdk=not self._server
+            )
         if key == "distinct_id":
             # the service and the SDK's client add distinct_id to the person properties unless sent
             ids = pd.Series(self._ids, dtype=object)
@@ -536,6 +560,7 @@ class FrameEvaluator:
                 f"person_properties[{key!r}]",
                 nulls=self._nulls,
                 none_is_null=True,
+                sdk=not self._server,
             )
         return _missing_column(self._n, self._unknown_absent)
 
