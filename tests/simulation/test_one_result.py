@@ -2,7 +2,8 @@
 
 The same persons through local, remote, both, Dask and sql give one class with the same ``summary()``,
 ``crosstab()`` and ``len()``; a Dask result counts on the cluster, a SQL one in DuckDB, and neither collects
-its rows for them; a what-if is a `WhatIfResult` over either backend; the retired class names still import, with a warning.
+its rows for them; a what-if is a `WhatIfResult` over either backend; the retired class names still
+import, with a warning.
 """
 
 from __future__ import annotations
