@@ -2,10 +2,11 @@
 DuckDB over the property sets where they lie (a parquet export, a DuckDB relation or file, or a table in
 memory), with memory bounded by ``memory_limit`` and the answers written to parquet (``out=``).
 
-The result (`SqlSimulationResult`) is a `SimulationResult` whose frame has the local engine's shape and
-answers; it is collected only when ``.frame`` (or ``.data``, ``.to_csv``, ...) is read. ``summary()``,
-``crosstab()``, ``len()`` and ``errors`` are computed in SQL over the answers without collecting rows, so a
-100M-row export can be summarised on a laptop. Flags (and rows) the SQL cannot answer exactly are answered
+The result (`SqlSimulationResult`) is the one `SimulationResult` over a `simulation._sql_source.SqlSource`
+(issue 34): its frame has the local engine's shape and answers and is collected only when ``.frame`` (or
+``.data``, ``.to_csv``, ...) is read; ``summary()``, ``crosstab()``, ``len()`` and ``errors`` are
+`SimulationResult`'s own, over the source's counts computed in SQL without collecting rows, so a 100M-row
+export can be summarised on a laptop. Flags (and rows) the SQL cannot answer exactly are answered
 by the local engine (``result.local_flags`` says which and why), so every answer is the engine's.
 """
 
