@@ -1,8 +1,9 @@
 """One lazy result (issue 34): every engine answers with a `SimulationResult` over its `AnswerSource`.
 
-The same persons through local, remote, both, Dask (and sql) give one class with the same ``summary()``,
-``crosstab()`` and ``len()``; a Dask result counts on the cluster and never collects its rows for them; a
-what-if is a `WhatIfResult` over either backend; the retired class names still import, with a warning.
+The same persons through local, remote, both, Dask and sql give one class with the same ``summary()``,
+``crosstab()`` and ``len()``; a Dask result counts on the cluster, a SQL one in DuckDB, and neither collects
+its rows for them; a what-if is a `WhatIfResult` over either backend; the retired class names still
+import, with a warning.
 """
 
 from __future__ import annotations
@@ -75,7 +76,7 @@ def test_every_engine_answers_with_one_result_and_the_same_tables(
         for engine in ("local", "remote", "both")
     }
     results["dask"] = simulate_dask(dd.from_pandas(PEOPLE, npartitions=3), KEYS, definitions=definitions)
-    if importlib.util.find_spec("duckdb") is not None:  # the SQL engine's result: a subclass, for now
+    if importlib.util.find_spec("duckdb") is not None:  # the SQL engine: the one result over a SqlSource
         results["sql"] = simulate(PEOPLE, KEYS, engine="sql", client=client)
     want = results["local"]
     for engine, result in results.items():
@@ -175,3 +176,62 @@ def test_the_retired_class_names_import_with_a_warning() -> None:
         with pytest.raises(AttributeError, match="no attribute 'NoSuchResult'"):
             simulation.NoSuchResult  # noqa: B018
     assert "DaskSimulation" not in simulation.__all__
+
+
+def _sql_result(people: pd.DataFrame) -> Any:
+    pytest.importorskip("duckdb", reason="the 'sql' extra is not installed")
+    return simulate(people, engine="sql", definitions=FLAGS, progress=False)
+
+
+def test_a_sql_result_counts_in_sql_and_collects_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The SQL engine answers with the one result over its `SqlSource`: summary, crosstab, len, errors,
+    missing_report, the repr and the notebook view are the local engine's, computed in SQL without ever
+    reading the answers back whole; only ``to(...)`` does."""
+    from analytics_nb.simulation._sql_source import SqlSource
+
+    want = simulate(PEOPLE, engine="local", definitions=FLAGS)
+    with _sql_result(PEOPLE) as result:
+        assert isinstance(result, SimulationResult) and isinstance(result.source, SqlSource)
+        assert isinstance(result.source, AnswerSource) and not result.lazy
+
+        def refuse(*args: Any, **kwargs: Any) -> Any:
+            raise AssertionError("the SQL result's rows were collected")
+
+        monkeypatch.setattr(SqlSource, "collect", refuse)
+        pd.testing.assert_frame_equal(result.summary(), want.summary())
+        pd.testing.assert_frame_equal(result.summary(["exp"]), want.summary(["exp"]))
+        for key, by in (("exp", "country"), ("pro-only", "plan")):
+            pd.testing.assert_frame_equal(result.crosstab(key, by), want.crosstab(key, by), check_names=False)
+        assert len(result) == len(PEOPLE) and result.flags == KEYS
+        assert result.errors.empty and result.missing_report == want.missing_report == {}
+        assert "engine='sql', rows=150" in repr(result) and "errors=0" in repr(result)
+        page = result._repr_html_()
+        assert "<table>" in page and "one-0" in page  # the summary and the first rows
+        assert result._outputs is None and result._frame is None
+        monkeypatch.undo()
+        assert _flag_cells(result.to("pandas", inputs=False)) == _flag_cells(want.outputs)
+
+
+def test_a_sql_result_reports_missing_properties_as_the_local_engine() -> None:
+    """The SQL run's report is the result's ``missing_report`` (it was None and collected every row), the
+    same counts as the local engine's, and ``warn_missing`` shows the same warning again."""
+    people = PEOPLE.drop(columns="country")
+    with pytest.warns(MissingPropertyWarning, match="150 answers"):
+        local = simulate(people, engine="local", definitions=FLAGS)
+    with pytest.warns(MissingPropertyWarning, match="150 answers"):
+        result = _sql_result(people)
+    with result:
+        assert result.missing_report == local.missing_report
+        assert result._outputs is None  # read from the run's report, not from the answers
+        with pytest.warns(MissingPropertyWarning, match="150 answers"):
+            result.warn_missing()
+
+
+def test_a_sql_result_writes_the_local_engines_parquet(tmp_path: Path) -> None:
+    pytest.importorskip("pyarrow")
+    want = simulate(PEOPLE, engine="local", definitions=FLAGS)
+    with _sql_result(PEOPLE) as result:
+        for inputs in (True, False):
+            got = pd.read_parquet(result.to_parquet(tmp_path / f"sql-{inputs}.parquet", inputs=inputs))
+            local = pd.read_parquet(want.to_parquet(tmp_path / f"local-{inputs}.parquet", inputs=inputs))
+            pd.testing.assert_frame_equal(got.reset_index(drop=True), local.reset_index(drop=True))

@@ -2,10 +2,11 @@
 DuckDB over the property sets where they lie (a parquet export, a DuckDB relation or file, or a table in
 memory), with memory bounded by ``memory_limit`` and the answers written to parquet (``out=``).
 
-The result (`SqlSimulationResult`) is a `SimulationResult` whose frame has the local engine's shape and
-answers; it is collected only when ``.frame`` (or ``.data``, ``.to_csv``, ...) is read. ``summary()``,
-``crosstab()``, ``len()`` and ``errors`` are computed in SQL over the answers without collecting rows, so a
-100M-row export can be summarised on a laptop. Flags (and rows) the SQL cannot answer exactly are answered
+The result (`SqlSimulationResult`) is the one `SimulationResult` over a `simulation._sql_source.SqlSource`
+(issue 34): its frame has the local engine's shape and answers and is collected only when ``.frame`` (or
+``.data``, ``.to_csv``, ...) is read; ``summary()``, ``crosstab()``, ``len()`` and ``errors`` are
+`SimulationResult`'s own, over the source's counts computed in SQL without collecting rows, so a 100M-row
+export can be summarised on a laptop. Flags (and rows) the SQL cannot answer exactly are answered
 by the local engine (``result.local_flags`` says which and why), so every answer is the engine's.
 """
 
@@ -14,13 +15,11 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import datetime as dt
-import html
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from analytics_nb.client import ApiClient, AsyncApiClient, FeatureFlags
@@ -42,11 +41,10 @@ from analytics_nb.simulation._inputs import (
     output_choice,
     read_table,
 )
-from analytics_nb.simulation._local import check_group_mapping, check_missing_columns, warn_missing_properties
-from analytics_nb.simulation._output import build_frame, select_flags
-from analytics_nb.simulation._result import SimulationResult, with_inputs
-from analytics_nb.simulation._sql import ROW_KEYS, SqlSimulation, _literal, _quote, simulate_sql
-from analytics_nb.simulation._summary import ValueCounts, format_share, summary_from_counts, warn_unknown
+from analytics_nb.simulation._local import check_group_mapping, check_missing_columns
+from analytics_nb.simulation._result import SimulationResult
+from analytics_nb.simulation._sql import SqlSimulation, simulate_sql
+from analytics_nb.simulation._sql_source import SqlSource
 from analytics_nb.tables import Output, default_output
 from analytics_nb.tables._extras import require_extra
 
@@ -299,36 +297,17 @@ async def asql(arguments: dict[str, Any]) -> SqlSimulationResult:
     return await asyncio.to_thread(run)
 
 
-def _value(v: Any, text: bool) -> Any:
-    """A SQL answer as the local engine's value. `text`: the flag's SQL column is text (a multivariate
-    flag, or one with a holdout: `flags._sql.SqlFlag.multivariate`), whose "true" / "false" are the booleans
-    and any other text a variant or holdout value; else the column is boolean. Anything else is refused
-    rather than read as a plausible value (``bool("false")`` is True)."""
-    if v is None or (not isinstance(v, str | bool) and pd.isna(v)):
-        return None
-    if text:
-        return True if v == "true" else False if v == "false" else str(v)
-    if isinstance(v, bool | np.bool_):
-        return bool(v)
-    raise TypeError(f"a boolean flag's SQL answer is {v!r}; expected a boolean")
-
-
-def _texts(column: pd.Series) -> list[str | None]:
-    """A text column read back as a list, missing cells None: column at a time (the per-cell ``pd.isna``
-    loop was most of the read-back's time on wide answers)."""
-    values: list[str | None] = column.astype(object).where(column.notna(), None).tolist()
-    return values
-
-
 class SqlSimulationResult(SimulationResult):
-    """What ``simulate(..., engine="sql")`` returns: a `SimulationResult` over DuckDB's answers.
+    """What ``simulate(..., engine="sql")`` returns: the one `SimulationResult` over DuckDB's answers, its
+    `AnswerSource` a `SqlSource` (``summary()``, ``crosstab()``, ``len()``, ``errors``, ``missing_report``
+    and the notebook view are the ones every engine has, computed in SQL without collecting rows).
 
-    ``.frame`` has the local engine's columns, dtypes and answers (collected from the parquet answers
-    the first time it is read, in input order); ``summary()``, ``crosstab()``, ``len()``, ``errors`` and
-    the notebook view are computed in SQL without collecting rows. ``.path`` is the parquet file of the
-    answers (``out=``, else a temporary file removed by ``close()``), ``.relation`` the answers as a DuckDB
-    relation, ``.sql`` the query, ``.local_flags`` the flags the local engine answered (with why) and
-    ``.local_rows`` the rows it answered for the others.
+    ``.frame`` has the local engine's columns, dtypes and answers (collected from the parquet answers the
+    first time it is read, in input order). ``.path`` is the parquet file of the answers (``out=``, else a
+    temporary file removed by ``close()``), ``.relation`` the answers as a DuckDB relation, ``.sql`` the
+    query, ``.local_flags`` the flags the local engine answered (with why) and ``.local_rows`` the rows it
+    answered for the others. It stays a subclass only for these and for ``close()``: its frame is read
+    lazily from DuckDB rather than held.
     """
 
     def __init__(
@@ -354,133 +333,56 @@ class SqlSimulationResult(SimulationResult):
         self.total = None
         self.remaining = None
         self.output = output
-        self._flag_keys = list(keys)
-        self._defs = definitions
-        self._payloads = payloads
-        self._reasons = reasons
-        self._given_inputs = inputs
-        self._frame: pd.DataFrame | None = None
-        self._outputs: pd.DataFrame | None = None
-        self._inputs: pd.DataFrame | None = None
+        self._source = SqlSource(
+            sim, keys=keys, definitions=definitions, payloads=payloads, reasons=reasons, given_inputs=inputs
+        )
+
+    @property
+    def source(self) -> SqlSource:
+        """The DuckDB answers behind this result (one source, kept: it keeps the frame once collected)."""
+        return self._source
 
     # -- lazily collected frames -------------------------------------------------------------------------
     @property
     def frame(self) -> pd.DataFrame:
         """The answers with the input columns, as the local engine gives them (collects every row)."""
-        if self._frame is None:
-            self._frame = with_inputs(self.outputs, self.inputs)
-        return self._frame
+        return self._source.collect(inputs=True)
 
     @frame.setter
     def frame(self, value: pd.DataFrame) -> None:
-        self._frame = value
+        self._source.frame = value
 
     @property
     def outputs(self) -> pd.DataFrame:
         """The answers without the input columns (collects every row)."""
-        if self._outputs is None:
-            self._outputs = self._collect()
-        return self._outputs
+        return self._source.collect()
 
     @outputs.setter
     def outputs(self, value: pd.DataFrame) -> None:
-        self._outputs = value
+        self._source.outputs = value
+
+    @property
+    def _frame(self) -> pd.DataFrame | None:
+        return self._source.frame  # None until collected
+
+    @property
+    def _outputs(self) -> pd.DataFrame | None:
+        return self._source.outputs  # None until collected
 
     @property
     def inputs(self) -> pd.DataFrame:
         """The property sets (read from the source, in input order, when DuckDB read them there)."""
-        if self._inputs is None:
-            if self._given_inputs is not None:
-                self._inputs = self._given_inputs
-            else:
-                frame = self.sim.con.sql(
-                    f"SELECT * EXCLUDE ({self._row_keys}) FROM persons ORDER BY {self._row_keys}"
-                ).df()
-                self._inputs = frame
-        return self._inputs
+        return self._source.inputs
 
     @inputs.setter
     def inputs(self, value: pd.DataFrame) -> None:
-        self._inputs = value
-
-    @property
-    def _row_keys(self) -> str:
-        return ", ".join(_quote(k) for k in self.sim.query.carry)
-
-    def _index(self, positions: Any) -> pd.Index:
-        """The result index of rows at input `positions` (the input frame's labels when it was given)."""
-        if self._given_inputs is not None:
-            index: pd.Index = self._given_inputs.index[list(positions)]
-            return index
-        numbered: pd.Index = pd.Index(list(positions))
-        return numbered
-
-    def _collect(self, where: str = "TRUE", limit: int | None = None) -> pd.DataFrame:
-        """Answers (those matching `where`) in the local engine's shape, in input order."""
-        if "_anb_file" in self.sim.query.carry:  # a folder of files: number the rows in file-name order
-            order = f"row_number() OVER (ORDER BY {self._row_keys}) - 1"
-            numbered = f"SELECT *, {order} AS _anb_pos FROM {self._answers}"
-            sql = f"SELECT * FROM ({numbered}) WHERE {where} ORDER BY _anb_pos"
-            position = "_anb_pos"
-        else:
-            sql = f"SELECT * FROM {self._answers} WHERE {where} ORDER BY _anb_row"
-            position = "_anb_row"
-        raw = self.sim.con.sql(sql + (f" LIMIT {int(limit)}" if limit is not None else "")).df()
-        positions = raw[position].tolist()
-        index = self._index(positions)
-        multivariate = self._text_flags
-        keys = self.sim.flags
-        values = {k: [_value(v, k in multivariate) for v in raw[k].tolist()] for k in keys}
-
-        def texts(suffix: str) -> dict[str, list[Any]]:
-            return {k: _texts(raw[k + suffix]) for k in keys}
-
-        # the SQL writes reason and condition-index columns only when they were asked for
-        written = self.sim.query.reasons
-        frame = build_frame(
-            index,
-            raw["distinct_id"].tolist(),
-            keys,
-            values,
-            multivariate=multivariate,
-            payloads=self._payloads_of(values) if self._payloads else None,
-            payload_texts=self._defs.payload_texts(),
-            reasons=texts(":reason") if written else None,
-            condition_index={k: pd.array(raw[k + ":condition_index"], dtype="Int64").tolist() for k in keys}
-            if written
-            else None,
-            errors=_texts(raw["error"]),
-        )
-        return select_flags(frame, self._flag_keys, payloads=self._payloads, reasons=self._reasons)
-
-    def _payloads_of(self, values: dict[str, list[Any]]) -> dict[str, list[Any]]:
-        """Each flag's payload per row from its value, as the engine gives it (`CompiledFlag.payload_for`:
-        the variant's payload, ``"true"``'s for True, none for False or unknown)."""
-        out: dict[str, list[Any]] = {}
-        for sf in self.sim.query.flags:
-            table = sf.payloads
-            out[sf.key] = [
-                None if v is None or v is False else table.get(v if isinstance(v, str) else "true")
-                for v in values[sf.key]
-            ]
-        return out
-
-    @property
-    def _text_flags(self) -> set[str]:
-        """The flags whose SQL column is text (variants or a holdout value), as the query says: the local
-        engine's object columns. Not `Definitions.variants()`, which leaves out holdout-only flags."""
-        return {sf.key for sf in self.sim.query.flags if sf.multivariate}
+        self._source._inputs = value
 
     @property
     def _answers(self) -> str:
-        return f"read_parquet({_literal(str(self.sim.path))})"
+        return self._source.answers
 
-    # -- what SQL answers without collecting rows --------------------------------------------------------
-    @property
-    def flags(self) -> list[str]:
-        """The flag keys in the result, in column order."""
-        return list(self._flag_keys)
-
+    # -- the SQL run -------------------------------------------------------------------------------------
     @property
     def path(self) -> Path:
         """The parquet file holding the answers (``out=``, else a temporary file)."""
@@ -506,97 +408,9 @@ class SqlSimulationResult(SimulationResult):
         """How many rows the local engine answered (for the flags SQL answers on the other rows)."""
         return self.sim.local_rows
 
-    def __len__(self) -> int:
-        return len(self.sim)
-
-    @property
-    def rows_done(self) -> int:
-        """The rows evaluated (all of them)."""
-        return len(self.sim)
-
-    @property
-    def errors(self) -> pd.DataFrame:
-        """The rows with an error (distinct_id and error text), selected in SQL."""
-        return self._collect("error IS NOT NULL")[["distinct_id", "error"]]
-
-    def _error_count(self) -> int:
-        sql = f"SELECT count(*) FROM {self._answers} WHERE error IS NOT NULL"
-        return int(self.sim.con.execute(sql).fetchall()[0][0])
-
     def head(self, n: int = 10) -> pd.DataFrame:
         """The first `n` rows of the outputs (only they are collected)."""
-        return self._collect(limit=n)
-
-    def _counts(self, keys: Sequence[str]) -> dict[str, tuple[ValueCounts, int]]:
-        """Per flag, its value counts and unknown rows, counted in SQL."""
-        parts = [
-            f"SELECT {_literal(k)} AS flag, CAST({_quote(k)} AS VARCHAR) AS value, count(*) AS n "
-            f"FROM {self._answers} GROUP BY ALL"
-            for k in keys
-        ]
-        counted: dict[str, tuple[ValueCounts, int]] = {k: ({}, 0) for k in keys}
-        if not parts:
-            return counted
-        for flag, value, n in self.sim.con.execute(" UNION ALL ".join(parts)).fetchall():
-            counts, unknown = counted[flag]
-            if value is None:
-                counted[flag] = (counts, unknown + int(n))
-                continue
-            text = flag in self._text_flags
-            v = _value(value if text else value == "true", text)
-            counts[("b", v) if isinstance(v, bool) else ("s", v)] = int(n)
-        return counted
-
-    def summary(self, flags: Sequence[str] | None = None) -> pd.DataFrame:
-        """Per flag and value: count, n (rows with a known value), share, 95% Wilson CI, unknown rows; the
-        counts are computed in SQL (no row is collected), the intervals from them as ``engine="local"``
-        computes them."""
-        keys = self._keys_of(flags)
-        return warn_unknown(summary_from_counts(self._counts(keys), keys, self.variants))
-
-    def _keys_of(self, flags: Sequence[str] | str | None) -> list[str]:
-        return self._keys(flags)
-
-    def crosstab(
-        self,
-        flag: str,
-        by: str,
-        *,
-        normalize: bool | Literal["all", "index", "columns"] = False,
-        margins: bool = False,
-    ) -> pd.DataFrame:
-        """Counts (or shares, ``normalize="index"``) of ``flag``'s values per value of property ``by``,
-        counted in SQL over the answers joined to the property sets (only the table is collected)."""
-        (key,) = self._keys_of([flag])
-        columns = [row[0] for row in self.sim.con.execute("DESCRIBE persons").fetchall()]
-        if by not in columns or by in ROW_KEYS:
-            shown = ", ".join(repr(c) for c in columns if c not in ("distinct_id", *ROW_KEYS))
-            raise SimulationInputError(
-                f"no property {by!r} in the property sets; crosstab by one of {shown}.", column=by
-            )
-        keys = self._row_keys
-        counts = self.sim.con.sql(
-            f"SELECT p.{_quote(by)} AS by_value, a.{_quote(key)} AS value, count(*) AS n "
-            f"FROM {self._answers} a JOIN persons p USING ({keys}) GROUP BY ALL"
-        ).df()
-        multivariate = key in self._text_flags
-        values = [_value(v, multivariate) for v in counts["value"].tolist()]
-        flag_values = pd.Series(["(unknown)" if v is None else v for v in values], dtype=object, name=key)
-        by_values = counts["by_value"].astype(object)
-        by_values = by_values.where(by_values.notna(), "(missing)").rename(by)
-        table = pd.crosstab(
-            by_values, flag_values, values=counts["n"], aggfunc="sum", normalize=normalize, margins=margins
-        ).fillna(0)
-        return table if normalize is not False else table.astype("int64")
-
-    def warn_missing(self) -> None:
-        """Warn (`MissingPropertyWarning`) as the local engine does when answers are NA because the
-        property sets lack a column a flag reads (``missing_columns="unknown"``): the same warning from
-        the same report, the local engine's `FrameEvaluator.missing_report` over the rows it answered
-        (`SqlSimulation.missing_report`), for the flags of the result."""
-        report = {k: v for k, v in self.sim.missing_report.items() if k in set(self._flag_keys)}
-        if report:
-            warn_missing_properties(report, len(self))
+        return self._source.head(n)
 
     def close(self) -> None:
         """Close DuckDB and remove the working files (the answers too unless ``out=`` was given)."""
@@ -609,33 +423,10 @@ class SqlSimulationResult(SimulationResult):
         self.close()
 
     def __repr__(self) -> str:
+        """The rows and errors counted in SQL (no error row is read), the flags the local engine answered
+        and the answers file."""
         local = f", local_flags={sorted(self.local_flags)}" if self.local_flags else ""
         return (
-            f"SimulationResult(engine='sql', rows={len(self)}, flags={len(self._flag_keys)}, "
-            f"errors={self._error_count()}{local})\n  answers: {str(self.path)!r}"
-        )
-
-    def _repr_html_(self) -> str:
-        head = html.escape(repr(self).splitlines()[0])
-        keys = list(self._flag_keys)
-        summary = summary_from_counts(self._counts(keys), keys, self.variants)  # the note shown, not warned
-        note = summary.attrs.get("note")
-        head += f"</b></p><p><i>{html.escape(note)}</i>" if note else ""
-        rows = "".join(
-            f"<tr><td>{html.escape(str(f))}</td><td>{html.escape(str(v))}</td><td>{c}</td>"
-            f"<td>{html.escape(format_share(float(s), float(lo), float(hi)))}</td></tr>"
-            for f, v, c, s, lo, hi in zip(
-                summary["flag"],
-                summary["value"],
-                summary["count"],
-                summary["share"],
-                summary["ci_low"],
-                summary["ci_high"],
-                strict=True,
-            )
-        )
-        return (
-            f"<div><p><b>{head}</b></p><table><thead><tr><th>flag</th><th>value</th><th>count</th>"
-            f"<th>share [95% CI]</th></tr></thead><tbody>{rows}</tbody></table>"
-            f"{self.head(10).to_html(max_cols=20)}</div>"
+            f"SimulationResult(engine='sql', rows={len(self)}, flags={len(self.flags)}, "
+            f"errors={self._source.error_count()}{local})\n  answers: {str(self.path)!r}"
         )

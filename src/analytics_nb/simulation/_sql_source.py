@@ -1,0 +1,248 @@
+"""The SQL engine's `AnswerSource` (issue 34): DuckDB's parquet answers, counted where they lie.
+
+``simulate(..., engine="sql")`` answers with a `SimulationResult` whose source is a `SqlSource`: ``len()``,
+``counts`` (what ``summary()`` is built from), ``crosstab``, ``errors`` and ``head`` are SQL over the answers
+file, so only the small tables (or the asked rows) come back; ``collect`` is the one call that reads every
+row back in the local engine's shape (columns, dtypes, input order), once, then kept. ``missing_report`` is
+the SQL run's own (`SqlSimulation.missing_report`: the local engine's report over the rows it answered).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from analytics_nb.flags._door import MissingReport
+from analytics_nb.simulation._answers import Counts, Normalize, write_parquet
+from analytics_nb.simulation._definitions import Definitions
+from analytics_nb.simulation._errors import SimulationInputError
+from analytics_nb.simulation._output import build_frame, select_flags
+from analytics_nb.simulation._result import with_inputs
+from analytics_nb.simulation._sql import ROW_KEYS, SqlSimulation, _literal, _quote
+from analytics_nb.simulation._summary import ValueCounts
+
+__all__ = ["SqlSource"]
+
+
+def _value(v: Any, text: bool) -> Any:
+    """A SQL answer as the local engine's value. `text`: the flag's SQL column is text (a multivariate
+    flag, or one with a holdout: `flags._sql.SqlFlag.multivariate`), whose "true" / "false" are the booleans
+    and any other text a variant or holdout value; else the column is boolean. Anything else is refused
+    rather than read as a plausible value (``bool("false")`` is True)."""
+    if v is None or (not isinstance(v, str | bool) and pd.isna(v)):
+        return None
+    if text:
+        return True if v == "true" else False if v == "false" else str(v)
+    if isinstance(v, bool | np.bool_):
+        return bool(v)
+    raise TypeError(f"a boolean flag's SQL answer is {v!r}; expected a boolean")
+
+
+def _texts(column: pd.Series) -> list[str | None]:
+    """A text column read back as a list, missing cells None: column at a time (the per-cell ``pd.isna``
+    loop was most of the read-back's time on wide answers)."""
+    values: list[str | None] = column.astype(object).where(column.notna(), None).tolist()
+    return values
+
+
+class SqlSource:
+    """The answers of an ``engine="sql"`` run (`SqlSimulation`: DuckDB and the parquet file), read for the
+    result's flags (``keys``) in the local engine's shape; everything but ``collect`` and ``to_parquet`` is
+    answered in SQL. ``given_inputs``: the property sets when they were in memory (None: DuckDB read them
+    where they lie, and ``inputs`` reads them back from its ``persons`` table only when asked)."""
+
+    #: the answers are computed already (the parquet file): the repr and notebook view count them, in SQL
+    lazy = False
+
+    def __init__(
+        self,
+        sim: SqlSimulation,
+        *,
+        keys: Sequence[str],
+        definitions: Definitions,
+        payloads: bool,
+        reasons: bool,
+        given_inputs: pd.DataFrame | None,
+    ) -> None:
+        self.sim = sim
+        self._keys = list(keys)
+        self._defs = definitions
+        self._payloads = payloads
+        self._reasons = reasons
+        self._given_inputs = given_inputs
+        self._inputs: pd.DataFrame | None = None
+        #: the collected answers (outputs, and with the input columns), kept once read
+        self.outputs: pd.DataFrame | None = None
+        self.frame: pd.DataFrame | None = None
+
+    @property
+    def keys(self) -> list[str]:
+        return list(self._keys)
+
+    def __len__(self) -> int:
+        return len(self.sim)  # count(*) over the parquet file
+
+    @property
+    def inputs(self) -> pd.DataFrame:
+        """The property sets (read from DuckDB's ``persons`` table, in input order, when it read them)."""
+        if self._inputs is None:
+            if self._given_inputs is not None:
+                self._inputs = self._given_inputs
+            else:
+                self._inputs = self.sim.con.sql(
+                    f"SELECT * EXCLUDE ({self._row_keys}) FROM persons ORDER BY {self._row_keys}"
+                ).df()
+        return self._inputs
+
+    # -- the protocol --------------------------------------------------------------------------------------
+    def counts(self, keys: Sequence[str]) -> Counts:
+        """Per flag, its value counts and unknown rows, counted in SQL."""
+        parts = [
+            f"SELECT {_literal(k)} AS flag, CAST({_quote(k)} AS VARCHAR) AS value, count(*) AS n "
+            f"FROM {self.answers} GROUP BY ALL"
+            for k in keys
+        ]
+        counted: dict[str, tuple[ValueCounts, int]] = {k: ({}, 0) for k in keys}
+        if not parts:
+            return counted
+        for flag, value, n in self.sim.con.execute(" UNION ALL ".join(parts)).fetchall():
+            counts, unknown = counted[flag]
+            if value is None:
+                counted[flag] = (counts, unknown + int(n))
+                continue
+            text = flag in self._text_flags
+            v = _value(value if text else value == "true", text)
+            counts[("b", v) if isinstance(v, bool) else ("s", v)] = int(n)
+        return counted
+
+    def crosstab(self, key: str, by: str, *, normalize: Normalize, margins: bool) -> pd.DataFrame:
+        """Counted in SQL over the answers joined to the property sets (only the table comes back)."""
+        columns = [row[0] for row in self.sim.con.execute("DESCRIBE persons").fetchall()]
+        if by not in columns or by in ROW_KEYS:
+            shown = ", ".join(repr(c) for c in columns if c not in ("distinct_id", *ROW_KEYS))
+            raise SimulationInputError(
+                f"no property {by!r} in the property sets; crosstab by one of {shown}.", column=by
+            )
+        counts = self.sim.con.sql(
+            f"SELECT p.{_quote(by)} AS by_value, a.{_quote(key)} AS value, count(*) AS n "
+            f"FROM {self.answers} a JOIN persons p USING ({self._row_keys}) GROUP BY ALL"
+        ).df()
+        multivariate = key in self._text_flags
+        values = [_value(v, multivariate) for v in counts["value"].tolist()]
+        flag_values = pd.Series(["(unknown)" if v is None else v for v in values], dtype=object, name=key)
+        by_values = counts["by_value"].astype(object)
+        by_values = by_values.where(by_values.notna(), "(missing)").rename(by)
+        table = pd.crosstab(
+            by_values, flag_values, values=counts["n"], aggfunc="sum", normalize=normalize, margins=margins
+        ).fillna(0)
+        return table if normalize is not False else table.astype("int64")
+
+    def collect(self, *, inputs: bool = False) -> pd.DataFrame:
+        """Every answer as the local engine gives it (read back once, then kept); ``inputs``: with the
+        input property columns (`with_inputs`)."""
+        if self.outputs is None:
+            self.outputs = self.read()
+        if not inputs:
+            return self.outputs
+        if self.frame is None:
+            self.frame = with_inputs(self.outputs, self.inputs)
+        return self.frame
+
+    def head(self, n: int) -> pd.DataFrame:
+        """The first ``n`` rows of the outputs (only they are read)."""
+        return self.read(limit=n)
+
+    def errors(self) -> pd.DataFrame:
+        """The rows with an error (distinct_id and error text), selected in SQL."""
+        return self.read("error IS NOT NULL")[["distinct_id", "error"]]
+
+    def error_count(self) -> int:
+        """How many rows have an error, counted in SQL."""
+        sql = f"SELECT count(*) FROM {self.answers} WHERE error IS NOT NULL"
+        return int(self.sim.con.execute(sql).fetchall()[0][0])
+
+    def to_parquet(self, path: str | Path, *, inputs: bool) -> Path:
+        """One parquet file in the local engine's shape (through `collect`: the answers are read back)."""
+        return write_parquet(self.collect(inputs=inputs), path)
+
+    def missing_report(self) -> MissingReport | None:
+        """The SQL run's report (the local engine's over the rows it answered), for the result's flags."""
+        keys = set(self._keys)
+        return {k: v for k, v in self.sim.missing_report.items() if k in keys}
+
+    # -- reading the answers back ----------------------------------------------------------------------------
+    @property
+    def answers(self) -> str:
+        """The answers file as a DuckDB table expression."""
+        return f"read_parquet({_literal(str(self.sim.path))})"
+
+    @property
+    def _row_keys(self) -> str:
+        return ", ".join(_quote(k) for k in self.sim.query.carry)
+
+    def _index(self, positions: Any) -> pd.Index:
+        """The result index of rows at input `positions` (the input frame's labels when it was given)."""
+        if self._given_inputs is not None:
+            index: pd.Index = self._given_inputs.index[list(positions)]
+            return index
+        numbered: pd.Index = pd.Index(list(positions))
+        return numbered
+
+    def read(self, where: str = "TRUE", limit: int | None = None) -> pd.DataFrame:
+        """Answers (those matching `where`) in the local engine's shape, in input order."""
+        if "_anb_file" in self.sim.query.carry:  # a folder of files: number the rows in file-name order
+            order = f"row_number() OVER (ORDER BY {self._row_keys}) - 1"
+            numbered = f"SELECT *, {order} AS _anb_pos FROM {self.answers}"
+            sql = f"SELECT * FROM ({numbered}) WHERE {where} ORDER BY _anb_pos"
+            position = "_anb_pos"
+        else:
+            sql = f"SELECT * FROM {self.answers} WHERE {where} ORDER BY _anb_row"
+            position = "_anb_row"
+        raw = self.sim.con.sql(sql + (f" LIMIT {int(limit)}" if limit is not None else "")).df()
+        index = self._index(raw[position].tolist())
+        multivariate = self._text_flags
+        keys = self.sim.flags
+        values = {k: [_value(v, k in multivariate) for v in raw[k].tolist()] for k in keys}
+
+        def texts(suffix: str) -> dict[str, list[Any]]:
+            return {k: _texts(raw[k + suffix]) for k in keys}
+
+        # the SQL writes reason and condition-index columns only when they were asked for
+        written = self.sim.query.reasons
+        frame = build_frame(
+            index,
+            raw["distinct_id"].tolist(),
+            keys,
+            values,
+            multivariate=multivariate,
+            payloads=self._payloads_of(values) if self._payloads else None,
+            payload_texts=self._defs.payload_texts(),
+            reasons=texts(":reason") if written else None,
+            condition_index={k: pd.array(raw[k + ":condition_index"], dtype="Int64").tolist() for k in keys}
+            if written
+            else None,
+            errors=_texts(raw["error"]),
+        )
+        return select_flags(frame, self._keys, payloads=self._payloads, reasons=self._reasons)
+
+    def _payloads_of(self, values: dict[str, list[Any]]) -> dict[str, list[Any]]:
+        """Each flag's payload per row from its value, as the engine gives it (`CompiledFlag.payload_for`:
+        the variant's payload, ``"true"``'s for True, none for False or unknown)."""
+        out: dict[str, list[Any]] = {}
+        for sf in self.sim.query.flags:
+            table = sf.payloads
+            out[sf.key] = [
+                None if v is None or v is False else table.get(v if isinstance(v, str) else "true")
+                for v in values[sf.key]
+            ]
+        return out
+
+    @property
+    def _text_flags(self) -> set[str]:
+        """The flags whose SQL column is text (variants or a holdout value), as the query says: the local
+        engine's object columns. Not `Definitions.variants()`, which leaves out holdout-only flags."""
+        return {sf.key for sf in self.sim.query.flags if sf.multivariate}
