@@ -162,45 +162,17 @@ def _factorize(
     as `df.to_dict("records")` hands them over), is kept raw as `Opaque`, so the filters compare what the
     SDK compares for it, as the dict API does (`sdk_container_text`).
     """
-    n = len(series)
-    dtype = series.dtype
-    if dtype is not np.dtype(object):
-        codes, uniq = pd.factorize(series, use_na_sentinel=True)
-        codes = np.asarray(codes, dtype=_CODE)
-        if isinstance(dtype, pd.StringDtype):
-            # a StringDtype holds only str values (missing ones became code -1)
-            col = _Column(codes, uniq.tolist(), True)
-        else:
-            uniques: list[Any] = []
-            for u in uniq:
-                try:
-                    v = normalize(u)
-                except BadValueError:
-                    v = Opaque(u)
-                uniques.append(v)
-            col = _Column(codes, uniques)
-        if nulls:
-            missing = (codes < 0) & (errors == _NO_ERROR)
-            if missing.any():
-                col.codes[missing] = len(col.uniques)
-                col.uniques.append(None)
-                col.all_str = False
-        return col
+    if series.dtype is not np.dtype(object):
+        return _factorize_typed(series, errors, nulls)
     arr = series.to_numpy(dtype=object)
-    codes = np.full(n, -1, dtype=_CODE)
-    uniques = []
+    codes = np.full(len(series), -1, dtype=_CODE)
+    uniques: list[Any] = []
     index: dict[Any, int] = {}
     hashable = True
     for i, raw in enumerate(arr):
         if raw is MISSING:
             continue
-        try:
-            if sdk and (isinstance(raw, tuple) or (isinstance(raw, (list, dict)) and holds_sdk_opaque(raw))):
-                v = Opaque(raw)
-            else:
-                v = normalize(raw, none_is_null=nulls or none_is_null)
-        except BadValueError:
-            v = Opaque(raw)
+        v = _plain_cell(raw, nulls or none_is_null, sdk)
         if v is MISSING:
             if not nulls:
                 continue
@@ -219,6 +191,43 @@ def _factorize(
         codes[i] = len(uniques)
         uniques.append(v)
     return _Column(codes, uniques)
+
+
+def _factorize_typed(series: pd.Series, errors: np.ndarray, nulls: bool) -> _Column:
+    """`_factorize` for a typed (non-object) column: pandas factorizes it, the distinct values are made
+    plain once each."""
+    codes, uniq = pd.factorize(series, use_na_sentinel=True)
+    codes = np.asarray(codes, dtype=_CODE)
+    if isinstance(series.dtype, pd.StringDtype):
+        # a StringDtype holds only str values (missing ones became code -1)
+        col = _Column(codes, uniq.tolist(), True)
+    else:
+        uniques: list[Any] = []
+        for u in uniq:
+            try:
+                v = normalize(u)
+            except BadValueError:
+                v = Opaque(u)
+            uniques.append(v)
+        col = _Column(codes, uniques)
+    if nulls:
+        missing = (codes < 0) & (errors == _NO_ERROR)
+        if missing.any():
+            col.codes[missing] = len(col.uniques)
+            col.uniques.append(None)
+            col.all_str = False
+    return col
+
+
+def _plain_cell(raw: Any, none_is_null: bool, sdk: bool) -> Any:
+    """One object cell as a plain value (MISSING when absent), or `Opaque` where it stays raw: a value
+    outside JSON, and in sdk mode a tuple or a container holding values the SDK does not read as JSON."""
+    try:
+        if sdk and (isinstance(raw, tuple) or (isinstance(raw, (list, dict)) and holds_sdk_opaque(raw))):
+            return Opaque(raw)
+        return normalize(raw, none_is_null=none_is_null)
+    except BadValueError:
+        return Opaque(raw)
 
 
 def _missing_column(n: int, unknown: bool = False) -> _Column:
