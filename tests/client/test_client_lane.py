@@ -16,8 +16,7 @@ import pandas as pd
 import pytest
 
 from _clients import client_for
-from analytics_nb.client import AdaptiveLimit, Core
-from analytics_nb.client._config import ClientConfig
+from analytics_nb.client import AdaptiveLimit, ClientConfig, Core
 from analytics_nb.client._lane import Lane, header_block
 from analytics_nb.errors import NetworkError, ResponseFormatError, ValidationError
 from analytics_nb.simulation import simulate
