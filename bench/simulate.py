@@ -213,7 +213,10 @@ def _condition(
     }
     for n in SIZES:
         sub, sub_rows = df.head(n), rows[:n]
-        contenders[f"{n} ours (default)"] = (n, lambda sub=sub: simulate(sub, client=client).frame)
+        contenders[f"{n} ours (default)"] = (
+            n,
+            lambda sub=sub: simulate(sub, client=client).frame,
+        )
         for k in FIXED:
             contenders[f"{n} ours concurrency={k}"] = (
                 n,
