@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import gzip
 import ssl
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Any
@@ -259,3 +260,24 @@ def test_the_ssl_context_is_built_once_per_process(monkeypatch: pytest.MonkeyPat
     for choice in ("httpx", "auto", "httpx"):
         _transport.make_transport(choice, 10)
     assert len(calls) == 1
+
+
+def test_a_connection_is_not_reused_on_another_event_loop(sandbox: Any) -> None:
+    """An AsyncClient used under two ``asyncio.run`` calls: the server keeps the first loop's connection
+    open, but no loop reads it any more; reusing it waited for the timeout before a retry."""
+    core = Core(ClientConfig(app_url=sandbox.url, ingest_url=sandbox.url, timeout=3, retry_backoff=0.01))
+    body = {"api_key": sandbox.project_api_key, "distinct_id": "someone"}
+
+    async def post() -> int:
+        r = await core.request(
+            "POST", "/flags/", service="ingest", params={"v": "4"}, json=body, auth=False,
+            pacer=AdaptiveLimit(1), idempotent=True,
+        )  # fmt: skip
+        return r.status_code
+
+    assert asyncio.run(post()) == 200
+    started = time.perf_counter()
+    assert asyncio.run(post()) == 200
+    assert time.perf_counter() - started < 2
+    assert core._lane is not None and core._lane.sent == 2
+    asyncio.run(core.aclose())

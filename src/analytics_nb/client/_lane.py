@@ -80,6 +80,7 @@ class _Connection(asyncio.Protocol):
         self.waiter: asyncio.Future[tuple[int, list[tuple[bytes, bytes]], bytes]] | None = None
         self.closed = False
         self.idle_since = 0.0
+        self.loop = asyncio.get_running_loop()  # a connection serves the event loop it was made on only
         self._reset()
 
     def _reset(self) -> None:
@@ -155,7 +156,10 @@ class _Connection(asyncio.Protocol):
     def close(self) -> None:
         self.closed = True
         if self.transport is not None:
-            self.transport.close()
+            try:
+                self.transport.close()
+            except RuntimeError:  # its event loop is closed (an AsyncClient used under another asyncio.run)
+                pass
 
     def send(self, data: bytes) -> asyncio.Future[tuple[int, list[tuple[bytes, bytes]], bytes]]:
         assert self.transport is not None
@@ -216,13 +220,13 @@ class Lane:
         port = url.port or (443 if url.scheme == "https" else 80)
         idle = self._idle.get((url.scheme, url.host, port))
         now = time.monotonic()
+        loop = asyncio.get_running_loop()
         while idle:
             conn = idle.pop()
-            if not conn.closed and now - conn.idle_since < KEEPALIVE_EXPIRY:
+            if not conn.closed and conn.loop is loop and now - conn.idle_since < KEEPALIVE_EXPIRY:
                 conn.limit = limit
                 return conn
             conn.close()
-        loop = asyncio.get_running_loop()
         tls = None
         if url.scheme == "https":
             tls = ssl_context()  # httpx's: certifi, SSL_CERT_FILE honoured
