@@ -281,3 +281,29 @@ def test_a_connection_is_not_reused_on_another_event_loop(sandbox: Any) -> None:
     assert time.perf_counter() - started < 2
     assert core._lane is not None and core._lane.sent == 2
     asyncio.run(core.aclose())
+
+
+def test_a_body_still_arriving_at_the_deadline_is_not_retried() -> None:
+    """As on httpx's path: an answer whose head came but whose body trickles past ``timeout`` fails at once
+    (a server that slow would hold the run again), where no answer at all is retried."""
+
+    async def go() -> int:
+        tries = []
+
+        async def trickle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            await _read_request(reader)
+            tries.append(1)
+            writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n{")
+            await writer.drain()
+            await asyncio.sleep(5)
+
+        server = await asyncio.start_server(trickle, "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        try:
+            with pytest.raises(NetworkError, match=r"did not complete within timeout=0\.3 s"):
+                await _post(f"http://127.0.0.1:{port}", timeout=0.3, max_retries=3)
+        finally:
+            server.close()
+        return len(tries)
+
+    assert asyncio.run(go()) == 1
