@@ -307,3 +307,19 @@ def test_a_body_still_arriving_at_the_deadline_is_not_retried() -> None:
         return len(tries)
 
     assert asyncio.run(go()) == 1
+
+
+def test_each_origin_gets_its_own_host_header() -> None:
+    """The request head is cached per URL: two servers with the same path must each see their own Host."""
+
+    async def go() -> tuple[list[bytes], list[bytes], str, str]:
+        lane = Lane({"User-Agent": "t"}, max_idle=4)
+        async with _server([_answer(b"{}")]) as (one, seen_one), _server([_answer(b"{}")]) as (two, seen_two):
+            for url in (one, two):
+                await lane.post(httpx.URL(url + "/flags/?v=4"), b"", b"{}", limit=10_000, timeout=5)
+        lane.close()
+        return seen_one, seen_two, one, two
+
+    seen_one, seen_two, one, two = asyncio.run(go())
+    assert b"\r\nHost: " + one.split("//")[1].encode() + b"\r\n" in seen_one[0]
+    assert b"\r\nHost: " + two.split("//")[1].encode() + b"\r\n" in seen_two[0]

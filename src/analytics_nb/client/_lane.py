@@ -202,12 +202,12 @@ class Lane:
         self._defaults = block
         self.max_idle = max_idle
         self._idle: dict[tuple[str, str, int], list[_Connection]] = {}
-        self._heads: dict[tuple[str, bytes], bytes] = {}
+        self._heads: dict[tuple[str, bytes, bytes], bytes] = {}
         self.sent = 0
         """Requests this lane sent (for tests and reports)."""
 
     def _head(self, url: httpx.URL) -> bytes:
-        key = (url.scheme, url.raw_path)
+        key = (url.scheme, url.netloc, url.raw_path)
         head = self._heads.get(key)
         if head is None:
             if len(self._heads) >= 64:
