@@ -218,6 +218,7 @@ class Lane:
 
     async def _connection(self, url: httpx.URL, limit: int) -> _Connection:
         port = url.port or (443 if url.scheme == "https" else 80)
+        host = url.raw_host.decode("ascii")  # IDNA-encoded, as the resolver and TLS want it
         idle = self._idle.get((url.scheme, url.host, port))
         now = time.monotonic()
         loop = asyncio.get_running_loop()
@@ -232,7 +233,7 @@ class Lane:
             tls = ssl_context()  # httpx's: certifi, SSL_CERT_FILE honoured
         try:
             _transport, conn = await loop.create_connection(
-                lambda: _Connection(limit), url.host, port, ssl=tls, server_hostname=url.host if tls else None
+                lambda: _Connection(limit), host, port, ssl=tls, server_hostname=host if tls else None
             )
         except (OSError, ssl.SSLError) as exc:
             raise httpx.ConnectError(f"could not connect to {url.host}:{port} ({exc})") from None
