@@ -1,25 +1,27 @@
-"""Benchmark of flag simulation on the demo sandbox (run: ``.venv/bin/python bench/simulate.py``, ~4 minutes).
+"""Benchmark of flag simulation on the demo sandbox (run: ``.venv/bin/python bench/simulate.py``, ~4 minutes;
+``--parts a`` the remote part only).
 
 (a) remote ``simulate(df, client=client)`` at its default settings (every flag evaluated, one ``/flags/?v=4``
-    a row, the number in flight adapted to throughput and latency), printed beside fixed settings
-    (``concurrency=10``, the former default, ``concurrency=32``, the thread pools' own, and
-    ``concurrency=128``), against what a
+    a row, the number in flight adapted to throughput and latency), for 600 and 3,000 rows, against what a
     competent analyst would write, over the same rows and with the same output (a DataFrame of flags per row):
     sync httpx in a 32-thread pool (one shared ``httpx.Client`` with 32 connections), the official ``posthog``
     SDK 7.91.1 in a 32-thread pool (``get_all_flags`` per row; tuned: its flags session gets an HTTP adapter
-    with 32 pooled connections, as its own https adapter has only 10), and the naive sequential httpx loop.
-    Three conditions: loopback (no latency: the CPU of client and sandbox is the limit; simulate's loopback
-    default of 4 in flight), and 20 ms and 100 ms of latency added by the sandbox's own fault injection on
-    ``/decide*`` and ``/flags*`` (the thread pools stay at 32). Rounds are interleaved (every contender once
-    a round) and each contender's best of 3 is kept; the ratio is the default simulate's against the best
-    32-thread baseline (issue 23 target: >= 2x the SDK's 32 threads at 20 and 100 ms; the machine is shared,
-    so the load average is printed with every figure).
-    Each line also gives this process's CPU per row. The sequential loop runs on fewer rows at 20/100 ms
-    (its rate does not depend on the row count).
+    with 32 pooled connections, as its own https adapter has only 10), and the naive sequential httpx loop
+    (its rate does not depend on the row count: it runs 600 rows on loopback, 300 at 20 ms, 60 at 100 ms).
+    Three conditions: loopback (no latency: the CPU of client and sandbox is the limit), and 20 ms and 100 ms
+    of latency added by the sandbox's own fault injection on ``/decide*`` and ``/flags*``. Within a
+    condition the contenders are interleaved (every one once a round) and each one's best of 3 is kept, with
+    this process's CPU per row of that run. Ratios: ours against the best 32-thread pool and against the
+    loop (issue 35 targets: >= 2x the best pool at 20 and 100 ms for both sizes; >= 1x the loop on loopback
+    for 600 rows). The machine is shared: the load average is printed with every condition.
+    ``--conditions 0,20 --sizes 600`` runs a piece; ``--fixed`` adds ``concurrency=32``.
 (b) local ``simulate`` for 1,000,000 property sets x 12 flags: time and peak memory (in a child process).
 (c) a what-if re-run after a rollout change on 100,000 rows: time.
+(d) the notebook's sandbox, ``Client.sandbox()``, in this process (a thread) and in a child process
+    (``mode="process"``): start time and remote ``simulate`` of 3,000 rows on loopback, rows/s.
 
-The sandbox runs in a child process (``start(mode="process")``), so server and client do not share one GIL.
+(a)-(c) run on a sandbox in a child process (``start(mode="process")``), so server and client do not share
+one GIL.
 """
 
 from __future__ import annotations
@@ -65,14 +67,16 @@ SCHEMA: dict[str, Any] = {
 }
 THREADS = 32
 REPEATS = 3
-#: (label, added latency in s, rows, rows for the sequential loop)
-SCENARIOS: tuple[tuple[str, float | None, int, int], ...] = (
-    ("loopback", None, 3000, 3000),
-    ("20 ms added latency", 0.02, 3000, 300),
-    ("100 ms added latency", 0.1, 2000, 60),
+#: (label, added latency in s, rows of the sequential loop: its rate does not depend on the row count)
+CONDITIONS: tuple[tuple[str, float | None, int], ...] = (
+    ("loopback", None, 600),
+    ("20 ms added latency", 0.02, 300),
+    ("100 ms added latency", 0.1, 60),
 )
-#: The fixed settings printed beside the default (adaptive) one; 32 is the thread pools' concurrency.
-FIXED = (10, 32, 128)
+#: The row counts every condition runs (issue 35: a small job and a larger one).
+SIZES = (600, 3000)
+#: ``--fixed``: fixed settings printed beside the default (adaptive) one; 32 is the thread pools' own.
+FIXED = (32,)
 
 
 def property_sets(n: int, seed: int = 1) -> pd.DataFrame:
@@ -167,13 +171,91 @@ def set_delay(sb: Any, seconds: float | None) -> None:
             sb.faults.add(path=path, delay=seconds)
 
 
-def part_a(sb: Any, scale: float = 1.0) -> None:
+def _rates(
+    contenders: dict[str, tuple[int, Callable[[], pd.DataFrame]]],
+) -> tuple[dict[str, tuple[float, float]], dict[str, pd.DataFrame]]:
+    """Every contender ``REPEATS`` times, interleaved (each once a round); its best rate (rows/s) and that
+    run's client CPU (ms a row), and its last frame."""
+    best: dict[str, tuple[float, float]] = {}
+    frames: dict[str, pd.DataFrame] = {}
+    for _ in range(REPEATS):
+        for name, (n, fn) in contenders.items():
+            wall, cpu, frame = timed(fn)
+            assert len(frame) == n, (name, len(frame))
+            frames[name] = frame
+            if name not in best or n / wall > best[name][0]:
+                best[name] = (n / wall, 1000 * cpu / n)
+    return best, frames
+
+
+def _same(ours: pd.DataFrame, theirs: pd.DataFrame) -> tuple[int, int]:
+    """Cells of the flags both frames have that hold the same value, and how many were compared."""
+    flags = [c for c in theirs.columns if c in ours.columns]
+    same = sum(int((ours[f].astype(object).to_numpy() == theirs[f].to_numpy()).sum()) for f in flags)
+    return same, len(flags) * len(ours)
+
+
+def _condition(
+    client: Any,
+    sb: Any,
+    df: pd.DataFrame,
+    rows: list[dict[str, Any]],
+    condition: tuple[str, float | None, int],
+) -> list[str]:
+    """One latency condition: every size, every contender, best of ``REPEATS``; returns summary lines."""
+    from analytics_nb.simulation import simulate
+
+    label, delay, seq_count = condition
+    set_delay(sb, delay)
+    loop_rows = rows[:seq_count]
+    contenders: dict[str, tuple[int, Callable[[], pd.DataFrame]]] = {
+        "sequential httpx loop": (seq_count, lambda: httpx_loop(sb, loop_rows)),
+    }
+    for n in SIZES:
+        sub, sub_rows = df.head(n), rows[:n]
+        contenders[f"{n} ours (default)"] = (
+            n,
+            lambda sub=sub: simulate(sub, client=client).frame,
+        )
+        for k in FIXED:
+            contenders[f"{n} ours concurrency={k}"] = (
+                n,
+                lambda sub=sub, k=k: simulate(sub, client=client, concurrency=k).frame,
+            )
+        contenders[f"{n} httpx 32 threads"] = (n, lambda r=sub_rows: httpx_threads(sb, r))
+        contenders[f"{n} SDK 32 threads (tuned)"] = (n, lambda r=sub_rows: sdk_threads(sb, r))
+    load = os.getloadavg()[0]
+    best, frames = _rates(contenders)
+    loop_rate, loop_cpu = best["sequential httpx loop"]
+    print(
+        f"(a) remote, {label}: rows/s, best of {REPEATS} (client CPU ms/row); load average {load:.1f} at the "
+        f"start, {os.getloadavg()[0]:.1f} at the end; sequential httpx loop {loop_rate:.1f} rows/s "
+        f"({loop_cpu:.2f}) over {seq_count} rows"
+    )
+    lines = []
+    for n in SIZES:
+        ours = frames[f"{n} ours (default)"]
+        assert ours["error"].isna().all(), ours["error"].dropna().head()
+        same, cells = _same(ours, frames[f"{n} httpx 32 threads"])
+        rate = {name[len(str(n)) + 1 :]: r for name, r in best.items() if name.startswith(f"{n} ")}
+        pool = max(rate["httpx 32 threads"][0], rate["SDK 32 threads (tuned)"][0])
+        mine = rate["ours (default)"][0]
+        cols = "; ".join(f"{name} {r:.1f} ({cpu:.2f})" for name, (r, cpu) in rate.items())
+        print(f"    {n:>5} rows: {cols}")
+        print(
+            f"           ours / best 32-thread pool {mine / pool:.2f}x; ours / sequential loop "
+            f"{mine / loop_rate:.2f}x; same values as httpx threads: {same}/{cells}"
+        )
+        lines.append(f"{label}, {n} rows: {mine / pool:.2f}x the best pool, {mine / loop_rate:.2f}x the loop")
+    return lines
+
+
+def part_a(sb: Any) -> None:
     from analytics_nb import Client
     from analytics_nb.simulation import simulate
 
     _tune_sdk()
-    n_max = max(s[2] for s in SCENARIOS)
-    df = property_sets(n_max)
+    df = property_sets(max(SIZES))
     rows = bodies(df)
     with Client(
         sb.url,
@@ -185,68 +267,16 @@ def part_a(sb: Any, scale: float = 1.0) -> None:
         simulate(df.head(50), client=client)  # definitions, project key, connections
         httpx_threads(sb, rows[:64])
         sdk_threads(sb, rows[:64])
+        print(f"    simulate's bulk requests go through: {client.core.bulk_transport}")
         summary = []
-        for label, delay, full_count, full_seq in SCENARIOS:
-            count, seq_count = max(64, int(full_count * scale)), max(10, int(full_seq * scale))
-            set_delay(sb, delay)
-            sub, sub_rows = df.head(count), rows[:count]
-            contenders: dict[str, tuple[int, Callable[[], pd.DataFrame]]] = {
-                "simulate (default: adaptive)": (count, lambda sub=sub: simulate(sub, client=client).frame),
-                **{
-                    f"simulate concurrency={k}": (
-                        count,
-                        lambda sub=sub, k=k: simulate(sub, client=client, concurrency=k).frame,
-                    )
-                    for k in FIXED
-                },
-                "httpx 32 threads": (count, lambda r=sub_rows: httpx_threads(sb, r)),
-                "SDK 32 threads": (count, lambda r=sub_rows: sdk_threads(sb, r)),
-                "sequential httpx loop": (seq_count, lambda r=rows[:seq_count]: httpx_loop(sb, r)),
-            }
-            best: dict[str, tuple[float, float]] = {}
-            frames: dict[str, pd.DataFrame] = {}
-            for _ in range(REPEATS):
-                for name, (n, fn) in contenders.items():
-                    wall, cpu, frame = timed(fn)
-                    assert len(frame) == n, (name, len(frame))
-                    frames[name] = frame
-                    if name not in best or wall < best[name][0]:
-                        best[name] = (wall, cpu)
-            ours = frames["simulate (default: adaptive)"]
-            assert ours["error"].isna().all(), ours["error"].dropna().head()
-            flags = [c for c in frames["httpx 32 threads"].columns if c in ours.columns]
-            same = sum(
-                int((ours[f].astype(object).to_numpy() == frames["httpx 32 threads"][f].to_numpy()).sum())
-                for f in flags
-            )
-            rates = {name: contenders[name][0] / wall for name, (wall, _cpu) in best.items()}
-            print(
-                f"(a) remote, {label}: {count} rows x every flag ({len(flags)}), best of {REPEATS} "
-                f"(load average {os.getloadavg()[0]:.1f}); transport {client.core.transport_name}"
-            )
-            for name, rate in rates.items():
-                wall, cpu = best[name]
-                n = contenders[name][0]
-                print(
-                    f"    {name:<34} {rate:8.1f} rows/s  ({wall:6.2f} s for {n}; client CPU "
-                    f"{1000 * cpu / n:.2f} ms/row)"
-                )
-            default = rates["simulate (default: adaptive)"]
-            threads = max(rates["httpx 32 threads"], rates["SDK 32 threads"])
-            vs_sdk, vs_threads = default / rates["SDK 32 threads"], default / threads
-            vs_loop = default / rates["sequential httpx loop"]
-            print(
-                f"    default vs SDK 32 threads: {vs_sdk:.2f}x; vs best 32-thread baseline: "
-                f"{vs_threads:.2f}x; vs sequential loop: {vs_loop:.2f}x; same values as httpx threads: "
-                f"{same}/{len(flags) * count}; load average now {os.getloadavg()[0]:.1f}"
-            )
-            summary.append(f"{label} {vs_sdk:.2f}x SDK / {vs_threads:.2f}x threads / {vs_loop:.2f}x loop")
+        for condition in CONDITIONS:
+            summary += _condition(client, sb, df, rows, condition)
         set_delay(sb, None)
+        print("(a) summary: " + "; ".join(summary))
         print(
-            "(a) default simulate vs SDK 32 threads / best 32-thread baseline / plain loop: "
-            + "; ".join(summary)
+            "    targets (issue 35): >= 2x the best 32-thread pool at 20 and 100 ms for 600 and 3,000 rows; "
+            ">= 1x the sequential loop on loopback for 600 rows"
         )
-        print("    target (issue 23): >= 2x the SDK's 32 threads at 20 ms and 100 ms added latency")
         both = simulate(df.head(2000), engine="both", client=client)
         print(agreement_line(both))
 
@@ -262,7 +292,7 @@ def agreement_line(both: Any) -> str:
     disagree = int((~local_na & ~remote_na).sum())
     valued = cells - n_local_na - n_remote_na
     return (
-        f"agreement local vs remote, 2000 fresh ids x {len(agreement)} flags ({cells} cells): "
+        f"agreement local vs remote, {len(both.frame)} fresh ids x {len(agreement)} flags ({cells} cells): "
         f"{agree}/{valued} of the cells with a value on both sides agree "
         f"({agree / valued if valued else float('nan'):.2%}), {disagree} disagree; "
         f"NA apart: {n_local_na} local (a property the rows lack), {n_remote_na} remote (failed or not "
@@ -334,12 +364,31 @@ def part_c(h: Any, n: int) -> None:
     )
 
 
+def part_d(n: int = 3000) -> None:
+    """The notebook's sandbox (``Client.sandbox()``): in this process (a thread: the client and the server
+    share one GIL) and in a child process (``mode="process"``): start time and remote simulate rows/s."""
+    from analytics_nb import Client
+
+    df = property_sets(n, seed=4)
+    for mode in ("thread", "process"):
+        start_t, _cpu, client = timed(lambda mode=mode: Client.sandbox(progress=False, mode=mode))
+        with client:
+            client.simulate(df.head(50))
+            best = min(timed(lambda c=client: c.simulate(df))[0] for _ in range(REPEATS))
+        print(
+            f"(d) Client.sandbox(mode={mode!r}): started in {start_t:.2f} s; simulate {n:,} rows on "
+            f"loopback, best of {REPEATS}: {n / best:,.0f} rows/s (load average {os.getloadavg()[0]:.1f})"
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--local-rows", type=int, default=1_000_000)
     parser.add_argument("--whatif-rows", type=int, default=100_000)
-    parser.add_argument("--parts", default="abc")
-    parser.add_argument("--scale", type=float, default=1.0, help="row counts of (a) times this (quick runs)")
+    parser.add_argument("--parts", default="abcd")
+    parser.add_argument("--sizes", type=int, nargs="+", default=[600, 3000], help="row counts of (a)")
+    parser.add_argument("--conditions", default="0,20,100", help="latencies of (a) in ms, e.g. 0,20")
+    parser.add_argument("--fixed", action="store_true", help="(a) also at concurrency=32")
     parser.add_argument("--child-b", nargs=2, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child_b:
@@ -347,17 +396,25 @@ def main() -> None:
         return
     from analytics_nb.sandbox import start
 
+    global SIZES, CONDITIONS, FIXED
+    SIZES = tuple(args.sizes)
+    wanted = {float(x) / 1000 for x in args.conditions.split(",")}
+    CONDITIONS = tuple(c for c in CONDITIONS if (c[1] or 0.0) in wanted)
+    FIXED = FIXED if args.fixed else ()
+
     with start(seed="demo", mode="process") as sb:
         print(
             f"sandbox: demo seed, process mode; python {sys.version.split()[0]}, {os.cpu_count()} cpus, "
             f"load average {', '.join(f'{x:.1f}' for x in os.getloadavg())}"
         )
         if "a" in args.parts:
-            part_a(sb, args.scale)
+            part_a(sb)
         if "b" in args.parts:
             part_b(sb, args.local_rows)
         if "c" in args.parts:
             part_c(sb, args.whatif_rows)
+    if "d" in args.parts:
+        part_d()
 
 
 if __name__ == "__main__":

@@ -47,14 +47,18 @@ def test_opens_up_to_hundreds_in_flight_at_100ms() -> None:
 
 
 def test_slow_start_doubles_while_latency_holds() -> None:
-    """At a pure 100 ms network delay the window doubles a round once latency is seen to hold at its floor
-    (x1.5 before: 8, 12, 18, 27, 40, 60 in the first six rounds), so the ramp to the ceiling takes about
-    half the rounds and the rows sent while ramping are fewer."""
+    """At a pure 100 ms network delay the window doubles every round while latency holds at its floor
+    (x1.5 before: 8, 12, 18, 27, 40, 60 in the first six rounds), and a slow-start round is one window
+    (one round trip; it was at least 16 answers, two round trips at 8 in flight), so the ramp to the
+    ceiling takes six round trips."""
     pacer = AdaptiveLimit(256).adapt(8)
-    asyncio.run(_run(pacer, 1000, 0.1, None))
+    started = time.perf_counter()
+    asyncio.run(_run(pacer, 600, 0.1, None))
+    elapsed = time.perf_counter() - started
     limits = [limit for limit, _rate, _rtt in pacer.history]
-    assert max(limits[:6]) >= 128, limits[:10]
-    assert limits[:3] == [8, 12, 24], limits[:10]  # the first growth is x1.5 (its latency is the floor)
+    assert limits[:4] == [8, 16, 32, 64], limits[:10]
+    assert max(limits[:6]) >= 256, limits[:10]
+    assert elapsed < 1.2, (elapsed, limits)  # 600 rows: 8+16+32+64+128 ramping, the rest at 256 (was 1.5 s)
 
 
 def test_grows_at_20ms_too() -> None:

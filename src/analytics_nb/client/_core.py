@@ -10,7 +10,7 @@ import math
 import random
 import time
 from collections import deque
-from collections.abc import Callable, Generator, Mapping
+from collections.abc import AsyncIterator, Callable, Generator, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
 from urllib.parse import quote, urljoin, urlsplit
@@ -20,8 +20,15 @@ import pydantic
 
 from analytics_nb._version import __version__
 from analytics_nb.client._config import ClientConfig, SecretKey, live_secrets
+from analytics_nb.client._lane import Lane, LaneDeadline, LaneTooLarge, header_block, lane_applies
 from analytics_nb.client._pacing import AdaptiveLimit
-from analytics_nb.client._transport import make_transport, refused, resolve, transport_errors
+from analytics_nb.client._transport import (
+    make_transport,
+    proxy_in_environment,
+    refused,
+    resolve,
+    transport_errors,
+)
 from analytics_nb.errors import (
     AuthenticationError,
     NetworkError,
@@ -48,6 +55,13 @@ log = logging.getLogger("analytics_nb.client")
 #: (request timeout) and 502/503/504 (the issue's list; a 500 may be a deterministic bug, so not retried).
 RETRY_STATUSES = frozenset({408, 429, 502, 503, 504})
 IDEMPOTENT_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "PUT", "PATCH", "DELETE"})
+
+#: Headers every request carries (the lane writes them too).
+DEFAULT_HEADERS = {"User-Agent": f"analytics-nb/{__version__}", "Accept": "application/json"}
+#: Headers a lane request may not set itself (the lane writes them, or they change the framing).
+_LANE_RESERVED = frozenset(
+    {"host", "user-agent", "accept", "accept-encoding", "content-length", "transfer-encoding", "connection"}
+)
 
 # Per-key limits of the real service (posthog-notes §2.5): playlists use the ClickHouse throttles.
 DEFAULT_RULES: dict[str, tuple[tuple[int, float], ...]] = {
@@ -203,6 +217,17 @@ def encode_json(body: Any) -> bytes:
     raise failure
 
 
+class _ReadStream(httpx.AsyncByteStream):
+    """The stream of a response whose body was read by the lane (never iterated: ``_content`` is set)."""
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        return
+        yield b""  # pragma: no cover - makes this an async generator
+
+
+_READ = _ReadStream()
+
+
 class _DeadlineExceeded(Exception):
     """Internal: one attempt ran past ``timeout`` (the whole request, its answer included)."""
 
@@ -263,6 +288,8 @@ class Core:
         self._retired: list[httpx.AsyncClient] = []
         self._targets: dict[Any, tuple[httpx.URL, str]] = {}
         self._network_errors: tuple[type[BaseException], ...] = (httpx.TransportError, *transport_errors())
+        self._lane: Lane | None = None
+        self._lane_ok: bool | None = None
         self.closed = False
         self.retries_done = 0
         #: Called as ``listener(method, path)`` after each successful write (not GET/HEAD/OPTIONS), on the
@@ -290,7 +317,7 @@ class Core:
             self._http = httpx.AsyncClient(
                 timeout=httpx.Timeout(self.config.timeout),
                 limits=httpx.Limits(max_connections=n, max_keepalive_connections=n),
-                headers={"User-Agent": f"analytics-nb/{__version__}", "Accept": "application/json"},
+                headers=DEFAULT_HEADERS,
                 transport=transport,
                 follow_redirects=False,
             )
@@ -303,6 +330,23 @@ class Core:
     def transport_name(self) -> str:
         """``"aiohttp"`` or ``"httpx"`` (the connection layer in use), ``"custom"`` for a given transport."""
         return "custom" if self._transport is not None else resolve(self.config.http_transport)
+
+    @property
+    def bulk_transport(self) -> str:
+        """What carries paced bulk POSTs without credentials (remote simulation's ``/flags``): ``"lane"``
+        (`client._lane`, HTTP/1.1 read by httptools) when it applies, else `transport_name`."""
+        return "lane" if self._lane_usable() else self.transport_name
+
+    def _lane_usable(self) -> bool:
+        """The lane carries bulk requests unless a transport was given (tests), ``http_transport="httpx"``
+        was asked for, or a proxy is configured in the environment (httpx honours it, the lane does not)."""
+        if self._lane_ok is None:
+            self._lane_ok = (
+                self._transport is None
+                and self.config.http_transport != "httpx"
+                and not proxy_in_environment()
+            )
+        return self._lane_ok
 
     @property
     def pool_size(self) -> int:
@@ -331,6 +375,9 @@ class Core:
     async def aclose(self) -> None:
         """Close the HTTP connections."""
         self.closed = True
+        if self._lane is not None:
+            self._lane.close()
+            self._lane = None
         clients, self._retired = self._retired, []
         if self._http is not None:
             clients.append(self._http)
@@ -654,6 +701,10 @@ class Core:
         pacer: AdaptiveLimit | None,
     ) -> httpx.Response:
         """One attempt on the wire (inside a place of ``pacer`` when given)."""
+        if pacer is not None and auth is False and method == "POST" and isinstance(body, bytes):
+            extra = self._lane_headers(url, headers)
+            if extra is not None:
+                return await self._paced_lane(http, url, body, headers, extra, pacer)
         key_auth = auth if isinstance(auth, httpx.Auth) else self._auth if auth else None
         request = http.build_request(method, url, content=body, headers=headers)
         if pacer is None:
@@ -664,6 +715,48 @@ class Core:
             response = await self._exchange(http, request, key_auth)
         finally:
             pacer.release(ok=response is not None and response.status_code != 429, started=started)
+        return response
+
+    def _lane_headers(self, url: httpx.URL, headers: Mapping[str, str]) -> bytes | None:
+        """The request's own header lines for the lane, or None when the lane does not carry it."""
+        if not self._lane_usable() or not lane_applies(url):
+            return None
+        if any(name.lower() in _LANE_RESERVED for name in headers):
+            return None
+        return header_block(headers)
+
+    async def _paced_lane(
+        self,
+        http: httpx.AsyncClient,
+        url: httpx.URL,
+        body: bytes,
+        headers: Mapping[str, str],
+        extra: bytes,
+        pacer: AdaptiveLimit,
+    ) -> httpx.Response:
+        """One paced POST through the lane, answered as an ``httpx.Response`` (its ``request`` is built only
+        for an answer that is not 2xx, which the error and redirect paths read)."""
+        if self._lane is None:
+            self._lane = Lane(DEFAULT_HEADERS, max_idle=max(self._pool_size, 10))
+        self._lane.max_idle = max(self._pool_size, 10)
+        limit, timeout = self.config.max_answer_bytes, self.config.timeout
+        started = await pacer.acquire()
+        status = 0
+        try:
+            status, raw, content = await self._lane.post(url, extra, body, limit=limit, timeout=timeout)
+        except LaneTooLarge as exc:
+            raise _TooLarge(exc.size, limit, exc.status, partial=exc.partial) from None
+        except LaneDeadline as exc:
+            raise _DeadlineExceeded(exc.timeout) from None
+        finally:
+            pacer.release(ok=status not in (0, 429), started=started)
+        # The body is read: the response is built around it as `_read_capped` leaves httpx's (an httpx
+        # Response built with content= decodes and copies it again, about 0.1 ms a row).
+        response = httpx.Response(status, headers=raw, stream=_READ)
+        response._content = content
+        response.is_stream_consumed = response.is_closed = True
+        if not 200 <= status < 300:
+            response.request = http.build_request("POST", url, content=body, headers=headers)
         return response
 
     async def _exchange(

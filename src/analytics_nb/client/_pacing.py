@@ -18,7 +18,8 @@ answers) the limit looks at the round's throughput (answers/s) and latency (mean
 smallest seen):
 
 * it **grows** (x2 a round at first while latency stays within 25% of its floor, x1.5 once it rises,
-  then +10%) while a growth raised throughput by 10% or more and the
+  then +10%; during that slow start a round is one window of answers, one round trip) while a growth
+  raised throughput by 10% or more and the
   window was full (more in flight was asked for); a flat round still adds some while latency stays near
   its floor (no queueing yet, so more in flight should pay);
 * it **backs off** (x0.85) when latency is over twice its floor without a throughput gain (requests are
@@ -53,12 +54,15 @@ GROWTH_GAIN = 1.10
 QUEUEING_LATENCY = 2.0
 #: Latency under this multiple of its floor: no queueing yet, a flat round may still grow a little.
 NO_QUEUEING_LATENCY = 1.5
-#: In slow start, latency under this multiple of its floor (after the first round) doubles the window
+#: In slow start, latency under this multiple of its floor (the first round's is the floor) doubles the window
 #: instead of x1.5: the round trip is a pure network delay, so each round trip can carry twice as much (TCP
 #: slow start's doubling). On loopback, or a service that queues, latency rises at once and x1.5 applies.
 DOUBLING_LATENCY = 1.25
 #: Answers per round at least (a round is otherwise one window of answers).
 ROUND_MIN = 16
+#: The same during slow start: a round is one window (one round trip), so that at 100 ms of latency the
+#: window doubles every 100 ms (8, 16, 32, ... 256 in six round trips) instead of every other round trip.
+SLOW_START_ROUND_MIN = 8
 #: Adaptive mode never shrinks under this for latency (a 429 may still halve it down to 1).
 ADAPTIVE_FLOOR = 2.0
 
@@ -149,7 +153,7 @@ class AdaptiveLimit:
     def _count(self, rtt: float | None) -> None:
         self._round_done += 1
         self._round_rtt += rtt if rtt is not None else 0.0
-        if self._round_done >= max(ROUND_MIN, int(self.limit)):
+        if self._round_done >= max(SLOW_START_ROUND_MIN if self._slow_start else ROUND_MIN, int(self.limit)):
             self._end_round()
 
     def _end_round(self) -> None:
@@ -183,11 +187,11 @@ class AdaptiveLimit:
         self._round_start, self._round_done, self._round_rtt, self._round_full = now, 0, 0.0, False
 
     def _growth_step(self, rtt: float) -> float:
-        """How much a growth adds: in slow start the window doubles while latency holds at its floor (not on
-        the first round, whose latency is the floor itself), else x1.5; after slow start +10%."""
+        """How much a growth adds: in slow start the window doubles while latency holds at its floor (the
+        first round's latency is the floor itself), else x1.5; after slow start +10%."""
         if not self._slow_start:
             return max(1.0, self.limit * 0.1)
-        if len(self.history) > 1 and rtt < DOUBLING_LATENCY * self._floor_rtt:
+        if rtt < DOUBLING_LATENCY * self._floor_rtt:
             return self.limit
         return self.limit * 0.5
 

@@ -14,6 +14,7 @@ environment (``HTTPS_PROXY`` and friends): httpx honours those and the aiohttp t
 from __future__ import annotations
 
 import asyncio
+import ssl
 import urllib.request
 from typing import Any, Literal
 
@@ -24,8 +25,10 @@ __all__ = [
     "TransportChoice",
     "aiohttp_available",
     "make_transport",
+    "proxy_in_environment",
     "refused",
     "resolve",
+    "ssl_context",
     "transport_errors",
 ]
 
@@ -46,7 +49,8 @@ def aiohttp_available() -> bool:
     return True
 
 
-def _proxy_in_environment() -> bool:
+def proxy_in_environment() -> bool:
+    """True when a proxy for http, https or all is configured in the environment (``HTTPS_PROXY``, ...)."""
     proxies = urllib.request.getproxies()
     return any(k in proxies for k in ("http", "https", "all"))
 
@@ -64,7 +68,18 @@ def resolve(choice: str) -> Literal["aiohttp", "httpx"]:
                 "(httpx-aiohttp and aiohttp), or pass http_transport='httpx'."
             )
         return "aiohttp"
-    return "aiohttp" if aiohttp_available() and not _proxy_in_environment() else "httpx"
+    return "aiohttp" if aiohttp_available() and not proxy_in_environment() else "httpx"
+
+
+_SSL_CONTEXT: list[ssl.SSLContext] = []
+
+
+def ssl_context() -> ssl.SSLContext:
+    """httpx's default verifying SSL context (certifi, ``SSL_CERT_FILE`` honoured), built once per process:
+    building one reads the CA bundle (20-60 ms), and a client builds a transport each time its pool grows."""
+    if not _SSL_CONTEXT:
+        _SSL_CONTEXT.append(httpx.create_ssl_context())
+    return _SSL_CONTEXT[0]
 
 
 def make_transport(choice: str, pool_size: int) -> httpx.AsyncBaseTransport:
@@ -77,8 +92,8 @@ def make_transport(choice: str, pool_size: int) -> httpx.AsyncBaseTransport:
 
         # The aiohttp session (and its connector, limited to pool_size connections) is created on the first
         # request, inside the running event loop, as aiohttp requires.
-        return AiohttpTransport(limits=limits)
-    return httpx.AsyncHTTPTransport(limits=limits)
+        return AiohttpTransport(verify=ssl_context(), limits=limits)
+    return httpx.AsyncHTTPTransport(verify=ssl_context(), limits=limits)
 
 
 def transport_errors() -> tuple[type[BaseException], ...]:

@@ -35,6 +35,8 @@ class Client(ClientVerbs):
 
         Keyword arguments of ``Client`` (e.g. ``max_retries``) configure the client; the rest go to
         ``analytics_nb.sandbox.start`` (e.g. ``profile="cloud"``).
+        ``mode="process"`` runs the server in a child process: a heavy remote ``simulate`` then does not
+        share this kernel's GIL with the server (about 2 s longer to start; no ``requests()``/``events()``).
 
         Args:
             seed: ``"demo"`` (playlists, flags, persons, Hog functions) or ``"empty"``.
