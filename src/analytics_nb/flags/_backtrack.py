@@ -301,6 +301,8 @@ class _Parser:
         return Node("backref", index=group, casei=flags["i"])
 
     def _group(self, flags: dict[str, bool]) -> Node | None:
+        """A parenthesised form, read from its `(`: the forms only `_fancy_syntax` writes (`(*FAIL)`,
+        `(?(DEFINE)...)`, a conditional, the absent repeater), a capture group, or a `(?...)` form."""
         p = self.p
         self.i += 1
         if p.startswith("*FAIL)", self.i):
@@ -308,73 +310,71 @@ class _Parser:
             return Node("fail")
         if p.startswith("?(DEFINE)", self.i):
             self.i += 9
-            inner = self._alt(dict(flags))
-            if not p.startswith(")", self.i):
-                raise Unsupported("unclosed group")
-            self.i += 1
-            return Node("define", children=[inner])
+            return Node("define", children=[self._closed_alt(dict(flags))])
         if p.startswith("?(", self.i):
             self.i += 2
             return self._conditional(flags)
         if p.startswith("?~", self.i):  # the absent repeater (`_fancy_syntax` writes no other absent form)
             self.i += 2
-            inner = self._alt(dict(flags))
-            if not p.startswith(")", self.i):
-                raise Unsupported("unclosed group")
-            self.i += 1
-            return Node("absent", children=[inner])
-        inner_flags = dict(flags)
-        kind, look, index = "plain", "", 0
-        if p.startswith("?", self.i):
-            rest = p[self.i + 1 :]
-            for prefix, lk in (("=", "ahead"), ("!", "ahead_neg"), ("<=", "behind"), ("<!", "behind_neg")):
-                if rest.startswith(prefix):
-                    kind, look = "look", lk
-                    self.i += 1 + len(prefix)
-                    break
-            else:
-                if rest.startswith(">"):
-                    kind = "atomic"
-                    self.i += 2
-                elif rest.startswith(("P<", "<")):
-                    end = p.find(">", self.i)
-                    name = p[self.i + (3 if rest.startswith("P") else 2) : end]
-                    self.groups += 1
-                    kind, index = "group", self.groups
-                    self.names[name] = index
-                    self.i = end + 1
-                else:
-                    j = self.i + 1
-                    on = True
-                    while j < len(p) and p[j] not in ":)":
-                        f = p[j]
-                        if f == "-":
-                            on = False
-                        elif f in "imsUR":
-                            inner_flags[f] = on
-                        elif f != "u":
-                            raise Unsupported(f"flag {f}")
-                        j += 1
-                    if j >= len(p):
-                        raise Unsupported("unclosed group")
-                    self.i = j + 1
-                    if p[j] == ")":  # (?flags): applies to the rest of the enclosing group
-                        flags.update(inner_flags)
-                        return None
-        else:
-            self.groups += 1
-            kind, index = "group", self.groups
-        child = self._alt(inner_flags)
-        if self.i >= len(p) or p[self.i] != ")":
+            return Node("absent", children=[self._closed_alt(dict(flags))])
+        if not p.startswith("?", self.i):
+            self.groups += 1  # numbered before the groups inside it
+            index = self.groups
+            return Node("group", children=[self._closed_alt(dict(flags))], index=index)
+        return self._question_group(flags)
+
+    def _closed_alt(self, flags: dict[str, bool]) -> Node:
+        """A group's alternation and its closing `)`, which must be there (else Unsupported)."""
+        child = self._alt(flags)
+        if self.i >= len(self.p) or self.p[self.i] != ")":
             raise Unsupported("unclosed group")
         self.i += 1
-        if kind == "plain":
-            return child
-        if kind == "group":
-            return Node("group", children=[child], index=index)
-        if kind == "atomic":
-            return Node("atomic", children=[child])
-        return Node("look", children=[child], look=look)
+        return child
+
+    def _question_group(self, flags: dict[str, bool]) -> Node | None:
+        """A group opened by `(?`: a look-around, an atomic group, a named group, or flags (see
+        `_flag_group`); kept apart from `_group` so each reads as one choice."""
+        p = self.p
+        for prefix, look in (("=", "ahead"), ("!", "ahead_neg"), ("<=", "behind"), ("<!", "behind_neg")):
+            if p.startswith(prefix, self.i + 1):
+                self.i += 1 + len(prefix)
+                return Node("look", children=[self._closed_alt(dict(flags))], look=look)
+        if p.startswith(">", self.i + 1):
+            self.i += 2
+            return Node("atomic", children=[self._closed_alt(dict(flags))])
+        if p.startswith(("P<", "<"), self.i + 1):
+            end = p.find(">", self.i)
+            name = p[self.i + (3 if p.startswith("P", self.i + 1) else 2) : end]
+            self.groups += 1
+            index = self.groups
+            self.names[name] = index
+            self.i = end + 1
+            return Node("group", children=[self._closed_alt(dict(flags))], index=index)
+        return self._flag_group(flags)
+
+    def _flag_group(self, flags: dict[str, bool]) -> Node | None:
+        """`(?flags)`, which sets `flags` for the rest of the enclosing group (None: no node), or
+        `(?flags:...)`, whose flags hold inside it only (its alternation, as a plain group)."""
+        p = self.p
+        inner_flags = dict(flags)
+        j = self.i + 1
+        on = True
+        while j < len(p) and p[j] not in ":)":
+            f = p[j]
+            if f == "-":
+                on = False
+            elif f in "imsUR":
+                inner_flags[f] = on
+            elif f != "u":
+                raise Unsupported(f"flag {f}")
+            j += 1
+        if j >= len(p):
+            raise Unsupported("unclosed group")
+        self.i = j + 1
+        if p[j] == ")":  # (?flags): applies to the rest of the enclosing group
+            flags.update(inner_flags)
+            return None
+        return self._closed_alt(inner_flags)
 
     def _conditional(self, flags: dict[str, bool]) -> Node:
         """What `_fancy_syntax` writes for fancy_regex's conditionals (src/parse.rs `parse_conditional`):
@@ -1031,20 +1031,10 @@ def _rare(
         back: int = insn[1]
         return None if back > ix else (pc + 1, ix - back, marks)
     if op == FAIL_NEG:
-        target = pc + 1
-        while stack[-1][0] != target:  # drop what the look-around pushed, uncounted
-            stack.pop()
-        stack.pop()
+        _drop_look_around(stack, pc + 1)
         return None
     if op == BACKREF:
-        lo_ix, hi_ix = slots[insn[1]], slots[insn[1] + 1]
-        if lo_ix < 0 or hi_ix < 0:
-            return None
-        ref = text[lo_ix:hi_ix]
-        got = text[ix : ix + len(ref)]
-        if got == ref or (insn[2] and len(got) == len(ref) and _fold_equal(got, ref)):
-            return pc + 1, ix + len(ref), marks
-        return None
+        return _backref_step(insn, pc, ix, slots, marks, text)
     if op == BEGIN_ATOMIC:
         return pc + 1, ix, (*marks, len(stack))
     if op == END_ATOMIC:
@@ -1057,16 +1047,53 @@ def _rare(
     if op == FAIL:
         return None
     if op == ABSENT:
-        context = 1 if ix > 0 else 0
-        if (insn[2] if context else insn[1]).find(text[ix - context :]) is not None or ix >= len(text):
-            return pc + 1, ix, marks
-        stack.append((pc + 1, ix, slots[:], marks))
-        return pc, ix + 1, marks
+        return _absent_step(insn, pc, ix, slots, marks, stack, text)
     if op == DELEGATE_CAPTURES:
         return _delegate_captures(insn, pc, ix, slots, marks, text)
     if op == ANYNCRLF:  # src/vm.rs `AnyNoCRLF`
         return (pc + 1, ix + 1, marks) if ix < len(text) and text[ix] not in "\r\n" else None
     raise AssertionError(op)  # pragma: no cover - every op is handled
+
+
+def _drop_look_around(stack: _Stack, target: int) -> None:
+    """FAIL_NEG: the negative look-around's body matched, so drop every thread it pushed, down to and
+    including the one at `target` (the thread past the look-around), uncounted."""
+    while stack[-1][0] != target:
+        stack.pop()
+    stack.pop()
+
+
+def _backref_step(
+    insn: tuple[Any, ...], pc: int, ix: int, slots: list[int], marks: tuple[int, ...], text: str
+) -> tuple[int, int, tuple[int, ...]] | None:
+    """BACKREF: the text the group captured, matched again here (case-folded under `(?i)`, see
+    `_fold_equal`); the thread fails when the group has not matched or the text differs."""
+    lo_ix, hi_ix = slots[insn[1]], slots[insn[1] + 1]
+    if lo_ix < 0 or hi_ix < 0:
+        return None
+    ref = text[lo_ix:hi_ix]
+    got = text[ix : ix + len(ref)]
+    if got == ref or (insn[2] and len(got) == len(ref) and _fold_equal(got, ref)):
+        return pc + 1, ix + len(ref), marks
+    return None
+
+
+def _absent_step(
+    insn: tuple[Any, ...],
+    pc: int,
+    ix: int,
+    slots: list[int],
+    marks: tuple[int, ...],
+    stack: _Stack,
+    text: str,
+) -> tuple[int, int, tuple[int, ...]]:
+    """ABSENT (src/vm.rs `AbsentRepeater`, see `_Compiler.absent`): the repeater stops when its body
+    matches here or the text ends; elsewhere it pushes a thread that stops here and takes one character."""
+    context = 1 if ix > 0 else 0
+    if (insn[2] if context else insn[1]).find(text[ix - context :]) is not None or ix >= len(text):
+        return pc + 1, ix, marks
+    stack.append((pc + 1, ix, slots[:], marks))
+    return pc, ix + 1, marks
 
 
 def _fold_equal(got: str, ref: str) -> bool:

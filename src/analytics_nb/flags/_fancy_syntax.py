@@ -462,6 +462,7 @@ class _Scanner:
     # --------------------------------------------------------------------------------- groups
 
     def group(self, i: int, depth: int) -> tuple[int, _Atom]:
+        """A parenthesised form from its `(` (src/parse.rs `parse_re`'s group cases): the opener picks it."""
         depth += 1
         if depth >= MAX_DEPTH:
             raise _Refused("too deep")
@@ -474,25 +475,13 @@ class _Scanner:
         if p.startswith(("?<", "?'"), i) or p.startswith("?P<", i):
             return self.named_group(i, depth, at)
         if p.startswith("?P=", i):
-            close = p.find(")", i + 3)
-            name = p[i + 3 : close] if close > 0 else ""
-            if not name or not all(c.isalnum() or c == "_" for c in name):
-                raise _Refused("invalid group name")
-            if name.isdigit():
-                return self.numbered_backref_text(int(name), close + 1)
-            self.refs.append((name, i + 3, 0))
-            marker = f"\x00{len(self.refs) - 1}\x00"
-            return close + 1, _Atom(f"(?i:{marker})" if self.flags["i"] else marker)
+            return self.python_backref(i + 3)
         if p.startswith("?~", i):
             return self.absent(i + 2, depth)
         if p.startswith("?(", i):
             return self.conditional(i + 2, depth)
         if p.startswith("?P>", i):
-            close = p.find(")", i + 3)
-            if close <= i + 3:
-                raise _Refused("invalid group name")
-            name = p[i + 3 : close]
-            return close + 1, self._call(int(name) if name.isdigit() and name.isascii() else name)
+            return self.python_call(i + 3)
         if p.startswith("*", i):
             return self.verb(i)
         if p.startswith("?>", i):
@@ -501,6 +490,29 @@ class _Scanner:
             return self.flag_group(i, depth)
         self.groups += 1
         return self.group_body(i, depth, "(")
+
+    def python_backref(self, i: int) -> tuple[int, _Atom]:
+        """``(?P=name)``, read from the name at `i`: a back-reference to a named (or, all digits, a
+        numbered) group; the name is resolved at the end, as for `named_backref`."""
+        p = self.p
+        close = p.find(")", i)
+        name = p[i:close] if close > 0 else ""
+        if not name or not all(c.isalnum() or c == "_" for c in name):
+            raise _Refused("invalid group name")
+        if name.isdigit():
+            return self.numbered_backref_text(int(name), close + 1)
+        self.refs.append((name, i, 0))
+        marker = f"\x00{len(self.refs) - 1}\x00"
+        return close + 1, _Atom(f"(?i:{marker})" if self.flags["i"] else marker)
+
+    def python_call(self, i: int) -> tuple[int, _Atom]:
+        """``(?P>name)``, read from the name at `i`: a subroutine call to a named or numbered group
+        (written as `subroutine_call` writes ``\\g<...>``); an empty name is an error."""
+        close = self.p.find(")", i)
+        if close <= i:
+            raise _Refused("invalid group name")
+        name = self.p[i:close]
+        return close + 1, self._call(int(name) if name.isdigit() and name.isascii() else name)
 
     def named_group(self, i: int, depth: int, at: int) -> tuple[int, _Atom]:
         p = self.p

@@ -23,7 +23,7 @@ import numpy as np
 
 from analytics_nb.flags import _sdk_rules as sdk
 from analytics_nb.flags import _service_rules as svc
-from analytics_nb.flags._regex import compile_pattern, sdk_support
+from analytics_nb.flags._regex import Pattern, compile_pattern, sdk_support
 from analytics_nb.flags._values import (
     BadValueError,
     Opaque,
@@ -130,13 +130,24 @@ class PropertyMatcher:
         if op in PRESENCE:
             return TRUE if op == "is_set" else FALSE
         if server:
-            try:
-                plain = normalize(json_default(value.raw), none_is_null=True)
-            except (TypeError, BadValueError):
-                return INCONCLUSIVE
-            return self.server_fn(plain, now)
+            return self._server_opaque(value, now)
         if not self.sdk_supported:
             return INCONCLUSIVE
+        return self._sdk_opaque(value, now)
+
+    def _server_opaque(self, value: Opaque, now: dt.datetime) -> int:
+        """Server mode, a value outside JSON: the answer for the JSON the client would send (a set as a
+        list), INCONCLUSIVE when it cannot be sent (bytes, objects)."""
+        try:
+            plain = normalize(json_default(value.raw), none_is_null=True)
+        except (TypeError, BadValueError):
+            return INCONCLUSIVE
+        return self.server_fn(plain, now)
+
+    def _sdk_opaque(self, value: Opaque, now: dt.datetime) -> int:
+        """sdk mode, a value outside JSON, for an operator other than is_set / is_not_set that the SDK
+        supports: what posthog 7.91.1 answers for it, as `_opaque` says, operator by operator."""
+        op = self.operator
         raw = value.raw
         if isinstance(raw, float):  # np.float64: a float subclass
             if op in NUMERIC:
@@ -442,27 +453,34 @@ def _multi(operator: str, value: Any) -> _Built:
 # ---------------------------------------------------------------- regex
 
 
-def _regex(value: Any, negate: bool) -> _Built:
+def _regex_server(value: Any, negate: bool) -> tuple[ValueFn, Pattern | None]:
+    """regex / not_regex in server mode: the answer function and the pattern compiled in the service's
+    dialect (None when there is no value or the service rejects the pattern); kept apart from `_regex`,
+    which also builds the SDK's side and the fast paths."""
     if value is None:
-        server: ValueFn = _NEVER
-        s_pattern = None
-    else:
-        s_pattern = compile_pattern(service_text(value))
-        if s_pattern is None:
-            server = _NEVER  # an invalid pattern never matches, for regex and not_regex alike
-        elif s_pattern.unknown is not None:
-            # the service runs it, the engine cannot say how: unknown for every value (issue 34); SERVER_ONLY
-            # is the code both the dict and the frame paths keep as unknown in server mode
-            server = _const(SERVER_ONLY)
-        else:
-            s_search = s_pattern.search
+        return _NEVER, None
+    s_pattern = compile_pattern(service_text(value))
+    if s_pattern is None:
+        return _NEVER, None  # an invalid pattern never matches, for regex and not_regex alike
+    if s_pattern.unknown is not None:
+        # the service runs it, the engine cannot say how: unknown for every value (issue 34); SERVER_ONLY
+        # is the code both the dict and the frame paths keep as unknown in server mode
+        return _const(SERVER_ONLY), s_pattern
+    s_search = s_pattern.search
 
-            def server(v: Any, now: dt.datetime) -> int:
-                hit = s_search(service_text(v))
-                if hit is None:  # past the backtrack bound: the service reads the error as no match
-                    return FALSE
-                return TRUE if hit != negate else FALSE
+    def server(v: Any, now: dt.datetime) -> int:
+        hit = s_search(service_text(v))
+        if hit is None:  # past the backtrack bound: the service reads the error as no match
+            return FALSE
+        return TRUE if hit != negate else FALSE
 
+    return server, s_pattern
+
+
+def _regex(value: Any, negate: bool) -> _Built:
+    """regex / not_regex: the service's answer (`_regex_server`), the SDK's, the fast paths over many
+    strings, and the filter's problem or why the service's answer is unknown."""
+    server, s_pattern = _regex_server(value, negate)
     # sdk: `_match_regex_property` / `_match_regex` - the pattern is str(value); "" always matches; what the
     # SDK sends to the server (sdk_support) is inconclusive; a pattern Python's `re` refuses is False for
     # both operators; otherwise the pattern means the same in both dialects and the service's answers.
