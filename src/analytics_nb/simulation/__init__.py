@@ -45,8 +45,7 @@ from analytics_nb.simulation._result import Answers, SimulationResult
 from analytics_nb.simulation._simulate import Engine, simulate
 from analytics_nb.simulation._simulate_twins import asimulate
 from analytics_nb.simulation._spark import simulate_spark
-from analytics_nb.simulation._sql import SqlSimulation, simulate_sql
-from analytics_nb.simulation._sql_engine import SqlSimulationResult
+from analytics_nb.simulation._sql_engine import SqlSimulationResult, simulate_sql
 from analytics_nb.simulation._summary import SUMMARY_COLUMNS, UnknownShareWarning, wilson_interval
 from analytics_nb.simulation._verify import Verification
 from analytics_nb.simulation._whatif import (
@@ -79,7 +78,6 @@ __all__ = [
     "Output",
     "SimulationInputError",
     "SimulationResult",
-    "SqlSimulation",
     "SqlSimulationResult",
     "UnknownShareWarning",
     "Verification",
@@ -116,6 +114,7 @@ __all__ = [
 _RETIRED = {
     "DaskSimulation": (SimulationResult, "SimulationResult (simulate_dask returns one)"),
     "DaskWhatIf": (WhatIfResult, "WhatIfResult (a Dask result's whatif returns one)"),
+    "SqlSimulation": (SqlSimulationResult, "SqlSimulationResult (simulate_sql returns one)"),
 }
 
 
