@@ -4,9 +4,9 @@ ClickHouse in-process (chDB) or Spark SQL, with the local engine answering what 
 `run_simulate_sql(source, definitions)` (behind `simulate_sql` and ``simulate(engine="sql")``, which
 wrap its `SqlRun` in the one `SimulationResult`) evaluates a parquet export, a DuckDB relation or an
 in-memory table through DuckDB with memory bounded by `memory_limit` (DuckDB spills to disk beyond it) and
-writes the answers to parquet (summaries and crosstabs are counted in SQL by `_sql_source.SqlSource`). Flags and rows the query
-marks ``needs_local_engine`` are re-evaluated by `flags.evaluate_frame` in batches of `batch_rows` rows, so
-every answer is the local engine's answer.
+writes the answers to parquet (summaries and crosstabs are counted in SQL by `_sql_source.SqlSource`).
+Flags and rows the query marks ``needs_local_engine`` are re-evaluated by `flags.evaluate_frame` in batches
+of `batch_rows` rows, so every answer is the local engine's answer.
 """
 
 from __future__ import annotations
