@@ -399,10 +399,12 @@ class SqlSimulationResult(SimulationResult):
     `AnswerSource` a `SqlSource` (``summary()``, ``crosstab()``, ``len()``, ``errors``, ``missing_report``
     and the notebook view are the ones every engine has, computed in SQL without collecting rows).
 
-    ``.frame`` has the local engine's columns, dtypes and answers (collected from the parquet answers the
-    first time it is read, in input order). ``.path`` is the parquet file of the answers (``out=``, else a
-    temporary file removed by ``close()``), ``.relation`` the answers as a DuckDB relation, ``.sql`` the
-    query, ``.local_flags`` the flags the local engine answered (with why) and ``.local_rows`` the rows it
+    `simulate_sql` returns it too (issue 34). ``.frame`` has the local engine's columns, dtypes and answers
+    (collected from the parquet answers the first time it is read, in input order). ``.path`` is the
+    parquet file of the answers (``out=``, else a temporary file removed by ``close()``), ``.relation`` the
+    raw SQL answers as a DuckDB relation and ``sql_frame()`` the same collected as pandas (text values, row
+    keys), ``.query`` the compiled `SqlQuery` (``.sql`` its text), ``.con`` the DuckDB connection,
+    ``.local_flags`` the flags the local engine answered (with why) and ``.local_rows`` the rows it
     answered for the others. It stays a subclass only for these and for ``close()``: its frame is read
     lazily from DuckDB rather than held.
     """
@@ -499,6 +501,12 @@ class SqlSimulationResult(SimulationResult):
     def query(self) -> SqlQuery:
         """The compiled query (`flags.compile_sql`'s `SqlQuery`: ``.sql``, ``.flags``, ``.local_flags``)."""
         return self.sim.query
+
+    @property
+    def con(self) -> Any:
+        """The run's DuckDB connection (its ``persons`` view is the input rows with their row keys), for
+        your own SQL next to ``.relation``; closed by ``close()``."""
+        return self.sim.con
 
     def sql_frame(self) -> pd.DataFrame:
         """The raw SQL answers as pandas, every row collected: the SQL engine's columns (text values for
