@@ -526,7 +526,14 @@ class SqlSimulationResult(SimulationResult):
         return self.sim.local_rows
 
     def head(self, n: int = 10) -> pd.DataFrame:
-        """The first `n` rows of the outputs (only they are collected)."""
+        """The first `n` rows of the outputs (only they are read from DuckDB, not every row).
+
+        Args:
+            n: How many rows.
+
+        Returns:
+            The first rows in the local engine's shape, in input order.
+        """
         return self._source.head(n)
 
     def close(self) -> None:
