@@ -1,9 +1,9 @@
 """Flag simulation across property sets: remote decide, the local flag engine, both compared, and what-if.
 
 ``simulate(property_sets, flags=None, engine="remote" | "local" | "both" | "sql", client=..., ...)``
-returns a `SimulationResult`, the one result of every engine (with ``engine="sql"`` its subclass
-`SqlSimulationResult`: DuckDB over the rows where they lie, out of core; `simulate_dask` a lazy one over
-Dask); `WhatIf` / `whatif` show who moves when definitions are edited (a `WhatIfResult`);
+returns a `SimulationResult`, the one result of every engine (with ``engine="sql"`` and `simulate_sql` its
+subclass `SqlSimulationResult`: DuckDB over the rows where they lie, out of core; `simulate_dask` a lazy one
+over Dask); `WhatIf` / `whatif` show who moves when definitions are edited (a `WhatIfResult`);
 `flag_timeline` who each change of a flag moved, `definitions_as_of` the definitions at a past moment,
 `flag_audit` the recorded flag calls against the definitions in force then; `grid`,
 `sample_persons` and `random_property_sets` build property sets; `read_posthog_export` reads PostHog's persons

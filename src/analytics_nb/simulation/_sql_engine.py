@@ -2,12 +2,13 @@
 DuckDB over the property sets where they lie (a parquet export, a DuckDB relation or file, or a table in
 memory), with memory bounded by ``memory_limit`` and the answers written to parquet (``out=``).
 
-The result (`SqlSimulationResult`) is the one `SimulationResult` over a `simulation._sql_source.SqlSource`
-(issue 34): its frame has the local engine's shape and answers and is collected only when ``.frame`` (or
-``.data``, ``.to_csv``, ...) is read; ``summary()``, ``crosstab()``, ``len()`` and ``errors`` are
-`SimulationResult`'s own, over the source's counts computed in SQL without collecting rows, so a 100M-row
-export can be summarised on a laptop. Flags (and rows) the SQL cannot answer exactly are answered
-by the local engine (``result.local_flags`` says which and why), so every answer is the engine's.
+The result (`SqlSimulationResult`, which `simulate_sql`, the lower-level door, returns too) is the one
+`SimulationResult` over a `simulation._sql_source.SqlSource` (issue 34): its frame has the local engine's
+shape and answers and is collected only when ``.frame`` (or ``.data``, ``.to_csv``, ...) is read;
+``summary()``, ``crosstab()``, ``len()`` and ``errors`` are `SimulationResult`'s own, over the source's counts
+computed in SQL without collecting rows, so a 100M-row export can be summarised on a laptop. Flags (and rows)
+the SQL cannot answer exactly are answered by the local engine (``result.local_flags`` says which and why), so
+every answer is the engine's.
 """
 
 from __future__ import annotations
