@@ -228,7 +228,7 @@ def test_simulate_sql_gives_every_answer_of_the_engine(mode: str, tmp_path: Any)
         missing_columns="not_set",
     )
     try:
-        got = sim.frame()
+        got = sim.sql_frame()
         want = evaluate_frame(
             frame, definitions=query_defs, mode=mode, reasons=True, now=NOW, missing_columns="not_set"
         )
@@ -241,16 +241,29 @@ def test_simulate_sql_gives_every_answer_of_the_engine(mode: str, tmp_path: Any)
         assert left == 0 and answered == len(sim.flags) * len(frame)
         summary = sim.summary()
         for key in sim.flags[:10]:
-            counts = summary[summary["flag"] == key].set_index("value")["count"].to_dict()
+            rows = summary[(summary["flag"] == key) & (summary["count"] > 0)]
+            counts = {_text(v): int(n) for v, n in zip(rows["value"], rows["count"], strict=True)}
             values = want[key].dropna().astype(object)
-            expect = values.map(
-                lambda v: "true" if v is True else "false" if v is False else v
-            ).value_counts()
-            assert counts == expect.to_dict()
+            assert counts == values.map(_text).value_counts().to_dict()
         cross = sim.crosstab(sim.flags[0], "beta")
-        assert cross["count"].sum() == want[sim.flags[0]].notna().sum()
+        assert (
+            cross.drop(columns="(unknown)", errors="ignore").to_numpy().sum()
+            == want[sim.flags[0]].notna().sum()
+        )
+        # the one result's frame is the local engine's frame
+        pd.testing.assert_series_equal(
+            sim.frame[sim.flags[0]].reset_index(drop=True),
+            want[sim.flags[0]].reset_index(drop=True),
+            check_names=False,
+            check_dtype=False,
+        )
     finally:
         sim.close()
+
+
+def _text(value: Any) -> str:
+    """A flag value as the SQL writes it ("true" / "false" for a boolean answer, else the variant)."""
+    return "true" if value is True else "false" if value is False else str(value)
 
 
 def test_rollout_bounds_are_exact_at_the_boundary() -> None:
@@ -315,7 +328,7 @@ def test_the_kelvin_sign_row_is_left_to_the_local_engine_and_answered_there(tmp_
     assert got["k:reason"].tolist() == [NEEDS_LOCAL, "condition_match", "no_condition_match"]
     sim = simulate_sql(frame, [flag], now=NOW)
     try:
-        answers = sim.frame().set_index("distinct_id")
+        answers = sim.frame.set_index("distinct_id")
         assert answers.loc[["a", "b", "c"], "k"].tolist() == [True, True, False]
         assert sim.local_rows == 1
     finally:
@@ -343,7 +356,7 @@ def test_simulate_sql_reads_a_duckdb_relation_and_counts_in_sql() -> None:
     try:
         assert len(sim) == 1000 and sim.local_flags == {} and sim.local_rows == 0
         counts = sim.summary().set_index("value")["count"].to_dict()
-        assert counts == {"true": 666, "false": 334}
+        assert counts == {True: 666, False: 334}
     finally:
         sim.close()
 

@@ -161,6 +161,54 @@ def test_sql_engine_is_the_same_door(reference: Any) -> None:
     _diff("simulate(engine='sql')", got, want, reasons=True)
 
 
+def test_simulate_sql_returns_the_one_result(reference: Any, tmp_path: Any) -> None:
+    """`simulate_sql` is a thin layer of the one door (issue 34): the same `SimulationResult` class as
+    ``simulate(engine="sql")``, and its summary, crosstab and cells equal that door's and the local engine's;
+    the raw SQL answers stay reachable (``sql_frame()``, ``.relation``, ``.query``); the retired class name
+    ``SqlSimulation`` warns. Before, `simulate_sql` returned `SqlSimulation` (text values, other summary)."""
+    pytest.importorskip("duckdb")
+    pytest.importorskip("sqlglot")
+    from analytics_nb import simulation
+    from analytics_nb.simulation import SqlSimulationResult, simulate_sql, wilson_interval
+
+    mode, want = reference
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        local = simulate(PEOPLE, engine="local", definitions=POOL, mode=mode, reasons=True)
+        door = simulate(PEOPLE, engine="sql", definitions=POOL, mode=mode, reasons=True)
+        sim = simulate_sql(PEOPLE, POOL, mode=mode, progress=False, payloads=True)  # simulate's default
+    with door, sim:
+        assert isinstance(sim, SqlSimulationResult) and isinstance(sim, SimulationResult)
+        assert len(sim) == len(door) == len(local) == len(PEOPLE)
+        assert sim.flags == door.flags == local.flags
+        _diff("simulate_sql", sim.outputs, want, reasons=True)
+        pd.testing.assert_frame_equal(sim.outputs, door.outputs)
+        pd.testing.assert_frame_equal(sim.outputs, local.outputs)
+        pd.testing.assert_frame_equal(sim.frame, local.frame)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            pd.testing.assert_frame_equal(sim.summary(), door.summary())
+            pd.testing.assert_frame_equal(sim.summary(), local.summary())
+            base = sim.summary()
+            wider = sim.summary(z=2.576)  # the Wilson interval at 99% (SqlSimulation.summary(z=) before)
+        low, high = wilson_interval(base["count"], base["n"], 2.576)
+        assert wider["ci_low"].tolist() == pytest.approx(list(low), nan_ok=True)
+        assert wider["ci_high"].tolist() == pytest.approx(list(high), nan_ok=True)
+        assert (wider["ci_high"] - wider["ci_low"] > base["ci_high"] - base["ci_low"] + 0.01).any()
+        for key in ("mv-override", "no-column", KEYS[0]):
+            pd.testing.assert_frame_equal(sim.crosstab(key, "plan"), door.crosstab(key, "plan"))
+            pd.testing.assert_frame_equal(sim.crosstab(key, "plan"), local.crosstab(key, "plan"))
+        back = pd.read_parquet(sim.to_parquet(tmp_path / "sim.parquet", inputs=False))
+        assert back.equals(pd.read_parquet(door.to_parquet(tmp_path / "door.parquet", inputs=False)))
+        raw = sim.sql_frame()  # the SQL engine's own columns: text values, the row number
+        assert "_anb_row" in raw.columns and len(raw) == len(PEOPLE)
+        assert set(raw["mv-override"].dropna()) <= {"control", "test", "true", "false"}
+        assert sim.query.sql == sim.sql and len(sim.relation.df()) == len(PEOPLE)
+        assert sim.missing_report == door.missing_report and "no-column" in (sim.missing_report or {})
+    with pytest.warns(FutureWarning, match="SqlSimulationResult"):
+        assert simulation.SqlSimulation is SqlSimulationResult
+
+
 def test_dask_is_the_same_door(reference: Any) -> None:
     dd = pytest.importorskip("dask.dataframe")
     from analytics_nb.simulation import MissingPropertyWarning, simulate_dask

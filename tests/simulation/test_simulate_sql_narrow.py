@@ -68,8 +68,8 @@ def test_simulate_sql_reads_a_property_without_a_column_as_unknown_by_default() 
         warnings.simplefilter("always")
         sim = simulate_sql(frame, [PLAN], progress=False)
     with sim:
-        got = sim.frame()
-        assert got["plan-pro"].isna().all()
+        got = sim.sql_frame()
+        assert got["plan-pro"].isna().all() and sim.frame["plan-pro"].isna().all()
         assert set(got["plan-pro:reason"]) == {"missing_property"}
         assert sim.missing_report == {"plan-pro": (("the person's stored `plan`",), 3)}
     assert len(_missing_messages(caught)) == 1 and "'plan-pro'" in _missing_messages(caught)[0]
@@ -77,7 +77,8 @@ def test_simulate_sql_reads_a_property_without_a_column_as_unknown_by_default() 
         warnings.simplefilter("always")
         sim = simulate_sql(frame, [PLAN], progress=False, missing_columns="not_set")
     with sim:  # the old reading, only when asked for
-        assert sim.frame()["plan-pro"].tolist() == [False, False, False]
+        assert sim.sql_frame()["plan-pro"].tolist() == [False, False, False]
+        assert sim.frame["plan-pro"].tolist() == [False, False, False]
     assert not _missing_messages(caught)
     with pytest.raises(Exception, match="missing_columns"):
         simulate_sql(frame, [PLAN], missing_columns="absent")

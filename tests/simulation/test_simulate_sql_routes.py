@@ -62,7 +62,7 @@ def test_a_flag_sql_cannot_express_routes_every_flag_to_the_local_engine(
     with simulate_sql(frame, [ROLLOUT, REGEX], progress=False, hasher="native") as sim:
         assert sim.local_flags.keys() == {"rx"} and sim.local_rows == len(frame)
         assert hashed == []  # the query did not run: no row hashed by SQL for `half`
-        got = sim.frame().sort_values("_anb_row")
+        got = sim.sql_frame().sort_values("_anb_row")
         assert got["half"].tolist() == want.frame["half"].astype(object).tolist()
         assert got["rx"].tolist() == want.frame["rx"].astype(object).tolist()
     assert dtypes and isinstance(dtypes[0]["email"], pd.StringDtype)
@@ -76,5 +76,5 @@ def test_without_such_a_flag_the_query_answers_and_hashes(monkeypatch: pytest.Mo
     with simulate_sql(frame, [ROLLOUT], progress=False, hasher="native") as sim:
         assert sim.local_flags == {} and sim.local_rows == 0 and dtypes == []
         assert sum(hashed) == len(frame)
-        got = sim.frame().sort_values("_anb_row")
+        got = sim.sql_frame().sort_values("_anb_row")
         assert got["half"].tolist() == want.frame["half"].astype(object).tolist()

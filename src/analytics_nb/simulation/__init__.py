@@ -1,9 +1,9 @@
 """Flag simulation across property sets: remote decide, the local flag engine, both compared, and what-if.
 
 ``simulate(property_sets, flags=None, engine="remote" | "local" | "both" | "sql", client=..., ...)``
-returns a `SimulationResult`, the one result of every engine (with ``engine="sql"`` its subclass
-`SqlSimulationResult`: DuckDB over the rows where they lie, out of core; `simulate_dask` a lazy one over
-Dask); `WhatIf` / `whatif` show who moves when definitions are edited (a `WhatIfResult`);
+returns a `SimulationResult`, the one result of every engine (with ``engine="sql"`` and `simulate_sql` its
+subclass `SqlSimulationResult`: DuckDB over the rows where they lie, out of core; `simulate_dask` a lazy one
+over Dask); `WhatIf` / `whatif` show who moves when definitions are edited (a `WhatIfResult`);
 `flag_timeline` who each change of a flag moved, `definitions_as_of` the definitions at a past moment,
 `flag_audit` the recorded flag calls against the definitions in force then; `grid`,
 `sample_persons` and `random_property_sets` build property sets; `read_posthog_export` reads PostHog's persons
@@ -45,8 +45,7 @@ from analytics_nb.simulation._result import Answers, SimulationResult
 from analytics_nb.simulation._simulate import Engine, simulate
 from analytics_nb.simulation._simulate_twins import asimulate
 from analytics_nb.simulation._spark import simulate_spark
-from analytics_nb.simulation._sql import SqlSimulation, simulate_sql
-from analytics_nb.simulation._sql_engine import SqlSimulationResult
+from analytics_nb.simulation._sql_engine import SqlSimulationResult, simulate_sql
 from analytics_nb.simulation._summary import SUMMARY_COLUMNS, UnknownShareWarning, wilson_interval
 from analytics_nb.simulation._verify import Verification
 from analytics_nb.simulation._whatif import (
@@ -79,7 +78,6 @@ __all__ = [
     "Output",
     "SimulationInputError",
     "SimulationResult",
-    "SqlSimulation",
     "SqlSimulationResult",
     "UnknownShareWarning",
     "Verification",
@@ -116,6 +114,7 @@ __all__ = [
 _RETIRED = {
     "DaskSimulation": (SimulationResult, "SimulationResult (simulate_dask returns one)"),
     "DaskWhatIf": (WhatIfResult, "WhatIfResult (a Dask result's whatif returns one)"),
+    "SqlSimulation": (SqlSimulationResult, "SqlSimulationResult (simulate_sql returns one)"),
 }
 
 

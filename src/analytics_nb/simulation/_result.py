@@ -21,7 +21,7 @@ from analytics_nb.simulation._compare import agreement_headline
 from analytics_nb.simulation._errors import SimulationInputError
 from analytics_nb.simulation._inputs import output_choice
 from analytics_nb.simulation._output import INPUT_COLUMNS_ATTR
-from analytics_nb.simulation._summary import format_share, summary_from_counts, warn_unknown
+from analytics_nb.simulation._summary import Z95, format_share, summary_from_counts, warn_unknown
 from analytics_nb.tables import Output, from_pandas
 
 __all__ = ["INPUT_COLUMNS_ATTR", "Answers", "SimulationResult", "with_inputs"]
@@ -231,20 +231,22 @@ class SimulationResult:
         return "\n".join(line for line in lines if line)
 
     # -- summaries -------------------------------------------------------------------------------------------
-    def summary(self, flags: Sequence[str] | None = None) -> pd.DataFrame:
+    def summary(self, flags: Sequence[str] | None = None, *, z: float = Z95) -> pd.DataFrame:
         """Per flag and value: count, rows, share_of_rows (over every row), n (rows with a known value), share
-        (over those), 95% Wilson CI, unknown rows; one `UnknownShareWarning` (and ``attrs["note"]``) when a
-        flag is unknown for 10% of its rows or more. Counted by the engine where the answers lie (over Dask,
-        per partition on the cluster: only the counts come back).
+        (over those), its Wilson interval (``ci_low``, ``ci_high``; 95% unless ``z`` says), unknown rows; one
+        `UnknownShareWarning` (and ``attrs["note"]``) when a flag is unknown for 10% of its rows or more.
+        Counted by the engine where the answers lie (in SQL for ``engine="sql"``; over Dask per partition on
+        the cluster: only the counts come back).
 
         Args:
             flags: Only these flags. None: every flag.
+            z: The normal quantile of the intervals (the default gives 95%; 2.576 gives 99%).
 
         Returns:
             One row per (flag, value).
         """
         keys = self._keys(flags)
-        return warn_unknown(summary_from_counts(self.source.counts(keys), keys, self.variants))
+        return warn_unknown(summary_from_counts(self.source.counts(keys), keys, self.variants, z=z))
 
     def _keys(self, flags: Sequence[str] | str | None) -> list[str]:
         if flags is None:

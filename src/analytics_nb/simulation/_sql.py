@@ -1,11 +1,12 @@
 """Flag simulation as SQL: the compiled query (`flags.compile_sql`) run by DuckDB (embedded, out of core),
 ClickHouse in-process (chDB) or Spark SQL, with the local engine answering what SQL cannot answer exactly.
 
-`simulate_sql(source, definitions)` evaluates a parquet export, a DuckDB relation or an in-memory table
-through DuckDB with memory bounded by `memory_limit` (DuckDB spills to disk beyond it), writes the answers
-to parquet, and computes summaries and crosstabs in SQL without collecting rows. Flags and rows the query
-marks ``needs_local_engine`` are re-evaluated by `flags.evaluate_frame` in batches of `batch_rows` rows, so
-every answer is the local engine's answer.
+`run_simulate_sql(source, definitions)` (behind `simulate_sql` and ``simulate(engine="sql")``, which
+wrap its `SqlRun` in the one `SimulationResult`) evaluates a parquet export, a DuckDB relation or an
+in-memory table through DuckDB with memory bounded by `memory_limit` (DuckDB spills to disk beyond it) and
+writes the answers to parquet (summaries and crosstabs are counted in SQL by `_sql_source.SqlSource`).
+Flags and rows the query marks ``needs_local_engine`` are re-evaluated by `flags.evaluate_frame` in batches
+of `batch_rows` rows, so every answer is the local engine's answer.
 """
 
 from __future__ import annotations
@@ -27,10 +28,9 @@ import pandas as pd
 from analytics_nb.flags import FrameEvaluator
 from analytics_nb.flags._evaluate import Mode
 from analytics_nb.flags._sql import NEEDS_LOCAL, SqlQuery, compile_sql, narrow_definitions
-from analytics_nb.simulation._summary import Z95
 from analytics_nb.tables._extras import require, require_extra
 
-__all__ = ["SqlSimulation", "arrow_schema", "run_sql", "simulate_sql"]
+__all__ = ["SqlRun", "arrow_schema", "run_simulate_sql", "run_sql"]
 
 _TABLE = "persons"
 ROW_KEYS = ("_anb_file", "_anb_row")
@@ -458,12 +458,12 @@ def _local_flag_columns(query: SqlQuery, target: Any) -> list[str]:
 # ------------------------------------------------------------------------------------------ simulation
 
 
-class SqlSimulation:
-    """The answers of `simulate_sql`: parquet files read through DuckDB, never collected unless asked.
+class SqlRun:
+    """One DuckDB run of `run_simulate_sql`: the connection, the parquet file of the raw SQL answers and
+    the compiled query, read by `simulation._sql_source.SqlSource` for the one `SimulationResult`.
 
     `relation` is the answers as a DuckDB relation (one row per person: distinct_id, `<flag>`,
-    `<flag>:reason`, `<flag>:condition_index`, `error`); `path` the parquet file holding them;
-    `summary()` and `crosstab(flag, by)` are computed in SQL; `frame()` collects them as pandas.
+    `<flag>:reason`, `<flag>:condition_index`, `error`, the row keys); `path` the parquet file holding them.
     `local_flags` names the flags the local engine answered (with why) and `local_rows` counts the rows it
     answered for the others.
     """
@@ -509,74 +509,13 @@ class SqlSimulation:
             ]
         )
 
-    def frame(self) -> pd.DataFrame:
-        """All answers as pandas (collects every row: for exports that fit in memory)."""
-        frame: pd.DataFrame = self.relation.df()
-        return frame
-
-    def summary(self, flags: Sequence[str] | None = None, z: float = Z95) -> pd.DataFrame:
-        """flag, value, count, share and its 95% Wilson interval, per flag and value, computed in SQL
-        (unknown values are left out of the shares, as in `SimulationResult.summary`).
-
-        Args:
-            flags: Only these flags. None: every flag.
-            z: The normal quantile of the intervals (95% by default).
-
-        Returns:
-            One row per (flag, value).
-        """
-        parts = []
-        src = f"read_parquet({_literal(str(self.path))})"
-        for key in flags or self.flags:
-            col = _quote(key)
-            parts.append(
-                f"SELECT {_literal(key)} AS flag, CAST({col} AS VARCHAR) AS value, count(*) AS count "
-                f"FROM {src} WHERE {col} IS NOT NULL GROUP BY {col}"
-            )
-        if not parts:
-            return pd.DataFrame(columns=["flag", "value", "count", "share", "low", "high"])
-        sql = _wilson(" UNION ALL ".join(parts), "flag", z) + " ORDER BY flag, count DESC"
-        table: pd.DataFrame = self.con.sql(sql).df()
-        return table
-
-    def crosstab(self, flag: str, by: str, z: float = Z95) -> pd.DataFrame:
-        """Counts of `flag`'s values within each value of the input column `by`, with the share of each
-        value within its `by` group and its Wilson interval; computed in SQL over the export joined by
-        distinct_id (nothing is collected but the table).
-
-        Args:
-            flag: The flag key.
-            by: A column of the input.
-            z: The normal quantile of the intervals (95% by default).
-
-        Returns:
-            One row per (``by`` value, flag value).
-        """
-        if flag not in self.flags:
-            raise KeyError(f"unknown flag {flag!r}; the flags are {self.flags}")
-        src = f"read_parquet({_literal(str(self.path))})"
-        inner = (
-            f"SELECT CAST(p.{_quote(by)} AS VARCHAR) AS by_value, "
-            f"CAST(a.{_quote(flag)} AS VARCHAR) AS value, "
-            f"count(*) AS count FROM {src} a JOIN {_TABLE} p USING ({', '.join(_row_key(self.query))}) "
-            f"WHERE a.{_quote(flag)} IS NOT NULL GROUP BY ALL"
-        )
-        table: pd.DataFrame = self.con.sql(_wilson(inner, "by_value", z) + " ORDER BY by_value, value").df()
-        return table
-
     def close(self) -> None:
         """Close the connection and delete the working files (the answers too unless `out` was given)."""
         self._finalizer()
 
-    def __enter__(self) -> SqlSimulation:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
     def __repr__(self) -> str:
         return (
-            f"SqlSimulation({len(self.flags)} flags, {str(self.path)!r}, local flags: "
+            f"SqlRun({len(self.flags)} flags, {str(self.path)!r}, local flags: "
             f"{sorted(self.local_flags)}, rows answered locally: {self.local_rows:,})"
         )
 
@@ -584,20 +523,6 @@ class SqlSimulation:
 def _cleanup(con: Any, workdir: str | None) -> None:
     con.close()
     remove_workdir(workdir)
-
-
-def _wilson(counts_sql: str, group: str, z: float) -> str:
-    """Shares within `group` and their Wilson score interval, in SQL (the formula of `wilson_interval`)."""
-    z2 = repr(z * z)
-    zs = repr(z)
-    return (
-        f"SELECT *, count / n AS share, "
-        f"greatest(0.0, least(1.0, (count / n + {z2} / (2 * n)) / (1 + {z2} / n) - "
-        f"{zs} * sqrt((count / n) * (1 - count / n) / n + {z2} / (4 * n * n)) / (1 + {z2} / n))) AS low, "
-        f"greatest(0.0, least(1.0, (count / n + {z2} / (2 * n)) / (1 + {z2} / n) + "
-        f"{zs} * sqrt((count / n) * (1 - count / n) / n + {z2} / (4 * n * n)) / (1 + {z2} / n))) AS high "
-        f"FROM (SELECT *, CAST(sum(count) OVER (PARTITION BY {group}) AS DOUBLE) AS n FROM ({counts_sql}))"
-    )
 
 
 def _source_sql(source: Any, con: Any, batch_rows: int) -> tuple[str, list[str]]:
@@ -654,7 +579,7 @@ def _numbered(reader: Any) -> Any:
     return pa.RecordBatchReader.from_batches(schema, batches())
 
 
-def simulate_sql(
+def run_simulate_sql(
     source: Any,
     definitions: Any,
     *,
@@ -671,23 +596,23 @@ def simulate_sql(
     reasons: bool = True,
     warn: bool = True,
     hasher: str = "auto",
-) -> SqlSimulation:
+) -> SqlRun:
     """Evaluate flags for every row of `source` through DuckDB: a parquet path (file or folder), a DuckDB
     relation, a pandas frame or Arrow table. Memory is bounded by `memory_limit` (DuckDB's setting; it
     spills to a temporary folder beyond it); the answers are written to parquet (`out`, else a temporary
-    file deleted by `close()`) and read back lazily (`SqlSimulation`).
+    file deleted by `close()`) and read back lazily (`SqlRun`; `simulate_sql` wraps it in the one result).
 
-    Flags and rows the SQL leaves to the local engine (`SqlSimulation.local_flags`, `.local_rows`) are
+    Flags and rows the SQL leaves to the local engine (`SqlRun.local_flags`, `.local_rows`) are
     evaluated by `flags.evaluate_frame` in batches of `batch_rows`, so every answer is the local engine's
     (mode "server" or "sdk"); relative dates are read against one instant, `now` (default: the call).
     With `missing_columns="unknown"` (the default, as in `simulate`) a flag reading a property the source
     has no column for is answered by the local engine: NA (reason ``missing_property``) where the answer
     depends on it, reported in one `MissingPropertyWarning` built from the local engine's own report
-    (`SqlSimulation.missing_report`); ``missing_columns="not_set"`` reads such a property as not set.
+    (`SqlRun.missing_report`); ``missing_columns="not_set"`` reads such a property as not set.
     `flags` compiles and evaluates only those flags and the flags they depend on, and writes only theirs.
 
     The working files (DuckDB's database and spill folder, the answers unless `out` is given) live in a
-    temporary folder removed by `close()` (or when the `SqlSimulation` is garbage-collected).
+    temporary folder removed by `close()` (or when the `SqlRun` is garbage-collected).
 
     Args:
         source: A parquet path (file or folder), a DuckDB relation, a pandas frame or an Arrow table.
@@ -710,7 +635,7 @@ def simulate_sql(
             not built); ``"sql"``: DuckDB's ``sha1``. The same buckets either way.
 
     Returns:
-        The `SqlSimulation`.
+        The `SqlRun`.
     """
     require_extra("sql", "simulate_sql")
     import duckdb
@@ -769,7 +694,7 @@ def simulate_sql(
     report = {k: v for k, v in report.items() if k in written}
     if warn and report:
         warn_missing_properties(report, _count(con, target))
-    return SqlSimulation(con, target, query, local_rows, workdir, report)
+    return SqlRun(con, target, query, local_rows, workdir, report)
 
 
 def _combine(
@@ -875,11 +800,3 @@ def _answer_locally(
         if bar is not None:
             bar.close()
     return total
-
-
-def summary_counts(sim: SqlSimulation) -> Mapping[str, Mapping[str, int]]:
-    """{flag: {value text: count}} from `SqlSimulation.summary()` (a small helper for comparisons)."""
-    out: dict[str, dict[str, int]] = {}
-    for row in sim.summary().itertuples(index=False):
-        out.setdefault(str(row.flag), {})[str(row.value)] = int(row.count)  # type: ignore[call-overload]
-    return out

@@ -2,12 +2,13 @@
 DuckDB over the property sets where they lie (a parquet export, a DuckDB relation or file, or a table in
 memory), with memory bounded by ``memory_limit`` and the answers written to parquet (``out=``).
 
-The result (`SqlSimulationResult`) is the one `SimulationResult` over a `simulation._sql_source.SqlSource`
-(issue 34): its frame has the local engine's shape and answers and is collected only when ``.frame`` (or
-``.data``, ``.to_csv``, ...) is read; ``summary()``, ``crosstab()``, ``len()`` and ``errors`` are
-`SimulationResult`'s own, over the source's counts computed in SQL without collecting rows, so a 100M-row
-export can be summarised on a laptop. Flags (and rows) the SQL cannot answer exactly are answered
-by the local engine (``result.local_flags`` says which and why), so every answer is the engine's.
+The result (`SqlSimulationResult`, which `simulate_sql`, the lower-level door, returns too) is the one
+`SimulationResult` over a `simulation._sql_source.SqlSource` (issue 34): its frame has the local engine's
+shape and answers and is collected only when ``.frame`` (or ``.data``, ``.to_csv``, ...) is read;
+``summary()``, ``crosstab()``, ``len()`` and ``errors`` are `SimulationResult`'s own, over the source's counts
+computed in SQL without collecting rows, so a 100M-row export can be summarised on a laptop. Flags (and rows)
+the SQL cannot answer exactly are answered by the local engine (``result.local_flags`` says which and why), so
+every answer is the engine's.
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ from typing import Any
 import pandas as pd
 
 from analytics_nb.client import ApiClient, AsyncApiClient, FeatureFlags
+from analytics_nb.flags._evaluate import Mode
+from analytics_nb.flags._sql import SqlQuery
 from analytics_nb.simulation._definitions import (
     Definitions,
     afill,
@@ -43,12 +46,19 @@ from analytics_nb.simulation._inputs import (
 )
 from analytics_nb.simulation._local import check_group_mapping, check_missing_columns
 from analytics_nb.simulation._result import SimulationResult
-from analytics_nb.simulation._sql import SqlSimulation, simulate_sql
+from analytics_nb.simulation._sql import SqlRun, run_simulate_sql
 from analytics_nb.simulation._sql_source import SqlSource
 from analytics_nb.tables import Output, default_output
 from analytics_nb.tables._extras import require_extra
 
-__all__ = ["DEFAULT_MEMORY_LIMIT", "SqlSimulationResult", "asql", "check_sql_options", "simulate_in_sql"]
+__all__ = [
+    "DEFAULT_MEMORY_LIMIT",
+    "SqlSimulationResult",
+    "asql",
+    "check_sql_options",
+    "simulate_in_sql",
+    "simulate_sql",
+]
 
 DEFAULT_MEMORY_LIMIT = "1GB"
 """DuckDB's ``memory_limit`` for ``engine="sql"`` unless ``memory_limit=`` says otherwise (it spills to disk
@@ -231,7 +241,7 @@ def simulate_in_sql(
     if progress is None:
         progress = client.core.config.progress if client is not None else True
     try:
-        sim = simulate_sql(
+        sim = run_simulate_sql(
             source,
             defs,
             mode=mode,
@@ -297,22 +307,112 @@ async def asql(arguments: dict[str, Any]) -> SqlSimulationResult:
     return await asyncio.to_thread(run)
 
 
+def simulate_sql(
+    source: Any,
+    definitions: Any,
+    *,
+    mode: Mode = "server",
+    out: str | Path | None = None,
+    memory_limit: str = DEFAULT_MEMORY_LIMIT,
+    threads: int | None = None,
+    payloads: bool = False,
+    now: dt.datetime | None = None,
+    batch_rows: int = 200_000,
+    progress: bool = True,
+    missing_columns: str = "unknown",
+    flags: Sequence[str] | None = None,
+    reasons: bool = True,
+    warn: bool = True,
+    hasher: str = "auto",
+) -> SqlSimulationResult:
+    """Evaluate flags for every row of `source` through DuckDB, out of core: the lower-level door of
+    ``simulate(..., engine="sql")`` (no client, the definitions as given, DuckDB's ``threads``,
+    ``batch_rows`` and ``hasher`` settings), returning the same one result, a `SqlSimulationResult`.
+
+    `source` is a parquet path (file or folder, read where it lies), a DuckDB relation, a pandas frame or an
+    Arrow table. Memory is bounded by `memory_limit` (DuckDB spills to a temporary folder beyond it); the
+    answers are written to parquet (`out`, else a temporary file removed by ``close()``). ``summary()``,
+    ``crosstab()``, ``len()``, ``.frame``, ``to(...)`` and ``to_parquet()`` are `SimulationResult`'s (equal
+    to the local engine's); the raw SQL answers are ``sql_frame()`` / ``.relation``, the query ``.query``
+    (``.sql`` its text). Flags and rows the SQL leaves to the local engine (``.local_flags``,
+    ``.local_rows``) are evaluated by it in batches of `batch_rows`, so every answer is the local engine's.
+    With ``missing_columns="unknown"`` (the default, as in `simulate`) a flag reading a property the source
+    has no column for is NA (reason ``missing_property``) where the answer depends on it, in one
+    `MissingPropertyWarning` (``.missing_report``); ``"not_set"`` reads such a property as not set.
+
+    Args:
+        source: A parquet path (file or folder), a DuckDB relation, a pandas frame or an Arrow table.
+        definitions: The flag definitions (any shape `flags.read_definitions` reads).
+        mode: ``"server"`` or ``"sdk"``.
+        out: The parquet file for the raw SQL answers. None: a temporary file deleted by ``close()``.
+        memory_limit: DuckDB's memory limit; beyond it DuckDB spills to disk.
+        threads: DuckDB's threads. None: DuckDB's default.
+        payloads: Add ``<flag>:payload`` columns.
+        now: The instant relative dates are read against. None: the call.
+        batch_rows: Rows per batch for what the local engine evaluates.
+        progress: Show a progress bar for the local engine's batches.
+        missing_columns: ``"unknown"`` (NA where the answer depends on an absent column, with a warning)
+            or ``"not_set"`` (an absent column is read as not set).
+        flags: Only these flag keys (what they depend on is evaluated, not written). None: every flag.
+        reasons: Add ``<flag>:reason`` and ``<flag>:condition_index`` columns.
+        warn: Issue the `MissingPropertyWarning` (False: the caller reads ``missing_report``).
+        hasher: ``"auto"``, ``"native"`` (the project's compiled SHA-1 hasher) or ``"sql"`` (DuckDB's
+            ``sha1``): the same buckets either way.
+
+    Returns:
+        The `SqlSimulationResult` (close it, or use it in a ``with`` block, to remove the working files).
+    """
+    require_extra("sql", "simulate_sql")
+    started = time.perf_counter()
+    defs = load_definitions(definitions)
+    sim = run_simulate_sql(
+        source,
+        definitions,
+        mode=mode,
+        out=out,
+        memory_limit=memory_limit,
+        threads=threads,
+        payloads=payloads,
+        now=now,
+        batch_rows=batch_rows,
+        progress=progress,
+        missing_columns=missing_columns,
+        flags=flags,
+        reasons=reasons,
+        warn=warn,
+        hasher=hasher,
+    )
+    return SqlSimulationResult(
+        sim,
+        keys=sim.flags,
+        definitions=defs,
+        mode=mode,
+        payloads=payloads,
+        reasons=reasons,
+        inputs=source if isinstance(source, pd.DataFrame) else None,
+        output=default_output("arrow" if type(source).__module__.startswith("pyarrow") else "pandas"),
+        elapsed=time.perf_counter() - started,
+    )
+
+
 class SqlSimulationResult(SimulationResult):
     """What ``simulate(..., engine="sql")`` returns: the one `SimulationResult` over DuckDB's answers, its
     `AnswerSource` a `SqlSource` (``summary()``, ``crosstab()``, ``len()``, ``errors``, ``missing_report``
     and the notebook view are the ones every engine has, computed in SQL without collecting rows).
 
-    ``.frame`` has the local engine's columns, dtypes and answers (collected from the parquet answers the
-    first time it is read, in input order). ``.path`` is the parquet file of the answers (``out=``, else a
-    temporary file removed by ``close()``), ``.relation`` the answers as a DuckDB relation, ``.sql`` the
-    query, ``.local_flags`` the flags the local engine answered (with why) and ``.local_rows`` the rows it
+    `simulate_sql` returns it too (issue 34). ``.frame`` has the local engine's columns, dtypes and answers
+    (collected from the parquet answers the first time it is read, in input order). ``.path`` is the
+    parquet file of the answers (``out=``, else a temporary file removed by ``close()``), ``.relation`` the
+    raw SQL answers as a DuckDB relation and ``sql_frame()`` the same collected as pandas (text values, row
+    keys), ``.query`` the compiled `SqlQuery` (``.sql`` its text), ``.con`` the DuckDB connection,
+    ``.local_flags`` the flags the local engine answered (with why) and ``.local_rows`` the rows it
     answered for the others. It stays a subclass only for these and for ``close()``: its frame is read
     lazily from DuckDB rather than held.
     """
 
     def __init__(
         self,
-        sim: SqlSimulation,
+        sim: SqlRun,
         *,
         keys: Sequence[str],
         definitions: Definitions,
@@ -399,6 +499,24 @@ class SqlSimulationResult(SimulationResult):
         return self.sim.query.sql
 
     @property
+    def query(self) -> SqlQuery:
+        """The compiled query (`flags.compile_sql`'s `SqlQuery`: ``.sql``, ``.flags``, ``.local_flags``)."""
+        return self.sim.query
+
+    @property
+    def con(self) -> Any:
+        """The run's DuckDB connection (its ``persons`` view is the input rows with their row keys), for
+        your own SQL next to ``.relation``; closed by ``close()``."""
+        return self.sim.con
+
+    def sql_frame(self) -> pd.DataFrame:
+        """The raw SQL answers as pandas, every row collected: the SQL engine's columns (text values for
+        multivariate flags, the row keys ``_anb_row`` / ``_anb_file``), in the parquet file's order. What
+        `SqlSimulation.frame()` gave before issue 34; ``.frame`` is the local engine's shape."""
+        frame: pd.DataFrame = self.sim.relation.df()
+        return frame
+
+    @property
     def local_flags(self) -> dict[str, str]:
         """{flag key: why the local engine answered it rather than SQL}."""
         return self.sim.local_flags
@@ -409,7 +527,14 @@ class SqlSimulationResult(SimulationResult):
         return self.sim.local_rows
 
     def head(self, n: int = 10) -> pd.DataFrame:
-        """The first `n` rows of the outputs (only they are collected)."""
+        """The first `n` rows of the outputs (only they are read from DuckDB, not every row).
+
+        Args:
+            n: How many rows.
+
+        Returns:
+            The first rows in the local engine's shape, in input order.
+        """
         return self._source.head(n)
 
     def close(self) -> None:

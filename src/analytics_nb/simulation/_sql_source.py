@@ -4,7 +4,7 @@
 ``counts`` (what ``summary()`` is built from), ``crosstab``, ``errors`` and ``head`` are SQL over the answers
 file, so only the small tables (or the asked rows) come back; ``collect`` is the one call that reads every
 row back in the local engine's shape (columns, dtypes, input order), once, then kept. ``missing_report`` is
-the SQL run's own (`SqlSimulation.missing_report`: the local engine's report over the rows it answered).
+the SQL run's own (`SqlRun.missing_report`: the local engine's report over the rows it answered).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from analytics_nb.simulation._definitions import Definitions
 from analytics_nb.simulation._errors import SimulationInputError
 from analytics_nb.simulation._output import build_frame, select_flags
 from analytics_nb.simulation._result import with_inputs
-from analytics_nb.simulation._sql import ROW_KEYS, SqlSimulation, _literal, _quote
+from analytics_nb.simulation._sql import ROW_KEYS, SqlRun, _literal, _quote
 from analytics_nb.simulation._summary import ValueCounts
 
 __all__ = ["SqlSource"]
@@ -50,7 +50,7 @@ def _texts(column: pd.Series) -> list[str | None]:
 
 
 class SqlSource:
-    """The answers of an ``engine="sql"`` run (`SqlSimulation`: DuckDB and the parquet file), read for the
+    """The answers of an ``engine="sql"`` run (`SqlRun`: DuckDB and the parquet file), read for the
     result's flags (``keys``) in the local engine's shape; everything but ``collect`` and ``to_parquet`` is
     answered in SQL. ``given_inputs``: the property sets when they were in memory (None: DuckDB read them
     where they lie, and ``inputs`` reads them back from its ``persons`` table only when asked)."""
@@ -60,7 +60,7 @@ class SqlSource:
 
     def __init__(
         self,
-        sim: SqlSimulation,
+        sim: SqlRun,
         *,
         keys: Sequence[str],
         definitions: Definitions,

@@ -131,8 +131,11 @@ def summary_from_counts(
     counted: dict[str, tuple[ValueCounts, int]],
     flag_keys: Sequence[str],
     variants: dict[str, list[str]] | None = None,
+    *,
+    z: float = Z95,
 ) -> pd.DataFrame:
-    """The `summarize` table from value counts (of a frame, or added up over a distributed frame's parts)."""
+    """The `summarize` table from value counts (of a frame, or added up over a distributed frame's parts);
+    ``z``: the normal quantile of the Wilson intervals (95% by default)."""
     records: list[dict[str, Any]] = []
     for key in flag_keys:
         counts, unknown = counted.get(key, ({}, 0))
@@ -154,7 +157,7 @@ def summary_from_counts(
     totals = out["n"].to_numpy(dtype=float)
     with np.errstate(divide="ignore", invalid="ignore"):
         share = np.where(totals > 0, count / np.where(totals > 0, totals, 1), np.nan)
-    low, high = wilson_interval(count, totals)
+    low, high = wilson_interval(count, totals, z)
     rows = totals + out["unknown"].to_numpy(dtype=float)
     with np.errstate(divide="ignore", invalid="ignore"):
         of_rows = np.where(rows > 0, count / np.where(rows > 0, rows, 1), np.nan)
