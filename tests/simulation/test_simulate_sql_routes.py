@@ -78,3 +78,23 @@ def test_without_such_a_flag_the_query_answers_and_hashes(monkeypatch: pytest.Mo
         assert sum(hashed) == len(frame)
         got = sim.sql_frame().sort_values("_anb_row")
         assert got["half"].tolist() == want.frame["half"].astype(object).tolist()
+
+
+def test_the_definitions_are_compiled_once_for_every_batch(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The query's compiled flags serve the local engine's batches (issue 34: "definitions compiled once"):
+    before, every batch of rows the local engine answered compiled the definitions again (400 rows in
+    batches of 50: 9 compiles for one run)."""
+    import analytics_nb.flags._evaluate as evaluate_module
+
+    compiles: list[int] = []
+    real = evaluate_module.read_definitions
+
+    def counting(definitions: Any) -> Any:
+        compiles.append(1)
+        return real(definitions)
+
+    monkeypatch.setattr(evaluate_module, "read_definitions", counting)
+    got = simulate_sql(_frame(), [ROLLOUT, REGEX], batch_rows=50)
+    assert len(compiles) == 1, len(compiles)
+    want = simulate(_frame(), engine="local", definitions=[ROLLOUT, REGEX])
+    assert got.frame["rx"].tolist() == want.frame["rx"].tolist()

@@ -120,6 +120,9 @@ class SqlQuery:
     #: with `compile_sql(bucket_function=)`: {function name: (prefix, suffix)}, the bucket fraction of
     #: ``prefix + distinct_id + suffix`` each function must return (the caller registers them)
     buckets: dict[str, tuple[str, str]] = field(default_factory=dict)
+    #: the flags as compiled for this query (`flags.compile_flags`): the local engine answers the rows and
+    #: flags SQL leaves to it from these, so the definitions are compiled once per run, not per batch
+    compiled: CompiledFlags | None = field(default=None, repr=False, compare=False)
 
     @property
     def local_flags(self) -> dict[str, str]:
@@ -1021,7 +1024,9 @@ def compile_sql(
     if dialect == "clickhouse" and len(text.encode()) > CLICKHOUSE_MAX_QUERY_SIZE:
         text = _clickhouse_sized(final, text, pretty)
     buckets = {name: pair for pair, name in c.buckets.items()}
-    return SqlQuery(text, dialect, mode, sql_flags, table, list(carry), reasons, local_column, buckets)
+    return SqlQuery(
+        text, dialect, mode, sql_flags, table, list(carry), reasons, local_column, buckets, compiled
+    )
 
 
 def _check_options(missing_columns: str, dialect: str) -> None:

@@ -363,7 +363,7 @@ def _local_answers(
     engine_input = batch.drop(columns=[c for c in ROW_KEYS if c in batch.columns])
     evaluator = FrameEvaluator(
         engine_input,
-        definitions=definitions,
+        definitions=query.compiled if query.compiled is not None else definitions,
         mode=mode,
         now=now,
         output="pandas",
