@@ -94,7 +94,7 @@ def test_native_and_sql_hashers_give_the_local_engines_answers(reasons: bool) ->
     frame = _frame()
     local = simulate(frame, engine="local", definitions=_definitions(), reasons=reasons)
     with simulate(frame, engine="sql", definitions=_definitions(), reasons=reasons, progress=False) as sql:
-        assert "_anb_bucket_0(" in sql.sql.lower()  # the compiled hasher ran (it is built here)
+        assert "_anb_bucket_set0(" in sql.sql.lower()  # the compiled hasher ran (it is built here)
         pd.testing.assert_frame_equal(sql.outputs, local.outputs)
     with (
         simulate_sql(frame, _definitions(), hasher="sql", progress=False, reasons=reasons) as a,
@@ -113,17 +113,62 @@ def test_a_bucket_is_hashed_only_on_rows_a_condition_matched() -> None:
     query = compile_sql(
         _definitions()[:1], schema={"distinct_id": "VARCHAR", "plan": "VARCHAR"}, bucket_function="counted"
     )
-    ((name, (prefix, suffix)),) = query.buckets.items()
-    assert (prefix, suffix) == ("r.", "")
+    assert query.buckets == {}
+    ((_name, fields),) = query.bucket_sets.items()
+    assert fields == (("r.", "", 0),)
 
-    def counting(ids: Any) -> Any:
-        hashed.append(len(ids))
-        return column_buckets(prefix, suffix)(ids)
-
-    import duckdb.sqltypes as types
+    def counting(rows: Any) -> None:
+        hashed.append(len(rows))
 
     con = duckdb.connect()
-    con.create_function(name, counting, [types.VARCHAR], types.DOUBLE, type="arrow", null_handling="special")
-    con.register("persons", pa.Table.from_pandas(frame))
-    got = con.execute(query.sql).df()
+    with _counting_hasher(counting):
+        register_buckets(con, query.buckets, query.bucket_sets)
+        con.register("persons", pa.Table.from_pandas(frame))
+        got = con.execute(query.sql).df()
     assert sum(hashed) == 200 and got["r"].sum() > 0
+
+
+class _counting_hasher:
+    """Within the block, `fractions_into` as the bucket functions call it reports the rows it hashes."""
+
+    def __init__(self, report: Any) -> None:
+        self.report = report
+
+    def __enter__(self) -> None:
+        import analytics_nb.flags._hashing as hashing
+
+        self.real = real = hashing.fractions_into
+
+        def counted(prefix: bytes, ids: Any, suffix: bytes, out: Any, rows: Any = None) -> None:
+            self.report(rows if rows is not None else range(len(ids)))
+            real(prefix, ids, suffix, out, rows)
+
+        hashing.fractions_into = counted
+
+    def __exit__(self, *exc: object) -> None:
+        import analytics_nb.flags._hashing as hashing
+
+        hashing.fractions_into = self.real
+
+
+def test_one_bucket_set_call_per_vector_hashes_every_bucket_of_a_level() -> None:
+    """Every rollout and variant bucket of a level is computed by one function call per row vector
+    (DuckDB's cost per call of a Python function is paid once, not once per bucket); its answers equal
+    the per-bucket functions' and `hash_fraction` (NULL where the guard is false or the id is NULL)."""
+    from analytics_nb.simulation._sql import bucket_set
+
+    fields = (("r.", "", 0), ("exp.", "", 1), ("exp.", "variant", 1))
+    ids = pa.array(["a", None, "é", "user-3"])
+    guards = (pa.array([True, True, False, None]), pa.array([True, True, True, True]))
+    got = bucket_set(fields)(ids, *guards).to_pylist()
+    assert got == [
+        {"b0": raw_hash("r.a"), "b1": raw_hash("exp.a"), "b2": raw_hash("exp.avariant")},
+        {"b0": None, "b1": None, "b2": None},
+        {"b0": None, "b1": raw_hash("exp.é"), "b2": raw_hash("exp.évariant")},
+        {"b0": None, "b1": raw_hash("exp.user-3"), "b2": raw_hash("exp.user-3variant")},
+    ]
+    query = compile_sql(
+        _definitions(), schema={"distinct_id": "VARCHAR", "plan": "VARCHAR"}, bucket_function="f"
+    )
+    assert list(query.bucket_sets) == ["f_set0"] and len(query.bucket_sets["f_set0"]) == 4
+    assert list(query.buckets.values()) == [("holdout-", "")]  # read on every row, before the conditions

@@ -33,14 +33,15 @@ def _frame(n: int = 400) -> pd.DataFrame:
 def _spy(monkeypatch: pytest.MonkeyPatch) -> tuple[list[int], list[dict[str, Any]]]:
     hashed: list[int] = []
     dtypes: list[dict[str, Any]] = []
-    real_buckets, real_evaluator = sql_module.column_buckets, sql_module.FrameEvaluator
+    real_buckets, real_evaluator = sql_module.bucket_set, sql_module.FrameEvaluator
 
-    def buckets(prefix: str, suffix: str) -> Any:
-        real = real_buckets(prefix, suffix)
+    def buckets(fields: Any) -> Any:
+        real = real_buckets(fields)
 
-        def counted(ids: Any) -> Any:
-            hashed.append(len(ids))
-            return real(ids)
+        def counted(ids: Any, *guards: Any) -> Any:
+            got = real(ids, *guards)
+            hashed.append(len(got) - got.field(0).null_count)  # the rows hashed for the first bucket
+            return got
 
         return counted
 
@@ -48,7 +49,7 @@ def _spy(monkeypatch: pytest.MonkeyPatch) -> tuple[list[int], list[dict[str, Any
         dtypes.append(frame.dtypes.to_dict())
         return real_evaluator(frame, **kw)
 
-    monkeypatch.setattr(sql_module, "column_buckets", buckets)
+    monkeypatch.setattr(sql_module, "bucket_set", buckets)
     monkeypatch.setattr(sql_module, "FrameEvaluator", evaluator)
     return hashed, dtypes
 

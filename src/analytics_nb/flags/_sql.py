@@ -120,6 +120,12 @@ class SqlQuery:
     #: with `compile_sql(bucket_function=)`: {function name: (prefix, suffix)}, the bucket fraction of
     #: ``prefix + distinct_id + suffix`` each function must return (the caller registers them)
     buckets: dict[str, tuple[str, str]] = field(default_factory=dict)
+    #: with `compile_sql(bucket_function=)`: {function name: ((prefix, suffix, guard), ...)} for the
+    #: rollout and variant buckets of one dependency level, computed in one call per row vector: the
+    #: function takes the id and one boolean guard argument per distinct guard, and returns a STRUCT
+    #: whose field ``b<i>`` is the bucket fraction of the i-th (prefix, suffix) where its guard (an index
+    #: into the guard arguments) is true, NULL elsewhere (the caller registers them)
+    bucket_sets: dict[str, tuple[tuple[str, str, int], ...]] = field(default_factory=dict)
     #: the flags as compiled for this query (`flags.compile_flags`): the local engine answers the rows and
     #: flags SQL leaves to it from these, so the definitions are compiled once per run, not per batch
     compiled: CompiledFlags | None = field(default=None, repr=False, compare=False)
@@ -243,6 +249,10 @@ class _Compiler:
         self.bucket_function: str | None = None
         #: (prefix, suffix) -> the name of its bucket function (`bucket_function` + a number)
         self.buckets: dict[tuple[str, str], str] = {}
+        #: the functions of `SqlQuery.bucket_sets`, one per dependency level with buckets
+        self.bucket_sets: dict[str, tuple[tuple[str, str, int], ...]] = {}
+        #: the names of `buckets` computed in a set, not registered on their own
+        self.in_sets: set[str] = set()
 
     # -------------------------------------------------------------- small builders
 
@@ -704,6 +714,8 @@ class _FlagParts:
     conditions: list[tuple[str, Any]] = field(default_factory=list)
     #: the rollout and variant buckets, computed after the conditions (`_FlagCompiler.guard_hashes`)
     hashes: list[tuple[str, Any]] = field(default_factory=list)
+    #: the condition under which the hashes are read (None: every row), set by `guard_hashes`
+    guard: Any = None
     outcome: Any = None
 
 
@@ -783,6 +795,7 @@ class _FlagCompiler:
         if not self.parts.hashes or not codes:
             return
         matched = exp.or_(*[exp.EQ(this=k.copy(), expression=o.lit(_TRUE)) for k in codes])
+        self.parts.guard = matched
         self.parts.hashes = [
             (name, o.case([(matched.copy(), e)], exp.Null())) for name, e in self.parts.hashes
         ]
@@ -967,8 +980,9 @@ def compile_sql(
         bucket_function: DuckDB only: the stem of functions ``<stem>_<n>(id) -> DOUBLE``, each the bucket
             fraction of ``prefix + id + suffix`` for one (prefix, suffix), listed in `SqlQuery.buckets`
             (`simulation.simulate_sql` registers the project's SHA-NI column hasher, `flags._hashing`,
-            under them); the bounds are then the fractions of the exact integer bounds. None: the
-            engine's own SHA-1.
+            under them); the rollout and variant buckets of each dependency level are computed by one
+            function ``<stem>_set<level>`` per row vector instead, listed in `SqlQuery.bucket_sets`. The
+            bounds are then the fractions of the exact integer bounds. None: the engine's own SHA-1.
 
     Returns:
         The `SqlQuery`.
@@ -1023,9 +1037,19 @@ def compile_sql(
     text = final.sql(dialect=dialect, pretty=pretty, identify=False)
     if dialect == "clickhouse" and len(text.encode()) > CLICKHOUSE_MAX_QUERY_SIZE:
         text = _clickhouse_sized(final, text, pretty)
-    buckets = {name: pair for pair, name in c.buckets.items()}
+    buckets = {name: pair for pair, name in c.buckets.items() if name not in c.in_sets}
     return SqlQuery(
-        text, dialect, mode, sql_flags, table, list(carry), reasons, local_column, buckets, compiled
+        text,
+        dialect,
+        mode,
+        sql_flags,
+        table,
+        list(carry),
+        reasons,
+        local_column,
+        buckets,
+        dict(c.bucket_sets),
+        compiled,
     )
 
 
@@ -1097,7 +1121,12 @@ def _level_ctes(
     hashes = [(name, e) for _, p in parts_by_flag for name, e in p.hashes]
     outcomes = [(c.outcome_col[f.key], p.outcome) for f, p in parts_by_flag]
     ctes: list[tuple[str, Any]] = []
-    levels = (("in", list(inputs.items())), ("cond", conditions), ("hash", hashes), ("out", outcomes))
+    levels: list[tuple[str, list[tuple[str, Any]]]] = [("in", list(inputs.items())), ("cond", conditions)]
+    if c.bucket_function is not None and hashes:
+        levels += _bucket_set_columns(c, parts_by_flag, level_no)
+    else:
+        levels.append(("hash", hashes))
+    levels.append(("out", outcomes))
     for suffix, columns in levels:
         if not columns:
             continue
@@ -1108,6 +1137,42 @@ def _level_ctes(
         ctes.append((name, select))
         prev = name
     return ctes
+
+
+def _bucket_set_columns(
+    c: _Compiler, parts_by_flag: list[tuple[CompiledFlag, _FlagParts]], level_no: int
+) -> list[tuple[str, list[tuple[str, Any]]]]:
+    """A level's rollout and variant buckets as one DuckDB function call per row vector (`SqlQuery.
+    bucket_sets`) rather than one per (prefix, suffix): the layer ``_anb_hv<level>`` computes the STRUCT of
+    every bucket of the level (each hashed only where its flag's guard holds, NULL elsewhere), the layer
+    ``_anb_hash<level>`` names its fields as the per-flag hash columns the outcomes read.
+
+    Measured (1M persons x 8 flags, 2 cores): a Python vectorised function costs DuckDB ~0.1 ms per call
+    (the vector handed over as Arrow, the GIL taken), so six bucket functions over 2,048-row vectors were
+    0.33 s of a 0.70 s query; one call per vector for all six makes the query 0.53 s."""
+    exp = c.exp
+    pair_of = {name: pair for pair, name in c.buckets.items()}
+    guards: dict[str, tuple[int, Any]] = {}
+    fields: list[tuple[str, str, int]] = []
+    names: list[str] = []
+    for _, parts in parts_by_flag:
+        if not parts.hashes:
+            continue
+        guard = parts.guard if parts.guard is not None else exp.true()
+        index, _ = guards.setdefault(guard.sql(dialect="duckdb"), (len(guards), guard))
+        for name, e in parts.hashes:
+            call = e.find(exp.Anonymous)
+            fn = call.name if call is not None else ""
+            c.in_sets.add(fn)  # computed in the set, not by a function of its own
+            fields.append((*pair_of[fn], index))
+            names.append(name)
+    set_name = f"{c.bucket_function}_set{level_no}"
+    c.bucket_sets[set_name] = tuple(fields)
+    value = f"_anb_hv{level_no}"
+    ordered = [g for _, g in sorted(guards.values(), key=lambda item: item[0])]
+    call = c.fn(set_name, c.col("_anb_id"), *[exp.Paren(this=g.copy()) for g in ordered])
+    extract = [(n, c.fn("STRUCT_EXTRACT", c.col(value), c.lit(f"b{i}"))) for i, n in enumerate(names)]
+    return [("hv", [(value, call)]), ("hash", extract)]
 
 
 def _clickhouse_sized(final: Any, text: str, pretty: bool) -> str:
