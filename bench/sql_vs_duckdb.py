@@ -19,7 +19,6 @@ cohort, dates, groups), `simulate(engine="sql")` against `simulate(engine="local
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import tempfile
@@ -79,15 +78,28 @@ def load() -> str:
 
 
 def copies(flags: list[dict[str, Any]], n: int) -> list[dict[str, Any]]:
-    """`n` copies of `flags`, each flag key (and every reference to it) suffixed with the copy number."""
+    """`n` copies of `flags`, each flag key (and every flag dependency on it) suffixed with the copy number.
+    Only keys that name a flag are renamed: a property sharing a flag's name (``beta``, ``email``) is
+    still read from its column (renaming every match made those flags read absent columns, so the
+    "answered in SQL" run went to the local engine)."""
     keys = {f["key"] for f in flags}
+
+    def renamed(node: Any, c: int) -> Any:
+        if isinstance(node, list):
+            return [renamed(item, c) for item in node]
+        if not isinstance(node, dict):
+            return node
+        out = {k: renamed(v, c) for k, v in node.items()}
+        if node.get("type") == "flag" and node.get("key") in keys:
+            out["key"] = f"{node['key']}-{c}"
+        return out
+
     out = []
     for c in range(n):
         for flag in flags:
-            text = json.dumps(flag)
-            for key in keys:
-                text = text.replace(f'"{key}"', f'"{key}-{c}"')
-            out.append(json.loads(text))
+            copy = renamed(flag, c)
+            copy["key"] = f"{flag['key']}-{c}"
+            out.append(copy)
     return out
 
 

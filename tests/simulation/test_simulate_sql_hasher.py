@@ -172,3 +172,35 @@ def test_one_bucket_set_call_per_vector_hashes_every_bucket_of_a_level() -> None
     )
     assert list(query.bucket_sets) == ["f_set0"] and len(query.bucket_sets["f_set0"]) == 4
     assert list(query.buckets.values()) == [("holdout-", "")]  # read on every row, before the conditions
+
+
+def test_a_large_bucket_set_hashed_on_two_threads_equals_each_bucket_alone() -> None:
+    """Past ~64k hashes a call, half of a set's buckets are hashed on a worker thread (the hasher runs
+    without the GIL): every field still equals its own bucket function, guards and NULL ids included."""
+    from analytics_nb.simulation._sql import _SPLIT_WORK, bucket_set
+
+    fields = tuple((f"flag-{i}.", "variant" if i % 3 == 0 else "", i % 4) for i in range(40))
+    ids = pa.array([None if i % 97 == 0 else f"user-{i}-é" for i in range(3000)])
+    assert len(fields) * len(ids) >= _SPLIT_WORK
+    guards = [pa.array([(i + g) % 5 != 0 for i in range(len(ids))]) for g in range(4)]
+    got = bucket_set(fields)(ids, *guards)
+    for i, (prefix, suffix, g) in enumerate(fields):
+        want = column_buckets(prefix, suffix)(ids).to_pylist()
+        held = guards[g].to_pylist()
+        assert got.field(i).to_pylist() == [w if h else None for w, h in zip(want, held, strict=True)]
+
+
+def test_local_answers_become_sql_columns_once_per_distinct_value() -> None:
+    """The local engine's object columns in the SQL answers' shape: a variant as is, True / False as
+    "true" / "false", NA as NULL; a boolean flag's non-bool as NULL; an unhashable payload row by row."""
+    from analytics_nb.simulation._sql import _bool_or_none, _by_uniques, _none_if_missing, _variant_text
+
+    cells = pd.Series(["a", True, False, pd.NA, None, "a", float("nan")], dtype=object)
+    assert _by_uniques(cells, _variant_text, pa.string()).to_pylist() == [
+        "a", "true", "false", None, None, "a", None,
+    ]  # fmt: skip
+    assert _by_uniques(cells, _bool_or_none, pa.bool_()).to_pylist() == [
+        None, True, False, None, None, None, None,
+    ]  # fmt: skip
+    payloads = pd.Series([{"a": 1}, None, {"a": 1}], dtype=object)
+    assert _by_uniques(payloads, _none_if_missing, None).to_pylist() == [{"a": 1}, None, {"a": 1}]

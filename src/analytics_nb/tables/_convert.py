@@ -169,8 +169,8 @@ def default_output(family: Family) -> Output:
 def _arrow_column(series: pd.Series) -> Any:
     """A result column as an Arrow array (see the module docstring for flag columns)."""
     pa = _need("pyarrow")
-    if str(series.dtype) == "boolean":
-        return pa.array([None if v is pd.NA else bool(v) for v in series.tolist()], type=pa.bool_())
+    if str(series.dtype) == "boolean":  # the mask becomes the validity bitmap, no Python object per row
+        return pa.array(series.array, type=pa.bool_())
     if isinstance(series.dtype, pd.ArrowDtype):
         return pa.array(series.array)
     if isinstance(series.dtype, pd.CategoricalDtype):  # payloads, reasons: a dictionary array
