@@ -94,6 +94,74 @@ def test_every_engine_answers_with_one_result_and_the_same_tables(
     assert results["dask"].lazy and not want.lazy
 
 
+def _id_frames(people: pd.DataFrame, client: Any, tmp_path: Path) -> dict[str, pd.DataFrame]:
+    """Every door's result frames for ``people`` (local, remote, both with its two frames, sql from the
+    frame and from a parquet file, `simulate_sql`, Dask collected, what-if in memory and over Dask)."""
+    from analytics_nb.simulation import simulate_sql
+
+    out: dict[str, pd.DataFrame] = {}
+    for engine in ("local", "remote", "both"):
+        result = simulate(people, KEYS, engine=engine, client=client, progress=False)  # type: ignore[arg-type]
+        out[engine] = result.frame
+        out[f"{engine}.outputs"] = result.outputs
+    out["both.local"], out["both.remote"] = result.local, result.remote
+    edited = with_rollout(FLAGS, "half", 90)
+    whatif = WhatIf(people, FLAGS).run(edited)
+    out["whatif.base"], out["whatif.edited"] = whatif.base, whatif.edited
+    lazy = simulate_dask(dd.from_pandas(people, npartitions=3), KEYS, definitions=FLAGS)
+    out["dask"] = lazy.to("pandas")
+    out["dask.whatif"] = lazy.whatif(edited).edited_data
+    if importlib.util.find_spec("duckdb") is not None:
+        with simulate(people, KEYS, engine="sql", definitions=FLAGS, progress=False) as sql:
+            out["sql"] = sql.frame
+        with simulate_sql(people, FLAGS, progress=False) as sql:
+            out["simulate_sql"] = sql.frame
+        path = tmp_path / "people.parquet"
+        people.to_parquet(path)
+        with simulate(path, KEYS, engine="sql", definitions=FLAGS, progress=False) as sql:
+            out["sql.parquet"] = sql.frame
+    return out
+
+
+@pytest.mark.parametrize("ids", ["str", "object", "string[pyarrow]"])
+def test_text_ids_are_pandas_3s_str_at_every_door(
+    ids: str, empty_sandbox: Any, make_client: Any, tmp_path: Path
+) -> None:
+    """Text ids (pandas 3's ``str``, Python strings in ``object``, ``string[pyarrow]``) come back as pandas
+    3's default text dtype (``str``, what ``pd.Series(["a"]).dtype`` is) from every door, with the same
+    values. Before, every door gave ``object`` (10M ids: ~0.7 GB of Python strings)."""
+    client = make_client(empty_sandbox, ids=True)
+    for f in FLAGS:
+        client.feature_flags.create(f["key"], filters=f["filters"])
+    people = PEOPLE.assign(distinct_id=PEOPLE["distinct_id"].astype(ids))
+    default_text = pd.Series(["a"]).dtype
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        frames = _id_frames(people, client, tmp_path)
+    assert len(frames) >= 11
+    for door, frame in frames.items():
+        assert frame["distinct_id"].dtype == default_text, door
+        assert frame["distinct_id"].tolist() == PEOPLE["distinct_id"].tolist(), door
+
+
+def test_integer_ids_keep_their_object_column_at_every_door(
+    empty_sandbox: Any, make_client: Any, tmp_path: Path
+) -> None:
+    """Integer ids are never shown in a text dtype: the result's ``distinct_id`` stays ``object`` (their text,
+    as the service answers for them; the parquet read by SQL keeps the numbers), as before."""
+    client = make_client(empty_sandbox, ids=True)
+    for f in FLAGS:
+        client.feature_flags.create(f["key"], filters=f["filters"])
+    people = PEOPLE.assign(distinct_id=range(1000, 1000 + len(PEOPLE)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        frames = _id_frames(people, client, tmp_path)
+    for door, frame in frames.items():
+        assert frame["distinct_id"].dtype == object, door
+        values = [int(v) for v in frame["distinct_id"]]
+        assert values == list(range(1000, 1000 + len(PEOPLE))), door
+
+
 def test_a_dask_result_counts_on_the_cluster_and_collects_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
     """summary, crosstab, len, errors, the repr and the notebook view of a Dask result never compute its
     frame nor collect its rows; only ``to(...)`` does."""

@@ -16,6 +16,7 @@ import pandas as pd
 
 from analytics_nb.simulation._errors import SimulationInputError
 from analytics_nb.simulation._exports import PERSON_ID, duplicate_columns_error, export_shape, from_export
+from analytics_nb.simulation._output import TEXT_IDS, ids_are_text
 from analytics_nb.tables import Family, Output, TableInputError, check_output, to_pandas
 from analytics_nb.wire import distinct_id_problem
 from analytics_nb.wire.cells import is_missing
@@ -497,9 +498,10 @@ def normalise_property_sets(property_sets: Any) -> PropertySets:
             row=rows[0],
         )
     _check_scalar_column(frame, "distinct_id")
-    # an Arrow text column is kept as it is (the engine hashes its buffer; no Python string per row)
-    arrow_ids = isinstance(ids.dtype, pd.StringDtype) and ids.dtype.storage == "pyarrow"
-    texts = ids if arrow_ids else id_text(ids)
+    # text ids become pandas 3's `str` (`TEXT_IDS`), the dtype of every result's distinct_id: an Arrow column
+    # is kept as it is (its buffers shared; the engine hashes them, no Python string per row); integer or
+    # mixed ids become their text in an ``object`` column, as before
+    texts = ids.astype(TEXT_IDS) if ids_are_text(ids) else id_text(ids).astype(object)
     empty = _blank_ids(texts)
     if empty.any():
         rows = _first_bad(empty)
@@ -522,7 +524,7 @@ def normalise_property_sets(property_sets: Any) -> PropertySets:
             column="distinct_id",
             row=rows[0],
         )
-    frame["distinct_id"] = texts if arrow_ids else texts.astype(object)
+    frame["distinct_id"] = texts
     if "error" in frame.columns:
         raise SimulationInputError(
             "property sets have a column named 'error', which the result reserves for row errors; rename it "

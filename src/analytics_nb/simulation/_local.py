@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 from analytics_nb.simulation._definitions import Definitions
 from analytics_nb.simulation._errors import SimulationInputError
 from analytics_nb.simulation._inputs import PropertySets, normalise_property_sets, release_arrow_memory
-from analytics_nb.simulation._output import select_flags
+from analytics_nb.simulation._output import result_ids, select_flags
 
 __all__ = [
     "LOCAL_CHUNK_ROWS",
@@ -327,15 +327,15 @@ def local_evaluator(
 def conform(
     frame: pd.DataFrame, sets: PropertySets, keys: Sequence[str] | None, *, payloads: bool, reasons: bool
 ) -> pd.DataFrame:
-    """Engine output in the result conventions: input index, distinct_id first (``object``, as every door
-    gives it; the property sets keep an Arrow id column as it is, for the engine), chosen flags, error
-    last."""
+    """Engine output in the result conventions: input index, distinct_id first (in the property sets' id
+    dtype, as every door gives it: `result_ids`), chosen flags, error last."""
     if len(frame) == len(sets.frame) and not frame.index.equals(sets.frame.index):
         frame = frame.set_axis(sets.frame.index, axis=0)
+    ids = sets.frame["distinct_id"]
     if "distinct_id" not in frame.columns:
-        frame = frame.assign(distinct_id=sets.frame["distinct_id"])
-    if frame["distinct_id"].dtype != object:
-        frame = frame.assign(distinct_id=frame["distinct_id"].astype(object))
+        frame = frame.assign(distinct_id=ids)
+    elif frame["distinct_id"].dtype != ids.dtype:
+        frame = frame.assign(distinct_id=result_ids(frame["distinct_id"], ids.dtype))
     return select_flags(frame, keys, payloads=payloads, reasons=reasons)
 
 

@@ -582,4 +582,5 @@ def remote_frame(
         reasons=rs if reasons else None,
         condition_index=ci if reasons else None,
         errors=errors,
+        id_dtype=sets.frame["distinct_id"].dtype,
     )

@@ -96,10 +96,11 @@ class SimulationResult:
     ``len()``, ``summary()``, ``crosstab()``, ``to("pandas" | "polars" | "arrow")``, ``to_csv`` /
     ``to_parquet``, computed by the engine's `AnswerSource` where the answers lie.
 
-    ``.frame`` (distinct_id, the input property columns, one column per flag, ``<key>:payload``, ``error``)
-    keeps the property sets' columns (``country``, ``plan``, group keys, ...) beside the outputs, so the
-    frame, ``to_csv`` and the panel's export say what produced each row; ``.outputs`` is the frame without
-    them, and ``to_csv(path, inputs=False)`` / ``to(output, inputs=False)`` leave them out.
+    ``.frame`` (distinct_id, the input property columns, one column per flag, ``<key>:payload``, ``error``;
+    ``distinct_id`` is pandas 3's ``str`` when the input ids are text, ``object`` for integer ids) keeps the
+    property sets' columns (``country``, ``plan``, group keys, ...) beside the outputs, so the frame,
+    ``to_csv`` and the panel's export say what produced each row; ``.outputs`` is the frame without them,
+    and ``to_csv(path, inputs=False)`` / ``to(output, inputs=False)`` leave them out.
 
     Over Dask (``engine == "dask"``) the answers stay lazy: ``.frame`` is the lazy Dask DataFrame of outputs
     (``.frame.persist()``, ``.frame.to_parquet(...)``), ``summary()`` and ``crosstab()`` count on the

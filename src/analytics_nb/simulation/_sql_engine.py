@@ -45,6 +45,7 @@ from analytics_nb.simulation._inputs import (
     read_table,
 )
 from analytics_nb.simulation._local import check_group_mapping, check_missing_columns
+from analytics_nb.simulation._output import TEXT_IDS, ids_are_text
 from analytics_nb.simulation._result import SimulationResult
 from analytics_nb.simulation._sql import SqlRun, run_simulate_sql
 from analytics_nb.simulation._sql_source import SqlSource
@@ -389,10 +390,20 @@ def simulate_sql(
         mode=mode,
         payloads=payloads,
         reasons=reasons,
-        inputs=source if isinstance(source, pd.DataFrame) else None,
+        inputs=_text_ids(source) if isinstance(source, pd.DataFrame) else None,
         output=default_output("arrow" if type(source).__module__.startswith("pyarrow") else "pandas"),
         elapsed=time.perf_counter() - started,
     )
+
+
+def _text_ids(frame: pd.DataFrame) -> pd.DataFrame:
+    """A property-sets frame given to `simulate_sql` as it is, its text ids (``object`` cells all ``str``) in
+    pandas 3's ``str`` as `normalise_property_sets` gives them, so the result's ids are ``str`` as every
+    door's (`result_ids`); integer or mixed ids are left alone."""
+    ids = frame.get("distinct_id")
+    if ids is None or ids.dtype != object or not ids_are_text(ids):
+        return frame
+    return frame.assign(distinct_id=ids.astype(TEXT_IDS))
 
 
 class SqlSimulationResult(SimulationResult):

@@ -9,6 +9,7 @@ the SQL run's own (`SqlRun.missing_report`: the local engine's report over the r
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -20,7 +21,7 @@ from analytics_nb.flags._door import MissingReport
 from analytics_nb.simulation._answers import Counts, Normalize, write_parquet
 from analytics_nb.simulation._definitions import Definitions
 from analytics_nb.simulation._errors import SimulationInputError
-from analytics_nb.simulation._output import build_frame, select_flags
+from analytics_nb.simulation._output import TEXT_IDS, build_frame, select_flags, text_dtype
 from analytics_nb.simulation._result import with_inputs
 from analytics_nb.simulation._sql import ROW_KEYS, SqlRun, _literal, _quote
 from analytics_nb.simulation._summary import ValueCounts
@@ -226,8 +227,19 @@ class SqlSource:
             if written
             else None,
             errors=_texts(raw["error"]),
+            id_dtype=self._id_dtype,
         )
         return select_flags(frame, self._keys, payloads=self._payloads, reasons=self._reasons)
+
+    @functools.cached_property
+    def _id_dtype(self) -> Any:
+        """The result's id dtype (`result_ids`): the property sets', when they were in memory; else pandas 3's
+        `str` when DuckDB read text ids (VARCHAR), ``object`` for any other id type, as before."""
+        if self._given_inputs is not None:
+            return TEXT_IDS if text_dtype(self._given_inputs["distinct_id"].dtype) else object
+        described = self.sim.con.execute("SELECT column_name, column_type FROM (DESCRIBE persons)")
+        kinds = dict(described.fetchall())
+        return TEXT_IDS if kinds.get("distinct_id") == "VARCHAR" else object
 
     def _payloads_of(self, values: dict[str, list[Any]]) -> dict[str, list[Any]]:
         """Each flag's payload per row from its value, as the engine gives it (`CompiledFlag.payload_for`:
