@@ -21,6 +21,7 @@ from analytics_nb.flags._door import MissingReport
 from analytics_nb.simulation._answers import Counts, Normalize, write_parquet
 from analytics_nb.simulation._definitions import Definitions
 from analytics_nb.simulation._errors import SimulationInputError
+from analytics_nb.simulation._inputs import id_text
 from analytics_nb.simulation._output import TEXT_IDS, build_frame, select_flags, text_dtype
 from analytics_nb.simulation._result import with_inputs
 from analytics_nb.simulation._sql import ROW_KEYS, SqlRun, _literal, _quote
@@ -216,7 +217,9 @@ class SqlSource:
         written = self.sim.query.reasons
         frame = build_frame(
             index,
-            raw["distinct_id"].tolist(),
+            # ids read as numbers (an integer column of a parquet file) are their text, as every door
+            # gives them (`id_text`: what the service does with a numeric id); before, 7 stayed 7 here only
+            (raw["distinct_id"] if self._id_dtype is not object else id_text(raw["distinct_id"])).tolist(),
             keys,
             values,
             multivariate=multivariate,
