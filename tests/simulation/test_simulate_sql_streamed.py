@@ -5,7 +5,6 @@ collecting every row; the files equal those the collected frame gives (same rows
 from __future__ import annotations
 
 import warnings
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +19,7 @@ from analytics_nb.simulation._output import concat_frames
 
 pytest.importorskip("duckdb", reason="the 'sql' extra is not installed")
 pq = pytest.importorskip("pyarrow.parquet", reason="the 'arrow' extra is not installed")
-from analytics_nb.simulation._sql_source import SqlSource
+from analytics_nb.simulation._sql_source import SqlSource  # noqa: E402
 
 FLAGS = [
     flag("pro-only", condition(prop("plan", ["pro"])), payloads={"true": '{"tier": 1}'}),
@@ -161,7 +160,3 @@ def test_dask_to_csv_does_not_collect(tmp_path: Path, monkeypatch: pytest.Monkey
     monkeypatch.setattr(DaskSource, "collect", refuse)
     result.to_csv(tmp_path / "d.csv")
     assert len(read_csv(tmp_path / "d.csv")) == N
-
-
-def _spread(result: Any) -> Iterator[int]:
-    return (len(b) for b in result.batches(3, inputs=False))
