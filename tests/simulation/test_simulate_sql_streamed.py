@@ -49,8 +49,8 @@ def _people(n: int = N) -> pd.DataFrame:
 
 
 def _sources(tmp_path: Path) -> dict[str, Any]:
-    """The same persons as a pandas frame, a parquet file with two rows missing their id (error rows) and
-    a folder of two parquet files."""
+    """The same persons as a pandas frame, a parquet file with rows missing their id (error rows), a folder
+    of two parquet files, an Arrow table and a DuckDB relation over the file."""
     people = _people()
     broken = people.assign(distinct_id=people["distinct_id"].where(people.index % 9 != 4, None))
     broken.to_parquet(tmp_path / "people.parquet", row_group_size=5)
@@ -58,7 +58,17 @@ def _sources(tmp_path: Path) -> dict[str, Any]:
     folder.mkdir()
     people.iloc[:10].to_parquet(folder / "a.parquet")
     people.iloc[10:].to_parquet(folder / "b.parquet")
-    return {"frame": people, "file": str(tmp_path / "people.parquet"), "folder": str(folder)}
+    import duckdb
+    import pyarrow as pa
+
+    relation = duckdb.connect().sql(f"SELECT * FROM read_parquet('{tmp_path / 'people.parquet'}')")
+    return {
+        "frame": people,
+        "file": str(tmp_path / "people.parquet"),
+        "folder": str(folder),
+        "arrow": pa.Table.from_pandas(people, preserve_index=False),
+        "relation": relation,
+    }
 
 
 def _run(source: Any, **kw: Any) -> Any:
@@ -74,7 +84,7 @@ def _no_collect(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(SqlSource, "collect", refuse)
 
 
-@pytest.mark.parametrize("shape", ["frame", "file", "folder"])
+@pytest.mark.parametrize("shape", ["frame", "file", "folder", "arrow", "relation"])
 @pytest.mark.parametrize("extras", [True, False])
 def test_sql_files_and_batches_equal_the_collected_frame_and_never_collect(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, shape: str, extras: bool
@@ -108,7 +118,7 @@ def test_sql_files_and_batches_equal_the_collected_frame_and_never_collect(
         # not vacuous: NA answers, a variant, payloads, input columns with NA, error rows from the file
         assert frame["absent"].isna().all() and {"control", "test"} <= set(frame["exp"].dropna())
         assert {"plan", "age", "beta"} <= set(frame.columns) and frame["age"].isna().any()
-        assert (len(result.errors) > 0) == (shape == "file")
+        assert (len(result.errors) > 0) == (shape in ("file", "relation"))
         assert ("exp:payload" in frame.columns) == extras and ("exp:reason" in frame.columns) == extras
     finally:
         result.close()
@@ -130,7 +140,9 @@ def test_sql_batches_of_a_result_without_rows_and_bad_rows(tmp_path: Path) -> No
 def test_local_and_dask_batches_and_csv_equal_the_collected_frame(tmp_path: Path) -> None:
     dd = pytest.importorskip("dask.dataframe", reason="the 'dask' extra is not installed")
     people = _people()
-    local = simulate(people, engine="local", definitions=FLAGS, reasons=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        local = simulate(people, engine="local", definitions=FLAGS, reasons=True)
     pd.testing.assert_frame_equal(concat_frames(list(local.batches(5))), local.frame)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
