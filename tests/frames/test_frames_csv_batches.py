@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pytest
@@ -109,3 +110,28 @@ def test_no_rows_and_secrets(tmp_path: Path) -> None:
     assert not (tmp_path / "k.csv").exists() and not (tmp_path / "k.csv.part").exists()
     with pytest.raises(ValueError, match="columns differ"):
         to_csv_batches(lambda: [frame.iloc[:3], frame.iloc[3:, :2]], tmp_path / "d.csv")
+
+
+@pytest.mark.parametrize("rows", [1, 2, 3])
+@pytest.mark.parametrize("formulas", ["escape", "keep"])
+def test_every_header_entry_is_the_whole_frames(tmp_path: Path, rows: int, formulas: Any) -> None:
+    """Formula cells, an empty text next to a literal "<NA>", categories, JSON cells, datetimes, a formula
+    column name and a carriage return, spread over batches: the header line is to_csv's, byte for byte."""
+    frame = pd.DataFrame(
+        {
+            "a": ["=x", "", None, "<NA>"],
+            "b": pd.Categorical(["p", None, "q", "p"]),
+            "c": pd.array([1, None, 3, 4], dtype="Int64"),
+            "d": [{"k": 1}, None, [1], "s"],
+            "e": pd.to_datetime(["2020-01-01", None, "2021-01-01", "2022-01-01"], utc=True),
+            "=f": [1.5, float("nan"), -float("inf"), 2.0],
+            "g": pd.array(["x\ry", None, "", "'q"], dtype="string"),
+        }
+    )
+    to_csv_batches(
+        lambda: [frame.iloc[i : i + rows] for i in range(0, 4, rows)], tmp_path / "s.csv", formulas=formulas
+    )
+    to_csv(frame, tmp_path / "w.csv", formulas=formulas)
+    pd.testing.assert_frame_equal(read_csv(tmp_path / "s.csv"), read_csv(tmp_path / "w.csv"))
+    with open(tmp_path / "s.csv") as streamed, open(tmp_path / "w.csv") as whole:
+        assert streamed.readline() == whole.readline()

@@ -396,16 +396,22 @@ def _plan(stats: _Stats, formulas: str, kw: dict[str, Any]) -> _Plan:
     if escaped:
         meta["escaped"] = escaped
     meta["columns"] = {n: _encode(pd.Series([], dtype=dtypes[n]), n)[0] for n in names}
+    meta.update(_cells_meta(stats, names, kw.get("sep", ",")))
+    return _Plan(meta, names, dtypes, header, formula_cells, formulas, kw.get("lineterminator", "\n"))
+
+
+def _cells_meta(stats: _Stats, names: list[str], sep: str) -> dict[str, Any]:
+    """The header's entries after ``columns``: categories, NA tokens and a separator other than a comma."""
+    meta: dict[str, Any] = {}
     categories = {n: stats.categories[n] for n in names if stats.categories[n] is not None}
     if categories:
         meta["categories"] = categories
     na = {n: _na_token(stats.empty[n], stats.na_like[n]) for n in names}
     if any(na.values()):
         meta["na"] = {n: t for n, t in na.items() if t}
-    sep = kw.get("sep", ",")
     if sep != ",":
         meta["sep"] = sep
-    return _Plan(meta, names, dtypes, header, formula_cells, formulas, kw.get("lineterminator", "\n"))
+    return meta
 
 
 def _warn_formulas(plan: _Plan) -> None:
