@@ -9,11 +9,12 @@ Prints the load average beside the figures (the machine is shared: read the rati
     .venv/bin/python bench/flags_sql.py --rows 10000000 --engines chdb spark
     .venv/bin/python bench/flags_sql.py --rows 100000000 --skip-pandas # the 100M x 10 flags figure
     .venv/bin/python bench/flags_sql.py --rows 1000000 --skip-pandas --skip-dask --export  # getting them out
+    .venv/bin/python bench/flags_sql.py --rows 3000000 --skip-pandas --skip-dask --export parquet
 
-``--export``: the SQL result's answers (with the input columns, reasons on) written to parquet and to CSV
-batch by batch (``result.to_parquet`` / ``result.to_csv``: nothing collected) against collecting them
-(``result.frame``), each in a fresh process: the time and peak RSS of that step alone (the process's peak
-is reset after ``simulate``, through /proc/self/clear_refs).
+``--export [parquet csv collect]``: the SQL result's answers (with the input columns, reasons on) written
+to parquet and to CSV batch by batch (``result.to_parquet`` / ``result.to_csv``: nothing collected)
+against collecting them (``result.frame``), each in a fresh process: the time and peak RSS of that step
+alone (the process's peak is reset after ``simulate``, through /proc/self/clear_refs).
 """
 
 from __future__ import annotations
@@ -187,14 +188,16 @@ def run_export(export: str, how: str, memory_limit: str, queue: Any) -> None:
     result.close()
 
 
-def export_lines(export: str, rows: int, memory_limit: str) -> None:
-    """Print the `--export` lines: parquet and CSV streamed against collecting."""
+def export_lines(export: str, rows: int, memory_limit: str, ways: list[str]) -> None:
+    """Print the `--export` lines: parquet and CSV streamed against collecting (those of ``ways``)."""
     notes = {
         "parquet": "result.to_parquet: batch by batch (SqlSource.batches, ParquetWriter)",
         "csv": "result.to_csv: batch by batch (frames.to_csv_batches)",
         "collect": "result.frame: every row collected as pandas",
     }
     for how, note in notes.items():
+        if how not in ways:
+            continue
         secs, peak, _, info = in_process(run_export, export, how, memory_limit, own_peak=True)
         size = f", file {info['file_gb']:.2f} GB" if how != "collect" else ""
         _line(
@@ -361,7 +364,12 @@ def main() -> None:
     parser.add_argument("--engines", nargs="*", default=[], choices=["chdb", "spark"])
     parser.add_argument("--skip-pandas", action="store_true")
     parser.add_argument("--skip-dask", action="store_true")
-    parser.add_argument("--export", action="store_true", help="also: answers to parquet / CSV vs collecting")
+    parser.add_argument(
+        "--export",
+        nargs="*",
+        choices=["parquet", "csv", "collect"],
+        help="also get the answers out these ways (none named: all three), each in a fresh process",
+    )
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="bench-flags-sql-"))
     try:
@@ -387,8 +395,10 @@ def main() -> None:
             f"rows answered locally {local}",
         )
         ref = duck_out
-        if args.export:
-            export_lines(str(export), args.rows, args.memory_limit)
+        if args.export is not None:
+            export_lines(
+                str(export), args.rows, args.memory_limit, args.export or ["parquet", "csv", "collect"]
+            )
         if not args.skip_pandas:
             pandas_out = str(work / "pandas.parquet")
             secs, peak, _, _ = in_process(run_pandas, str(export), pandas_out)
