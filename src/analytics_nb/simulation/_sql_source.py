@@ -45,6 +45,22 @@ def _value(v: Any, text: bool) -> Any:
     raise TypeError(f"a boolean flag's SQL answer is {v!r}; expected a boolean")
 
 
+_BOOLEAN_TEXT: dict[str | None, bool] = {"true": True, "false": False}
+
+
+def _values(column: pd.Series, text: bool) -> list[Any]:
+    """`_value` of every cell of a SQL answer column, a column at a time when its dtype says what the cells
+    are (DuckDB's BOOLEAN: Python bools; VARCHAR: texts), else cell by cell (which refuses a cell that is
+    not a boolean). The call per cell was a third of reading a batch back."""
+    dtype = column.dtype
+    if text and pd.api.types.is_string_dtype(dtype) and not pd.api.types.is_object_dtype(dtype):
+        return [_BOOLEAN_TEXT.get(v, v) for v in _texts(column)]
+    if not text and pd.api.types.is_bool_dtype(dtype):
+        cells: list[Any] = column.astype(object).where(column.notna(), None).tolist()
+        return cells
+    return [_value(v, text) for v in column.tolist()]
+
+
 def _texts(column: pd.Series) -> list[str | None]:
     """A text column read back as a list, missing cells None: column at a time (the per-cell ``pd.isna``
     loop was most of the read-back's time on wide answers)."""
@@ -312,7 +328,7 @@ class SqlSource:
         index = self._index(raw[position].tolist())
         multivariate = self._text_flags
         keys = self.sim.flags
-        values = {k: [_value(v, k in multivariate) for v in raw[k].tolist()] for k in keys}
+        values = {k: _values(raw[k], k in multivariate) for k in keys}
 
         def texts(suffix: str) -> dict[str, list[Any]]:
             return {k: _texts(raw[k + suffix]) for k in keys}
