@@ -8,6 +8,7 @@ The result asks its `AnswerSource` (`simulation._answers`) for counts, tables an
 from __future__ import annotations
 
 import html
+import numbers
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -209,9 +210,9 @@ class SimulationResult:
                 upload(batch)  # 1M rows in memory at a time
             ```
         """
-        if isinstance(rows, bool) or not isinstance(rows, int) or rows < 1:
+        if isinstance(rows, bool) or not isinstance(rows, numbers.Integral) or rows < 1:
             raise SimulationInputError(f"batches(rows={rows!r}): rows must be a whole number of at least 1.")
-        return self.source.batches(rows, inputs=inputs)
+        return self.source.batches(int(rows), inputs=inputs)
 
     # -- basics ----------------------------------------------------------------------------------------------
     @property
