@@ -8,6 +8,13 @@ Prints the load average beside the figures (the machine is shared: read the rati
     .venv/bin/python bench/flags_sql.py --rows 1000000                 # a quick look
     .venv/bin/python bench/flags_sql.py --rows 10000000 --engines chdb spark
     .venv/bin/python bench/flags_sql.py --rows 100000000 --skip-pandas # the 100M x 10 flags figure
+    .venv/bin/python bench/flags_sql.py --rows 1000000 --skip-pandas --skip-dask --export  # getting them out
+    .venv/bin/python bench/flags_sql.py --rows 3000000 --skip-pandas --skip-dask --export parquet
+
+``--export [parquet csv collect]``: the SQL result's answers (with the input columns, reasons on) written
+to parquet and to CSV batch by batch (``result.to_parquet`` / ``result.to_csv``: nothing collected)
+against collecting them (``result.frame``), each in a fresh process: the time and peak RSS of that step
+alone (the process's peak is reset after ``simulate``, through /proc/self/clear_refs).
 """
 
 from __future__ import annotations
@@ -149,6 +156,59 @@ def run_duckdb(export: str, out: str, memory_limit: str, queue: Any) -> None:
     result.close()
 
 
+def run_export(export: str, how: str, memory_limit: str, queue: Any) -> None:
+    """`simulate(engine="sql")`, then the answers out one way (`how`: "parquet", "csv" or "collect"); the
+    time and peak RSS of that step alone (the peak reset after simulate)."""
+    from analytics_nb.simulation import simulate
+
+    result = simulate(
+        export,
+        engine="sql",
+        definitions=definitions(),
+        memory_limit=memory_limit,
+        progress=False,
+        reasons=True,
+    )
+    simulated = _peak_gb()
+    Path("/proc/self/clear_refs").write_text("5")  # VmHWM from here on: the export's own peak
+    base = _peak_gb()
+    out = Path(tempfile.mkdtemp(prefix="bench-export-"))
+    start = time.perf_counter()
+    if how == "parquet":
+        result.to_parquet(out / "answers.parquet")
+    elif how == "csv":
+        result.to_csv(out / "answers.csv")
+    else:
+        frame = result.frame
+        assert len(frame) == len(result)
+    secs = time.perf_counter() - start
+    size = sum(f.stat().st_size for f in out.iterdir()) / 1e9
+    shutil.rmtree(out, ignore_errors=True)
+    queue.put((secs, _peak_gb(), 0, {"simulate_peak": simulated, "base": base, "file_gb": size}))
+    result.close()
+
+
+def export_lines(export: str, rows: int, memory_limit: str, ways: list[str]) -> None:
+    """Print the `--export` lines: parquet and CSV streamed against collecting (those of ``ways``)."""
+    notes = {
+        "parquet": "result.to_parquet: batch by batch (SqlSource.batches, ParquetWriter)",
+        "csv": "result.to_csv: batch by batch (frames.to_csv_batches)",
+        "collect": "result.frame: every row collected as pandas",
+    }
+    for how, note in notes.items():
+        if how not in ways:
+            continue
+        secs, peak, _, info = in_process(run_export, export, how, memory_limit, own_peak=True)
+        size = f", file {info['file_gb']:.2f} GB" if how != "collect" else ""
+        _line(
+            how,
+            rows,
+            secs,
+            peak,
+            f"{note}{size} (after simulate's {info['simulate_peak']:.2f} GB; {info['base']:.2f} GB held)",
+        )
+
+
 def run_dask(export: str, queue: Any) -> None:
     """`simulate_dask` over `dask.dataframe.read_parquet(export)` (one partition per row group, the
     threaded scheduler on this machine's cores): the summary, counted per partition."""
@@ -233,10 +293,11 @@ def _hwm_gb(pid: int) -> float | None:
     return None
 
 
-def in_process(target: Any, *args: Any) -> tuple[float, float, int, dict[tuple[str, str], int]]:
+def in_process(target: Any, *args: Any, own_peak: bool = False) -> tuple[float, float, int, dict[Any, Any]]:
     """Run `target` in a fresh (spawned) process; its time, peak RSS (VmHWM, read from the child's
-    /proc/<pid>/status by this process every few seconds and by the child at its end), rows answered
-    locally and summary counts. A line with the peak so far is printed every `PROGRESS_SECONDS`."""
+    /proc/<pid>/status by this process every few seconds and by the child at its end; ``own_peak``: only
+    the child's own figure, when it reset its peak), rows answered locally and summary counts. A line with
+    the peak so far is printed every `PROGRESS_SECONDS`."""
     import queue as queues
 
     ctx = mp.get_context("spawn")
@@ -263,7 +324,7 @@ def in_process(target: Any, *args: Any) -> tuple[float, float, int, dict[tuple[s
                 )
     proc.join()
     secs, child_peak, local, counts = result
-    return secs, max(peak, child_peak), local, counts
+    return secs, child_peak if own_peak else max(peak, child_peak), local, counts
 
 
 PROGRESS_SECONDS = 120
@@ -303,6 +364,12 @@ def main() -> None:
     parser.add_argument("--engines", nargs="*", default=[], choices=["chdb", "spark"])
     parser.add_argument("--skip-pandas", action="store_true")
     parser.add_argument("--skip-dask", action="store_true")
+    parser.add_argument(
+        "--export",
+        nargs="*",
+        choices=["parquet", "csv", "collect"],
+        help="also get the answers out these ways (none named: all three), each in a fresh process",
+    )
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="bench-flags-sql-"))
     try:
@@ -328,6 +395,10 @@ def main() -> None:
             f"rows answered locally {local}",
         )
         ref = duck_out
+        if args.export is not None:
+            export_lines(
+                str(export), args.rows, args.memory_limit, args.export or ["parquet", "csv", "collect"]
+            )
         if not args.skip_pandas:
             pandas_out = str(work / "pandas.parquet")
             secs, peak, _, _ = in_process(run_pandas, str(export), pandas_out)

@@ -18,7 +18,7 @@ from analytics_nb.frames._convert import (
     transformation_sources_frame,
     transformations_frame,
 )
-from analytics_nb.frames._csv import HEADER_PREFIX, FormulaCellsWarning, read_csv, to_csv
+from analytics_nb.frames._csv import HEADER_PREFIX, FormulaCellsWarning, read_csv, to_csv, to_csv_batches
 from analytics_nb.frames._hog_functions import hog_function_templates_frame, hog_functions_frame
 from analytics_nb.frames._rows import RowFormat
 from analytics_nb.frames._schema import DTYPES, KNOWN_COLUMNS, FrameParts
@@ -41,6 +41,7 @@ __all__ = [
     "read_csv",
     "recordings_frame",
     "to_csv",
+    "to_csv_batches",
     "transformation_sources_frame",
     "transformations_frame",
 ]

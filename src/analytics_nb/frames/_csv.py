@@ -16,6 +16,8 @@ import math
 import os
 import re
 import warnings
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
@@ -24,7 +26,15 @@ import pandas as pd
 from analytics_nb.frames._schema import KNOWN_COLUMNS, column, object_column
 from analytics_nb.wire.cells import is_missing, json_default
 
-__all__ = ["FORMULA_POLICIES", "HEADER_PREFIX", "FormulaCellsWarning", "FormulaPolicy", "read_csv", "to_csv"]
+__all__ = [
+    "FORMULA_POLICIES",
+    "HEADER_PREFIX",
+    "FormulaCellsWarning",
+    "FormulaPolicy",
+    "read_csv",
+    "to_csv",
+    "to_csv_batches",
+]
 
 HEADER_PREFIX = "# analytics_nb: "
 """First line of a CSV written by :func:`to_csv`; the JSON after it names each column's dtype."""
@@ -153,10 +163,11 @@ def _encode(series: pd.Series, name: str) -> tuple[str, list[str | None]]:
     return str(dtype), [None if is_missing(v) else str(v) for v in values]
 
 
-def _na_token(texts: list[str | None]) -> str:
-    if texts.count("") == 0:
+def _na_token(empty: bool, present: frozenset[str]) -> str:
+    """The column's NA cell: empty, unless some text is empty; then the first of ``<NA>``, ``<NA1>``, ...
+    no text (``present``: the texts starting with ``<NA``) is."""
+    if not empty:
         return ""
-    present = {t for t in texts if t is not None and t.startswith("<NA")}
     token, i = _NA_TOKEN, 0
     while token in present:
         i += 1
@@ -193,101 +204,19 @@ def to_csv(
         ValueError: A cell looks like a personal API key (nothing is written).
         TypeError: An option other than ``sep``, ``encoding`` or ``lineterminator`` was passed.
     """
-    if formulas not in FORMULA_POLICIES:
-        raise ValueError(
-            f"to_csv: formulas={formulas!r} must be 'escape' (the default: formula-like cells get a "
-            "leading '), 'warn' or 'keep'"
-        )
+    _check_options(formulas, kw)
     if not isinstance(df, pd.DataFrame):
         raise TypeError(f"to_csv: expected a DataFrame, got {type(df).__name__}")
-    unknown = set(kw) - _ALLOWED_WRITE
-    if unknown:
-        raise TypeError(
-            f"to_csv: option(s) {sorted(unknown)} would break the round trip; only {sorted(_ALLOWED_WRITE)} "
-            "are accepted (use DataFrame.to_csv for a plain export)"
-        )
-    if isinstance(df.columns, pd.MultiIndex) or not all(isinstance(c, str) for c in df.columns):
-        raise ValueError("to_csv: column names must be plain strings; rename the columns first")
-    if df.columns.has_duplicates:
-        dupes = sorted(set(df.columns[df.columns.duplicated()]))
-        raise ValueError(f"to_csv: duplicate column names {dupes}; rename them first")
-    meta: dict[str, Any] = {"version": _FORMAT_VERSION}
-    frame = df
+    _check_names(df)
+    frame, index_meta = df, None
     index = df.index
     if not (isinstance(index, pd.RangeIndex) and index.start == 0 and index.step == 1 and index.name is None):
-        names = list(index.names)
         frame = df.reset_index()
-        meta["index"] = {"columns": [str(c) for c in frame.columns[: len(names)]], "names": names}
-    columns: dict[str, str] = {}
-    na: dict[str, str] = {}
-    escaped: list[str] = []
-    formula_cells: dict[str, int] = {}
-    has_cr = False
-    text: dict[str, list[str | None]] = {}
-    categories: dict[str, dict[str, Any]] = {}
-    for name in frame.columns:
-        label, texts = _encode(frame[name], str(name))
-        dtype = frame[name].dtype
-        if isinstance(dtype, pd.CategoricalDtype) and _plain_categories(dtype) is not None:
-            categories[str(name)] = {"values": _plain_categories(dtype), "ordered": bool(dtype.ordered)}
-        joined = "\x00".join(t for t in texts if t is not None) + "\x00" + str(name)
-        has_cr = has_cr or "\r" in joined
-        if "phx_" in joined and _KEY_RE.search(joined):
-            raise ValueError(
-                f"to_csv: column {name!r} holds text that looks like a personal API key (phx_...); "
-                "drop or mask that column before exporting"
-            )
-        found = _formula_count(texts)
-        if found:
-            formula_cells[str(name)] = found
-            if formulas == "escape":
-                texts = _escape_cells(texts)
-                escaped.append(str(name))
-        token = _na_token(texts)
-        if token:
-            na[str(name)] = token
-        columns[str(name)] = label
-        text[str(name)] = [token if t is None else t for t in texts]
-    header: list[str] = list(columns)
-    if any(_is_formula(n) for n in header):
-        formula_cells["(column names)"] = sum(1 for n in header if _is_formula(n))
-        if formulas == "escape":
-            header = [str(n) for n in _escape_cells(list(header))]
-            meta["escaped_names"] = True
-    if formula_cells and formulas == "warn":
-        warnings.warn(
-            FormulaCellsWarning(
-                f"to_csv: {sum(formula_cells.values()):,} cells a spreadsheet would run as formulas (in "
-                f"{sorted(formula_cells)}) were written unchanged; leave formulas='escape' (the default) "
-                "for files people open in a spreadsheet",
-                count=sum(formula_cells.values()),
-                columns=sorted(formula_cells),
-            ),
-            stacklevel=2,
-        )
-    if escaped:
-        meta["escaped"] = escaped
-    meta["columns"] = columns
-    if categories:
-        meta["categories"] = categories
-    if na:
-        meta["na"] = na
-    sep = kw.get("sep", ",")
-    if sep != ",":
-        meta["sep"] = sep
-    lineterminator = kw.get("lineterminator", "\n")
-    out = io.StringIO()
-    writer = csv.writer(
-        out,
-        delimiter=sep,
-        lineterminator=lineterminator,
-        # A bare carriage return is not quoted by QUOTE_MINIMAL and would split the row on reading.
-        quoting=csv.QUOTE_ALL if has_cr else csv.QUOTE_MINIMAL,
-    )
-    writer.writerow(header)
-    writer.writerows(zip(*text.values(), strict=True))
-    body = out.getvalue()
-    content: str = HEADER_PREFIX + json.dumps(meta, ensure_ascii=False) + lineterminator + body
+        index_meta = {"columns": [str(c) for c in frame.columns[: index.nlevels]], "names": list(index.names)}
+    columns = _encode_columns(frame)
+    plan = _plan(_Stats.of(columns, index_meta, numbered=index_meta is None, rows=len(df)), formulas, kw)
+    _warn_formulas(plan)
+    content = plan.header_line() + _rows(plan, columns, kw, names=True)
     if path_or_buf is None:
         return content
     if hasattr(path_or_buf, "write"):
@@ -295,6 +224,339 @@ def to_csv(
         return None
     with open(path_or_buf, "w", encoding=kw.get("encoding", "utf-8"), newline="") as fh:
         fh.write(content)
+    return None
+
+
+def _check_options(formulas: Any, kw: dict[str, Any]) -> None:
+    if formulas not in FORMULA_POLICIES:
+        raise ValueError(
+            f"to_csv: formulas={formulas!r} must be 'escape' (the default: formula-like cells get a "
+            "leading '), 'warn' or 'keep'"
+        )
+    unknown = set(kw) - _ALLOWED_WRITE
+    if unknown:
+        raise TypeError(
+            f"to_csv: option(s) {sorted(unknown)} would break the round trip; only {sorted(_ALLOWED_WRITE)} "
+            "are accepted (use DataFrame.to_csv for a plain export)"
+        )
+
+
+def _check_names(df: pd.DataFrame) -> None:
+    if isinstance(df.columns, pd.MultiIndex) or not all(isinstance(c, str) for c in df.columns):
+        raise ValueError("to_csv: column names must be plain strings; rename the columns first")
+    if df.columns.has_duplicates:
+        dupes = sorted(set(df.columns[df.columns.duplicated()]))
+        raise ValueError(f"to_csv: duplicate column names {dupes}; rename them first")
+
+
+@dataclass
+class _Column:
+    """One column encoded: its dtype, each cell's text (None: NA) and what decides the header's entries
+    for it (category spec, formula cells, an empty text, texts like the NA token); ``cr``: a text or the
+    name holds a carriage return (the rows are then written quoted)."""
+
+    dtype: Any
+    texts: list[str | None]
+    categories: dict[str, Any] | None
+    formulas: int
+    empty: bool
+    na_like: frozenset[str]
+    cr: bool
+
+
+def _encode_columns(frame: pd.DataFrame) -> dict[str, _Column]:
+    """Every column of ``frame`` as text; ValueError (naming the column) for text like an API key."""
+    out: dict[str, _Column] = {}
+    for name in frame.columns:
+        _, texts = _encode(frame[name], str(name))
+        dtype = frame[name].dtype
+        cats = _plain_categories(dtype) if isinstance(dtype, pd.CategoricalDtype) else None
+        joined = "\x00".join(t for t in texts if t is not None) + "\x00" + str(name)
+        if "phx_" in joined and _KEY_RE.search(joined):
+            raise ValueError(
+                f"to_csv: column {name!r} holds text that looks like a personal API key (phx_...); "
+                "drop or mask that column before exporting"
+            )
+        out[str(name)] = _Column(
+            dtype,
+            texts,
+            None if cats is None else {"values": cats, "ordered": bool(getattr(dtype, "ordered", False))},
+            _formula_count(texts),
+            "" in texts,
+            # looked for cell by cell only when the joined text has one (a scan of every cell cost 10%)
+            frozenset(t for t in texts if t is not None and t.startswith("<NA"))
+            if "<NA" in joined
+            else frozenset(),
+            "\r" in joined,
+        )
+    return out
+
+
+@dataclass
+class _Stats:
+    """What the header of the rows written so far depends on, column by column (merged batch by batch).
+    ``index``: the index's columns (the first ones) and names; ``numbered``: every batch's index is a plain
+    ``RangeIndex`` numbering the rows from 0 on, so the index is not written."""
+
+    columns: list[str]
+    dtypes: dict[str, list[Any]]
+    categories: dict[str, dict[str, Any] | None]
+    formulas: dict[str, int]
+    empty: dict[str, bool]
+    na_like: dict[str, frozenset[str]]
+    index: dict[str, Any] | None
+    numbered: bool
+    rows: int
+
+    @classmethod
+    def of(
+        cls, columns: dict[str, _Column], index: dict[str, Any] | None, *, numbered: bool, rows: int
+    ) -> _Stats:
+        return cls(
+            list(columns),
+            {n: [c.dtype] for n, c in columns.items()},
+            {n: c.categories for n, c in columns.items()},
+            {n: c.formulas for n, c in columns.items()},
+            {n: c.empty for n, c in columns.items()},
+            {n: c.na_like for n, c in columns.items()},
+            index,
+            numbered,
+            rows,
+        )
+
+    def add(self, other: _Stats) -> None:
+        """Merge a later batch's (ValueError unless it has the same columns and index names)."""
+        if other.columns != self.columns or other.index != self.index:
+            raise ValueError(
+                f"to_csv: the batches' columns differ ({self.columns} then {other.columns}); every batch "
+                "must have the same columns and index names"
+            )
+        for n in self.columns:
+            self.dtypes[n] += [d for d in other.dtypes[n] if d not in self.dtypes[n]]
+            self.categories[n] = _union(self.categories[n], other.categories[n])
+            self.formulas[n] += other.formulas[n]
+            self.empty[n] = self.empty[n] or other.empty[n]
+            self.na_like[n] = self.na_like[n] | other.na_like[n]
+        self.numbered = self.numbered and other.numbered
+        self.rows += other.rows
+
+    @property
+    def written(self) -> list[str]:
+        """The columns the file holds (the index's only when it does not just number the rows)."""
+        skip = len(self.index["columns"]) if self.numbered and self.index is not None else 0
+        return self.columns[skip:]
+
+
+def _union(a: dict[str, Any] | None, b: dict[str, Any] | None) -> dict[str, Any] | None:
+    """Two batches' categories as one (in order of appearance, as the whole column has them)."""
+    if a is None or b is None:
+        return a or b
+    return {"values": list(dict.fromkeys([*a["values"], *b["values"]])), "ordered": a["ordered"]}
+
+
+def _common_dtype(dtypes: list[Any], categories: dict[str, Any] | None) -> Any:
+    """The dtype of a column whose batches have ``dtypes``: the one they share, the union of their
+    categories, else what pandas gives the batches concatenated."""
+    if len(dtypes) == 1:
+        return dtypes[0]
+    if categories is not None and all(isinstance(d, pd.CategoricalDtype) for d in dtypes):
+        return pd.CategoricalDtype(categories["values"], ordered=categories["ordered"])
+    return pd.concat([pd.Series([], dtype=d) for d in dtypes]).dtype
+
+
+@dataclass
+class _Plan:
+    """The header line's ``meta``, the columns written (``header``: their names as written) and their
+    dtypes, for the whole file."""
+
+    meta: dict[str, Any]
+    columns: list[str]
+    dtypes: dict[str, Any]
+    header: list[str]
+    formula_cells: dict[str, int]
+    formulas: str
+    lineterminator: str
+
+    def header_line(self) -> str:
+        return HEADER_PREFIX + json.dumps(self.meta, ensure_ascii=False) + self.lineterminator
+
+    def same(self, other: _Plan) -> bool:
+        return self.meta == other.meta and self.dtypes == other.dtypes
+
+
+def _plan(stats: _Stats, formulas: str, kw: dict[str, Any]) -> _Plan:
+    """The header for rows with these ``stats`` (for one frame: what `to_csv` always wrote)."""
+    meta: dict[str, Any] = {"version": _FORMAT_VERSION}
+    if stats.index is not None and not stats.numbered:
+        meta["index"] = stats.index
+    names = stats.written
+    dtypes = {n: _common_dtype(stats.dtypes[n], stats.categories[n]) for n in names}
+    formula_cells = {n: stats.formulas[n] for n in names if stats.formulas[n]}
+    escaped = list(formula_cells) if formulas == "escape" else []
+    header: list[str] = list(names)
+    if any(_is_formula(n) for n in header):
+        formula_cells["(column names)"] = sum(1 for n in header if _is_formula(n))
+        if formulas == "escape":
+            header = [str(n) for n in _escape_cells(list(header))]
+            meta["escaped_names"] = True
+    if escaped:
+        meta["escaped"] = escaped
+    meta["columns"] = {n: _encode(pd.Series([], dtype=dtypes[n]), n)[0] for n in names}
+    meta.update(_cells_meta(stats, names, kw.get("sep", ",")))
+    return _Plan(meta, names, dtypes, header, formula_cells, formulas, kw.get("lineterminator", "\n"))
+
+
+def _cells_meta(stats: _Stats, names: list[str], sep: str) -> dict[str, Any]:
+    """The header's entries after ``columns``: categories, NA tokens and a separator other than a comma."""
+    meta: dict[str, Any] = {}
+    categories = {n: stats.categories[n] for n in names if stats.categories[n] is not None}
+    if categories:
+        meta["categories"] = categories
+    na = {n: _na_token(stats.empty[n], stats.na_like[n]) for n in names}
+    if any(na.values()):
+        meta["na"] = {n: t for n, t in na.items() if t}
+    if sep != ",":
+        meta["sep"] = sep
+    return meta
+
+
+def _warn_formulas(plan: _Plan) -> None:
+    cells = plan.formula_cells
+    if cells and plan.formulas == "warn":
+        warnings.warn(
+            FormulaCellsWarning(
+                f"to_csv: {sum(cells.values()):,} cells a spreadsheet would run as formulas (in "
+                f"{sorted(cells)}) were written unchanged; leave formulas='escape' (the default) "
+                "for files people open in a spreadsheet",
+                count=sum(cells.values()),
+                columns=sorted(cells),
+            ),
+            stacklevel=3,
+        )
+
+
+def _rows(plan: _Plan, columns: dict[str, _Column], kw: dict[str, Any], *, names: bool) -> str:
+    """The CSV text of ``columns`` under ``plan``'s header (the row of column names first when ``names``)."""
+    escaped = set(plan.meta.get("escaped", ()))
+    na = plan.meta.get("na", {})
+    text: list[list[str]] = []
+    has_cr = any(columns[name].cr for name in plan.columns)
+    for name in plan.columns:
+        texts = columns[name].texts
+        texts = _escape_cells(texts) if name in escaped else texts
+        token = na.get(name, "")
+        text.append([token if t is None else t for t in texts])
+    out = io.StringIO()
+    writer = csv.writer(
+        out,
+        delimiter=kw.get("sep", ","),
+        lineterminator=plan.lineterminator,
+        # A bare carriage return is not quoted by QUOTE_MINIMAL and would split the row on reading.
+        quoting=csv.QUOTE_ALL if has_cr else csv.QUOTE_MINIMAL,
+    )
+    if names:
+        writer.writerow(plan.header)
+    writer.writerows(zip(*text, strict=True))
+    return out.getvalue()
+
+
+def to_csv_batches(
+    batches: Callable[[], Iterable[pd.DataFrame]],
+    path: str | os.PathLike[str],
+    *,
+    formulas: FormulaPolicy = "escape",
+    **kw: Any,
+) -> None:
+    """Write the frames ``batches()`` yields, one under the other, as ONE CSV that :func:`read_csv` reads
+    back as :func:`to_csv` of the frames concatenated (the same dtypes, categories, NA cells, escaped
+    formulas and index), holding one batch at a time.
+
+    The header line comes first, so it is made from the first batch; a later batch that changes it (a
+    formula cell or an empty text in a column that had none, a new category, another dtype, an index that
+    does not continue the rows) makes the writer read the rest only to learn the whole file's header, then
+    write every batch again under it (``batches`` is called a second time). The file is written next to
+    ``path`` and renamed when complete: an error (text like an API key) leaves nothing behind.
+
+    Args:
+        batches: Called to get the frames, in order, every one with the same columns (the first may be an
+            empty frame: it gives the header of a file without rows).
+        path: The file to write.
+        formulas: ``"escape"``, ``"warn"`` or ``"keep"``, as for :func:`to_csv`.
+        **kw: ``sep``, ``encoding`` or ``lineterminator``.
+
+    Raises:
+        ValueError: A cell looks like a personal API key, or the batches' columns differ (nothing is
+            written).
+    """
+    _check_options(formulas, kw)
+    part = f"{os.fspath(path)}.part"
+    try:
+        plan = _write_batches(batches(), part, formulas, kw, None)
+        if plan is not None:  # the header changed after the first batch: again, under the whole file's
+            _write_batches(batches(), part, formulas, kw, plan)
+        os.replace(part, path)
+    except BaseException:
+        if os.path.exists(part):
+            os.remove(part)
+        raise
+
+
+def _batch_stats(batch: Any, rows: int) -> tuple[_Stats, dict[str, _Column]]:
+    """A batch's columns (its index's first) encoded, and their stats; ``rows``: the rows before it."""
+    if not isinstance(batch, pd.DataFrame):
+        raise TypeError(f"to_csv: expected DataFrames, got {type(batch).__name__}")
+    _check_names(batch)
+    index = batch.index
+    numbered = (
+        isinstance(index, pd.RangeIndex)
+        and index.name is None
+        and index.step == 1
+        and (index.start == rows or len(index) == 0)
+    )
+    frame = batch.reset_index()
+    meta = {"columns": [str(c) for c in frame.columns[: index.nlevels]], "names": list(index.names)}
+    columns = _encode_columns(frame)
+    return _Stats.of(columns, meta, numbered=numbered, rows=len(batch)), columns
+
+
+def _write_batches(
+    batches: Iterable[pd.DataFrame], part: str, formulas: str, kw: dict[str, Any], fixed: _Plan | None
+) -> _Plan | None:
+    """Write ``batches`` to ``part`` under the first batch's header (``fixed``: under that one); the whole
+    file's plan when a later batch changed the header (the rest are then read for it, not written)."""
+    stats: _Stats | None = None
+    plan = fixed
+    changed = False
+    with open(part, "w", encoding=kw.get("encoding", "utf-8"), newline="") as fh:
+        for batch in batches:
+            if fixed is not None:  # the second pass: every batch in the whole file's dtypes
+                cast = {n: d for n, d in fixed.dtypes.items() if n in batch.columns and batch[n].dtype != d}
+                batch = batch.astype(cast) if cast else batch
+            one, columns = _batch_stats(batch, stats.rows if stats is not None else 0)
+            first = stats is None
+            if stats is None:
+                stats = one
+            else:
+                stats.add(one)
+            if changed:
+                continue
+            now = _plan(stats, formulas, kw)
+            if plan is None:
+                plan = now
+            if first:
+                fh.write(plan.header_line())
+            if not plan.same(now) and fixed is None:
+                changed = True
+                continue
+            fh.write(_rows(plan, columns, kw, names=first))
+    if stats is None:
+        raise ValueError("to_csv: no batch to write (yield at least one, an empty frame for no rows)")
+    final = _plan(stats, formulas, kw)
+    if changed:
+        return final
+    if fixed is not None and not fixed.same(final):
+        raise ValueError("to_csv: the batches changed between two passes over them")
+    _warn_formulas(final)
     return None
 
 

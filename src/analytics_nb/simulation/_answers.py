@@ -9,6 +9,10 @@ cluster, DuckDB's parquet) counts them where they lie and brings back only the s
   from them, once, by `summary_from_counts`, for every engine);
 - ``crosstab(key, by, ...)``: the table of a flag's values per value of a property;
 - ``collect(inputs=...)``: the answers as pandas (the only call that brings every row back);
+- ``batches(rows, inputs=...)``: the same rows, ``rows`` at a time, in order: frames in ``collect``'s shape
+  (columns, dtypes, index labels, values), so a file of every answer is written holding one batch
+  (`write_parquet_batches`, `frames.to_csv_batches`); an engine that keeps its answers elsewhere reads
+  each batch from there (DuckDB: a range of the row key; Dask: one partition at a time);
 - ``head(n)``, ``errors()``, ``to_parquet(path, ...)`` (only those rows, or written where they lie);
 - ``missing_report()``: {flag: (the properties no column holds, answers they made NA)}, the report
   `flags._door.warn_missing_properties` builds the one `MissingPropertyWarning` from.
@@ -22,7 +26,7 @@ engine's result) may override `SimulationResult.source` instead.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Protocol, runtime_checkable
@@ -35,12 +39,25 @@ from analytics_nb.simulation._output import flag_columns
 from analytics_nb.simulation._summary import ValueCounts, crosstab, value_counts
 from analytics_nb.tables import from_pandas
 
-__all__ = ["AnswerSource", "Backend", "Counts", "FrameSource", "property_values", "write_parquet"]
+__all__ = [
+    "BATCH_ROWS",
+    "AnswerSource",
+    "Backend",
+    "Counts",
+    "FrameSource",
+    "property_values",
+    "write_parquet",
+    "write_parquet_batches",
+]
 
 Counts = dict[str, tuple[ValueCounts, int]]
 """{flag: (counts of its known values, rows with an unknown value)}, as `_summary.value_counts` gives them."""
 
 Normalize = bool | Literal["all", "index", "columns"]
+
+BATCH_ROWS = 50_000
+"""Rows per batch when a result is written batch by batch (a batch of answers with reasons and input columns
+as pandas is ~2.5 KB a row: 50k rows ~0.12 GB)."""
 
 
 @runtime_checkable
@@ -60,6 +77,8 @@ class AnswerSource(Protocol):
     def crosstab(self, key: str, by: str, *, normalize: Normalize, margins: bool) -> pd.DataFrame: ...
 
     def collect(self, *, inputs: bool = False) -> pd.DataFrame: ...
+
+    def batches(self, rows: int, *, inputs: bool) -> Iterator[pd.DataFrame]: ...
 
     def head(self, n: int) -> pd.DataFrame: ...
 
@@ -103,6 +122,66 @@ def write_parquet(frame: pd.DataFrame, path: str | Path) -> Path:
     return path
 
 
+def write_parquet_batches(batches: Iterator[pd.DataFrame], path: str | Path) -> Path:
+    """The frames of ``batches`` (one result's, in order) to ONE parquet file, one batch in memory at a time:
+    each converted as `write_parquet` converts a whole frame (``to("arrow")``'s types) and written as a row
+    group of a `pyarrow.parquet.ParquetWriter` whose schema is the first batch's; a later batch whose Arrow
+    types differ (a dictionary's index width) is cast to it, and one that cannot be is refused (ValueError
+    naming the column) rather than written under another type. The file is written next to ``path`` and
+    renamed when complete."""
+    try:
+        import pyarrow.parquet as pq
+    except ImportError as exc:
+        raise ImportError('to_parquet needs pyarrow: pip install "analytics-nb[arrow]"') from exc
+    path = Path(path)
+    part = path.with_name(path.name + ".part")
+    writer = schema = None
+    try:
+        for frame in batches:
+            table = from_pandas(frame, "arrow")
+            if writer is None:
+                schema = table.schema
+                writer = pq.ParquetWriter(part, schema)
+            writer.write_table(_conformed(table, schema))
+        if writer is None:
+            raise ValueError("write_parquet_batches: no batch (an empty result yields one empty frame)")
+        writer.close()
+        part.replace(path)
+    except BaseException:
+        if writer is not None:
+            writer.close()
+        part.unlink(missing_ok=True)
+        raise
+    return path
+
+
+def _conformed(table: Any, schema: Any) -> Any:
+    """``table`` in ``schema`` (the file's); ValueError naming a column whose type cannot be cast."""
+    if table.schema.equals(schema):
+        return table
+    if table.schema.names != schema.names:
+        raise ValueError(
+            f"to_parquet: a later batch has the columns {table.schema.names}, the file {schema.names}; the "
+            "batches of one result must have the same columns"
+        )
+    for field in table.schema:
+        want = schema.field(field.name).type
+        if want != field.type and not _castable(field.type, want):
+            raise ValueError(
+                f"to_parquet: column {field.name!r} is {field.type} in a later batch but {want} in the file; "
+                "the batches of one result must have the same types"
+            )
+    return table.cast(schema)
+
+
+def _castable(source: Any, target: Any) -> bool:
+    import pyarrow as pa
+
+    if pa.types.is_dictionary(source) and pa.types.is_dictionary(target):
+        return bool(source.value_type == target.value_type)
+    return bool(pa.types.is_null(source))
+
+
 @dataclass(repr=False)
 class FrameSource:
     """Answers already in memory (local, remote, both): ``outputs`` (the answers), ``frame`` (with the input
@@ -130,6 +209,12 @@ class FrameSource:
 
     def collect(self, *, inputs: bool = False) -> pd.DataFrame:
         return self.frame if inputs else self.outputs
+
+    def batches(self, rows: int, *, inputs: bool) -> Iterator[pd.DataFrame]:
+        """Slices of ``rows`` rows (one empty frame when there is none)."""
+        frame = self.collect(inputs=inputs)
+        for start in range(0, max(len(frame), 1), rows):
+            yield frame.iloc[start : start + rows]
 
     def head(self, n: int) -> pd.DataFrame:
         return self.frame.head(n)

@@ -26,7 +26,7 @@ import dataclasses
 import datetime as dt
 import functools
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -419,6 +419,25 @@ class DaskSource:
             return out
         outputs, sets = dask.compute(self.frame, self.inputs)
         return with_inputs(outputs, sets)
+
+    def batches(self, rows: int, *, inputs: bool) -> Iterator[pd.DataFrame]:
+        """One partition computed at a time (with its property sets when ``inputs``), in slices of at most
+        ``rows`` rows; nothing is collected whole (one empty frame when there is no row)."""
+        dask, _ = _dask()
+        yielded = False
+        for n in range(self.frame.npartitions):
+            part: pd.DataFrame = self.frame.partitions[n]
+            if inputs:
+                outputs, sets = dask.compute(part, self.inputs.partitions[n])
+                part = with_inputs(outputs, sets)
+            else:
+                (part,) = dask.compute(part)
+            for start in range(0, len(part), rows):
+                yielded = True
+                yield part.iloc[start : start + rows]
+        if not yielded:
+            meta = self.frame._meta
+            yield with_inputs(meta, self.inputs._meta) if inputs else meta
 
     def head(self, n: int) -> pd.DataFrame:
         """The first ``n`` rows (from the first partition)."""

@@ -8,7 +8,8 @@ The result asks its `AnswerSource` (`simulation._answers`) for counts, tables an
 from __future__ import annotations
 
 import html
-from collections.abc import Sequence
+import numbers
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol, runtime_checkable
@@ -16,7 +17,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 import pandas as pd
 
 from analytics_nb.flags._door import MissingReport, warn_missing_properties
-from analytics_nb.simulation._answers import AnswerSource, Backend, FrameSource, property_values
+from analytics_nb.simulation._answers import BATCH_ROWS, AnswerSource, Backend, FrameSource, property_values
 from analytics_nb.simulation._compare import agreement_headline
 from analytics_nb.simulation._errors import SimulationInputError
 from analytics_nb.simulation._inputs import output_choice
@@ -85,6 +86,8 @@ class Answers(Protocol):
 
     def to(self, output: Output, *, inputs: bool = True) -> Any: ...
 
+    def batches(self, rows: int = BATCH_ROWS, *, inputs: bool = True) -> Iterator[pd.DataFrame]: ...
+
     def to_csv(self, path: str | Path, *, inputs: bool = True) -> Path: ...
 
     def to_parquet(self, path: str | Path, *, inputs: bool = True) -> Path: ...
@@ -93,8 +96,8 @@ class Answers(Protocol):
 @dataclass(repr=False)
 class SimulationResult:
     """What `simulate` returns, for every engine (local, remote, both, sql) and what `simulate_dask` returns:
-    ``len()``, ``summary()``, ``crosstab()``, ``to("pandas" | "polars" | "arrow")``, ``to_csv`` /
-    ``to_parquet``, computed by the engine's `AnswerSource` where the answers lie.
+    ``len()``, ``summary()``, ``crosstab()``, ``to("pandas" | "polars" | "arrow")``, ``batches()``,
+    ``to_csv`` / ``to_parquet``, computed by the engine's `AnswerSource` where the answers lie.
 
     ``.frame`` (distinct_id, the input property columns, one column per flag, ``<key>:payload``, ``error``;
     ``distinct_id`` is pandas 3's ``str`` when the input ids are text, ``object`` for integer ids) keeps the
@@ -178,6 +181,39 @@ class SimulationResult:
             The result in that family.
         """
         return from_pandas(self.source.collect(inputs=inputs), output_choice(output) or "pandas")
+
+    def batches(self, rows: int = BATCH_ROWS, *, inputs: bool = True) -> Iterator[pd.DataFrame]:
+        """The answers ``rows`` at a time, in input order, as pandas frames: each one exactly the matching
+        slice of ``.frame`` (``inputs=False``: of ``.outputs``): the same columns, dtypes, index labels and
+        values. Only one batch is in memory at a time, so answers larger than memory can be walked or
+        written: over ``engine="sql"`` each batch is a range of rows read from DuckDB's answers file (and the
+        input columns of those rows), over Dask one partition computed at a time (in slices of ``rows``);
+        in memory they are slices of ``.frame``. A result without rows yields one empty frame (its columns).
+        ``to_parquet`` and (unless the answers are in memory already) ``to_csv`` write through it.
+
+        Named like pyarrow's ``Dataset.to_batches`` / DuckDB's ``fetch_record_batch``, but the batches are
+        pandas frames in the result's shape, not Arrow record batches.
+
+        Args:
+            rows: The most rows in one batch (the last one may have fewer).
+            inputs: Keep the input property columns beside the flags (as ``.frame``); False: as
+                ``.outputs``.
+
+        Returns:
+            An iterator of DataFrames (each call starts again from the first row).
+
+        Raises:
+            SimulationInputError: ``rows`` is not a positive whole number.
+
+        Example:
+            ```python
+            for batch in result.batches(1_000_000):
+                upload(batch)  # 1M rows in memory at a time
+            ```
+        """
+        if isinstance(rows, bool) or not isinstance(rows, numbers.Integral) or rows < 1:
+            raise SimulationInputError(f"batches(rows={rows!r}): rows must be a whole number of at least 1.")
+        return self.source.batches(int(rows), inputs=inputs)
 
     # -- basics ----------------------------------------------------------------------------------------------
     @property
@@ -364,9 +400,10 @@ class SimulationResult:
         return plot_shares(self.summary(flags), ax=ax)
 
     def to_csv(self, path: str | Path, *, inputs: bool = True) -> Path:
-        """Write the answers to CSV (through ``analytics_nb.frames.to_csv``, so ``frames.read_csv`` reads it
-        back with the same dtypes; a lazy result is collected first); ``inputs=False`` writes the outputs
-        only (no input property columns).
+        """Write the answers to CSV (through ``analytics_nb.frames.to_csv``'s conventions, so
+        ``frames.read_csv`` reads it back with the same dtypes); ``inputs=False`` writes the outputs only
+        (no input property columns). Answers not in memory (``engine="sql"``, Dask) are written batch by
+        batch (``batches()``, `frames.to_csv_batches`): one batch in memory at a time, never every row.
 
         Args:
             path: The file to write.
@@ -375,17 +412,21 @@ class SimulationResult:
         Returns:
             The path written.
         """
-        from analytics_nb.frames import to_csv
+        from analytics_nb.frames import to_csv, to_csv_batches
 
         path = Path(path)
-        to_csv(self.source.collect(inputs=inputs), path)
+        source = self.source
+        if isinstance(source, FrameSource):  # in memory already: one frame, as it always was
+            to_csv(source.collect(inputs=inputs), path)
+        else:
+            to_csv_batches(lambda: source.batches(BATCH_ROWS, inputs=inputs), path)
         return path
 
     def to_parquet(self, path: str | Path, *, inputs: bool = True) -> Path:
         """Write the answers to parquet (through Arrow: the flag columns typed as in ``to("arrow")``):
-        one file; over Dask a folder of one file per partition, written by the workers (nothing is
-        collected). ``inputs=False`` writes the outputs only. Needs pyarrow (``pip install
-        "analytics-nb[arrow]"``).
+        one file (over ``engine="sql"`` written batch by batch, ``batches()``: nothing is collected); over
+        Dask a folder of one file per partition, written by the workers (nothing is collected).
+        ``inputs=False`` writes the outputs only. Needs pyarrow (``pip install "analytics-nb[arrow]"``).
 
         Args:
             path: The file to write (over Dask: the folder).

@@ -412,13 +412,14 @@ class SqlSimulationResult(SimulationResult):
     and the notebook view are the ones every engine has, computed in SQL without collecting rows).
 
     `simulate_sql` returns it too (issue 34). ``.frame`` has the local engine's columns, dtypes and answers
-    (collected from the parquet answers the first time it is read, in input order). ``.path`` is the
-    parquet file of the answers (``out=``, else a temporary file removed by ``close()``), ``.relation`` the
-    raw SQL answers as a DuckDB relation and ``sql_frame()`` the same collected as pandas (text values, row
-    keys), ``.query`` the compiled `SqlQuery` (``.sql`` its text), ``.con`` the DuckDB connection,
-    ``.local_flags`` the flags the local engine answered (with why) and ``.local_rows`` the rows it
-    answered for the others. It stays a subclass only for these and for ``close()``: its frame is read
-    lazily from DuckDB rather than held.
+    (collected from the parquet answers the first time it is read, in input order); ``batches()``,
+    ``to_parquet`` and ``to_csv`` read them a range of rows at a time and never collect (issue 35). ``.path``
+    is the parquet file of the answers (``out=``, else a temporary file removed by ``close()``), ``.relation``
+    the raw SQL answers as a DuckDB relation and ``sql_frame()`` the same collected as pandas (text values,
+    row keys), ``.query`` the compiled `SqlQuery` (``.sql`` its text), ``.con`` the DuckDB connection,
+    ``.local_flags`` the flags the local engine answered (with why) and ``.local_rows`` the rows it answered
+    for the others. It stays a subclass only for these and for ``close()``: its frame is read lazily from
+    DuckDB rather than held.
     """
 
     def __init__(

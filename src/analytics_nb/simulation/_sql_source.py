@@ -3,14 +3,17 @@
 ``simulate(..., engine="sql")`` answers with a `SimulationResult` whose source is a `SqlSource`: ``len()``,
 ``counts`` (what ``summary()`` is built from), ``crosstab``, ``errors`` and ``head`` are SQL over the answers
 file, so only the small tables (or the asked rows) come back; ``collect`` is the one call that reads every
-row back in the local engine's shape (columns, dtypes, input order), once, then kept. ``missing_report`` is
-the SQL run's own (`SqlRun.missing_report`: the local engine's report over the rows it answered).
+row back in the local engine's shape (columns, dtypes, input order), once, then kept. ``batches`` reads the
+same rows a range of the row key at a time (with the input columns of those rows), and ``to_parquet`` /
+the result's ``to_csv`` write through it, so a file of 100M answers is written holding one batch, never the
+whole frame. ``missing_report`` is the SQL run's own (`SqlRun.missing_report`: the local engine's report
+over the rows it answered).
 """
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from analytics_nb.flags._door import MissingReport
-from analytics_nb.simulation._answers import Counts, Normalize, write_parquet
+from analytics_nb.simulation._answers import BATCH_ROWS, Counts, Normalize, write_parquet_batches
 from analytics_nb.simulation._definitions import Definitions
 from analytics_nb.simulation._errors import SimulationInputError
 from analytics_nb.simulation._inputs import id_text
@@ -44,6 +47,22 @@ def _value(v: Any, text: bool) -> Any:
     raise TypeError(f"a boolean flag's SQL answer is {v!r}; expected a boolean")
 
 
+_BOOLEAN_TEXT: dict[str | None, bool] = {"true": True, "false": False}
+
+
+def _values(column: pd.Series, text: bool) -> list[Any]:
+    """`_value` of every cell of a SQL answer column, a column at a time when its dtype says what the cells
+    are (DuckDB's BOOLEAN: Python bools; VARCHAR: texts), else cell by cell (which refuses a cell that is
+    not a boolean). The call per cell was a third of reading a batch back."""
+    dtype = column.dtype
+    if text and pd.api.types.is_string_dtype(dtype) and not pd.api.types.is_object_dtype(dtype):
+        return [_BOOLEAN_TEXT.get(v, v) for v in _texts(column)]
+    if not text and pd.api.types.is_bool_dtype(dtype):
+        cells: list[Any] = column.astype(object).where(column.notna(), None).tolist()
+        return cells
+    return [_value(v, text) for v in column.tolist()]
+
+
 def _texts(column: pd.Series) -> list[str | None]:
     """A text column read back as a list, missing cells None: column at a time (the per-cell ``pd.isna``
     loop was most of the read-back's time on wide answers)."""
@@ -51,11 +70,23 @@ def _texts(column: pd.Series) -> list[str | None]:
     return values
 
 
+def _pieces_sql(pieces: list[tuple[str, int, int, int]]) -> tuple[str, str]:
+    """The condition selecting rows [first, end) of each (file, first, end, position of its row 0) piece,
+    and the SQL of a selected row's input position."""
+    where = " OR ".join(
+        f"(_anb_file = {_literal(name)} AND _anb_row >= {lo} AND _anb_row < {hi})"
+        for name, lo, hi, _ in pieces
+    )
+    cases = " ".join(f"WHEN {_literal(name)} THEN {offset}" for name, _, _, offset in pieces)
+    return where, f"_anb_row + CASE _anb_file {cases} END"
+
+
 class SqlSource:
     """The answers of an ``engine="sql"`` run (`SqlRun`: DuckDB and the parquet file), read for the
-    result's flags (``keys``) in the local engine's shape; everything but ``collect`` and ``to_parquet`` is
-    answered in SQL. ``given_inputs``: the property sets when they were in memory (None: DuckDB read them
-    where they lie, and ``inputs`` reads them back from its ``persons`` table only when asked)."""
+    result's flags (``keys``) in the local engine's shape; everything but ``collect`` and ``batches`` (and
+    the files written through it) is answered in SQL. ``given_inputs``: the property sets when they were in
+    memory (None: DuckDB read them where they lie, and ``inputs`` reads them back from its ``persons``
+    table only when asked)."""
 
     #: the answers are computed already (the parquet file): the repr and notebook view count them, in SQL
     lazy = False
@@ -77,6 +108,7 @@ class SqlSource:
         self._reasons = reasons
         self._given_inputs = given_inputs
         self._inputs: pd.DataFrame | None = None
+        self._input_dtypes: dict[str, Any] | None = None
         #: the collected answers (outputs, and with the input columns), kept once read
         self.outputs: pd.DataFrame | None = None
         self.frame: pd.DataFrame | None = None
@@ -154,6 +186,90 @@ class SqlSource:
             self.frame = with_inputs(self.outputs, self.inputs)
         return self.frame
 
+    def batches(self, rows: int, *, inputs: bool) -> Iterator[pd.DataFrame]:
+        """The answers ``rows`` at a time in input order, each batch a range of the row key read from DuckDB
+        in the local engine's shape (`read`: the same columns, dtypes, index labels and values as that slice
+        of ``collect``), with the input columns of the same rows when ``inputs`` (the given frame's rows, or
+        read from the ``persons`` view in the dtypes the whole column has). Over a folder of parquet files
+        (its row key is the file and the row in it) a batch may take the end of one file and the start of
+        the next. Answers already collected are sliced."""
+        kept = self.frame if inputs else self.outputs
+        if kept is not None:
+            for start in range(0, max(len(kept), 1), rows):
+                yield kept.iloc[start : start + rows]
+            return
+        yielded = False
+        for where, position, start in self._ranges(rows):
+            out = self._read_range(where, position)
+            yielded = True
+            yield self._with_inputs(out, where, position, start) if inputs else out
+        if not yielded:
+            empty = self.read(limit=0)
+            yield self._with_inputs(empty, "FALSE", "_anb_row", 0) if inputs else empty
+
+    def _ranges(self, rows: int) -> Iterator[tuple[str, str, int]]:
+        """(the condition selecting the next ``rows`` rows, the SQL of each row's input position, the input
+        position of the first), in input order; over a folder, pieces of consecutive files (in DuckDB's
+        order of their names, as `read` numbers them)."""
+        if "_anb_file" not in self.sim.query.carry:
+            for lo in range(0, len(self), rows):
+                yield f"_anb_row >= {lo} AND _anb_row < {lo + rows}", "_anb_row", lo
+            return
+        files = self.sim.con.execute(
+            f"SELECT _anb_file, count(*) FROM {self.answers} GROUP BY ALL ORDER BY _anb_file"
+        ).fetchall()
+        pieces: list[tuple[str, int, int, int]] = []  # (file, first row, end row, position of its row 0)
+        offset = start = 0
+        for name, count in files:
+            lo = 0
+            while lo < count:
+                hi = min(int(count), lo + rows - sum(e - b for _, b, e, _ in pieces))
+                pieces.append((name, lo, hi, offset))
+                lo = hi
+                if sum(e - b for _, b, e, _ in pieces) == rows:
+                    yield (*_pieces_sql(pieces), start)
+                    start, pieces = start + rows, []
+            offset += int(count)
+        if pieces:
+            yield (*_pieces_sql(pieces), start)
+
+    def _read_range(self, where: str, position: str) -> pd.DataFrame:
+        """The answers of one range of the row key (`_ranges`), in the local engine's shape."""
+        sql = f"SELECT *, {position} AS _anb_pos FROM {self.answers} WHERE {where} ORDER BY _anb_pos"
+        return self._shaped(self.sim.con.sql(sql).df(), "_anb_pos")
+
+    def _with_inputs(self, out: pd.DataFrame, where: str, position: str, start: int) -> pd.DataFrame:
+        """``out`` (one range's answers, its first row at input position ``start``) with the input columns
+        of its rows (`with_inputs`)."""
+        if self._given_inputs is not None:
+            return with_inputs(out, self._given_inputs.iloc[start : start + len(out)])
+        sets = self.sim.con.sql(
+            f"SELECT * EXCLUDE ({self._row_keys}) FROM persons WHERE {where} ORDER BY {position}"
+        ).df()
+        dtypes = self._whole_dtypes()
+        cast = {c: d for c, d in dtypes.items() if c in sets.columns and sets[c].dtype != d}
+        sets = sets.astype(cast) if cast else sets
+        return with_inputs(out, sets.set_axis(out.index, axis=0))
+
+    def _whole_dtypes(self) -> dict[str, Any]:
+        """The dtype each input column has when ``persons`` is read whole (``inputs``). DuckDB gives a column
+        with a NULL a nullable dtype (``Int64``, ``boolean``) and a text column of NULLs only ``object``,
+        so a range read alone could differ: read from a few witness rows, each column's first NULL row and
+        first non-NULL one (one pass of DuckDB over the input columns, then kept)."""
+        if self._input_dtypes is None:
+            keys = list(self.sim.query.carry)
+            names = [r[0] for r in self.sim.con.execute("DESCRIBE persons").fetchall() if r[0] not in keys]
+            key = keys[0] if len(keys) == 1 else "{" + ", ".join(f"'{k}': {_quote(k)}" for k in keys) + "}"
+            firsts = [
+                f"min({key}) FILTER (WHERE {_quote(c)} IS {test} NULL)" for c in names for test in ("", "NOT")
+            ]
+            witnesses = (
+                f"SELECT * EXCLUDE ({self._row_keys}) FROM persons WHERE {key} IN "
+                f"(SELECT unnest([{', '.join(firsts)}]) FROM persons)"
+            )
+            self._input_dtypes = dict(self.sim.con.sql(witnesses).df().dtypes) if names else {}
+        return self._input_dtypes
+
     def head(self, n: int) -> pd.DataFrame:
         """The first ``n`` rows of the outputs (only they are read)."""
         return self.read(limit=n)
@@ -168,8 +284,9 @@ class SqlSource:
         return int(self.sim.con.execute(sql).fetchall()[0][0])
 
     def to_parquet(self, path: str | Path, *, inputs: bool) -> Path:
-        """One parquet file in the local engine's shape (through `collect`: the answers are read back)."""
-        return write_parquet(self.collect(inputs=inputs), path)
+        """One parquet file in the local engine's shape, written batch by batch (`batches`: one batch of
+        answers in memory at a time, never every row)."""
+        return write_parquet_batches(self.batches(BATCH_ROWS, inputs=inputs), path)
 
     def missing_report(self) -> MissingReport | None:
         """The SQL run's report (the local engine's over the rows it answered), for the result's flags."""
@@ -205,10 +322,15 @@ class SqlSource:
             sql = f"SELECT * FROM {self.answers} WHERE {where} ORDER BY _anb_row"
             position = "_anb_row"
         raw = self.sim.con.sql(sql + (f" LIMIT {int(limit)}" if limit is not None else "")).df()
+        return self._shaped(raw, position)
+
+    def _shaped(self, raw: pd.DataFrame, position: str) -> pd.DataFrame:
+        """SQL answers (``raw``, with each row's input position in column ``position``) in the local
+        engine's shape."""
         index = self._index(raw[position].tolist())
         multivariate = self._text_flags
         keys = self.sim.flags
-        values = {k: [_value(v, k in multivariate) for v in raw[k].tolist()] for k in keys}
+        values = {k: _values(raw[k], k in multivariate) for k in keys}
 
         def texts(suffix: str) -> dict[str, list[Any]]:
             return {k: _texts(raw[k + suffix]) for k in keys}
@@ -226,7 +348,7 @@ class SqlSource:
             payloads=self._payloads_of(values) if self._payloads else None,
             payload_texts=self._defs.payload_texts(),
             reasons=texts(":reason") if written else None,
-            condition_index={k: pd.array(raw[k + ":condition_index"], dtype="Int64").tolist() for k in keys}
+            condition_index={k: raw[k + ":condition_index"].astype("Int64").tolist() for k in keys}
             if written
             else None,
             errors=_texts(raw["error"]),
