@@ -13,9 +13,8 @@ import pytest
 
 from _flags import condition, flag, prop
 from analytics_nb.frames import read_csv, to_csv
-from analytics_nb.simulation import SimulationInputError, simulate, simulate_dask
+from analytics_nb.simulation import SimulationInputError, concat_frames, simulate, simulate_dask
 from analytics_nb.simulation._answers import write_parquet
-from analytics_nb.simulation._output import concat_frames
 
 pytest.importorskip("duckdb", reason="the 'sql' extra is not installed")
 pq = pytest.importorskip("pyarrow.parquet", reason="the 'arrow' extra is not installed")
