@@ -31,7 +31,7 @@ from analytics_nb.flags import REASON_CODES
 from analytics_nb.flags._frame import reason_dtype
 from analytics_nb.simulation._output import category_column, flag_column
 
-__all__ = ["FrameSpec", "arrow_frame_columns", "text_value"]
+__all__ = ["FrameSpec", "arrow_frame_columns", "duckdb_frame", "in_order", "text_value"]
 
 
 def text_value(v: Any) -> Any:
@@ -82,10 +82,10 @@ def _mask(array: Any) -> np.ndarray:
 
 
 def _is_text(array: Any) -> bool:
-    """Whether an Arrow array holds text."""
+    """Whether an Arrow array holds text (or is dictionary-encoded text, as pyarrow reads it from parquet)."""
     import pyarrow as pa
 
-    kind = array.type
+    kind = array.type.value_type if pa.types.is_dictionary(array.type) else array.type
     return bool(pa.types.is_string(kind) or pa.types.is_large_string(kind) or pa.types.is_string_view(kind))
 
 
@@ -98,11 +98,13 @@ def _booleans(array: Any) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _encoded(array: Any) -> tuple[list[Any], np.ndarray]:
-    """A text column dictionary-encoded: (its distinct texts in order of first appearance, each row's
-    position in them; NULL rows at ``len(texts)``)."""
+    """A text column dictionary-encoded: (its texts, each row's position in them; NULL rows at
+    ``len(texts)``). Encoded here, the texts are in order of first appearance; read encoded from parquet,
+    they are the file's dictionary (which may hold a text no row has: `_category` orders by rows)."""
+    import pyarrow as pa
     import pyarrow.compute as pc
 
-    encoded = pc.dictionary_encode(array)
+    encoded = array if pa.types.is_dictionary(array.type) else pc.dictionary_encode(array)
     texts: list[Any] = encoded.dictionary.to_pylist()
     positions = pc.fill_null(encoded.indices, len(texts)).to_numpy(zero_copy_only=False)
     return texts, positions.astype(np.int32, copy=False)
@@ -211,3 +213,58 @@ def arrow_frame_columns(spec: FrameSpec, table: Any, index: pd.Index) -> dict[st
             cols[f"{key}:condition_index"] = _integers(column, index)
     cols["error"] = pd.Series(pd.array(_chunk(table["error"], pa.string()), dtype="string"), index=index)
     return cols
+
+
+def in_order(table: Any, keys: Sequence[str]) -> Any:
+    """``table``'s rows in the order of its ``keys`` columns (the row key: the row, or the file and the row
+    in it), as DuckDB's ``ORDER BY`` of them would give (text compared byte by byte); no copy when the rows
+    are in that order already (one key, increasing)."""
+    import pyarrow.compute as pc
+
+    if len(keys) == 1:
+        positions = table[keys[0]].to_numpy()
+        if len(positions) < 2 or bool((positions[1:] > positions[:-1]).all()):
+            return table
+        return table.take(np.argsort(positions, kind="stable"))
+    return table.take(pc.sort_indices(table, [(k, "ascending") for k in keys]))
+
+
+def _plain(column: Any) -> Any:
+    """An Arrow column as DuckDB's ``df()`` gives it, for the types whose conversion is known: text as
+    pandas' ``str`` (NaN for NULL), integers and booleans as numpy or, with a NULL, the nullable dtype
+    (``Int64``, ``boolean``), floats as numpy (NaN for NULL); None for any other type (or a column of
+    NULLs only, which DuckDB gives as ``object``)."""
+    import pyarrow as pa
+
+    kind = column.type
+    nulls = column.null_count
+    if nulls == len(column):
+        return None
+    if pa.types.is_string(kind) or pa.types.is_large_string(kind):
+        return pd.array(column, dtype=pd.StringDtype(na_value=np.nan))
+    if pa.types.is_floating(kind) and kind.bit_width in (32, 64):
+        return column.to_numpy()
+    if pa.types.is_integer(kind):
+        dtype = np.dtype(kind.to_pandas_dtype())
+        return (
+            pd.array(column, dtype=dtype.name.capitalize().replace("Ui", "UI"))
+            if nulls
+            else column.to_numpy()
+        )
+    if pa.types.is_boolean(kind):
+        return pd.array(column, dtype="boolean") if nulls else column.to_numpy()
+    return None
+
+
+def duckdb_frame(table: Any, con: Any) -> pd.DataFrame:
+    """``table`` (Arrow) as the pandas frame DuckDB's ``df()`` gives for the same rows: the text, integer,
+    float and boolean columns converted from Arrow (no Python object a cell: reading 1M property sets back
+    through ``df()`` was most of the SQL result's ``frame``), any other column by DuckDB itself."""
+    plain = {name: _plain(table[name]) for name in table.column_names}
+    rest = [name for name, values in plain.items() if values is None]
+    by_duckdb = con.from_arrow(table.select(rest)).df() if rest else None
+    columns = {
+        name: by_duckdb[name] if values is None and by_duckdb is not None else pd.Series(values, copy=False)
+        for name, values in plain.items()
+    }
+    return pd.DataFrame(columns, copy=False)
