@@ -175,6 +175,8 @@ def _arrow_column(series: pd.Series) -> Any:
         return pa.array(series.array)
     if isinstance(series.dtype, pd.CategoricalDtype):  # payloads, reasons: a dictionary array
         return pa.array(series.array, from_pandas=True)
+    if isinstance(series.dtype, pd.StringDtype):  # str / string: the text as is, NA null, no cell in Python
+        return pa.array(series.array, type=pa.string())
     if series.dtype == object or str(series.dtype) in ("string", "str"):
         return pa.array(text_column(series), type=pa.string())
     return pa.Array.from_pandas(series)  # numbers, datetimes; Int64 (condition indexes) with NA as null
