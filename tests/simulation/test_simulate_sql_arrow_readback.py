@@ -308,3 +308,25 @@ def test_in_order_sorts_by_the_row_key() -> None:
     assert in_order(table, ["_anb_row"])["v"].to_pylist() == ["a", "b", "c"]
     two = pa.table({"_anb_file": ["b", "a", "b", "a"], "_anb_row": [0, 1, 1, 0], "v": [3, 2, 4, 1]})
     assert in_order(two, ["_anb_file", "_anb_row"])["v"].to_pylist() == [1, 2, 3, 4]
+
+
+def test_64_bit_integers_with_nulls_are_read_back_exactly() -> None:
+    """An integer property at the ends of 64 bits, with a NULL, reads back as DuckDB's ``df()`` gives it
+    (``Int64`` / ``UInt64``, every digit): the Arrow read-back went through floats and overflowed."""
+    import duckdb
+    import pyarrow as pa
+
+    from analytics_nb.simulation._sql_frame import duckdb_frame
+
+    table = pa.table(
+        {
+            "big": pa.array([1, None, 2**63 - 1, -(2**63)], pa.int64()),
+            "huge": pa.array([1, None, 2**64 - 1, 0], pa.uint64()),
+            "flag": pa.array([True, None, False, True]),
+        }
+    )
+    con = duckdb.connect()
+    got = duckdb_frame(table, con)
+    want = con.from_arrow(table).df()
+    pd.testing.assert_frame_equal(got, want)
+    assert got["big"].tolist() == [1, pd.NA, 2**63 - 1, -(2**63)]

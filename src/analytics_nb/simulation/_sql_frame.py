@@ -245,15 +245,21 @@ def _plain(column: Any) -> Any:
     if pa.types.is_floating(kind) and kind.bit_width in (32, 64):
         return column.to_numpy()
     if pa.types.is_integer(kind):
-        dtype = np.dtype(kind.to_pandas_dtype())
-        return (
-            pd.array(column, dtype=dtype.name.capitalize().replace("Ui", "UI"))
-            if nulls
-            else column.to_numpy()
-        )
+        # values and mask from Arrow's buffers: ``pd.array(column, dtype="Int64")`` went through Python
+        # objects and floats, so an id near 2**63 overflowed (and a large one could lose digits)
+        if not nulls:
+            return column.to_numpy()
+        return pd.arrays.IntegerArray(column.fill_null(0).to_numpy(), _null_mask(column))
     if pa.types.is_boolean(kind):
-        return pd.array(column, dtype="boolean") if nulls else column.to_numpy()
+        if not nulls:
+            return column.to_numpy()
+        return pd.arrays.BooleanArray(column.fill_null(False).to_numpy(), _null_mask(column))
     return None
+
+
+def _null_mask(column: Any) -> Any:
+    """A numpy bool array, True where the Arrow column is NULL."""
+    return np.asarray(column.is_null().to_numpy(zero_copy_only=False), dtype=bool)
 
 
 def duckdb_frame(table: Any, con: Any) -> pd.DataFrame:
