@@ -135,13 +135,11 @@ def _counts(summary: Any) -> dict[tuple[str, str], int]:
     return {(str(f), str(v)): int(c) for f, v, c in rows}
 
 
-def run_duckdb(export: str, out: str, memory_limit: str, queue: Any) -> None:
-    """`simulate(export, engine="sql")`: DuckDB reads the export in place, writes the answers to `out`,
-    and the summary is counted in SQL (no row is collected)."""
+def _simulate(export: str, memory_limit: str, out: str | None = None) -> Any:
+    """`simulate(export, engine="sql")` with the 10 flags, reasons written, no progress bar."""
     from analytics_nb.simulation import simulate
 
-    start = time.perf_counter()
-    result = simulate(
+    return simulate(
         export,
         engine="sql",
         definitions=definitions(),
@@ -150,6 +148,13 @@ def run_duckdb(export: str, out: str, memory_limit: str, queue: Any) -> None:
         progress=False,
         reasons=True,
     )
+
+
+def run_duckdb(export: str, out: str, memory_limit: str, queue: Any) -> None:
+    """`simulate(export, engine="sql")`: DuckDB reads the export in place, writes the answers to `out`,
+    and the summary is counted in SQL (no row is collected)."""
+    start = time.perf_counter()
+    result = _simulate(export, memory_limit, out=out)
     summary = result.summary()
     elapsed = time.perf_counter() - start
     queue.put((elapsed, _peak_gb(), result.local_rows, _counts(summary)))
@@ -159,16 +164,7 @@ def run_duckdb(export: str, out: str, memory_limit: str, queue: Any) -> None:
 def run_export(export: str, how: str, memory_limit: str, queue: Any) -> None:
     """`simulate(engine="sql")`, then the answers out one way (`how`: "parquet", "csv" or "collect"); the
     time and peak RSS of that step alone (the peak reset after simulate)."""
-    from analytics_nb.simulation import simulate
-
-    result = simulate(
-        export,
-        engine="sql",
-        definitions=definitions(),
-        memory_limit=memory_limit,
-        progress=False,
-        reasons=True,
-    )
+    result = _simulate(export, memory_limit)
     simulated = _peak_gb()
     Path("/proc/self/clear_refs").write_text("5")  # VmHWM from here on: the export's own peak
     base = _peak_gb()
